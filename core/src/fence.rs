@@ -1,0 +1,407 @@
+//! The fence decisions, as pure functions every backend applies the same way.
+//!
+//! A store owns the atomicity (a mutex, a `BEGIN IMMEDIATE`, a row lock); these
+//! functions own the rules. Keeping them here means the memory store, SQLite,
+//! PostgreSQL and a JavaScript host cannot disagree on what an append or an
+//! acquire is allowed to do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{EventError, EventFacts, MAX_SAFE_INTEGER, NewEvent};
+use crate::id::{ExecutionId, IdError};
+use crate::kind::KindClass;
+
+/// What a caller expects when it acquires conditionally: the token under which
+/// the park it answers was written, and that park's sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParkExpectation {
+    /// The token the caller believes is current.
+    pub fence: u64,
+    /// The sequence of the park being answered.
+    pub park_seq: u64,
+}
+
+/// The answer of a conditional acquire. Losing the race is an expected answer,
+/// not an error: the caller decides whether to re-read and retry.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AcquireOutcome {
+    /// The token matched and the park is unanswered: `fence` is the caller's
+    /// new token.
+    Acquired {
+        /// The new, now current, token.
+        fence: u64,
+    },
+    /// The token moved or the park was answered: nothing changed, and `fence`
+    /// is the current token.
+    Stale {
+        /// The token as it stands.
+        fence: u64,
+    },
+}
+
+impl AcquireOutcome {
+    /// The token this outcome reports: new when acquired, current when stale.
+    #[must_use]
+    pub fn fence(self) -> u64 {
+        match self {
+            AcquireOutcome::Acquired { fence } | AcquireOutcome::Stale { fence } => fence,
+        }
+    }
+
+    /// Whether the caller now holds the fence.
+    #[must_use]
+    pub fn is_acquired(self) -> bool {
+        matches!(self, AcquireOutcome::Acquired { .. })
+    }
+}
+
+/// An append refused because its writer no longer holds the execution.
+///
+/// This is the refusal that keeps two bodies from writing one log: a batch
+/// under an older token than the current one, or an unfenced answering batch
+/// once anyone has acquired.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{}", describe_stale(.execution_id, *.presented, *.current))]
+pub struct StaleFenceError {
+    /// The execution the append was for.
+    pub execution_id: ExecutionId,
+    /// The token the batch carried; `None` for an unfenced batch.
+    pub presented: Option<u64>,
+    /// The execution's current token.
+    pub current: u64,
+}
+
+/// Renders a [`StaleFenceError`], which reads differently for unfenced
+/// batches.
+fn describe_stale(id: &ExecutionId, presented: Option<u64>, current: u64) -> String {
+    match presented {
+        Some(token) => format!(
+            "stale fence on execution {id:?}: the batch holds token {token}, the current token is {current}"
+        ),
+        None => format!(
+            "unfenced answering append refused: execution {id:?} is fenced at token {current}"
+        ),
+    }
+}
+
+/// Caller input a store refuses before it reads or writes anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// The execution id is not valid.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// One event of the batch is malformed.
+    #[error("event {index} of the batch is invalid: {source}")]
+    Event {
+        /// The event's position in the batch, from 0.
+        index: usize,
+        /// What is wrong with it.
+        #[source]
+        source: EventError,
+    },
+    /// Events of one batch carry different tokens (or some carry one and some
+    /// do not). A batch is one writer's, under one token; a mix is a bug the
+    /// guard could only answer arbitrarily.
+    #[error(
+        "event {index} carries fence {found:?} but event 0 carries {first:?}: a batch is written under one token or none"
+    )]
+    MixedFences {
+        /// The first event whose token differs.
+        index: usize,
+        /// Event 0's token.
+        first: Option<u64>,
+        /// That event's token.
+        found: Option<u64>,
+    },
+    /// `parkSeq` does not name an event of the log (0, or past its head).
+    #[error("parkSeq {park_seq} is not in the log, whose head is {head}")]
+    ParkSeqOutOfRange {
+        /// The sequence given.
+        park_seq: u64,
+        /// The log's last sequence, 0 when empty.
+        head: u64,
+    },
+    /// A token or sequence argument exceeds what a JavaScript number holds
+    /// exactly ([`MAX_SAFE_INTEGER`]); every backend refuses it alike.
+    #[error("{what} = {value} exceeds 2^53-1")]
+    OutOfRange {
+        /// Which argument (`"fence"`, `"parkSeq"`, `"fromSeq"`, `"toSeq"`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+}
+
+/// What the append guard needs to know about a whole batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchFacts {
+    /// The batch's token, `None` when unfenced.
+    pub fence: Option<u64>,
+    /// Whether any event of the batch answers a park.
+    pub answering: bool,
+}
+
+/// Validates every event of a batch and summarises it for the guard.
+///
+/// Returns the per-event facts too, so a store can keep each event's class
+/// without classifying it twice.
+pub fn check_batch(events: &[NewEvent]) -> Result<(BatchFacts, Vec<EventFacts>), InputError> {
+    let facts = events
+        .iter()
+        .enumerate()
+        .map(|(index, event)| {
+            event
+                .check()
+                .map_err(|source| InputError::Event { index, source })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = facts.first().and_then(|f| f.fence);
+    if let Some(index) = facts.iter().position(|f| f.fence != first) {
+        return Err(InputError::MixedFences {
+            index,
+            first,
+            found: facts[index].fence,
+        });
+    }
+    let batch = BatchFacts {
+        fence: first,
+        answering: facts.iter().any(|f| f.class == KindClass::Answering),
+    };
+    Ok((batch, facts))
+}
+
+/// The append guard: one decision for a whole batch, given the execution's
+/// current token.
+///
+/// A fenced batch passes while its token is at least the current one. An
+/// unfenced batch passes when it only holds ignorable events, or while nobody
+/// has ever acquired; an unfenced answering batch on a fenced execution is
+/// refused for good, which is what sends a supervisor's unfenced first try to
+/// the conditional path.
+pub fn guard_append(
+    execution_id: &ExecutionId,
+    current: u64,
+    batch: BatchFacts,
+) -> Result<(), StaleFenceError> {
+    let passes = match batch.fence {
+        Some(token) => token >= current,
+        None => !batch.answering || current == 0,
+    };
+    if passes {
+        Ok(())
+    } else {
+        Err(StaleFenceError {
+            execution_id: execution_id.clone(),
+            presented: batch.fence,
+            current,
+        })
+    }
+}
+
+/// The token an unconditional acquire moves to.
+#[must_use]
+pub fn next_token(current: u64) -> u64 {
+    current.saturating_add(1)
+}
+
+/// The conditional acquire: bump only if the token is the expected one AND no
+/// answering event follows the park.
+///
+/// The token condition catches a rival that acquired; the park condition
+/// catches a rival whose resume already landed (a resume's append does not
+/// move the token), which a retry on a re-read token would otherwise miss.
+pub fn decide_acquire_if(
+    current: u64,
+    expect: ParkExpectation,
+    answered_after_park: bool,
+) -> AcquireOutcome {
+    if current == expect.fence && !answered_after_park {
+        AcquireOutcome::Acquired {
+            fence: next_token(current),
+        }
+    } else {
+        AcquireOutcome::Stale { fence: current }
+    }
+}
+
+/// Checks that a numeric argument fits a JavaScript number exactly.
+pub fn check_safe(what: &'static str, value: u64) -> Result<u64, InputError> {
+    if value > MAX_SAFE_INTEGER {
+        Err(InputError::OutOfRange { what, value })
+    } else {
+        Ok(value)
+    }
+}
+
+/// Validates a conditional-acquire expectation against a log whose last
+/// sequence is `head`.
+pub fn check_expectation(expect: ParkExpectation, head: u64) -> Result<(), InputError> {
+    check_safe("fence", expect.fence)?;
+    check_safe("parkSeq", expect.park_seq)?;
+    if expect.park_seq == 0 || expect.park_seq > head {
+        return Err(InputError::ParkSeqOutOfRange {
+            park_seq: expect.park_seq,
+            head,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::KernelKind;
+
+    fn id() -> ExecutionId {
+        ExecutionId::new("e").expect("valid")
+    }
+
+    fn batch(fence: Option<u64>, answering: bool) -> BatchFacts {
+        BatchFacts { fence, answering }
+    }
+
+    #[test]
+    fn the_guard_table() {
+        // (current, fence, answering) -> passes
+        let table = [
+            (0, None, false, true),
+            (0, None, true, true),
+            (3, None, false, true),
+            (3, None, true, false),
+            (3, Some(2), false, false),
+            (3, Some(2), true, false),
+            (3, Some(3), true, true),
+            (3, Some(4), true, true),
+            (0, Some(0), true, true),
+        ];
+        for (current, fence, answering, passes) in table {
+            let verdict = guard_append(&id(), current, batch(fence, answering));
+            assert_eq!(
+                verdict.is_ok(),
+                passes,
+                "current {current}, fence {fence:?}, answering {answering}"
+            );
+            if let Err(stale) = verdict {
+                assert_eq!((stale.presented, stale.current), (fence, current));
+            }
+        }
+    }
+
+    #[test]
+    fn the_acquire_if_table() {
+        let expect = ParkExpectation {
+            fence: 5,
+            park_seq: 9,
+        };
+        assert_eq!(
+            decide_acquire_if(5, expect, false),
+            AcquireOutcome::Acquired { fence: 6 }
+        );
+        assert_eq!(
+            decide_acquire_if(6, expect, false),
+            AcquireOutcome::Stale { fence: 6 }
+        );
+        assert_eq!(
+            decide_acquire_if(5, expect, true),
+            AcquireOutcome::Stale { fence: 5 }
+        );
+        assert_eq!(
+            decide_acquire_if(4, expect, true),
+            AcquireOutcome::Stale { fence: 4 }
+        );
+    }
+
+    #[test]
+    fn a_batch_has_one_token() {
+        let events = [
+            NewEvent::kernel(KernelKind::MessageConsumed, 0).with_fence(2),
+            NewEvent::kernel(KernelKind::ExecutionResumed, 0).with_fence(2),
+        ];
+        let (facts, each) = check_batch(&events).expect("valid batch");
+        assert_eq!(facts, batch(Some(2), true));
+        assert_eq!(each.len(), 2);
+
+        let mixed = [
+            NewEvent::kernel(KernelKind::MessageConsumed, 0).with_fence(2),
+            NewEvent::kernel(KernelKind::ExecutionResumed, 0),
+        ];
+        assert_eq!(
+            check_batch(&mixed),
+            Err(InputError::MixedFences {
+                index: 1,
+                first: Some(2),
+                found: None
+            })
+        );
+    }
+
+    #[test]
+    fn the_first_invalid_event_is_named() {
+        let events = [NewEvent::new("ok", 0), NewEvent::new("", 0)];
+        assert_eq!(
+            check_batch(&events),
+            Err(InputError::Event {
+                index: 1,
+                source: EventError::EmptyKind
+            })
+        );
+    }
+
+    #[test]
+    fn expectations_must_point_into_the_log() {
+        let ok = ParkExpectation {
+            fence: 0,
+            park_seq: 3,
+        };
+        assert_eq!(check_expectation(ok, 3), Ok(()));
+        assert_eq!(
+            check_expectation(ParkExpectation { park_seq: 4, ..ok }, 3),
+            Err(InputError::ParkSeqOutOfRange {
+                park_seq: 4,
+                head: 3
+            })
+        );
+        assert_eq!(
+            check_expectation(ParkExpectation { park_seq: 0, ..ok }, 3),
+            Err(InputError::ParkSeqOutOfRange {
+                park_seq: 0,
+                head: 3
+            })
+        );
+        assert_eq!(
+            check_expectation(
+                ParkExpectation {
+                    fence: MAX_SAFE_INTEGER + 1,
+                    ..ok
+                },
+                3
+            ),
+            Err(InputError::OutOfRange {
+                what: "fence",
+                value: MAX_SAFE_INTEGER + 1
+            })
+        );
+    }
+
+    #[test]
+    fn stale_errors_read_well() {
+        let fenced = StaleFenceError {
+            execution_id: id(),
+            presented: Some(1),
+            current: 2,
+        };
+        assert!(fenced.to_string().contains("token 1"));
+        let unfenced = StaleFenceError {
+            execution_id: id(),
+            presented: None,
+            current: 2,
+        };
+        assert!(
+            unfenced
+                .to_string()
+                .starts_with("unfenced answering append refused")
+        );
+    }
+}

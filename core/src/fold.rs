@@ -1,0 +1,256 @@
+//! Folding a log into what a resumer needs: the status, the head, and the open
+//! park if there is one.
+
+use crate::event::Envelope;
+use crate::kind::KernelKind;
+
+/// How an execution ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Terminal {
+    /// `EXECUTION_COMPLETED`.
+    Completed,
+    /// `EXECUTION_FAILED`.
+    Failed,
+    /// `EXECUTION_CANCELLED`.
+    Cancelled,
+    /// `EXECUTION_CONTINUED`: ended by continuing as a new execution.
+    Continued,
+}
+
+/// Where an execution stands, as its log says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// No events yet.
+    #[default]
+    Pending,
+    /// Started or resumed: a body is (or should be) running.
+    Running,
+    /// Suspended on a park that nothing has answered.
+    Parked,
+    /// Ended. Terminal is absorbing: nothing written after an end revives the
+    /// execution, so a stray late event cannot make a finished parent
+    /// resumable again.
+    Terminal(Terminal),
+}
+
+impl Status {
+    /// The status after one event of `kind`. Ignorable and unknown kinds leave
+    /// it as it is.
+    #[must_use]
+    pub fn after(self, kind: Option<KernelKind>) -> Status {
+        if let Status::Terminal(_) = self {
+            return self;
+        }
+        match kind {
+            Some(KernelKind::ExecutionStarted | KernelKind::ExecutionResumed) => Status::Running,
+            Some(KernelKind::ExecutionSuspended) => Status::Parked,
+            Some(KernelKind::ExecutionCompleted) => Status::Terminal(Terminal::Completed),
+            Some(KernelKind::ExecutionFailed) => Status::Terminal(Terminal::Failed),
+            Some(KernelKind::ExecutionCancelled) => Status::Terminal(Terminal::Cancelled),
+            Some(KernelKind::ExecutionContinued) => Status::Terminal(Terminal::Continued),
+            Some(
+                KernelKind::ExecutionDenied
+                | KernelKind::ExecutionMigrated
+                | KernelKind::OutcomeRecorded
+                | KernelKind::StepStarted
+                | KernelKind::StepCompleted
+                | KernelKind::StepFailed
+                | KernelKind::MessageConsumed
+                | KernelKind::AnnotationAdded,
+            )
+            | None => self,
+        }
+    }
+
+    /// Whether the execution has ended.
+    #[must_use]
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Terminal(_))
+    }
+}
+
+/// A park nothing has answered yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpenPark {
+    /// The park's sequence: what a resumer passes as `parkSeq`.
+    pub sequence: u64,
+    /// The token the park was written under (`metadata.fence`), 0 if none:
+    /// the token a conditional acquire for this park expects first.
+    pub fence: u64,
+}
+
+/// A fold of a log: status, head and the open park, advanced one event at a
+/// time so a resumer can extend the view it already has with a tail read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ExecutionView {
+    /// The status after the events folded so far.
+    pub status: Status,
+    /// The sequence of the last event folded, 0 for none.
+    pub head: u64,
+    /// The newest park, while no answering event follows it.
+    pub open_park: Option<OpenPark>,
+}
+
+impl ExecutionView {
+    /// Folds `events` from an empty view.
+    pub fn fold<'a>(events: impl IntoIterator<Item = &'a Envelope>) -> Self {
+        let mut view = Self::default();
+        view.extend(events);
+        view
+    }
+
+    /// Advances the view by `events`, which must follow what it has seen.
+    pub fn extend<'a>(&mut self, events: impl IntoIterator<Item = &'a Envelope>) {
+        for event in events {
+            self.apply(event);
+        }
+    }
+
+    /// Advances the view by one event.
+    ///
+    /// A park whose `metadata.fence` is unreadable is recorded as expecting
+    /// token 0: a wrong expectation only costs one stale answer and a retry on
+    /// the store's current token, never a wrong acquire.
+    pub fn apply(&mut self, event: &Envelope) {
+        let kind = event.kernel_kind();
+        self.status = self.status.after(kind);
+        self.head = self.head.max(event.sequence);
+        if kind == Some(KernelKind::ExecutionSuspended) {
+            self.open_park = Some(OpenPark {
+                sequence: event.sequence,
+                fence: event.fence().ok().flatten().unwrap_or(0),
+            });
+        } else if event.is_answering() {
+            self.open_park = None;
+        }
+    }
+}
+
+/// The newest park in `events` when no answering event follows it.
+///
+/// Walks back from the end and stops at the first answering event, so the
+/// cost is the tail after the park, not the log.
+#[must_use]
+pub fn locate_park(events: &[Envelope]) -> Option<&Envelope> {
+    events
+        .iter()
+        .rev()
+        .find(|event| event.is_answering())
+        .filter(|event| event.is_park())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::NewEvent;
+    use crate::id::ExecutionId;
+
+    fn log(events: &[NewEvent]) -> Vec<Envelope> {
+        let id = ExecutionId::new("e").expect("valid");
+        events
+            .iter()
+            .zip(1..)
+            .map(|(event, seq)| event.clone().into_envelope(id.clone(), seq))
+            .collect()
+    }
+
+    fn kernel(kind: KernelKind) -> NewEvent {
+        NewEvent::kernel(kind, 0)
+    }
+
+    #[test]
+    fn the_status_follows_the_kernel_kinds() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionStarted),
+            kernel(KernelKind::ExecutionSuspended),
+        ]);
+        assert_eq!(ExecutionView::fold(&events[..0]).status, Status::Pending);
+        assert_eq!(ExecutionView::fold(&events[..1]).status, Status::Running);
+        let view = ExecutionView::fold(&events);
+        assert_eq!(view.status, Status::Parked);
+        assert_eq!(
+            view.open_park,
+            Some(OpenPark {
+                sequence: 2,
+                fence: 0
+            })
+        );
+        assert_eq!(view.head, 2);
+    }
+
+    #[test]
+    fn ignorable_and_application_events_keep_the_park_open() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionStarted),
+            kernel(KernelKind::ExecutionSuspended).with_fence(4),
+            kernel(KernelKind::ExecutionDenied),
+            NewEvent::new("app.progress", 0),
+            NewEvent::new("FUTURE", 0).with_meta("kernel", "true".into()),
+        ]);
+        let view = ExecutionView::fold(&events);
+        assert_eq!(view.status, Status::Parked);
+        assert_eq!(
+            view.open_park,
+            Some(OpenPark {
+                sequence: 2,
+                fence: 4
+            })
+        );
+        assert_eq!(locate_park(&events).map(|e| e.sequence), Some(2));
+    }
+
+    #[test]
+    fn any_answering_event_closes_the_park() {
+        for closer in [
+            kernel(KernelKind::ExecutionResumed),
+            kernel(KernelKind::ExecutionCompleted),
+            kernel(KernelKind::ExecutionContinued),
+            NewEvent::new("FUTURE", 0).with_kernel_stamp(),
+        ] {
+            let events = log(&[kernel(KernelKind::ExecutionSuspended), closer.clone()]);
+            assert_eq!(ExecutionView::fold(&events).open_park, None, "{closer:?}");
+            assert_eq!(locate_park(&events), None, "{closer:?}");
+        }
+    }
+
+    #[test]
+    fn a_newer_park_supersedes_the_older_one() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionSuspended),
+            kernel(KernelKind::ExecutionSuspended).with_fence(1),
+        ]);
+        assert_eq!(locate_park(&events).map(|e| e.sequence), Some(2));
+        assert_eq!(
+            ExecutionView::fold(&events).open_park,
+            Some(OpenPark {
+                sequence: 2,
+                fence: 1
+            })
+        );
+    }
+
+    #[test]
+    fn terminal_is_absorbing() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionFailed),
+            kernel(KernelKind::ExecutionResumed),
+        ]);
+        assert_eq!(
+            ExecutionView::fold(&events).status,
+            Status::Terminal(Terminal::Failed)
+        );
+    }
+
+    #[test]
+    fn folding_in_pieces_equals_folding_at_once() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionStarted),
+            kernel(KernelKind::ExecutionSuspended),
+            kernel(KernelKind::ExecutionDenied),
+            kernel(KernelKind::ExecutionResumed),
+        ]);
+        let mut view = ExecutionView::fold(&events[..2]);
+        view.extend(&events[2..]);
+        assert_eq!(view, ExecutionView::fold(&events));
+    }
+}

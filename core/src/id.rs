@@ -1,0 +1,162 @@
+//! Execution ids: the one key every store, fence and log is addressed by.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The longest execution id, in UTF-8 bytes.
+///
+/// 255 bytes fits every backend's key column and index without truncation, so
+/// an id that is accepted here is accepted, unchanged, everywhere.
+pub const MAX_ID_BYTES: usize = 255;
+
+/// Why a string cannot be an execution id.
+///
+/// A store refuses such an id before it touches anything, so a caller that sees
+/// this error knows nothing was read or written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum IdError {
+    /// The id is the empty string, which would address no execution at all.
+    #[error("execution id is empty")]
+    Empty,
+    /// The id is longer than [`MAX_ID_BYTES`] UTF-8 bytes.
+    #[error("execution id is {len} bytes long; the limit is {MAX_ID_BYTES}")]
+    TooLong {
+        /// The id's length in bytes.
+        len: usize,
+    },
+    /// The id contains a NUL byte, which C-string and SQL text backends cannot
+    /// hold and would silently truncate at.
+    #[error("execution id contains a NUL byte at byte {at}")]
+    Nul {
+        /// Byte offset of the first NUL.
+        at: usize,
+    },
+}
+
+/// A validated execution id: 1 to [`MAX_ID_BYTES`] bytes of UTF-8, no NUL.
+///
+/// Holding one proves the id was checked once, at the edge, so the kernel and
+/// every adapter can key on it without re-validating or escaping anything.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ExecutionId(String);
+
+impl ExecutionId {
+    /// Validates `id`, taking ownership so a valid id is never copied.
+    pub fn new(id: impl Into<String>) -> Result<Self, IdError> {
+        let id = id.into();
+        validate(&id)?;
+        Ok(Self(id))
+    }
+
+    /// The id as text, for keys, SQL parameters and messages.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks `id` against the id rules without allocating.
+///
+/// Stores call this on every `&str` they are handed, so bad ids are refused
+/// with the same error whichever backend sees them.
+pub fn validate(id: &str) -> Result<(), IdError> {
+    if id.is_empty() {
+        return Err(IdError::Empty);
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(IdError::TooLong { len: id.len() });
+    }
+    if let Some(at) = id.bytes().position(|b| b == 0) {
+        return Err(IdError::Nul { at });
+    }
+    Ok(())
+}
+
+impl TryFrom<String> for ExecutionId {
+    type Error = IdError;
+    fn try_from(id: String) -> Result<Self, IdError> {
+        Self::new(id)
+    }
+}
+
+impl TryFrom<&str> for ExecutionId {
+    type Error = IdError;
+    fn try_from(id: &str) -> Result<Self, IdError> {
+        validate(id)?;
+        Ok(Self(id.to_owned()))
+    }
+}
+
+impl FromStr for ExecutionId {
+    type Err = IdError;
+    fn from_str(id: &str) -> Result<Self, IdError> {
+        Self::try_from(id)
+    }
+}
+
+impl From<ExecutionId> for String {
+    fn from(id: ExecutionId) -> String {
+        id.0
+    }
+}
+
+impl AsRef<str> for ExecutionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for ExecutionId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ExecutionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ExecutionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_boundaries() {
+        assert_eq!(ExecutionId::new("a").map(String::from), Ok("a".to_owned()));
+        let longest = "é".repeat(MAX_ID_BYTES / 2) + "x";
+        assert_eq!(longest.len(), MAX_ID_BYTES);
+        assert!(ExecutionId::new(longest).is_ok());
+        assert!(ExecutionId::new("quote ' and \\ backslash").is_ok());
+    }
+
+    #[test]
+    fn refuses_each_bad_shape_with_its_own_variant() {
+        assert_eq!(ExecutionId::new(""), Err(IdError::Empty));
+        assert_eq!(
+            ExecutionId::new("x".repeat(MAX_ID_BYTES + 1)),
+            Err(IdError::TooLong { len: 256 })
+        );
+        assert_eq!(ExecutionId::new("ab\0c"), Err(IdError::Nul { at: 2 }));
+    }
+
+    #[test]
+    fn serde_refuses_invalid_ids() {
+        let parsed: Result<ExecutionId, _> = serde_json::from_str("\"\"");
+        assert!(parsed.is_err());
+        let ok: ExecutionId = serde_json::from_str("\"run-1\"").expect("valid id");
+        assert_eq!(ok.as_str(), "run-1");
+        assert_eq!(serde_json::to_string(&ok).expect("serialises"), "\"run-1\"");
+    }
+}

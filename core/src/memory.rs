@@ -1,0 +1,303 @@
+//! The in-memory event store as a plain data structure.
+//!
+//! Every operation is one synchronous step over `&mut self`, so whoever owns
+//! the value (a mutex in a service, a single-threaded JS host, a simulation
+//! that snapshots it between steps) gets atomicity for free. The simulation
+//! relies on it being `Clone + Eq + Hash`.
+
+use std::collections::BTreeMap;
+
+use crate::event::{Envelope, NewEvent};
+use crate::fence::{
+    self, AcquireOutcome, InputError, ParkExpectation, StaleFenceError, check_batch,
+    check_expectation, check_safe, decide_acquire_if, guard_append,
+};
+use crate::id::{self, ExecutionId};
+use crate::kind::KindClass;
+
+/// Why an append was not written. Either way, nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppendError {
+    /// The writer's token is no longer good enough: someone acquired after it.
+    #[error(transparent)]
+    Stale(#[from] StaleFenceError),
+    /// The id or an event is malformed.
+    #[error(transparent)]
+    Input(#[from] InputError),
+}
+
+/// One stored event, with its class worked out once at append time so an
+/// acquire scans booleans rather than re-reading metadata.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Record {
+    /// The event as written.
+    event: NewEvent,
+    /// Whether it answers a park.
+    answering: bool,
+}
+
+/// Logs and fence tokens for any number of executions.
+///
+/// A log is a `Vec` whose index is `sequence - 1`, so a conditional acquire
+/// jumps straight to the event after `parkSeq` and scans only the tail: its
+/// cost does not depend on how long the log was before the park.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MemoryStore {
+    /// Each execution's events, in sequence order.
+    logs: BTreeMap<ExecutionId, Vec<Record>>,
+    /// Each execution's token; absent means 0.
+    fences: BTreeMap<ExecutionId, u64>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends one event; see [`MemoryStore::append_many`].
+    pub fn append(&mut self, execution_id: &str, event: NewEvent) -> Result<Envelope, AppendError> {
+        let mut stored = self.append_many(execution_id, vec![event])?;
+        Ok(stored.remove(0))
+    }
+
+    /// Appends a batch at the next contiguous sequences, all or nothing, after
+    /// one guard decision for the whole batch. An empty batch writes nothing.
+    pub fn append_many(
+        &mut self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, AppendError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        let (batch, facts) = check_batch(&events)?;
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        guard_append(&id, self.current_token(id.as_str()), batch)?;
+        let log = self.logs.entry(id.clone()).or_default();
+        let first = to_u64(log.len()) + 1;
+        check_safe("sequence", first + to_u64(events.len()) - 1)?;
+        let mut stored = Vec::with_capacity(events.len());
+        for ((event, facts), sequence) in events.into_iter().zip(facts).zip(first..) {
+            stored.push(event.clone().into_envelope(id.clone(), sequence));
+            log.push(Record {
+                event,
+                answering: facts.class == KindClass::Answering,
+            });
+        }
+        Ok(stored)
+    }
+
+    /// The events with `from_seq <= sequence <= to_seq` (to the head when
+    /// `to_seq` is `None`). An unknown execution reads as empty.
+    pub fn read_range(
+        &self,
+        execution_id: &str,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, InputError> {
+        id::validate(execution_id)?;
+        check_safe("fromSeq", from_seq)?;
+        if let Some(to) = to_seq {
+            check_safe("toSeq", to)?;
+        }
+        let Some((id, log)) = self.logs.get_key_value(execution_id) else {
+            return Ok(Vec::new());
+        };
+        let head = to_u64(log.len());
+        let last = to_seq.map_or(head, |to| to.min(head));
+        let first = from_seq.max(1);
+        if first > last {
+            return Ok(Vec::new());
+        }
+        Ok((first..=last)
+            .zip(&log[to_index(first - 1)..to_index(last)])
+            .map(|(sequence, record)| record.event.clone().into_envelope(id.clone(), sequence))
+            .collect())
+    }
+
+    /// The sequence of the last event, 0 for an empty or unknown execution.
+    pub fn head(&self, execution_id: &str) -> Result<u64, InputError> {
+        id::validate(execution_id)?;
+        Ok(self
+            .logs
+            .get(execution_id)
+            .map_or(0, |log| to_u64(log.len())))
+    }
+
+    /// The execution's current token, 0 if nobody ever acquired.
+    pub fn current_fence(&self, execution_id: &str) -> Result<u64, InputError> {
+        id::validate(execution_id)?;
+        Ok(self.current_token(execution_id))
+    }
+
+    /// Bumps the token unconditionally and returns the new one. Any holder of
+    /// an older token is fenced out from here on.
+    pub fn acquire_fence(&mut self, execution_id: &str) -> Result<u64, InputError> {
+        id::validate(execution_id)?;
+        let token = fence::next_token(self.current_token(execution_id));
+        self.set_token(execution_id, token)?;
+        Ok(token)
+    }
+
+    /// Bumps the token only if it equals `expect.fence` and no answering event
+    /// follows `expect.park_seq`; otherwise reports the current token and
+    /// changes nothing.
+    pub fn acquire_fence_if(
+        &mut self,
+        execution_id: &str,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, InputError> {
+        id::validate(execution_id)?;
+        let log = self.logs.get(execution_id).map_or(&[][..], Vec::as_slice);
+        check_expectation(expect, to_u64(log.len()))?;
+        let answered = log[to_index(expect.park_seq)..]
+            .iter()
+            .any(|record| record.answering);
+        let outcome = decide_acquire_if(self.current_token(execution_id), expect, answered);
+        if let AcquireOutcome::Acquired { fence } = outcome {
+            self.set_token(execution_id, fence)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Deletes the execution's log. A real token (above 0) is kept so a zombie
+    /// writer of a re-created id stays fenced out; a 0 token carries nothing
+    /// and goes. Returns whether a log existed.
+    pub fn delete_execution(&mut self, execution_id: &str) -> Result<bool, InputError> {
+        id::validate(execution_id)?;
+        if self.fences.get(execution_id) == Some(&0) {
+            self.fences.remove(execution_id);
+        }
+        Ok(self.logs.remove(execution_id).is_some())
+    }
+
+    /// The ids of every execution with a log, in id order.
+    pub fn executions(&self) -> impl Iterator<Item = &ExecutionId> {
+        self.logs.keys()
+    }
+
+    /// Stores a token, allocating an id only the first time an execution is
+    /// fenced (the acquire path stays allocation-free after that).
+    fn set_token(&mut self, execution_id: &str, token: u64) -> Result<(), InputError> {
+        match self.fences.get_mut(execution_id) {
+            Some(current) => *current = token,
+            None => {
+                self.fences
+                    .insert(ExecutionId::try_from(execution_id)?, token);
+            }
+        }
+        Ok(())
+    }
+
+    /// The token of an already validated id.
+    fn current_token(&self, execution_id: &str) -> u64 {
+        self.fences.get(execution_id).copied().unwrap_or(0)
+    }
+}
+
+/// Widens a length to a sequence number. Lossless on every supported target.
+fn to_u64(len: usize) -> u64 {
+    u64::try_from(len).unwrap_or(u64::MAX)
+}
+
+/// Narrows a sequence already bounded by a log's length to an index.
+fn to_index(sequence: u64) -> usize {
+    usize::try_from(sequence).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::KernelKind;
+
+    fn parked(store: &mut MemoryStore, id: &str) -> u64 {
+        store
+            .append_many(
+                id,
+                vec![
+                    NewEvent::kernel(KernelKind::ExecutionStarted, 1),
+                    NewEvent::kernel(KernelKind::ExecutionSuspended, 2),
+                ],
+            )
+            .expect("appends")[1]
+            .sequence
+    }
+
+    #[test]
+    fn sequences_are_contiguous_across_batches() {
+        let mut store = MemoryStore::new();
+        let first = store.append("e", NewEvent::new("a", 0)).expect("appends");
+        let batch = store
+            .append_many("e", vec![NewEvent::new("b", 0), NewEvent::new("c", 0)])
+            .expect("appends");
+        assert_eq!(first.sequence, 1);
+        assert_eq!(batch.iter().map(|e| e.sequence).collect::<Vec<_>>(), [2, 3]);
+        let read = store.read_range("e", 2, None).expect("reads");
+        assert_eq!(read, batch);
+        assert_eq!(store.read_range("e", 0, Some(1)).expect("reads"), [first]);
+        assert!(store.read_range("e", 3, Some(2)).expect("reads").is_empty());
+        assert!(
+            store
+                .read_range("other", 1, None)
+                .expect("reads")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_refused_batch_changes_nothing() {
+        let mut store = MemoryStore::new();
+        parked(&mut store, "e");
+        assert_eq!(store.acquire_fence("e"), Ok(1));
+        let before = store.clone();
+        let refused = store.append_many(
+            "e",
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionDenied, 3),
+                NewEvent::kernel(KernelKind::ExecutionResumed, 3),
+            ],
+        );
+        assert!(matches!(refused, Err(AppendError::Stale(_))), "{refused:?}");
+        assert_eq!(store, before);
+    }
+
+    #[test]
+    fn acquire_if_ignores_answers_at_or_before_the_park() {
+        let mut store = MemoryStore::new();
+        let park = parked(&mut store, "e");
+        store
+            .append("e", NewEvent::kernel(KernelKind::ExecutionDenied, 3))
+            .expect("audit appends pass");
+        let expect = ParkExpectation {
+            fence: 0,
+            park_seq: park,
+        };
+        assert_eq!(
+            store.acquire_fence_if("e", expect),
+            Ok(AcquireOutcome::Acquired { fence: 1 })
+        );
+        assert_eq!(
+            store.acquire_fence_if("e", expect),
+            Ok(AcquireOutcome::Stale { fence: 1 })
+        );
+    }
+
+    #[test]
+    fn delete_keeps_real_tokens_only() {
+        let mut store = MemoryStore::new();
+        parked(&mut store, "zero");
+        store
+            .fences
+            .insert(ExecutionId::try_from("zero").expect("valid"), 0);
+        parked(&mut store, "real");
+        store.acquire_fence("real").expect("acquires");
+        assert_eq!(store.delete_execution("zero"), Ok(true));
+        assert_eq!(store.delete_execution("real"), Ok(true));
+        assert_eq!(store.delete_execution("real"), Ok(false));
+        assert!(!store.fences.contains_key("zero"));
+        assert_eq!(store.current_fence("real"), Ok(1));
+        assert_eq!(store.executions().count(), 0);
+    }
+}

@@ -1,0 +1,90 @@
+//! What a store operation can fail with, beyond the answers that are values.
+
+use std::error::Error;
+
+use loomfence_core::memory::AppendError;
+use loomfence_core::{InputError, StaleFenceError};
+
+use crate::Capability;
+
+/// Why a store operation did not happen.
+///
+/// Expected races are not here: a conditional acquire that loses answers
+/// [`AcquireOutcome::Stale`](loomfence_core::AcquireOutcome::Stale). What is
+/// here is a refusal (a stale token, bad input, a capability the store lacks)
+/// or a backend failure, each its own variant so callers match rather than
+/// parse messages.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The append's writer no longer holds the execution: someone acquired
+    /// after it. Nothing was written.
+    #[error(transparent)]
+    StaleFence(#[from] StaleFenceError),
+    /// The id, an event or an argument is malformed. Nothing was read or
+    /// written.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The store does not offer this operation. Callers fall back by
+    /// [`Capability`] instead of discovering this at run time; getting it
+    /// means a store misreported its capability.
+    #[error("{operation} is not offered by a {capability:?} store")]
+    Unsupported {
+        /// The operation asked for.
+        operation: &'static str,
+        /// What the store offers.
+        capability: Capability,
+    },
+    /// The backend failed (connection lost, disk error, lock timeout). The
+    /// store guarantees the operation either fully happened or not at all;
+    /// [`BackendError::retryable`] says whether trying again can help.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+impl StoreError {
+    /// Whether trying the same call again may succeed.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Backend(backend) if backend.retryable)
+    }
+}
+
+impl From<AppendError> for StoreError {
+    fn from(error: AppendError) -> Self {
+        match error {
+            AppendError::Stale(stale) => StoreError::StaleFence(stale),
+            AppendError::Input(input) => StoreError::Input(input),
+        }
+    }
+}
+
+/// A failure inside a storage backend, carrying its cause.
+#[derive(Debug, thiserror::Error)]
+#[error("storage backend failed ({}): {source}", if *.retryable { "retryable" } else { "permanent" })]
+pub struct BackendError {
+    /// Whether the same call may succeed if tried again (a dropped connection,
+    /// a busy database) as opposed to never (a corrupt file).
+    pub retryable: bool,
+    /// The backend's own error.
+    #[source]
+    pub source: Box<dyn Error + Send + Sync>,
+}
+
+impl BackendError {
+    /// A failure worth retrying.
+    pub fn retryable(source: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self {
+            retryable: true,
+            source: source.into(),
+        }
+    }
+
+    /// A failure that retrying will not fix.
+    pub fn permanent(source: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self {
+            retryable: false,
+            source: source.into(),
+        }
+    }
+}

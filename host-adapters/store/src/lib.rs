@@ -1,0 +1,36 @@
+//! The async side of loomfence's storage: the [`EventStore`] trait that every
+//! adapter (memory, SQLite, PostgreSQL) implements, its error type, and the
+//! in-memory adapter.
+//!
+//! The rules themselves (the append guard, the conditional acquire) live in
+//! `loomfence-core` as pure functions; an adapter's job is only to apply them
+//! atomically against its backend. Every adapter runs the same conformance
+//! kit (`loomfence-conformance`), so they cannot drift apart.
+//!
+//! ```
+//! use loomfence_core::{KernelKind, NewEvent};
+//! use loomfence_store::{EventStore, MemoryEventStore, StoreError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), StoreError> {
+//! let store = MemoryEventStore::new();
+//! store.append("job-1", NewEvent::kernel(KernelKind::ExecutionStarted, 0)).await?;
+//! let zombie = 0;
+//! let token = store.acquire_fence("job-1").await?;
+//! assert_eq!(token, 1);
+//!
+//! // The previous holder's answering append is now refused.
+//! let late = NewEvent::kernel(KernelKind::ExecutionCompleted, 1).with_fence(zombie);
+//! let refused = store.append("job-1", late).await;
+//! assert!(matches!(refused, Err(StoreError::StaleFence(_))));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod memory;
+mod store;
+
+pub use error::{BackendError, StoreError};
+pub use memory::MemoryEventStore;
+pub use store::{Capability, EventStore};

@@ -1,0 +1,132 @@
+//! The in-memory adapter: the core's [`MemoryStore`] behind a mutex.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use loomfence_core::{AcquireOutcome, Envelope, MemoryStore, NewEvent, ParkExpectation};
+
+use crate::{Capability, EventStore, StoreError};
+
+/// The core's in-memory store, shared across tasks and threads.
+///
+/// Each core operation is a short synchronous step, so a plain mutex held for
+/// exactly that step gives every method its atomicity; no lock is held across
+/// an `.await`.
+///
+/// [`MemoryEventStore::with_capability`] emulates a weaker backend, so the
+/// fallback paths of the resume machine and the kit's capability gating can
+/// be exercised without one.
+#[derive(Debug)]
+pub struct MemoryEventStore {
+    /// The store itself.
+    inner: Mutex<MemoryStore>,
+    /// What this instance advertises and allows.
+    capability: Capability,
+}
+
+impl Default for MemoryEventStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryEventStore {
+    /// An empty, fully conditional store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_capability(Capability::Conditional)
+    }
+
+    /// An empty store that offers only `capability`: a
+    /// [`Capability::FencingOnly`] one refuses the conditional acquire, a
+    /// [`Capability::NonFencing`] one refuses both acquires (so every token
+    /// stays 0 and the guard never refuses).
+    #[must_use]
+    pub fn with_capability(capability: Capability) -> Self {
+        Self::from_store(MemoryStore::new(), capability)
+    }
+
+    /// Wraps an existing store value, e.g. a simulation's snapshot.
+    #[must_use]
+    pub fn from_store(store: MemoryStore, capability: Capability) -> Self {
+        Self {
+            inner: Mutex::new(store),
+            capability,
+        }
+    }
+
+    /// A copy of the whole store, for comparisons and snapshots.
+    #[must_use]
+    pub fn snapshot(&self) -> MemoryStore {
+        self.lock().clone()
+    }
+
+    /// Locks the store. A panic while locked cannot leave it half-written
+    /// (every core operation validates before it mutates), so a poisoned lock
+    /// is recovered rather than propagated.
+    fn lock(&self) -> MutexGuard<'_, MemoryStore> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refuses an operation this instance's capability does not include.
+    fn require(&self, operation: &'static str, allowed: bool) -> Result<(), StoreError> {
+        if allowed {
+            Ok(())
+        } else {
+            Err(StoreError::Unsupported {
+                operation,
+                capability: self.capability,
+            })
+        }
+    }
+}
+
+#[async_trait]
+impl EventStore for MemoryEventStore {
+    fn capability(&self) -> Capability {
+        self.capability
+    }
+
+    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+        Ok(self.lock().append(execution_id, event)?)
+    }
+
+    async fn append_many(
+        &self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        Ok(self.lock().append_many(execution_id, events)?)
+    }
+
+    async fn read_range(
+        &self,
+        execution_id: &str,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        Ok(self.lock().read_range(execution_id, from_seq, to_seq)?)
+    }
+
+    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        Ok(self.lock().current_fence(execution_id)?)
+    }
+
+    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        self.require("acquire_fence", self.capability.fences())?;
+        Ok(self.lock().acquire_fence(execution_id)?)
+    }
+
+    async fn acquire_fence_if(
+        &self,
+        execution_id: &str,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        self.require("acquire_fence_if", self.capability.is_conditional())?;
+        Ok(self.lock().acquire_fence_if(execution_id, expect)?)
+    }
+
+    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().delete_execution(execution_id)?)
+    }
+}

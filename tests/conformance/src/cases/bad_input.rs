@@ -1,0 +1,289 @@
+//! Bad input: every malformed id, token, event or argument gets a typed
+//! error, and nothing changes.
+
+use loomfence_core::event::EventError;
+use loomfence_core::fence::InputError;
+use loomfence_core::{
+    IdError, KernelKind, MAX_ID_BYTES, MAX_SAFE_INTEGER, NewEvent, ParkExpectation,
+};
+use serde_json::{Value, json};
+
+use crate::Store;
+use crate::support::{Witness, event, expect_input, kernel, object, park};
+
+/// Sets up a parked, fenced witness execution `id` and captures it.
+async fn witness(store: &Store, id: &str) -> Witness {
+    park(store, id).await;
+    if store.capability().fences() {
+        store.acquire_fence(id).await.expect("acquires");
+    }
+    Witness::capture(store, id).await
+}
+
+/// Empty, over-long and NUL-bearing ids are refused by every operation with
+/// the id's own error. The witness `a` is what a backend that truncated at
+/// the NUL of `a\0b` would hit; it stays untouched.
+pub async fn bad_ids_are_refused_and_change_nothing(store: Store) {
+    let before = witness(&store, "a").await;
+    let too_long = "x".repeat(MAX_ID_BYTES + 1);
+    let cases = [
+        ("", IdError::Empty),
+        (
+            too_long.as_str(),
+            IdError::TooLong {
+                len: MAX_ID_BYTES + 1,
+            },
+        ),
+        ("a\0b", IdError::Nul { at: 1 }),
+    ];
+    let expect = ParkExpectation {
+        fence: 1,
+        park_seq: 2,
+    };
+    for (id, error) in cases {
+        let want = InputError::Id(error);
+        let resumed = kernel(KernelKind::ExecutionResumed).with_fence(1);
+        assert_eq!(
+            expect_input(store.append(id, resumed.clone()).await, "append"),
+            want
+        );
+        assert_eq!(
+            expect_input(store.append_many(id, vec![resumed]).await, "append_many"),
+            want
+        );
+        assert_eq!(
+            expect_input(store.read_range(id, 1, None).await, "read_range"),
+            want
+        );
+        assert_eq!(
+            expect_input(store.current_fence(id).await, "current_fence"),
+            want
+        );
+        assert_eq!(
+            expect_input(store.delete_execution(id).await, "delete_execution"),
+            want
+        );
+        if store.capability().fences() {
+            assert_eq!(
+                expect_input(store.acquire_fence(id).await, "acquire_fence"),
+                want
+            );
+        }
+        if store.capability().is_conditional() {
+            assert_eq!(
+                expect_input(store.acquire_fence_if(id, expect).await, "acquire_fence_if"),
+                want
+            );
+        }
+    }
+    before
+        .assert_unchanged(&store, "operations on bad ids")
+        .await;
+}
+
+/// An id of exactly 255 bytes (multi-byte characters included) is valid and
+/// is stored and read back byte for byte.
+pub async fn the_longest_id_is_stored_verbatim(store: Store) {
+    let id = format!("{}{}", "é".repeat(127), "x");
+    assert_eq!(id.len(), MAX_ID_BYTES);
+    let stored = store.append(&id, event("app.x")).await.expect("appends");
+    assert_eq!(stored.execution_id.as_str(), id);
+    let read = store.read_range(&id, 1, None).await.expect("reads");
+    assert_eq!(read, [stored]);
+    assert!(
+        store
+            .read_range(&id[..MAX_ID_BYTES - 1], 1, None)
+            .await
+            .expect("reads")
+            .is_empty()
+    );
+}
+
+/// `metadata.fence` must be an integer in `0..=2^53-1`: negative,
+/// fractional, string, null and too-large tokens are refused on the single
+/// and the batch path, naming the bad event, and nothing is written.
+pub async fn bad_fences_are_refused_and_change_nothing(store: Store) {
+    let id = "bad-fence";
+    let before = witness(&store, id).await;
+    let bad: [Value; 6] = [
+        json!(-1),
+        json!(1.5),
+        json!(2.0),
+        json!("1"),
+        Value::Null,
+        json!(MAX_SAFE_INTEGER + 1),
+    ];
+    for found in bad {
+        let single = kernel(KernelKind::ExecutionResumed).with_meta("fence", found.clone());
+        let want = InputError::Event {
+            index: 0,
+            source: EventError::BadFence {
+                found: found.clone(),
+            },
+        };
+        assert_eq!(
+            expect_input(store.append(id, single.clone()).await, "append"),
+            want
+        );
+        let batch = vec![kernel(KernelKind::StepStarted), single];
+        let want = InputError::Event {
+            index: 1,
+            source: EventError::BadFence { found },
+        };
+        assert_eq!(
+            expect_input(store.append_many(id, batch).await, "append_many"),
+            want
+        );
+    }
+    before
+        .assert_unchanged(&store, "appends with bad fences")
+        .await;
+}
+
+/// A batch is written under one token or none; a mix is refused.
+pub async fn mixed_fences_in_a_batch_are_refused(store: Store) {
+    let id = "bad-mixed";
+    let before = witness(&store, id).await;
+    let token = before.fence;
+    let mixed = vec![
+        kernel(KernelKind::MessageConsumed).with_fence(token),
+        kernel(KernelKind::ExecutionResumed),
+    ];
+    let error = expect_input(store.append_many(id, mixed).await, "append_many");
+    assert_eq!(
+        error,
+        InputError::MixedFences {
+            index: 1,
+            first: Some(token),
+            found: None
+        }
+    );
+    let mixed = vec![
+        kernel(KernelKind::StepStarted).with_fence(token),
+        kernel(KernelKind::StepCompleted).with_fence(token + 1),
+    ];
+    let error = expect_input(store.append_many(id, mixed).await, "append_many");
+    assert_eq!(
+        error,
+        InputError::MixedFences {
+            index: 1,
+            first: Some(token),
+            found: Some(token + 1)
+        }
+    );
+    before.assert_unchanged(&store, "mixed-token batches").await;
+}
+
+/// Empty kinds, NUL characters and out-of-range timestamps are refused with
+/// the event error that names them.
+pub async fn malformed_events_are_refused_and_change_nothing(store: Store) {
+    let id = "bad-event";
+    let before = witness(&store, id).await;
+    let too_late = MAX_SAFE_INTEGER as i64 + 1;
+    let cases: [(NewEvent, EventError); 5] = [
+        (event(""), EventError::EmptyKind),
+        (
+            event(&"k".repeat(256)),
+            EventError::KindTooLong { len: 256 },
+        ),
+        (event("a\0b"), EventError::Nul { field: "kind" }),
+        (
+            event("app.x").with_payload(object(json!({ "text": "nul \u{0} inside" }))),
+            EventError::Nul { field: "payload" },
+        ),
+        (
+            NewEvent::new("app.x", too_late),
+            EventError::AtOutOfRange { at: too_late },
+        ),
+    ];
+    for (bad, source) in cases {
+        let want = InputError::Event { index: 0, source };
+        assert_eq!(expect_input(store.append(id, bad).await, "append"), want);
+    }
+    before.assert_unchanged(&store, "malformed events").await;
+}
+
+/// A `parkSeq` of 0 or past the head, including on an unknown execution, is
+/// refused and takes no token.
+pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
+    let id = "bad-park-seq";
+    let before = witness(&store, id).await;
+    let head = before.events.len() as u64;
+    for park_seq in [0, head + 1, u64::from(u32::MAX)] {
+        let expect = ParkExpectation {
+            fence: before.fence,
+            park_seq,
+        };
+        let error = expect_input(store.acquire_fence_if(id, expect).await, "acquire_fence_if");
+        assert_eq!(error, InputError::ParkSeqOutOfRange { park_seq, head });
+    }
+    let unknown = ParkExpectation {
+        fence: 0,
+        park_seq: 1,
+    };
+    let error = expect_input(
+        store.acquire_fence_if("bad-never-written", unknown).await,
+        "acquire_fence_if",
+    );
+    assert_eq!(
+        error,
+        InputError::ParkSeqOutOfRange {
+            park_seq: 1,
+            head: 0
+        }
+    );
+    assert_eq!(
+        store
+            .current_fence("bad-never-written")
+            .await
+            .expect("reads"),
+        0
+    );
+    before
+        .assert_unchanged(&store, "acquires outside the log")
+        .await;
+}
+
+/// Numbers past 2^53-1 (what a JavaScript number holds exactly) are refused
+/// as arguments on every backend alike.
+pub async fn out_of_range_numbers_are_refused(store: Store) {
+    let id = "bad-range";
+    let before = witness(&store, id).await;
+    let huge = MAX_SAFE_INTEGER + 1;
+    let error = expect_input(store.read_range(id, huge, None).await, "read_range from");
+    assert_eq!(
+        error,
+        InputError::OutOfRange {
+            what: "fromSeq",
+            value: huge
+        }
+    );
+    let error = expect_input(store.read_range(id, 1, Some(huge)).await, "read_range to");
+    assert_eq!(
+        error,
+        InputError::OutOfRange {
+            what: "toSeq",
+            value: huge
+        }
+    );
+    if store.capability().is_conditional() {
+        let expect = ParkExpectation {
+            fence: huge,
+            park_seq: 2,
+        };
+        let error = expect_input(
+            store.acquire_fence_if(id, expect).await,
+            "acquire_fence_if fence",
+        );
+        assert_eq!(
+            error,
+            InputError::OutOfRange {
+                what: "fence",
+                value: huge
+            }
+        );
+    }
+    before
+        .assert_unchanged(&store, "out-of-range arguments")
+        .await;
+}

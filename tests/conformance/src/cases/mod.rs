@@ -1,0 +1,112 @@
+//! Every case of the kit, grouped by what they check. [`ALL`] is the table
+//! [`run_all`](crate::run_all) walks.
+
+pub mod acquire;
+pub mod acquire_if;
+pub mod append;
+pub mod bad_input;
+pub mod concurrency;
+pub mod delete;
+pub mod guard;
+pub mod kinds;
+
+use crate::{Case, Needs};
+
+/// Builds a table entry named after the case function.
+macro_rules! case {
+    ($needs:ident, $path:path) => {
+        Case {
+            name: stringify!($path),
+            needs: Needs::$needs,
+            run: |store| Box::pin($path(store)),
+        }
+    };
+}
+
+/// The whole kit, in the order it runs.
+pub const ALL: &[Case] = &[
+    case!(Any, append::sequences_start_at_one_and_echo_the_event),
+    case!(Any, append::batches_are_contiguous),
+    case!(Any, append::an_empty_batch_writes_nothing),
+    case!(Any, append::read_range_bounds_are_inclusive),
+    case!(Any, append::payloads_round_trip_verbatim),
+    case!(Any, append::capability_is_honest),
+    case!(Fencing, acquire::acquire_returns_the_next_token),
+    case!(Fencing, acquire::acquire_fences_out_the_old_holder),
+    case!(
+        Conditional,
+        acquire_if::a_matching_expectation_acquires_the_next_token
+    ),
+    case!(
+        Conditional,
+        acquire_if::a_moved_token_is_stale_and_changes_nothing
+    ),
+    case!(Conditional, acquire_if::eight_concurrent_callers_one_winner),
+    case!(
+        Conditional,
+        acquire_if::a_dead_acquirer_is_passed_by_retrying_on_the_current_token
+    ),
+    case!(Conditional, acquire_if::a_landed_resume_makes_a_retry_stale),
+    case!(
+        Conditional,
+        acquire_if::a_park_written_without_a_fence_expects_zero
+    ),
+    case!(
+        Conditional,
+        acquire_if::answering_appends_race_the_acquire_never_both
+    ),
+    case!(
+        Conditional,
+        kinds::each_answering_kind_after_the_park_is_stale
+    ),
+    case!(
+        Conditional,
+        kinds::answering_events_at_or_before_the_park_are_not
+    ),
+    case!(Conditional, kinds::ignorable_kinds_after_the_park_are_not),
+    case!(
+        Conditional,
+        kinds::application_events_after_the_park_are_not
+    ),
+    case!(Conditional, kinds::an_unknown_kind_stamped_kernel_is_stale),
+    case!(
+        Conditional,
+        kinds::unknown_kinds_without_the_boolean_stamp_are_not
+    ),
+    case!(
+        Conditional,
+        kinds::a_stamp_does_not_reclassify_a_kernel_kind
+    ),
+    case!(Fencing, guard::a_lower_token_is_refused),
+    case!(Fencing, guard::the_current_token_passes),
+    case!(
+        Fencing,
+        guard::an_unfenced_answering_batch_is_refused_once_fenced
+    ),
+    case!(
+        Any,
+        guard::an_unfenced_answering_append_passes_before_any_acquire
+    ),
+    case!(Fencing, guard::an_unfenced_audit_append_passes_when_fenced),
+    case!(Fencing, guard::a_refused_batch_writes_none_of_its_events),
+    case!(
+        Any,
+        concurrency::concurrent_appenders_get_contiguous_unique_sequences
+    ),
+    case!(Any, concurrency::concurrent_batches_are_never_interleaved),
+    case!(Any, bad_input::bad_ids_are_refused_and_change_nothing),
+    case!(Any, bad_input::the_longest_id_is_stored_verbatim),
+    case!(Any, bad_input::bad_fences_are_refused_and_change_nothing),
+    case!(Any, bad_input::mixed_fences_in_a_batch_are_refused),
+    case!(
+        Any,
+        bad_input::malformed_events_are_refused_and_change_nothing
+    ),
+    case!(
+        Conditional,
+        bad_input::a_park_seq_outside_the_log_is_refused
+    ),
+    case!(Any, bad_input::out_of_range_numbers_are_refused),
+    case!(Fencing, delete::delete_keeps_a_real_token_against_zombies),
+    case!(Any, delete::delete_of_an_unfenced_execution_leaves_nothing),
+];

@@ -1,0 +1,130 @@
+//! Small helpers the cases share: event builders, park set-up and the
+//! "nothing changed" witness.
+
+use loomfence_core::{AcquireOutcome, Envelope, InputError, KernelKind, NewEvent, ParkExpectation};
+use loomfence_store::StoreError;
+use serde_json::Value;
+
+use crate::Store;
+
+/// The timestamp every kit event carries; the kernel never reads a clock, so
+/// any fixed value will do.
+pub const AT: i64 = 1_700_000_000_000;
+
+/// An unfenced event of `kind`.
+#[must_use]
+pub fn event(kind: &str) -> NewEvent {
+    NewEvent::new(kind, AT)
+}
+
+/// An unfenced kernel event.
+#[must_use]
+pub fn kernel(kind: KernelKind) -> NewEvent {
+    NewEvent::kernel(kind, AT)
+}
+
+/// A JSON object from a `json!` literal; panics on anything else, which is a
+/// bug in the case.
+#[must_use]
+pub fn object(value: Value) -> loomfence_core::JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("a kit payload must be a JSON object, got {other}"),
+    }
+}
+
+/// Starts `id` and parks it, unfenced. Returns the park's sequence.
+pub async fn park(store: &Store, id: &str) -> u64 {
+    let written = store
+        .append_many(
+            id,
+            vec![
+                kernel(KernelKind::ExecutionStarted),
+                kernel(KernelKind::ExecutionSuspended),
+            ],
+        )
+        .await
+        .expect("starting and parking a fresh execution");
+    written[1].sequence
+}
+
+/// Acquires conditionally and returns the outcome, failing the case on an
+/// error (the kit's happy paths never expect one).
+pub async fn acquire_if(store: &Store, id: &str, fence: u64, park_seq: u64) -> AcquireOutcome {
+    store
+        .acquire_fence_if(id, ParkExpectation { fence, park_seq })
+        .await
+        .expect("acquire_fence_if with a valid expectation")
+}
+
+/// Appends and fails the case if the store refuses.
+pub async fn append_ok(store: &Store, id: &str, event: NewEvent) -> Envelope {
+    store
+        .append(id, event)
+        .await
+        .expect("an append the guard must accept")
+}
+
+/// Asserts `result` is a stale-fence refusal with these tokens.
+pub fn assert_stale<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+    presented: Option<u64>,
+    current: u64,
+) {
+    match result {
+        Err(StoreError::StaleFence(stale)) => {
+            assert_eq!(
+                (stale.presented, stale.current),
+                (presented, current),
+                "stale refusal carries the wrong tokens: {stale}"
+            );
+        }
+        other => {
+            panic!("expected StaleFence(presented {presented:?}, current {current}), got {other:?}")
+        }
+    }
+}
+
+/// Asserts `result` is an input refusal and returns it for finer checks.
+pub fn expect_input<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) -> InputError {
+    match result {
+        Err(StoreError::Input(input)) => input,
+        other => panic!("{what}: expected a typed input error, got {other:?}"),
+    }
+}
+
+/// Everything observable about one execution: its log and its token. Taken
+/// before a refused call and compared after, it proves the call changed
+/// nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Witness {
+    /// The execution observed.
+    pub id: String,
+    /// Its whole log.
+    pub events: Vec<Envelope>,
+    /// Its token.
+    pub fence: u64,
+}
+
+impl Witness {
+    /// Observes `id` now.
+    pub async fn capture(store: &Store, id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            events: store
+                .read_range(id, 1, None)
+                .await
+                .expect("reading a witness log"),
+            fence: store
+                .current_fence(id)
+                .await
+                .expect("reading a witness token"),
+        }
+    }
+
+    /// Fails the case if `id` changed since the capture.
+    pub async fn assert_unchanged(&self, store: &Store, after: &str) {
+        let now = Self::capture(store, &self.id).await;
+        assert_eq!(&now, self, "execution {:?} changed after {after}", self.id);
+    }
+}
