@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{EventError, EventFacts, MAX_SAFE_INTEGER, NewEvent};
+use crate::event::{Envelope, EventError, EventFacts, MAX_SAFE_INTEGER, NewEvent};
 use crate::id::{ExecutionId, IdError};
 use crate::kind::KindClass;
 
@@ -55,6 +55,17 @@ impl AcquireOutcome {
     pub fn is_acquired(self) -> bool {
         matches!(self, AcquireOutcome::Acquired { .. })
     }
+}
+
+/// The answer of a park-conditional append. A park that was answered first
+/// is an expected race, so it is a value, not an error.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ConditionalAppend {
+    /// The park was still open; the batch is stored at these envelopes.
+    Appended(Vec<Envelope>),
+    /// An answering event already follows the park; nothing was written.
+    ParkAnswered,
 }
 
 /// An append refused because its writer no longer holds the execution.
@@ -127,7 +138,8 @@ pub enum InputError {
     /// exactly ([`MAX_SAFE_INTEGER`]); every backend refuses it alike.
     #[error("{what} = {value} exceeds 2^53-1")]
     OutOfRange {
-        /// Which argument (`"fence"`, `"parkSeq"`, `"fromSeq"`, `"toSeq"`).
+        /// Which argument (`"fence"`, `"parkSeq"`, `"fromSeq"`, `"toSeq"`),
+        /// or `"sequence"` when a log would grow past it.
         what: &'static str,
         /// Its value.
         value: u64,
@@ -235,16 +247,13 @@ pub fn check_safe(what: &'static str, value: u64) -> Result<u64, InputError> {
     }
 }
 
-/// Validates a conditional-acquire expectation against a log whose last
-/// sequence is `head`.
-pub fn check_expectation(expect: ParkExpectation, head: u64) -> Result<(), InputError> {
-    check_safe("fence", expect.fence)?;
-    check_safe("parkSeq", expect.park_seq)?;
-    if expect.park_seq == 0 || expect.park_seq > head {
-        return Err(InputError::ParkSeqOutOfRange {
-            park_seq: expect.park_seq,
-            head,
-        });
+/// Checks that `park_seq` names an event of a log whose last sequence is
+/// `head`: a conditional operation about a park that is not there is a
+/// caller bug, not a race.
+pub fn check_park_seq(park_seq: u64, head: u64) -> Result<(), InputError> {
+    check_safe("parkSeq", park_seq)?;
+    if park_seq == 0 || park_seq > head {
+        return Err(InputError::ParkSeqOutOfRange { park_seq, head });
     }
     Ok(())
 }
@@ -350,36 +359,26 @@ mod tests {
     }
 
     #[test]
-    fn expectations_must_point_into_the_log() {
-        let ok = ParkExpectation {
-            fence: 0,
-            park_seq: 3,
-        };
-        assert_eq!(check_expectation(ok, 3), Ok(()));
+    fn park_seqs_must_point_into_the_log() {
+        assert_eq!(check_park_seq(3, 3), Ok(()));
         assert_eq!(
-            check_expectation(ParkExpectation { park_seq: 4, ..ok }, 3),
+            check_park_seq(4, 3),
             Err(InputError::ParkSeqOutOfRange {
                 park_seq: 4,
                 head: 3
             })
         );
         assert_eq!(
-            check_expectation(ParkExpectation { park_seq: 0, ..ok }, 3),
+            check_park_seq(0, 3),
             Err(InputError::ParkSeqOutOfRange {
                 park_seq: 0,
                 head: 3
             })
         );
         assert_eq!(
-            check_expectation(
-                ParkExpectation {
-                    fence: MAX_SAFE_INTEGER + 1,
-                    ..ok
-                },
-                3
-            ),
+            check_park_seq(MAX_SAFE_INTEGER + 1, 3),
             Err(InputError::OutOfRange {
-                what: "fence",
+                what: "parkSeq",
                 value: MAX_SAFE_INTEGER + 1
             })
         );

@@ -49,6 +49,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod capability;
 pub mod event;
 pub mod fence;
 pub mod fold;
@@ -56,8 +57,9 @@ pub mod id;
 pub mod kind;
 pub mod memory;
 
+pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_SAFE_INTEGER, NewEvent};
-pub use fence::{AcquireOutcome, InputError, ParkExpectation, StaleFenceError};
+pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
 pub use fold::{ExecutionView, OpenPark, Status, Terminal, locate_park};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};

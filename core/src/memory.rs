@@ -7,10 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{
-    self, AcquireOutcome, InputError, ParkExpectation, StaleFenceError, check_batch,
-    check_expectation, check_safe, decide_acquire_if, guard_append,
+    self, AcquireOutcome, BatchFacts, ConditionalAppend, InputError, ParkExpectation,
+    StaleFenceError, check_batch, check_park_seq, check_safe, decide_acquire_if, guard_append,
 };
 use crate::id::{self, ExecutionId};
 use crate::kind::KindClass;
@@ -71,6 +72,42 @@ impl MemoryStore {
     ) -> Result<Vec<Envelope>, AppendError> {
         let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
         let (batch, facts) = check_batch(&events)?;
+        self.write(id, batch, facts, events)
+    }
+
+    /// Appends a batch only while the park at `park_seq` is unanswered (no
+    /// answering event follows it), under the same guard as
+    /// [`MemoryStore::append_many`]. Nothing changes when the park was
+    /// answered.
+    ///
+    /// This is how a resumer that takes no token (a non-fencing store, or a
+    /// supervisor's unfenced first try) still resumes a park at most once:
+    /// the check and the append are one step, so two such resumers cannot
+    /// both land.
+    pub fn append_if_parked(
+        &mut self,
+        execution_id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, AppendError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        let (batch, facts) = check_batch(&events)?;
+        if self.answered_after(execution_id, park_seq)? {
+            return Ok(ConditionalAppend::ParkAnswered);
+        }
+        Ok(ConditionalAppend::Appended(
+            self.write(id, batch, facts, events)?,
+        ))
+    }
+
+    /// Guards and writes an already validated batch.
+    fn write(
+        &mut self,
+        id: ExecutionId,
+        batch: BatchFacts,
+        facts: Vec<EventFacts>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, AppendError> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
@@ -87,6 +124,16 @@ impl MemoryStore {
             });
         }
         Ok(stored)
+    }
+
+    /// Whether an answering event follows `park_seq`, which must name an
+    /// event of the log. Looks only at the tail after the park.
+    fn answered_after(&self, execution_id: &str, park_seq: u64) -> Result<bool, InputError> {
+        let log = self.logs.get(execution_id).map_or(&[][..], Vec::as_slice);
+        check_park_seq(park_seq, to_u64(log.len()))?;
+        Ok(log[to_index(park_seq)..]
+            .iter()
+            .any(|record| record.answering))
     }
 
     /// The events with `from_seq <= sequence <= to_seq` (to the head when
@@ -150,11 +197,8 @@ impl MemoryStore {
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, InputError> {
         id::validate(execution_id)?;
-        let log = self.logs.get(execution_id).map_or(&[][..], Vec::as_slice);
-        check_expectation(expect, to_u64(log.len()))?;
-        let answered = log[to_index(expect.park_seq)..]
-            .iter()
-            .any(|record| record.answering);
+        check_safe("fence", expect.fence)?;
+        let answered = self.answered_after(execution_id, expect.park_seq)?;
         let outcome = decide_acquire_if(self.current_token(execution_id), expect, answered);
         if let AcquireOutcome::Acquired { fence } = outcome {
             self.set_token(execution_id, fence)?;
@@ -281,6 +325,30 @@ mod tests {
         assert_eq!(
             store.acquire_fence_if("e", expect),
             Ok(AcquireOutcome::Stale { fence: 1 })
+        );
+    }
+
+    #[test]
+    fn append_if_parked_lands_once_per_park() {
+        let mut store = MemoryStore::new();
+        let park = parked(&mut store, "e");
+        let resume = || vec![NewEvent::kernel(KernelKind::ExecutionResumed, 3)];
+        let first = store.append_if_parked("e", park, resume()).expect("valid");
+        assert!(
+            matches!(first, ConditionalAppend::Appended(ref events) if events[0].sequence == 3)
+        );
+        let before = store.clone();
+        assert_eq!(
+            store.append_if_parked("e", park, resume()),
+            Ok(ConditionalAppend::ParkAnswered)
+        );
+        assert_eq!(store, before);
+        assert_eq!(
+            store.append_if_parked("e", 9, resume()),
+            Err(AppendError::Input(InputError::ParkSeqOutOfRange {
+                park_seq: 9,
+                head: 3
+            }))
         );
     }
 

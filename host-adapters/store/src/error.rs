@@ -3,9 +3,7 @@
 use std::error::Error;
 
 use loomfence_core::memory::AppendError;
-use loomfence_core::{InputError, StaleFenceError};
-
-use crate::Capability;
+use loomfence_core::{Capability, InputError, StaleFenceError};
 
 /// Why a store operation did not happen.
 ///

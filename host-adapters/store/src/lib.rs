@@ -32,5 +32,6 @@ mod memory;
 mod store;
 
 pub use error::{BackendError, StoreError};
+pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
-pub use store::{Capability, EventStore};
+pub use store::EventStore;

@@ -3,9 +3,11 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use loomfence_core::{AcquireOutcome, Envelope, MemoryStore, NewEvent, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, MemoryStore, NewEvent, ParkExpectation,
+};
 
-use crate::{Capability, EventStore, StoreError};
+use crate::{EventStore, StoreError};
 
 /// The core's in-memory store, shared across tasks and threads.
 ///
@@ -97,6 +99,17 @@ impl EventStore for MemoryEventStore {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         Ok(self.lock().append_many(execution_id, events)?)
+    }
+
+    async fn append_if_parked(
+        &self,
+        execution_id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        Ok(self
+            .lock()
+            .append_if_parked(execution_id, park_seq, events)?)
     }
 
     async fn read_range(

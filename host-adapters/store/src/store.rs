@@ -1,39 +1,11 @@
 //! The async store trait every adapter implements.
 
 use async_trait::async_trait;
-use loomfence_core::{AcquireOutcome, Envelope, NewEvent, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, NewEvent, ParkExpectation,
+};
 
 use crate::StoreError;
-
-/// How much fencing a store offers; the resume path picks its strategy from
-/// this rather than by trying and failing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Capability {
-    /// Tokens, the append guard, and the conditional acquire
-    /// ([`EventStore::acquire_fence_if`]): both race windows are closed.
-    Conditional,
-    /// Tokens and the append guard, but only the unconditional acquire: a
-    /// resumer falls back to [`EventStore::acquire_fence`] and accepts the
-    /// documented residual window.
-    FencingOnly,
-    /// No tokens at all: a single-writer deployment where the process is the
-    /// failure domain. Appends are never refused for staleness.
-    NonFencing,
-}
-
-impl Capability {
-    /// Whether the store keeps tokens and guards appends with them.
-    #[must_use]
-    pub fn fences(self) -> bool {
-        self != Capability::NonFencing
-    }
-
-    /// Whether the store offers the conditional acquire.
-    #[must_use]
-    pub fn is_conditional(self) -> bool {
-        self == Capability::Conditional
-    }
-}
 
 /// An event log with fence tokens: the one interface the resume machine, the
 /// supervisor and the conformance kit need from storage.
@@ -57,6 +29,21 @@ pub trait EventStore: Send + Sync {
         execution_id: &str,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError>;
+
+    /// Appends a batch only while no answering event follows `park_seq`,
+    /// under the same guard as [`EventStore::append_many`]; answers
+    /// [`ConditionalAppend::ParkAnswered`] and writes nothing otherwise.
+    ///
+    /// Sequences are assigned by the store, so a plain append cannot be made
+    /// conditional by the caller. This is what keeps a resume that takes no
+    /// token (a non-fencing store, a supervisor's unfenced first try) to at
+    /// most one per park when several nodes race it.
+    async fn append_if_parked(
+        &self,
+        execution_id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError>;
 
     /// Events with `from_seq <= sequence <= to_seq` (to the head when `None`),
     /// in order. An unknown execution reads as empty.

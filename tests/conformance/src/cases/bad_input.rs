@@ -204,7 +204,7 @@ pub async fn malformed_events_are_refused_and_change_nothing(store: Store) {
 }
 
 /// A `parkSeq` of 0 or past the head, including on an unknown execution, is
-/// refused and takes no token.
+/// refused by both conditional operations and takes no token.
 pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
     let id = "bad-park-seq";
     let before = witness(&store, id).await;

@@ -4,6 +4,7 @@
 pub mod acquire;
 pub mod acquire_if;
 pub mod append;
+pub mod append_if_parked;
 pub mod bad_input;
 pub mod concurrency;
 pub mod delete;
@@ -31,6 +32,10 @@ pub const ALL: &[Case] = &[
     case!(Any, append::read_range_bounds_are_inclusive),
     case!(Any, append::payloads_round_trip_verbatim),
     case!(Any, append::capability_is_honest),
+    case!(Any, append_if_parked::lands_while_the_park_is_open),
+    case!(Any, append_if_parked::is_refused_once_the_park_is_answered),
+    case!(Fencing, append_if_parked::still_applies_the_guard),
+    case!(Any, append_if_parked::eight_unfenced_resumers_one_lands),
     case!(Fencing, acquire::acquire_returns_the_next_token),
     case!(Fencing, acquire::acquire_fences_out_the_old_holder),
     case!(
