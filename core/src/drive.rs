@@ -1,0 +1,80 @@
+//! Driving a [`ResumeMachine`] against the in-memory store, one step at a
+//! time: what the deterministic simulation, the doctests and single-threaded
+//! hosts use. Async hosts use the driver in `loomfence-runtime`, which does
+//! the same against any `EventStore`.
+
+use crate::fence::{ConditionalAppend, InputError};
+use crate::memory::{AppendError, MemoryStore};
+use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed};
+
+/// What one step did.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stepped {
+    /// One action was performed and its answer handled.
+    Progressed,
+    /// The machine had already finished; nothing was performed.
+    Done(Result<Resumed, ResumeError>),
+}
+
+/// A step that could not be completed: the store refused the request as
+/// malformed, or the machine rejected the store's answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// The store refused the action's arguments.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The machine rejected the answer.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+}
+
+/// Performs the machine's pending action against `store` and feeds the
+/// answer back.
+pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Stepped, StepError> {
+    let action = match machine.poll() {
+        Poll::Done(result) => return Ok(Stepped::Done(result)),
+        Poll::Act(action) => action,
+    };
+    let id = machine.execution_id().as_str().to_owned();
+    match action {
+        Action::ReadFrom { from_seq } => {
+            machine.handle_read(store.read_range(&id, from_seq, None)?)?
+        }
+        Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect) {
+            Ok(outcome) => machine.handle_acquire_if(outcome)?,
+            Err(InputError::ParkSeqOutOfRange { .. }) => machine.handle_park_gone()?,
+            Err(input) => return Err(input.into()),
+        },
+        Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id)?)?,
+        Action::Append(event) => match store.append(&id, event) {
+            Ok(envelope) => machine.handle_appended(vec![envelope])?,
+            Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
+            Err(AppendError::Input(input)) => return Err(input.into()),
+        },
+        Action::AppendIfParked { park_seq, event } => {
+            match store.append_if_parked(&id, park_seq, vec![event]) {
+                Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
+                Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
+                Err(AppendError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+                    machine.handle_park_gone()?
+                }
+                Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
+                Err(AppendError::Input(input)) => return Err(input.into()),
+            }
+        }
+    }
+    Ok(Stepped::Progressed)
+}
+
+/// Steps the machine until it finishes.
+pub fn run(
+    store: &mut MemoryStore,
+    machine: &mut ResumeMachine,
+) -> Result<Result<Resumed, ResumeError>, StepError> {
+    loop {
+        if let Stepped::Done(result) = step(store, machine)? {
+            return Ok(result);
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! The resume protocol as a sans-IO state machine.
+//!
+//! A resume answers one park: it appends one `EXECUTION_RESUMED` under a fresh
+//! token, or it reports why it did not. The machine never touches a store. It
+//! says what to do next ([`ResumeMachine::poll`] gives a [`Poll::Act`] with an
+//! [`Action`]); the host does it and feeds the store's answer back through the
+//! matching `handle_*` method; eventually `poll` gives [`Poll::Done`].
+//!
+//! The order of steps is the protocol:
+//!
+//! 1. Find the park: in the events the caller already holds, or with one
+//!    range read from `park_seq`. If it is not the open park (gone, answered,
+//!    superseded, not a park at all), the resume is refused
+//!    ([`RefusalReason::NotSuspended`]) before any token is taken.
+//! 2. Take the fence, as the last step before the append: a conditional
+//!    acquire expecting the park's own token (0 if it has none), or, on a
+//!    store without one, the unconditional acquire. A non-fencing store, or a
+//!    caller that asks for [`Fencing::Unfenced`], takes no token and appends
+//!    with the park-conditional append instead.
+//! 3. Under the acquired fence, read the tail once and check the park is
+//!    still open. The view handed to the body is advanced by that tail.
+//! 4. Append the resume under the token.
+//!
+//! A stale answer (the token moved, or a rival's acquire landed between ours
+//! and our append) re-reads the tail; if the same park is still open it
+//! retries on the token the store reported, which is what gets past a dead
+//! acquirer. After [`MAX_ATTEMPTS`] acquisitions the resume gives up with
+//! [`ResumeContendedError`], which is retryable and is not a refusal: the park
+//! is still unanswered.
+
+use serde_json::Value;
+
+use crate::capability::Capability;
+use crate::event::{Envelope, NewEvent};
+use crate::fence::{AcquireOutcome, ParkExpectation, StaleFenceError};
+use crate::fold::ExecutionView;
+use crate::id::ExecutionId;
+use crate::kind::KernelKind;
+
+/// How many times a resume takes (or tries to take) the fence before it
+/// reports contention.
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// Whether a resume takes a token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fencing {
+    /// Whatever the store's [`Capability`] allows: conditional acquire,
+    /// unconditional acquire, or none.
+    #[default]
+    ByCapability,
+    /// Take no token even on a fencing store. A supervisor's first try uses
+    /// this so that resuming does not fence the parent for good; on an
+    /// execution that is already fenced it ends in
+    /// [`ResumeError::StaleFence`], the signal to retry with a fence.
+    Unfenced,
+}
+
+/// What the caller asks for: answer the park at `fence_if_parked_at` with
+/// `answer`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResumeRequest {
+    /// The sequence of the park being answered, as [`crate::locate_park`] or
+    /// [`ExecutionView::open_park`] supplied it.
+    pub fence_if_parked_at: u64,
+    /// What the park is answered with; stored as the resume's
+    /// `payload.answer`.
+    pub answer: Value,
+    /// The resume's timestamp in ms since the epoch (the machine reads no
+    /// clock).
+    pub at: i64,
+    /// Whether to take a token.
+    pub fencing: Fencing,
+}
+
+impl ResumeRequest {
+    /// A request to answer the park at `park_seq`, fenced as the store allows.
+    #[must_use]
+    pub fn new(park_seq: u64, answer: Value, at: i64) -> Self {
+        Self {
+            fence_if_parked_at: park_seq,
+            answer,
+            at,
+            fencing: Fencing::ByCapability,
+        }
+    }
+
+    /// The same request, taking no token.
+    #[must_use]
+    pub fn unfenced(mut self) -> Self {
+        self.fencing = Fencing::Unfenced;
+        self
+    }
+}
+
+/// One thing for the host to do against the store.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// `read_range(id, from_seq, None)`; answer with
+    /// [`ResumeMachine::handle_read`].
+    ReadFrom {
+        /// First sequence to read.
+        from_seq: u64,
+    },
+    /// `acquire_fence_if(id, expect)`; answer with
+    /// [`ResumeMachine::handle_acquire_if`].
+    AcquireFenceIf(ParkExpectation),
+    /// `acquire_fence(id)`; answer with [`ResumeMachine::handle_acquire`].
+    AcquireFence,
+    /// `append(id, event)`; answer with [`ResumeMachine::handle_appended`],
+    /// or [`ResumeMachine::handle_stale`] if the store refused it as stale.
+    Append(NewEvent),
+    /// `append_if_parked(id, park_seq, [event])`; answer with
+    /// [`ResumeMachine::handle_appended`],
+    /// [`ResumeMachine::handle_park_answered`] or
+    /// [`ResumeMachine::handle_stale`].
+    AppendIfParked {
+        /// The park the append is conditional on.
+        park_seq: u64,
+        /// The resume event.
+        event: NewEvent,
+    },
+}
+
+/// What [`ResumeMachine::poll`] says.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Do this, then feed the answer back.
+    Act(Action),
+    /// The resume is over.
+    Done(Result<Resumed, ResumeError>),
+}
+
+/// A resume that landed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Resumed {
+    /// The execution resumed.
+    pub execution_id: ExecutionId,
+    /// The token the body now holds; `None` when no token was taken.
+    pub fence: Option<u64>,
+    /// The stored `EXECUTION_RESUMED`.
+    pub resumed: Envelope,
+    /// The fold the body continues from: everything read, the tail under the
+    /// fence, and the resume itself.
+    pub view: ExecutionView,
+    /// How many acquisitions it took (0 when no token was taken).
+    pub attempts: u32,
+}
+
+/// Why a resume was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefusalReason {
+    /// The park is gone, answered, superseded, or the sequence is not a park.
+    NotSuspended,
+}
+
+/// A resume refused without appending anything: the park it named is not
+/// the open park. Final for this park: retrying cannot help.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("resume of {execution_id:?} refused: not suspended at sequence {park_seq}")]
+pub struct ResumeRefusedError {
+    /// The execution.
+    pub execution_id: ExecutionId,
+    /// The park the caller named.
+    pub park_seq: u64,
+    /// Why.
+    pub reason: RefusalReason,
+}
+
+/// A resume that gave up after [`MAX_ATTEMPTS`] acquisitions while the park
+/// stayed open: rivals kept moving the token. Not a refusal. Nothing was
+/// appended, and trying again later is expected to work.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "resume of {execution_id:?} contended: the park is still open after {attempts} attempts; retry"
+)]
+pub struct ResumeContendedError {
+    /// The execution.
+    pub execution_id: ExecutionId,
+    /// Acquisitions made.
+    pub attempts: u32,
+}
+
+impl ResumeContendedError {
+    /// Always `true`: contention is transient by definition.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        true
+    }
+}
+
+/// Why a resume did not land.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ResumeError {
+    /// The park is not the open park; final.
+    #[error(transparent)]
+    Refused(#[from] ResumeRefusedError),
+    /// Rivals kept the token moving; retryable.
+    #[error(transparent)]
+    Contended(#[from] ResumeContendedError),
+    /// An unfenced resume ([`Fencing::Unfenced`]) met a fenced execution.
+    /// The caller retries with a fence.
+    #[error(transparent)]
+    StaleFence(#[from] StaleFenceError),
+}
+
+/// The host fed the machine something that cannot be the answer to what it
+/// asked: a driver bug or a store breaking its contract. The input is
+/// rejected and the machine is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum MachineError {
+    /// A `handle_*` call that does not answer the pending action.
+    #[error("{got} does not answer the pending action ({expected})")]
+    UnexpectedInput {
+        /// What the machine waits for.
+        expected: &'static str,
+        /// What it was given.
+        got: &'static str,
+    },
+    /// A read whose events are not the contiguous run the machine asked for.
+    #[error("the store returned sequence {got} where {expected} was next")]
+    Gap {
+        /// The sequence the machine expected.
+        expected: u64,
+        /// The one it got.
+        got: u64,
+    },
+    /// Events or an append acknowledgement for another execution.
+    #[error("the store answered for execution {got:?} to a resume of {expected:?}")]
+    WrongExecution {
+        /// This resume's execution.
+        expected: ExecutionId,
+        /// The one in the answer.
+        got: ExecutionId,
+    },
+    /// An append acknowledgement that is not the one resume event asked for.
+    #[error("the store acknowledged {count} events ({kind}) for a one-event resume")]
+    WrongAppend {
+        /// How many envelopes came back.
+        count: usize,
+        /// The first one's kind, or `none`.
+        kind: String,
+    },
+}
+
+/// Where the machine is. Each state but `Done` has exactly one pending
+/// action.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum State {
+    /// Read the log from the park.
+    ReadPark,
+    /// Acquire: conditionally expecting `expect`, or unconditionally.
+    Acquire {
+        /// The token a conditional acquire expects.
+        expect: u64,
+    },
+    /// Holding `token`, read the tail and check the park again.
+    Recheck {
+        /// The token just acquired.
+        token: u64,
+    },
+    /// Append the resume under `token` (`None`: the park-conditional,
+    /// tokenless append).
+    Append {
+        /// The token held, if any.
+        token: Option<u64>,
+    },
+    /// After a stale answer: read the tail; retry expecting `current` if the
+    /// park is still open.
+    Reread {
+        /// The token the store reported.
+        current: u64,
+    },
+    /// Finished.
+    Done(Result<Resumed, ResumeError>),
+}
+
+/// The path a resume takes, fixed at the start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Path {
+    /// `acquire_fence_if`, then a plain append.
+    Conditional,
+    /// `acquire_fence`, then a plain append (the documented residual window).
+    Unconditional,
+    /// No token; `append_if_parked`.
+    Unfenced,
+}
+
+/// One resume of one park, as a value: `Clone + Eq + Hash`, so a simulation
+/// can snapshot it between any two steps.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResumeMachine {
+    /// The execution being resumed.
+    execution_id: ExecutionId,
+    /// The park being answered.
+    park_seq: u64,
+    /// The answer, stored in the resume's payload.
+    answer: Value,
+    /// The resume's timestamp.
+    at: i64,
+    /// How the fence is taken.
+    path: Path,
+    /// Everything read so far, folded.
+    view: ExecutionView,
+    /// Acquisitions made.
+    attempts: u32,
+    /// The pending step.
+    state: State,
+}
+
+impl ResumeMachine {
+    /// A resume that reads the park itself (one range read from `park_seq`).
+    #[must_use]
+    pub fn new(execution_id: ExecutionId, request: ResumeRequest, capability: Capability) -> Self {
+        let path = match (request.fencing, capability) {
+            (Fencing::Unfenced, _) | (_, Capability::NonFencing) => Path::Unfenced,
+            (Fencing::ByCapability, Capability::Conditional) => Path::Conditional,
+            (Fencing::ByCapability, Capability::FencingOnly) => Path::Unconditional,
+        };
+        Self {
+            execution_id,
+            park_seq: request.fence_if_parked_at,
+            answer: request.answer,
+            at: request.at,
+            path,
+            view: ExecutionView::default(),
+            attempts: 0,
+            state: State::ReadPark,
+        }
+    }
+
+    /// A resume that starts from events the caller already holds: a
+    /// contiguous run of the log that includes the park. If they do not
+    /// include it, the machine reads the park as [`ResumeMachine::new`]
+    /// does.
+    pub fn with_events(
+        execution_id: ExecutionId,
+        request: ResumeRequest,
+        capability: Capability,
+        events: &[Envelope],
+    ) -> Result<Self, MachineError> {
+        let mut machine = Self::new(execution_id, request, capability);
+        let first = events.first().map_or(0, |e| e.sequence);
+        let last = events.last().map_or(0, |e| e.sequence);
+        if first != 0 && first <= machine.park_seq && machine.park_seq <= last {
+            machine.check_run(first, events)?;
+            machine.view = ExecutionView::fold(events);
+            machine.after_park_read();
+        }
+        Ok(machine)
+    }
+
+    /// The execution this machine resumes.
+    #[must_use]
+    pub fn execution_id(&self) -> &ExecutionId {
+        &self.execution_id
+    }
+
+    /// Acquisitions made so far.
+    #[must_use]
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// What to do next, or the result. Asking twice without handling an
+    /// answer gives the same action.
+    pub fn poll(&self) -> Poll {
+        let action = match &self.state {
+            State::Done(result) => return Poll::Done(result.clone()),
+            State::ReadPark => Action::ReadFrom {
+                from_seq: self.park_seq,
+            },
+            State::Recheck { .. } | State::Reread { .. } => Action::ReadFrom {
+                from_seq: self.view.head + 1,
+            },
+            State::Acquire { expect } => match self.path {
+                Path::Conditional => Action::AcquireFenceIf(ParkExpectation {
+                    fence: *expect,
+                    park_seq: self.park_seq,
+                }),
+                Path::Unconditional | Path::Unfenced => Action::AcquireFence,
+            },
+            State::Append { token: Some(token) } => {
+                Action::Append(self.resume_event().with_fence(*token))
+            }
+            State::Append { token: None } => Action::AppendIfParked {
+                park_seq: self.park_seq,
+                event: self.resume_event(),
+            },
+        };
+        Poll::Act(action)
+    }
+
+    /// Feeds the answer to a [`Action::ReadFrom`]: the events from the
+    /// requested sequence to the head, possibly none.
+    pub fn handle_read(&mut self, events: Vec<Envelope>) -> Result<(), MachineError> {
+        let from = match self.state {
+            State::ReadPark => self.park_seq,
+            State::Recheck { .. } | State::Reread { .. } => self.view.head + 1,
+            _ => return Err(self.unexpected("handle_read")),
+        };
+        self.check_run(from, &events)?;
+        self.view.extend(&events);
+        match self.state {
+            State::ReadPark => self.after_park_read(),
+            State::Recheck { token } => {
+                self.state = if self.park_is_open() {
+                    State::Append { token: Some(token) }
+                } else {
+                    self.refused()
+                };
+            }
+            State::Reread { current } => {
+                self.state = if self.park_is_open() {
+                    State::Acquire { expect: current }
+                } else {
+                    self.refused()
+                };
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Feeds the answer to an [`Action::AcquireFenceIf`].
+    pub fn handle_acquire_if(&mut self, outcome: AcquireOutcome) -> Result<(), MachineError> {
+        if !(matches!(self.state, State::Acquire { .. }) && self.path == Path::Conditional) {
+            return Err(self.unexpected("handle_acquire_if"));
+        }
+        self.attempts += 1;
+        self.state = match outcome {
+            AcquireOutcome::Acquired { fence } => State::Recheck { token: fence },
+            AcquireOutcome::Stale { fence } => self.retry_or_give_up(fence),
+        };
+        Ok(())
+    }
+
+    /// Feeds the answer to an [`Action::AcquireFence`]: the new token.
+    pub fn handle_acquire(&mut self, token: u64) -> Result<(), MachineError> {
+        if !(matches!(self.state, State::Acquire { .. }) && self.path == Path::Unconditional) {
+            return Err(self.unexpected("handle_acquire"));
+        }
+        self.attempts += 1;
+        self.state = State::Recheck { token };
+        Ok(())
+    }
+
+    /// Feeds the answer to an [`Action::Append`] or
+    /// [`Action::AppendIfParked`] that landed: the stored envelopes.
+    pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), MachineError> {
+        let State::Append { token } = self.state else {
+            return Err(self.unexpected("handle_appended"));
+        };
+        let [resumed] = envelopes.as_slice() else {
+            return Err(MachineError::WrongAppend {
+                count: envelopes.len(),
+                kind: envelopes
+                    .first()
+                    .map_or_else(|| "none".to_owned(), |e| e.kind.clone()),
+            });
+        };
+        self.check_id(&resumed.execution_id)?;
+        if resumed.kernel_kind() != Some(KernelKind::ExecutionResumed)
+            || resumed.sequence <= self.view.head
+        {
+            return Err(MachineError::WrongAppend {
+                count: 1,
+                kind: resumed.kind.clone(),
+            });
+        }
+        self.view.apply(resumed);
+        self.state = State::Done(Ok(Resumed {
+            execution_id: self.execution_id.clone(),
+            fence: token,
+            resumed: resumed.clone(),
+            view: self.view,
+            attempts: self.attempts,
+        }));
+        Ok(())
+    }
+
+    /// Feeds a stale-fence refusal of the resume's append.
+    pub fn handle_stale(&mut self, stale: StaleFenceError) -> Result<(), MachineError> {
+        let State::Append { token } = self.state else {
+            return Err(self.unexpected("handle_stale"));
+        };
+        self.check_id(&stale.execution_id)?;
+        self.state = match token {
+            None => State::Done(Err(ResumeError::StaleFence(stale))),
+            Some(_) => self.retry_or_give_up(stale.current),
+        };
+        Ok(())
+    }
+
+    /// Feeds [`ConditionalAppend::ParkAnswered`](crate::ConditionalAppend)
+    /// for an [`Action::AppendIfParked`].
+    pub fn handle_park_answered(&mut self) -> Result<(), MachineError> {
+        if self.state != (State::Append { token: None }) {
+            return Err(self.unexpected("handle_park_answered"));
+        }
+        self.state = self.refused();
+        Ok(())
+    }
+
+    /// Feeds a store's report that the park's sequence is no longer in the
+    /// log (the execution was deleted under the resume), in answer to an
+    /// [`Action::AcquireFenceIf`] or [`Action::AppendIfParked`]. The park is
+    /// gone, so the resume is refused.
+    pub fn handle_park_gone(&mut self) -> Result<(), MachineError> {
+        let conditional_acquire =
+            matches!(self.state, State::Acquire { .. }) && self.path == Path::Conditional;
+        if !(conditional_acquire || self.state == (State::Append { token: None })) {
+            return Err(self.unexpected("handle_park_gone"));
+        }
+        self.state = self.refused();
+        Ok(())
+    }
+
+    /// After the park has been read: refuse, or move to the fence.
+    fn after_park_read(&mut self) {
+        self.state = match (self.park_is_open(), self.path) {
+            (false, _) => self.refused(),
+            (true, Path::Unfenced) => State::Append { token: None },
+            (true, Path::Conditional | Path::Unconditional) => State::Acquire {
+                expect: self.view.open_park.map_or(0, |park| park.fence),
+            },
+        };
+    }
+
+    /// After a stale answer: retry on the store's token, or give up.
+    fn retry_or_give_up(&self, current: u64) -> State {
+        if self.attempts >= MAX_ATTEMPTS {
+            State::Done(Err(ResumeError::Contended(ResumeContendedError {
+                execution_id: self.execution_id.clone(),
+                attempts: self.attempts,
+            })))
+        } else {
+            State::Reread { current }
+        }
+    }
+
+    /// Whether the view's open park is the one this resume answers, on an
+    /// execution that has not ended.
+    fn park_is_open(&self) -> bool {
+        !self.view.status.is_terminal()
+            && self.view.open_park.map(|park| park.sequence) == Some(self.park_seq)
+    }
+
+    /// The final refusal.
+    fn refused(&self) -> State {
+        State::Done(Err(ResumeError::Refused(ResumeRefusedError {
+            execution_id: self.execution_id.clone(),
+            park_seq: self.park_seq,
+            reason: RefusalReason::NotSuspended,
+        })))
+    }
+
+    /// The resume event, without a token.
+    fn resume_event(&self) -> NewEvent {
+        let mut payload = crate::JsonObject::new();
+        payload.insert("answer".to_owned(), self.answer.clone());
+        NewEvent::kernel(KernelKind::ExecutionResumed, self.at).with_payload(payload)
+    }
+
+    /// Checks that `events` are this execution's, contiguous from `from`.
+    fn check_run(&self, from: u64, events: &[Envelope]) -> Result<(), MachineError> {
+        for (expected, event) in (from..).zip(events) {
+            self.check_id(&event.execution_id)?;
+            if event.sequence != expected {
+                return Err(MachineError::Gap {
+                    expected,
+                    got: event.sequence,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an answer is about this execution.
+    fn check_id(&self, id: &ExecutionId) -> Result<(), MachineError> {
+        if *id == self.execution_id {
+            Ok(())
+        } else {
+            Err(MachineError::WrongExecution {
+                expected: self.execution_id.clone(),
+                got: id.clone(),
+            })
+        }
+    }
+
+    /// The error for an input that does not answer the pending action.
+    fn unexpected(&self, got: &'static str) -> MachineError {
+        let expected = match (&self.state, self.path) {
+            (State::Done(_), _) => "nothing: the resume is over",
+            (State::ReadPark | State::Recheck { .. } | State::Reread { .. }, _) => "handle_read",
+            (State::Acquire { .. }, Path::Conditional) => "handle_acquire_if",
+            (State::Acquire { .. }, _) => "handle_acquire",
+            (State::Append { token: None }, _) => {
+                "handle_appended, handle_park_answered or handle_stale"
+            }
+            (State::Append { .. }, _) => "handle_appended or handle_stale",
+        };
+        MachineError::UnexpectedInput { expected, got }
+    }
+}
+
+#[cfg(test)]
+mod tests;
