@@ -17,6 +17,19 @@ pub enum Terminal {
     Continued,
 }
 
+impl Terminal {
+    /// The lowercase name a parent sees in a child's outcome.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Terminal::Completed => "completed",
+            Terminal::Failed => "failed",
+            Terminal::Cancelled => "cancelled",
+            Terminal::Continued => "continued",
+        }
+    }
+}
+
 /// Where an execution stands, as its log says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {

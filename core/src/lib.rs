@@ -15,6 +15,8 @@
 //! - [`fence`]: the append guard and the conditional-acquire decision.
 //! - [`memory`]: the in-memory store as a plain value.
 //! - [`resume`]: the resume protocol as a sans-IO machine.
+//! - [`park`]: what a park waits for.
+//! - [`supervise`]: when a parent parked on children is resumed, and with what.
 //! - [`drive`]: stepping a machine against the in-memory store.
 //!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
@@ -117,7 +119,9 @@ pub mod fold;
 pub mod id;
 pub mod kind;
 pub mod memory;
+pub mod park;
 pub mod resume;
+pub mod supervise;
 
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_SAFE_INTEGER, NewEvent};
@@ -126,6 +130,7 @@ pub use fold::{ExecutionView, OpenPark, Status, Terminal, locate_park};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use memory::{AppendError, MemoryStore};
+pub use park::{ParkError, Wait};
 pub use resume::{
     Action, Fencing, Poll, ResumeContendedError, ResumeError, ResumeMachine, ResumeRefusedError,
     ResumeRequest, Resumed,

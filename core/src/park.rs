@@ -1,0 +1,285 @@
+//! What a park waits for, read from its payload.
+//!
+//! A park's payload is `{ "waits": [ … ] }`, each wait one of
+//! `{"kind":"CHILD_DONE","key":"<id>"}`, `{"kind":"CHILD_DONE","group":["<id>", …]}`,
+//! `{"kind":"TIMER","wakeAt":<ms>}` or `{"kind":"MESSAGE","channel":"<name>"}`.
+//! The waits of one park are alternatives: whichever is satisfied first
+//! answers it (a child with a timeout is `[CHILD_DONE, TIMER]`). A group is
+//! satisfied when all of its members are.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::event::{Envelope, JsonObject};
+use crate::id::{ExecutionId, IdError};
+
+/// One thing a park waits for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Wait {
+    /// One child execution reaching a terminal status.
+    Child(ExecutionId),
+    /// Every child of a group reaching a terminal status.
+    Group(Vec<ExecutionId>),
+    /// A point in time, in ms since the epoch.
+    Timer {
+        /// When the timer fires.
+        wake_at: i64,
+    },
+    /// A message on a channel.
+    Message {
+        /// The channel's name.
+        channel: String,
+    },
+}
+
+impl Wait {
+    /// The children this wait is about; empty for timers and messages.
+    #[must_use]
+    pub fn children(&self) -> &[ExecutionId] {
+        match self {
+            Wait::Child(key) => std::slice::from_ref(key),
+            Wait::Group(members) => members,
+            Wait::Timer { .. } | Wait::Message { .. } => &[],
+        }
+    }
+
+    /// The wire shape, for writing a park's payload.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(RawWait::from(self)).unwrap_or(Value::Null)
+    }
+}
+
+/// Why a park's payload cannot be read as waits.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParkError {
+    /// The envelope is not an `EXECUTION_SUSPENDED`.
+    #[error("event {sequence} is a {kind}, not a park")]
+    NotAPark {
+        /// The event's sequence.
+        sequence: u64,
+        /// Its kind.
+        kind: String,
+    },
+    /// `payload.waits` is missing or is not an array.
+    #[error("the park's payload has no `waits` array")]
+    NoWaits,
+    /// One wait does not have any of the four shapes.
+    #[error("wait {index} is malformed: {reason}")]
+    Malformed {
+        /// The wait's position in `waits`.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A child id in a wait is not a valid execution id.
+    #[error("wait {index} names an invalid child id: {source}")]
+    BadChild {
+        /// The wait's position in `waits`.
+        index: usize,
+        /// Why the id is invalid.
+        #[source]
+        source: IdError,
+    },
+}
+
+/// The waits of `park`, in payload order.
+pub fn waits_of(park: &Envelope) -> Result<Vec<Wait>, ParkError> {
+    if !park.is_park() {
+        return Err(ParkError::NotAPark {
+            sequence: park.sequence,
+            kind: park.kind.clone(),
+        });
+    }
+    waits_in(&park.payload)
+}
+
+/// The waits listed in a park payload.
+pub fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, ParkError> {
+    let Some(Value::Array(raw)) = payload.get("waits") else {
+        return Err(ParkError::NoWaits);
+    };
+    raw.iter()
+        .enumerate()
+        .map(|(index, value)| {
+            let raw = RawWait::deserialize(value).map_err(|error| ParkError::Malformed {
+                index,
+                reason: error.to_string(),
+            })?;
+            raw.into_wait(index)
+        })
+        .collect()
+}
+
+/// A park payload listing `waits`.
+#[must_use]
+pub fn park_payload(waits: &[Wait]) -> JsonObject {
+    let mut payload = JsonObject::new();
+    payload.insert(
+        "waits".to_owned(),
+        Value::Array(waits.iter().map(Wait::to_json).collect()),
+    );
+    payload
+}
+
+/// The wire shape of a wait, before its fields are checked against its kind.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawWait {
+    /// `CHILD_DONE`, `TIMER` or `MESSAGE`.
+    kind: String,
+    /// A single child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    /// A group of children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    group: Option<Vec<String>>,
+    /// A timer's due time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wake_at: Option<i64>,
+    /// A message channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    channel: Option<String>,
+}
+
+impl RawWait {
+    /// Checks that exactly the fields of its kind are present.
+    fn into_wait(self, index: usize) -> Result<Wait, ParkError> {
+        let malformed = |reason: &str| ParkError::Malformed {
+            index,
+            reason: reason.to_owned(),
+        };
+        let child = |id: String| {
+            ExecutionId::new(id).map_err(|source| ParkError::BadChild { index, source })
+        };
+        match (
+            self.kind.as_str(),
+            self.key,
+            self.group,
+            self.wake_at,
+            self.channel,
+        ) {
+            ("CHILD_DONE", Some(key), None, None, None) => Ok(Wait::Child(child(key)?)),
+            ("CHILD_DONE", None, Some(group), None, None) if !group.is_empty() => Ok(Wait::Group(
+                group.into_iter().map(child).collect::<Result<_, _>>()?,
+            )),
+            ("CHILD_DONE", None, Some(_), None, None) => {
+                Err(malformed("a CHILD_DONE group is empty"))
+            }
+            ("CHILD_DONE", ..) => Err(malformed(
+                "a CHILD_DONE wait names exactly one of `key` or `group`",
+            )),
+            ("TIMER", None, None, Some(wake_at), None) => Ok(Wait::Timer { wake_at }),
+            ("TIMER", ..) => Err(malformed("a TIMER wait has exactly `wakeAt`")),
+            ("MESSAGE", None, None, None, Some(channel)) => Ok(Wait::Message { channel }),
+            ("MESSAGE", ..) => Err(malformed("a MESSAGE wait has exactly `channel`")),
+            (other, ..) => Err(malformed(&format!("unknown wait kind {other:?}"))),
+        }
+    }
+}
+
+impl From<&Wait> for RawWait {
+    fn from(wait: &Wait) -> Self {
+        let empty = RawWait {
+            kind: String::new(),
+            key: None,
+            group: None,
+            wake_at: None,
+            channel: None,
+        };
+        match wait {
+            Wait::Child(key) => RawWait {
+                kind: "CHILD_DONE".to_owned(),
+                key: Some(key.to_string()),
+                ..empty
+            },
+            Wait::Group(members) => RawWait {
+                kind: "CHILD_DONE".to_owned(),
+                group: Some(members.iter().map(ToString::to_string).collect()),
+                ..empty
+            },
+            Wait::Timer { wake_at } => RawWait {
+                kind: "TIMER".to_owned(),
+                wake_at: Some(*wake_at),
+                ..empty
+            },
+            Wait::Message { channel } => RawWait {
+                kind: "MESSAGE".to_owned(),
+                channel: Some(channel.clone()),
+                ..empty
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn id(s: &str) -> ExecutionId {
+        ExecutionId::new(s).expect("valid")
+    }
+
+    fn payload(value: Value) -> JsonObject {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn every_shape_round_trips() {
+        let waits = vec![
+            Wait::Child(id("c1")),
+            Wait::Group(vec![id("c2"), id("c3")]),
+            Wait::Timer { wake_at: 5_000 },
+            Wait::Message {
+                channel: "approvals".to_owned(),
+            },
+        ];
+        let written = park_payload(&waits);
+        assert_eq!(
+            Value::Object(written.clone()),
+            json!({ "waits": [
+                { "kind": "CHILD_DONE", "key": "c1" },
+                { "kind": "CHILD_DONE", "group": ["c2", "c3"] },
+                { "kind": "TIMER", "wakeAt": 5000 },
+                { "kind": "MESSAGE", "channel": "approvals" },
+            ]})
+        );
+        assert_eq!(waits_in(&written), Ok(waits));
+    }
+
+    #[test]
+    fn malformed_waits_name_their_index() {
+        let cases = [
+            json!({ "waits": [{ "kind": "CHILD_DONE", "key": "a", "group": ["b"] }] }),
+            json!({ "waits": [{ "kind": "CHILD_DONE" }] }),
+            json!({ "waits": [{ "kind": "CHILD_DONE", "group": [] }] }),
+            json!({ "waits": [{ "kind": "TIMER", "wakeAt": "soon" }] }),
+            json!({ "waits": [{ "kind": "SIGNAL" }] }),
+            json!({ "waits": [{ "kind": "MESSAGE", "channel": "x", "extra": 1 }] }),
+        ];
+        for case in cases {
+            assert!(
+                matches!(
+                    waits_in(&payload(case.clone())),
+                    Err(ParkError::Malformed { index: 0, .. })
+                ),
+                "{case}"
+            );
+        }
+        assert_eq!(waits_in(&payload(json!({}))), Err(ParkError::NoWaits));
+        assert!(matches!(
+            waits_in(&payload(
+                json!({ "waits": [{ "kind": "CHILD_DONE", "key": "" }] })
+            )),
+            Err(ParkError::BadChild {
+                index: 0,
+                source: IdError::Empty
+            })
+        ));
+    }
+}

@@ -1,0 +1,138 @@
+//! The child supervisor's decisions: when a parent parked on its children can
+//! be resumed, and with what answer.
+//!
+//! The supervisor itself (it reads logs and resumes, so it does IO) lives in
+//! `loomfence-runtime`; everything it decides is here, pure.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::event::{Envelope, JsonObject};
+use crate::fold::{ExecutionView, Terminal};
+use crate::id::ExecutionId;
+use crate::park::Wait;
+
+/// How a child ended, as its parent is told.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ChildOutcome {
+    /// How it ended.
+    pub status: Terminal,
+    /// The payload of the event that ended it.
+    pub output: JsonObject,
+}
+
+/// The child's outcome if its log shows it has ended, else `None` (still
+/// running, or no log at all).
+#[must_use]
+pub fn child_outcome(events: &[Envelope]) -> Option<ChildOutcome> {
+    let mut view = ExecutionView::default();
+    for event in events {
+        let was_terminal = view.status.is_terminal();
+        view.apply(event);
+        if let (false, crate::Status::Terminal(status)) = (was_terminal, view.status) {
+            return Some(ChildOutcome {
+                status,
+                output: event.payload.clone(),
+            });
+        }
+    }
+    None
+}
+
+/// The answer that resumes a parent parked on `waits`, given the outcomes of
+/// the children known to have ended; `None` while no child wait is
+/// satisfied.
+///
+/// Waits are alternatives, so the first satisfied child wait (in payload
+/// order) answers: `{"wait": <index>, "children": {"<id>": {"status": …,
+/// "output": …}}}`. Timer and message waits are other services' to answer.
+#[must_use]
+pub fn answer_for(waits: &[Wait], ended: &BTreeMap<ExecutionId, ChildOutcome>) -> Option<Value> {
+    waits.iter().enumerate().find_map(|(index, wait)| {
+        let children = wait.children();
+        if children.is_empty() {
+            return None;
+        }
+        let outcomes = children
+            .iter()
+            .map(|child| {
+                let outcome = ended.get(child)?;
+                Some((
+                    child.to_string(),
+                    json!({ "status": outcome.status.as_str(), "output": outcome.output }),
+                ))
+            })
+            .collect::<Option<serde_json::Map<_, _>>>()?;
+        Some(json!({ "wait": index, "children": outcomes }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::NewEvent;
+    use crate::kind::KernelKind;
+
+    fn id(s: &str) -> ExecutionId {
+        ExecutionId::new(s).expect("valid")
+    }
+
+    fn outcome(status: Terminal) -> ChildOutcome {
+        ChildOutcome {
+            status,
+            output: JsonObject::new(),
+        }
+    }
+
+    #[test]
+    fn a_child_ends_at_its_first_terminal_event() {
+        let mut output = JsonObject::new();
+        output.insert("total".to_owned(), json!(42));
+        let events: Vec<Envelope> = [
+            NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+            NewEvent::kernel(KernelKind::ExecutionCompleted, 1).with_payload(output.clone()),
+            NewEvent::kernel(KernelKind::ExecutionFailed, 2),
+        ]
+        .into_iter()
+        .zip(1..)
+        .map(|(event, seq)| event.into_envelope(id("child"), seq))
+        .collect();
+        assert_eq!(child_outcome(&events[..1]), None);
+        assert_eq!(
+            child_outcome(&events),
+            Some(ChildOutcome {
+                status: Terminal::Completed,
+                output
+            })
+        );
+    }
+
+    #[test]
+    fn a_group_waits_for_every_member_and_a_key_for_one() {
+        let waits = [Wait::Group(vec![id("a"), id("b")]), Wait::Child(id("c"))];
+        let mut ended = BTreeMap::new();
+        ended.insert(id("a"), outcome(Terminal::Completed));
+        assert_eq!(answer_for(&waits, &ended), None);
+        ended.insert(id("c"), outcome(Terminal::Failed));
+        assert_eq!(
+            answer_for(&waits, &ended),
+            Some(json!({ "wait": 1, "children": { "c": { "status": "failed", "output": {} } } }))
+        );
+        ended.insert(id("b"), outcome(Terminal::Cancelled));
+        let answer = answer_for(&waits, &ended).expect("the group is complete");
+        assert_eq!(answer["wait"], json!(0));
+        assert_eq!(answer["children"]["b"]["status"], json!("cancelled"));
+    }
+
+    #[test]
+    fn timers_and_messages_are_not_the_supervisors() {
+        let waits = [
+            Wait::Timer { wake_at: 0 },
+            Wait::Message {
+                channel: "m".to_owned(),
+            },
+        ];
+        assert_eq!(answer_for(&waits, &BTreeMap::new()), None);
+    }
+}
