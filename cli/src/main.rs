@@ -1,0 +1,2 @@
+//! The loomfence command line (being written).
+fn main() {}

@@ -1,0 +1,102 @@
+//! The resume driver: the core's drive loop, against any [`EventStore`].
+
+use loomfence_core::drive::Stepped;
+use loomfence_core::{
+    Action, ConditionalAppend, Envelope, ExecutionId, InputError, Poll, ResumeMachine,
+    ResumeRequest, Resumed,
+};
+use loomfence_store::{EventStore, StoreError};
+
+use crate::error::{DriveError, ResumeFailure};
+
+/// Performs the machine's pending action against `store` and feeds the
+/// answer back.
+///
+/// Expected races reach the machine as answers: a stale append, a park that
+/// was answered or deleted under the resume. Everything else the store says
+/// is an error. A host that wants to stop between steps (a crash test, a
+/// cancellation point) calls this in its own loop instead of [`resume`].
+pub async fn perform<S: EventStore + ?Sized>(
+    store: &S,
+    machine: &mut ResumeMachine,
+) -> Result<Stepped, DriveError> {
+    let action = match machine.poll() {
+        Poll::Done(result) => return Ok(Stepped::Done(result)),
+        Poll::Act(action) => action,
+    };
+    let id = machine.execution_id().as_str().to_owned();
+    tracing::trace!(execution_id = %id, ?action, "resume step");
+    match action {
+        Action::ReadFrom { from_seq } => {
+            machine.handle_read(store.read_range(&id, from_seq, None).await?)?
+        }
+        Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect).await {
+            Ok(outcome) => machine.handle_acquire_if(outcome)?,
+            Err(StoreError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+                machine.handle_park_gone()?
+            }
+            Err(other) => return Err(other.into()),
+        },
+        Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id).await?)?,
+        Action::Append(event) => match store.append(&id, event).await {
+            Ok(envelope) => machine.handle_appended(vec![envelope])?,
+            Err(StoreError::StaleFence(stale)) => machine.handle_stale(stale)?,
+            Err(other) => return Err(other.into()),
+        },
+        Action::AppendIfParked { park_seq, event } => {
+            match store.append_if_parked(&id, park_seq, vec![event]).await {
+                Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
+                Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
+                Err(StoreError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+                    machine.handle_park_gone()?
+                }
+                Err(StoreError::StaleFence(stale)) => machine.handle_stale(stale)?,
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
+    Ok(Stepped::Progressed)
+}
+
+/// Runs `machine` to the end.
+pub async fn run<S: EventStore + ?Sized>(
+    store: &S,
+    machine: &mut ResumeMachine,
+) -> Result<Resumed, ResumeFailure> {
+    loop {
+        if let Stepped::Done(result) = perform(store, machine).await? {
+            let resumed = result?;
+            tracing::debug!(
+                execution_id = %resumed.execution_id,
+                fence = ?resumed.fence,
+                attempts = resumed.attempts,
+                "resumed"
+            );
+            return Ok(resumed);
+        }
+    }
+}
+
+/// Resumes the park at `request.fence_if_parked_at`, reading it from the
+/// store, on the path the store's capability allows.
+pub async fn resume<S: EventStore + ?Sized>(
+    store: &S,
+    execution_id: &str,
+    request: ResumeRequest,
+) -> Result<Resumed, ResumeFailure> {
+    resume_from(store, execution_id, request, &[]).await
+}
+
+/// Like [`resume`], starting from events the caller already holds (a
+/// contiguous run of the log that includes the park), which spares the park
+/// read.
+pub async fn resume_from<S: EventStore + ?Sized>(
+    store: &S,
+    execution_id: &str,
+    request: ResumeRequest,
+    events: &[Envelope],
+) -> Result<Resumed, ResumeFailure> {
+    let id = ExecutionId::new(execution_id).map_err(|e| StoreError::Input(e.into()))?;
+    let mut machine = ResumeMachine::with_events(id, request, store.capability(), events)?;
+    run(store, &mut machine).await
+}
