@@ -1,1 +1,381 @@
-//! (supervisor: being written)
+//! The child supervisor: resumes a parent parked on its children once they
+//! have ended, with their outcomes as the answer.
+//!
+//! Its rules, and why:
+//!
+//! - **The first try is unfenced.** Taking a token up front would fence every
+//!   supervised parent for good, and a fenced execution refuses an unfenced
+//!   manual resume forever after. The unfenced try uses the park-conditional
+//!   append, so two supervisors trying at once still resume the park at most
+//!   once.
+//! - **Only a stale fence switches to the conditional resume.** If the parent
+//!   is already fenced (someone acquired), the unfenced try is refused with a
+//!   stale fence; the supervisor then resumes with `acquire_fence_if`, at most
+//!   [`SupervisorOptions::conditional_tries`] times, and reports to
+//!   `on_error` if every try was contended.
+//! - **It is safe on several nodes at once**: every path that appends is
+//!   conditional on the park still being open, in the store.
+//! - **Its state is only a cache.** The child → parent edges come from the
+//!   parents' own parks, so [`ChildSupervisor::rebuild`] restores them from
+//!   the logs after a restart, and resumes whatever became ready meanwhile.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use loomfence_core::park::{ParkError, waits_of};
+use loomfence_core::resume::MachineError;
+use loomfence_core::supervise::{ChildOutcome, answer_for, child_outcome};
+use loomfence_core::{
+    Envelope, ExecutionId, ExecutionView, ResumeContendedError, ResumeRequest, Resumed, Wait,
+};
+use loomfence_store::{EventStore, StoreError};
+
+use crate::driver::{resume, resume_from};
+use crate::error::ResumeFailure;
+
+/// What the supervisor did for one parent.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Supervised {
+    /// It resumed the parent.
+    Resumed(Resumed),
+    /// Someone else answered the park first (another supervisor, a timer, a
+    /// manual resume). Nothing to do.
+    AlreadyAnswered,
+    /// The parent waits on children that have not ended yet.
+    Waiting,
+    /// The parent has no open park with a child wait; not the supervisor's.
+    NotWaitingOnChildren,
+    /// Every conditional try was contended; reported to `on_error`. The
+    /// park is still open, so a later call (or [`ChildSupervisor::rebuild`])
+    /// picks it up again.
+    GaveUp(ResumeContendedError),
+}
+
+/// A failure while supervising one parent. Each is also passed to
+/// `on_error`.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    /// The parent or child id is not valid.
+    #[error(transparent)]
+    Id(#[from] loomfence_core::IdError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The store answered something the resume machine cannot accept.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+    /// The parent's open park has a payload that cannot be read as waits.
+    #[error("the park of {parent:?} is unreadable: {source}")]
+    Park {
+        /// The parent.
+        parent: ExecutionId,
+        /// Why its park is unreadable.
+        #[source]
+        source: ParkError,
+    },
+    /// Every conditional try was contended.
+    #[error(transparent)]
+    Contended(#[from] ResumeContendedError),
+}
+
+/// A callback that receives every supervision failure, for logging or
+/// alerting; the supervisor itself goes on.
+pub type OnError = Arc<dyn Fn(&ExecutionId, &SupervisorError) + Send + Sync>;
+
+/// A source of the current time in ms, for the resume events' `at`.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// How the supervisor behaves.
+#[derive(Clone)]
+pub struct SupervisorOptions {
+    /// Conditional resumes after the unfenced try met a stale fence, before
+    /// giving up (each is itself up to three acquisitions).
+    pub conditional_tries: u32,
+    /// Receives every failure.
+    pub on_error: OnError,
+    /// The time to stamp resumes with.
+    pub now: Clock,
+}
+
+impl Default for SupervisorOptions {
+    fn default() -> Self {
+        Self {
+            conditional_tries: 3,
+            on_error: Arc::new(
+                |parent, error| tracing::warn!(%parent, %error, "child supervision failed"),
+            ),
+            now: Arc::new(system_now),
+        }
+    }
+}
+
+impl fmt::Debug for SupervisorOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SupervisorOptions")
+            .field("conditional_tries", &self.conditional_tries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The wall clock in ms since the epoch; 0 if the clock is before it.
+fn system_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+/// Which parent waits on which child, as last read from the parents' parks.
+#[derive(Debug, Default)]
+struct Edges {
+    /// Child → the parents parked on it.
+    parents_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
+    /// Parent → the children its open park names.
+    children_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
+}
+
+impl Edges {
+    /// Records that `parent` waits on exactly `children`.
+    fn set(&mut self, parent: &ExecutionId, children: BTreeSet<ExecutionId>) {
+        self.forget(parent);
+        for child in &children {
+            self.parents_of
+                .entry(child.clone())
+                .or_default()
+                .insert(parent.clone());
+        }
+        self.children_of.insert(parent.clone(), children);
+    }
+
+    /// Drops every edge of `parent`.
+    fn forget(&mut self, parent: &ExecutionId) {
+        for child in self.children_of.remove(parent).unwrap_or_default() {
+            if let Some(parents) = self.parents_of.get_mut(&child) {
+                parents.remove(parent);
+                if parents.is_empty() {
+                    self.parents_of.remove(&child);
+                }
+            }
+        }
+    }
+}
+
+/// Resumes parents parked on `CHILD_DONE` waits when their children end.
+pub struct ChildSupervisor<S: EventStore + ?Sized> {
+    /// Where every log lives.
+    store: Arc<S>,
+    /// Behaviour.
+    options: SupervisorOptions,
+    /// The cached child → parent edges.
+    edges: Mutex<Edges>,
+}
+
+impl<S: EventStore + ?Sized> fmt::Debug for ChildSupervisor<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildSupervisor")
+            .field("options", &self.options)
+            .field(
+                "edges",
+                &*self.edges.lock().unwrap_or_else(PoisonError::into_inner),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: EventStore + ?Sized> ChildSupervisor<S> {
+    /// A supervisor over `store` with no parents known yet.
+    pub fn new(store: Arc<S>, options: SupervisorOptions) -> Self {
+        Self {
+            store,
+            options,
+            edges: Mutex::new(Edges::default()),
+        }
+    }
+
+    /// Starts watching `parent`: reads its park, remembers which children it
+    /// waits on, and resumes it right away if they have already ended.
+    pub async fn watch(&self, parent: &str) -> Result<Supervised, SupervisorError> {
+        let parent = ExecutionId::new(parent)?;
+        let result = self.supervise(&parent).await;
+        self.report(&parent, result)
+    }
+
+    /// Tells the supervisor `child` has ended; resumes every parent whose
+    /// wait that completes. Answers per parent, in id order.
+    pub async fn child_ended(
+        &self,
+        child: &str,
+    ) -> Vec<(ExecutionId, Result<Supervised, SupervisorError>)> {
+        let parents = match ExecutionId::new(child) {
+            Ok(child) => self.parents_waiting_on(&child),
+            Err(_) => Vec::new(),
+        };
+        let mut results = Vec::with_capacity(parents.len());
+        for parent in parents {
+            let result = self.supervise(&parent).await;
+            results.push((parent.clone(), self.report(&parent, result)));
+        }
+        results
+    }
+
+    /// Rebuilds the edges from the logs of `parents` (after a restart, or
+    /// on any node that takes over) and resumes those that became ready
+    /// while nobody was watching.
+    pub async fn rebuild<I, P>(
+        &self,
+        parents: I,
+    ) -> Vec<(String, Result<Supervised, SupervisorError>)>
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<str>,
+    {
+        *self.edges.lock().unwrap_or_else(PoisonError::into_inner) = Edges::default();
+        let mut results = Vec::new();
+        for parent in parents {
+            let parent = parent.as_ref();
+            results.push((parent.to_owned(), self.watch(parent).await));
+        }
+        results
+    }
+
+    /// The parents currently known to be parked on `child`: what a
+    /// retention policy must not delete the child under.
+    pub fn parents_waiting_on(&self, child: &ExecutionId) -> Vec<ExecutionId> {
+        self.edges
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .parents_of
+            .get(child)
+            .map(|parents| parents.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Passes a failure to `on_error` on its way out.
+    fn report(
+        &self,
+        parent: &ExecutionId,
+        result: Result<Supervised, SupervisorError>,
+    ) -> Result<Supervised, SupervisorError> {
+        match &result {
+            Err(error) => (self.options.on_error)(parent, error),
+            Ok(Supervised::GaveUp(contended)) => {
+                (self.options.on_error)(parent, &SupervisorError::Contended(contended.clone()));
+            }
+            Ok(_) => {}
+        }
+        result
+    }
+
+    /// Reads `parent`, refreshes its edges, and resumes it if a child wait
+    /// is satisfied.
+    async fn supervise(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
+        let events = self.store.read_range(parent.as_str(), 1, None).await?;
+        let Some((park, waits)) = child_park(parent, &events)? else {
+            self.edges().forget(parent);
+            return Ok(Supervised::NotWaitingOnChildren);
+        };
+        let children: BTreeSet<ExecutionId> = waits
+            .iter()
+            .flat_map(|w| w.children().iter().cloned())
+            .collect();
+        self.edges().set(parent, children.clone());
+        let mut ended = BTreeMap::new();
+        for child in children {
+            if let Some(outcome) = self.outcome_of(&child).await? {
+                ended.insert(child, outcome);
+            }
+        }
+        let Some(answer) = answer_for(&waits, &ended) else {
+            return Ok(Supervised::Waiting);
+        };
+        let request = ResumeRequest::new(park, answer, (self.options.now)());
+        let supervised = self.resume_parent(parent, request, &events).await?;
+        if !matches!(supervised, Supervised::GaveUp(_)) {
+            self.edges().forget(parent);
+        }
+        Ok(supervised)
+    }
+
+    /// The unfenced first try, then conditional tries on a stale fence.
+    async fn resume_parent(
+        &self,
+        parent: &ExecutionId,
+        request: ResumeRequest,
+        events: &[Envelope],
+    ) -> Result<Supervised, SupervisorError> {
+        let stale = match resume_from(
+            &*self.store,
+            parent.as_str(),
+            request.clone().unfenced(),
+            events,
+        )
+        .await
+        {
+            Err(ResumeFailure::StaleFence(stale)) => stale,
+            other => return settle(other),
+        };
+        tracing::debug!(%parent, current = stale.current, "parent is fenced; resuming conditionally");
+        let mut last = Err(ResumeFailure::StaleFence(stale));
+        for _ in 0..self.options.conditional_tries {
+            last = resume(&*self.store, parent.as_str(), request.clone()).await;
+            if !matches!(last, Err(ResumeFailure::Contended(_))) {
+                break;
+            }
+        }
+        settle(last)
+    }
+
+    /// A child's outcome if its log shows it ended.
+    async fn outcome_of(
+        &self,
+        child: &ExecutionId,
+    ) -> Result<Option<ChildOutcome>, SupervisorError> {
+        let events = self.store.read_range(child.as_str(), 1, None).await?;
+        Ok(child_outcome(&events))
+    }
+
+    /// The edge cache, locked. A panic elsewhere cannot leave it
+    /// inconsistent in a way the next read of a park does not repair.
+    fn edges(&self) -> std::sync::MutexGuard<'_, Edges> {
+        self.edges.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The open park of `events` and its waits, when it has a child wait.
+fn child_park(
+    parent: &ExecutionId,
+    events: &[Envelope],
+) -> Result<Option<(u64, Vec<Wait>)>, SupervisorError> {
+    let view = ExecutionView::fold(events);
+    let Some(open) = view.open_park else {
+        return Ok(None);
+    };
+    let Some(park) = events.iter().find(|e| e.sequence == open.sequence) else {
+        return Ok(None);
+    };
+    let waits = waits_of(park).map_err(|source| SupervisorError::Park {
+        parent: parent.clone(),
+        source,
+    })?;
+    if waits.iter().all(|w| w.children().is_empty()) {
+        return Ok(None);
+    }
+    Ok(Some((open.sequence, waits)))
+}
+
+/// Maps a resume's result to what the supervisor did.
+fn settle(result: Result<Resumed, ResumeFailure>) -> Result<Supervised, SupervisorError> {
+    match result {
+        Ok(resumed) => Ok(Supervised::Resumed(resumed)),
+        Err(ResumeFailure::Refused(_)) => Ok(Supervised::AlreadyAnswered),
+        Err(ResumeFailure::Contended(contended)) => Ok(Supervised::GaveUp(contended)),
+        Err(ResumeFailure::StaleFence(stale)) => {
+            Err(SupervisorError::Store(StoreError::StaleFence(stale)))
+        }
+        Err(ResumeFailure::Store(store)) => Err(store.into()),
+        Err(ResumeFailure::Machine(machine)) => Err(machine.into()),
+    }
+}

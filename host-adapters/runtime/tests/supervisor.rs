@@ -1,0 +1,298 @@
+//! The child supervisor: unfenced first try, conditional on a stale fence,
+//! several nodes at once, and rebuilding after a restart.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use common::{Hostile, finish, park_on, resumes};
+use loomfence_core::{ExecutionId, KernelKind, Wait};
+use loomfence_runtime::supervisor::{
+    ChildSupervisor, Supervised, SupervisorError, SupervisorOptions,
+};
+use loomfence_store::{EventStore, MemoryEventStore};
+use serde_json::json;
+
+fn id(s: &str) -> ExecutionId {
+    ExecutionId::new(s).expect("valid")
+}
+
+/// Options with a fixed clock and an `on_error` that records what it gets.
+fn recording() -> (SupervisorOptions, Arc<Mutex<Vec<String>>>) {
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = errors.clone();
+    let options = SupervisorOptions {
+        conditional_tries: 3,
+        on_error: Arc::new(move |parent: &ExecutionId, error: &SupervisorError| {
+            sink.lock()
+                .expect("lock")
+                .push(format!("{parent}: {error}"));
+        }),
+        now: Arc::new(|| 1_000),
+    };
+    (options, errors)
+}
+
+fn resumed(result: Result<Supervised, SupervisorError>) -> loomfence_core::Resumed {
+    match result {
+        Ok(Supervised::Resumed(resumed)) => resumed,
+        other => panic!("expected a resume, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_parent_is_resumed_unfenced_with_its_childs_outcome() {
+    let store = Arc::new(MemoryEventStore::new());
+    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    let (options, errors) = recording();
+    let supervisor = ChildSupervisor::new(store.clone(), options);
+    assert_eq!(
+        supervisor.watch("parent").await.expect("watches"),
+        Supervised::Waiting
+    );
+    assert_eq!(supervisor.parents_waiting_on(&id("child")), [id("parent")]);
+
+    finish(
+        &*store,
+        "child",
+        KernelKind::ExecutionCompleted,
+        json!({ "total": 7 }),
+    )
+    .await;
+    let results = supervisor.child_ended("child").await;
+    assert_eq!(results.len(), 1);
+    let resumed = resumed(results.into_iter().next().expect("one parent").1);
+    assert_eq!(resumed.fence, None, "the first try takes no token");
+    assert_eq!(store.current_fence("parent").await.expect("reads"), 0);
+    assert_eq!(
+        resumed.resumed.payload["answer"],
+        json!({ "wait": 0, "children": { "child": { "status": "completed", "output": { "output": { "total": 7 } } } } })
+    );
+    assert_eq!(resumed.resumed.at, 1_000);
+    assert!(supervisor.parents_waiting_on(&id("child")).is_empty());
+    assert!(errors.lock().expect("lock").is_empty());
+}
+
+#[tokio::test]
+async fn a_group_is_answered_only_when_every_member_has_ended() {
+    let store = Arc::new(MemoryEventStore::new());
+    park_on(&*store, "parent", &[Wait::Group(vec![id("a"), id("b")])]).await;
+    let supervisor = ChildSupervisor::new(store.clone(), recording().0);
+    assert_eq!(
+        supervisor.watch("parent").await.expect("watches"),
+        Supervised::Waiting
+    );
+    finish(&*store, "a", KernelKind::ExecutionCompleted, json!(1)).await;
+    let first = supervisor.child_ended("a").await;
+    assert!(matches!(first[0].1, Ok(Supervised::Waiting)), "{first:?}");
+    finish(&*store, "b", KernelKind::ExecutionFailed, json!("boom")).await;
+    let answer = resumed(supervisor.child_ended("b").await.remove(0).1)
+        .resumed
+        .payload["answer"]
+        .clone();
+    assert_eq!(answer["children"]["a"]["status"], json!("completed"));
+    assert_eq!(answer["children"]["b"]["status"], json!("failed"));
+}
+
+#[tokio::test]
+async fn a_fenced_parent_is_resumed_conditionally_past_a_dead_acquirer() {
+    let store = Arc::new(MemoryEventStore::new());
+    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    store
+        .acquire_fence("parent")
+        .await
+        .expect("a crashed node acquired once");
+    finish(
+        &*store,
+        "child",
+        KernelKind::ExecutionCompleted,
+        json!(null),
+    )
+    .await;
+    let supervisor = ChildSupervisor::new(store.clone(), recording().0);
+    let resumed = resumed(supervisor.watch("parent").await);
+    assert_eq!((resumed.fence, resumed.attempts), (Some(2), 2));
+    assert_eq!(resumes(&*store, "parent").await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
+    let store = Arc::new(Hostile::default());
+    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    store
+        .acquire_fence("parent")
+        .await
+        .expect("fenced, so the unfenced try is stale");
+    finish(
+        &*store,
+        "child",
+        KernelKind::ExecutionCompleted,
+        json!(null),
+    )
+    .await;
+    let (options, errors) = recording();
+    let supervisor = ChildSupervisor::new(store.clone(), options);
+    let outcome = supervisor.watch("parent").await.expect("supervises");
+    let Supervised::GaveUp(contended) = outcome else {
+        panic!("expected to give up, got {outcome:?}");
+    };
+    assert_eq!(contended.attempts, 3);
+    assert_eq!(
+        store.conditional_acquires.load(Ordering::SeqCst),
+        9,
+        "three resumes of three attempts"
+    );
+    assert!(resumes(&*store, "parent").await.is_empty());
+    let errors = errors.lock().expect("lock");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("contended"), "{errors:?}");
+    assert_eq!(
+        supervisor.parents_waiting_on(&id("child")),
+        [id("parent")],
+        "still watched"
+    );
+}
+
+#[tokio::test]
+async fn a_park_without_child_waits_is_not_the_supervisors() {
+    let store = Arc::new(MemoryEventStore::new());
+    park_on(&*store, "parent", &[Wait::Timer { wake_at: 5 }]).await;
+    let supervisor = ChildSupervisor::new(store, recording().0);
+    assert_eq!(
+        supervisor.watch("parent").await.expect("watches"),
+        Supervised::NotWaitingOnChildren
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_park_is_reported() {
+    let store = Arc::new(MemoryEventStore::new());
+    store
+        .append(
+            "parent",
+            loomfence_core::NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
+        )
+        .await
+        .expect("parks with no waits");
+    let (options, errors) = recording();
+    let supervisor = ChildSupervisor::new(store, options);
+    let result = supervisor.watch("parent").await;
+    assert!(
+        matches!(result, Err(SupervisorError::Park { .. })),
+        "{result:?}"
+    );
+    assert_eq!(errors.lock().expect("lock").len(), 1);
+}
+
+#[tokio::test]
+async fn after_a_restart_rebuild_resumes_what_became_ready() {
+    let store = Arc::new(MemoryEventStore::new());
+    for n in 0..3 {
+        park_on(
+            &*store,
+            &format!("parent-{n}"),
+            &[Wait::Child(id(&format!("child-{n}")))],
+        )
+        .await;
+    }
+    {
+        let before_restart = ChildSupervisor::new(store.clone(), recording().0);
+        for n in 0..3 {
+            assert_eq!(
+                before_restart
+                    .watch(&format!("parent-{n}"))
+                    .await
+                    .expect("watches"),
+                Supervised::Waiting
+            );
+        }
+    }
+    finish(
+        &*store,
+        "child-1",
+        KernelKind::ExecutionCompleted,
+        json!(null),
+    )
+    .await;
+    let after_restart = ChildSupervisor::new(store.clone(), recording().0);
+    let results = after_restart
+        .rebuild(["parent-0", "parent-1", "parent-2"])
+        .await;
+    let outcomes: Vec<bool> = results
+        .iter()
+        .map(|(_, r)| matches!(r, Ok(Supervised::Resumed(_))))
+        .collect();
+    assert_eq!(outcomes, [false, true, false]);
+    assert_eq!(
+        after_restart.parents_waiting_on(&id("child-0")),
+        [id("parent-0")]
+    );
+    assert!(after_restart.parents_waiting_on(&id("child-1")).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn supervisors_on_several_nodes_resume_each_parent_once() {
+    for fenced in [false, true] {
+        let store = Arc::new(MemoryEventStore::new());
+        let parents: Vec<String> = (0..25).map(|n| format!("parent-{n}")).collect();
+        for (n, parent) in parents.iter().enumerate() {
+            park_on(&*store, parent, &[Wait::Child(id(&format!("child-{n}")))]).await;
+            if fenced {
+                store.acquire_fence(parent).await.expect("fenced before");
+            }
+            finish(
+                &*store,
+                &format!("child-{n}"),
+                KernelKind::ExecutionCompleted,
+                json!(n),
+            )
+            .await;
+        }
+        let nodes: Vec<_> = (0..4)
+            .map(|_| {
+                let (store, parents) = (store.clone(), parents.clone());
+                tokio::spawn(async move {
+                    let node = ChildSupervisor::new(store, recording().0);
+                    let mut landed = 0;
+                    for (_, result) in node.rebuild(&parents).await {
+                        match result {
+                            Ok(Supervised::Resumed(_)) => landed += 1,
+                            // A parent another node resumed before this one read it has no
+                            // open park left: not waiting on children any more.
+                            Ok(
+                                Supervised::AlreadyAnswered
+                                | Supervised::NotWaitingOnChildren
+                                | Supervised::GaveUp(_),
+                            ) => {}
+                            other => panic!("unexpected {other:?}"),
+                        }
+                    }
+                    landed
+                })
+            })
+            .collect();
+        let mut landed = 0;
+        for node in nodes {
+            landed += node.await.expect("node");
+        }
+        for parent in &parents {
+            assert!(
+                resumes(&*store, parent).await.len() <= 1,
+                "fenced {fenced}: {parent} resumed twice"
+            );
+        }
+        let total: usize = {
+            let mut total = 0;
+            for parent in &parents {
+                total += resumes(&*store, parent).await.len();
+            }
+            total
+        };
+        assert_eq!(
+            landed, total,
+            "fenced {fenced}: every landed resume is in a log, once"
+        );
+        assert!(total > 0);
+    }
+}
