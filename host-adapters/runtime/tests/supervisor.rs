@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use common::{Hostile, finish, park_on, resumes};
+use common::{Hostile, Yielding, finish, park_on, resumes};
 use loomfence_core::{ExecutionId, KernelKind, Wait};
 use loomfence_runtime::supervisor::{
     ChildSupervisor, Supervised, SupervisorError, SupervisorOptions,
@@ -231,10 +231,14 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
     assert!(after_restart.parents_waiting_on(&id("child-1")).is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+/// Four nodes rebuild over the same parents at once. The store yields before
+/// every call, so on this single-threaded runtime the nodes interleave at
+/// every store call: each node reads each park before any node appends.
+/// Without the park-conditional append, every unfenced first try would land.
+#[tokio::test(flavor = "current_thread")]
 async fn supervisors_on_several_nodes_resume_each_parent_once() {
     for fenced in [false, true] {
-        let store = Arc::new(MemoryEventStore::new());
+        let store = Arc::new(Yielding(MemoryEventStore::new()));
         let parents: Vec<String> = (0..25).map(|n| format!("parent-{n}")).collect();
         for (n, parent) in parents.iter().enumerate() {
             park_on(&*store, parent, &[Wait::Child(id(&format!("child-{n}")))]).await;

@@ -115,3 +115,65 @@ impl EventStore for Hostile {
         self.inner.delete_execution(id).await
     }
 }
+
+/// A store that yields to the scheduler before every operation, so that on a
+/// current-thread runtime concurrent tasks interleave at every store call,
+/// deterministically: the widest race windows, every time.
+pub struct Yielding<S>(pub S);
+
+#[async_trait]
+impl<S: EventStore> EventStore for Yielding<S> {
+    fn capability(&self) -> Capability {
+        self.0.capability()
+    }
+    async fn append(&self, id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.append(id, event).await
+    }
+    async fn append_many(
+        &self,
+        id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.append_many(id, events).await
+    }
+    async fn append_if_parked(
+        &self,
+        id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.append_if_parked(id, park_seq, events).await
+    }
+    async fn read_range(
+        &self,
+        id: &str,
+        from: u64,
+        to: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.read_range(id, from, to).await
+    }
+    async fn current_fence(&self, id: &str) -> Result<u64, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.current_fence(id).await
+    }
+    async fn acquire_fence(&self, id: &str) -> Result<u64, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.acquire_fence(id).await
+    }
+    async fn acquire_fence_if(
+        &self,
+        id: &str,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.acquire_fence_if(id, expect).await
+    }
+    async fn delete_execution(&self, id: &str) -> Result<bool, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.delete_execution(id).await
+    }
+}
