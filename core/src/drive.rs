@@ -5,17 +5,8 @@
 
 use crate::fence::{ConditionalAppend, InputError};
 use crate::memory::{AppendError, MemoryStore};
+pub use crate::resume::Stepped;
 use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed};
-
-/// What one step did.
-#[must_use]
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stepped {
-    /// One action was performed and its answer handled.
-    Progressed,
-    /// The machine had already finished; nothing was performed.
-    Done(Result<Resumed, ResumeError>),
-}
 
 /// A step that could not be completed: the store refused the request as
 /// malformed, or the machine rejected the store's answer.

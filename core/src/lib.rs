@@ -132,8 +132,8 @@ pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use memory::{AppendError, MemoryStore};
 pub use park::{ParkError, Wait};
 pub use resume::{
-    Action, Fencing, Poll, ResumeContendedError, ResumeError, ResumeMachine, ResumeRefusedError,
-    ResumeRequest, Resumed,
+    Action, Fencing, MachineError, Poll, RefusalReason, ResumeContendedError, ResumeError,
+    ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

@@ -131,6 +131,17 @@ pub enum Poll {
     Done(Result<Resumed, ResumeError>),
 }
 
+/// What one step of a driver did: hosts that drive the machine a step at a
+/// time (the simulation, crash tests) get this back from each step.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stepped {
+    /// One action was performed and its answer handled.
+    Progressed,
+    /// The machine had already finished; nothing was performed.
+    Done(Result<Resumed, ResumeError>),
+}
+
 /// A resume that landed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Resumed {
@@ -360,6 +371,17 @@ impl ResumeMachine {
     #[must_use]
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// The token this resume holds right now: acquired, and not yet used by
+    /// an append or given up. A host that stops here leaves a dead acquirer
+    /// behind, which is what crash tests want to know.
+    #[must_use]
+    pub fn holds_fence(&self) -> Option<u64> {
+        match self.state {
+            State::Recheck { token } | State::Append { token: Some(token) } => Some(token),
+            _ => None,
+        }
     }
 
     /// What to do next, or the result. Asking twice without handling an

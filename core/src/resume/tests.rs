@@ -325,3 +325,24 @@ impl Poll {
         }
     }
 }
+
+#[test]
+fn the_held_token_is_visible_between_acquire_and_append() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    step_to_acquire(&mut store, &mut machine);
+    assert_eq!(machine.holds_fence(), None);
+    assert_eq!(
+        drive::step(&mut store, &mut machine),
+        Ok(Stepped::Progressed)
+    );
+    assert_eq!(machine.holds_fence(), Some(1));
+    let _ = drive::run(&mut store, &mut machine)
+        .expect("steps")
+        .expect("resumes");
+    assert_eq!(
+        machine.holds_fence(),
+        None,
+        "a finished resume holds nothing; its body does"
+    );
+}

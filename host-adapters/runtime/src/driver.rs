@@ -1,9 +1,8 @@
 //! The resume driver: the core's drive loop, against any [`EventStore`].
 
-use loomfence_core::drive::Stepped;
 use loomfence_core::{
     Action, ConditionalAppend, Envelope, ExecutionId, InputError, Poll, ResumeMachine,
-    ResumeRequest, Resumed,
+    ResumeRequest, Resumed, Stepped,
 };
 use loomfence_store::{EventStore, StoreError};
 

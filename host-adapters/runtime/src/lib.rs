@@ -39,3 +39,4 @@ pub mod supervisor;
 pub use body::Body;
 pub use driver::{perform, resume, resume_from, run};
 pub use error::{DriveError, ResumeFailure};
+pub use loomfence_core::Stepped;

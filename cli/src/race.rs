@@ -1,0 +1,133 @@
+//! The race: park M executions, let N resumers loose on all of them at once,
+//! then read every log to see what really happened.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use loomfence_core::park::{Wait, park_payload};
+use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent};
+use loomfence_store::{EventStore, StoreError};
+use tokio::sync::Barrier;
+use tokio::task::JoinSet;
+
+use crate::report::{LogCounts, Report, Tally};
+use crate::resumer::{Arena, Parked, Resumer, ResumerError, now_ms};
+use crate::settings::Settings;
+
+/// Why a race could not be run to the end. Lost races are not here: they
+/// are counted. These are failures of the store, the machine or a task.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RaceError {
+    /// Parking or verifying failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// A generated execution id was refused (a bug in the CLI).
+    #[error("execution id: {0}")]
+    Id(#[from] IdError),
+    /// A resumer stopped on a failure.
+    #[error(transparent)]
+    Resumer(#[from] ResumerError),
+    /// A resumer task panicked or was cancelled.
+    #[error("resumer task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Runs one race as `settings` say, ticking `progress` once per attempt.
+pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Report, RaceError> {
+    let store = settings.store.open();
+    let parked = park_all(&*store, settings.parks).await?;
+
+    let arena = Arena {
+        store: Arc::clone(&store),
+        parked: Arc::clone(&parked),
+        capability: settings.capability,
+        steps: settings.steps,
+        crash_rate: settings.crash_rate,
+        progress: progress.clone(),
+    };
+    // Every resumer waits at the barrier, and the clock starts when the
+    // last one is spawned: spawning is set-up, not race.
+    let start = Arc::new(Barrier::new(settings.resumers as usize + 1));
+    let mut tasks = JoinSet::new();
+    for index in 0..settings.resumers {
+        let resumer = Resumer::new(index, settings.seed, arena.clone());
+        let start = Arc::clone(&start);
+        tasks.spawn(async move {
+            start.wait().await;
+            resumer.run().await
+        });
+    }
+    start.wait().await;
+    let began = Instant::now();
+    let tally = join_all(&mut tasks).await;
+    let elapsed = began.elapsed();
+    // Cleared on failure too, so the error is not printed under a stale bar.
+    progress.finish_and_clear();
+    let tally = tally?;
+
+    let logs = verify(&*store, &parked).await?;
+    Ok(Report {
+        settings,
+        tally,
+        logs,
+        elapsed,
+    })
+}
+
+/// Sums the resumers' tallies. The first failure ends the race: the
+/// caller drops the set, which aborts the other resumers.
+async fn join_all(tasks: &mut JoinSet<Result<Tally, ResumerError>>) -> Result<Tally, RaceError> {
+    let mut tally = Tally::default();
+    while let Some(joined) = tasks.join_next().await {
+        tally += joined??;
+    }
+    Ok(tally)
+}
+
+/// Parks `count` executions: `EXECUTION_STARTED` then `EXECUTION_SUSPENDED`
+/// waiting for a message, unfenced (token 0), as a body parks before anyone
+/// has resumed it.
+async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, RaceError> {
+    let width = count.to_string().len();
+    let mut parked = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let id = ExecutionId::new(format!("race-{i:0width$}"))?;
+        let at = now_ms();
+        let park =
+            NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(park_payload(&[
+                Wait::Message {
+                    channel: "race".to_owned(),
+                },
+            ]));
+        let written = store
+            .append_many(
+                id.as_str(),
+                vec![NewEvent::kernel(KernelKind::ExecutionStarted, at), park],
+            )
+            .await?;
+        let park_seq = written.last().map_or(2, |park| park.sequence);
+        parked.push(Parked { id, park_seq });
+    }
+    Ok(parked.into())
+}
+
+/// Reads every log and counts resumes per execution: the verdict rests on
+/// what is stored, not on what the resumers believe they did.
+async fn verify(store: &dyn EventStore, parked: &[Parked]) -> Result<LogCounts, RaceError> {
+    let mut counts = LogCounts::default();
+    for execution in parked {
+        let events = store.read_range(execution.id.as_str(), 1, None).await?;
+        let count = |kind: KernelKind| {
+            events
+                .iter()
+                .filter(|e| e.kernel_kind() == Some(kind))
+                .count()
+        };
+        let resumes = count(KernelKind::ExecutionResumed);
+        counts.resumed += u64::from(resumes >= 1);
+        counts.double_resumes += u64::from(resumes > 1);
+        counts.completed += u64::from(count(KernelKind::ExecutionCompleted) >= 1);
+    }
+    Ok(counts)
+}

@@ -1,0 +1,193 @@
+//! The race's options after validation.
+//!
+//! clap checks types; the ranges it cannot express on its own (a
+//! probability, a non-zero count, a backend name) are checked here, so that
+//! every bad option ends the same way: one `error: …` line and exit code 2,
+//! before anything runs.
+
+use loomfence_core::Capability;
+
+use crate::store_arg::{StoreArg, StoreArgError};
+
+/// Everything a race needs to know, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Settings {
+    /// M: executions parked before the race.
+    pub(crate) parks: u32,
+    /// N: concurrent resumer tasks.
+    pub(crate) resumers: u32,
+    /// K: step events each winning body appends before completing.
+    pub(crate) steps: u32,
+    /// Probability, per resume attempt, that the resumer crashes during it.
+    pub(crate) crash_rate: f64,
+    /// Root of every random decision; printed so a run can be repeated.
+    pub(crate) seed: u64,
+    /// The capability every resume machine is built with:
+    /// [`Capability::Conditional`] normally, [`Capability::FencingOnly`] for
+    /// the `--unconditional` negative control.
+    pub(crate) capability: Capability,
+    /// The backend.
+    pub(crate) store: StoreArg,
+}
+
+impl Settings {
+    /// Whether this is the negative control, where fenced-out bodies are
+    /// the expected result rather than a bug.
+    pub(crate) fn unconditional(&self) -> bool {
+        self.capability != Capability::Conditional
+    }
+}
+
+/// The options as typed, before the checks clap cannot do.
+#[derive(Clone, Debug)]
+pub(crate) struct RawSettings {
+    /// `--parks`.
+    pub(crate) parks: u32,
+    /// `--resumers`.
+    pub(crate) resumers: u32,
+    /// `--steps`.
+    pub(crate) steps: u32,
+    /// `--crash-rate`.
+    pub(crate) crash_rate: f64,
+    /// `--seed`, if given.
+    pub(crate) seed: Option<u64>,
+    /// `--unconditional`.
+    pub(crate) unconditional: bool,
+    /// `--store`, unparsed.
+    pub(crate) store: String,
+}
+
+/// An option that is well-typed but out of range.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum UsageError {
+    /// Not a probability (NaN included).
+    #[error("--crash-rate {0}: must be a probability between 0 and 1")]
+    CrashRate(f64),
+    /// A race needs something to race over and someone to race.
+    #[error("--{0} 0: must be at least 1")]
+    Zero(&'static str),
+    /// No such backend.
+    #[error(transparent)]
+    Store(#[from] StoreArgError),
+}
+
+impl RawSettings {
+    /// Checks the ranges; draws a fresh seed when none was given.
+    pub(crate) fn validate(self) -> Result<Settings, UsageError> {
+        if !(0.0..=1.0).contains(&self.crash_rate) {
+            return Err(UsageError::CrashRate(self.crash_rate));
+        }
+        if self.parks == 0 {
+            return Err(UsageError::Zero("parks"));
+        }
+        if self.resumers == 0 {
+            return Err(UsageError::Zero("resumers"));
+        }
+        let store = self.store.parse()?;
+        Ok(Settings {
+            parks: self.parks,
+            resumers: self.resumers,
+            steps: self.steps,
+            crash_rate: self.crash_rate,
+            seed: self.seed.unwrap_or_else(fresh_seed),
+            capability: if self.unconditional {
+                Capability::FencingOnly
+            } else {
+                Capability::Conditional
+            },
+            store,
+        })
+    }
+}
+
+/// A seed nobody chose. std's `RandomState` is keyed from the OS's
+/// randomness once per process, which is all a seed needs; it spares the
+/// `rand` crate's OS-entropy feature (and its `getrandom` dependency).
+fn fresh_seed() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawSettings {
+        RawSettings {
+            parks: 10,
+            resumers: 2,
+            steps: 3,
+            crash_rate: 0.1,
+            seed: Some(7),
+            unconditional: false,
+            store: "memory".to_owned(),
+        }
+    }
+
+    #[test]
+    fn accepts_the_defaults_and_keeps_the_seed() {
+        let settings = raw().validate().unwrap();
+        assert_eq!(settings.seed, 7);
+        assert_eq!(settings.capability, Capability::Conditional);
+        assert!(!settings.unconditional());
+    }
+
+    #[test]
+    fn unconditional_means_fencing_only() {
+        let settings = RawSettings {
+            unconditional: true,
+            ..raw()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(settings.capability, Capability::FencingOnly);
+    }
+
+    #[test]
+    fn refuses_out_of_range_values() {
+        for rate in [-0.1, 1.5, f64::NAN] {
+            let err = RawSettings {
+                crash_rate: rate,
+                ..raw()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(matches!(err, UsageError::CrashRate(_)));
+        }
+        for rate in [0.0, 1.0] {
+            assert!(
+                RawSettings {
+                    crash_rate: rate,
+                    ..raw()
+                }
+                .validate()
+                .is_ok()
+            );
+        }
+        let zero_parks = RawSettings { parks: 0, ..raw() }.validate();
+        assert_eq!(zero_parks.unwrap_err(), UsageError::Zero("parks"));
+        let zero_resumers = RawSettings {
+            resumers: 0,
+            ..raw()
+        }
+        .validate();
+        assert_eq!(zero_resumers.unwrap_err(), UsageError::Zero("resumers"));
+        let store = RawSettings {
+            store: "nosuch".to_owned(),
+            ..raw()
+        }
+        .validate();
+        assert!(matches!(store, Err(UsageError::Store(_))));
+    }
+
+    #[test]
+    fn draws_a_seed_when_none_is_given() {
+        let settings = RawSettings {
+            seed: None,
+            ..raw()
+        }
+        .validate();
+        assert!(settings.is_ok());
+    }
+}
