@@ -135,8 +135,3 @@ pub use resume::{
     Action, Fencing, MachineError, Poll, RefusalReason, ResumeContendedError, ResumeError,
     ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
 };
-
-/// The README's examples, compiled and run as doctests so they cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

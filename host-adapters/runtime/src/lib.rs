@@ -40,3 +40,10 @@ pub use body::Body;
 pub use driver::{perform, resume, resume_from, run};
 pub use error::{DriveError, ResumeFailure};
 pub use loomfence_core::Stepped;
+
+/// The README's examples, compiled and run as doctests so they cannot rot.
+/// They live here because this is the crate that sees core, store and
+/// runtime at once.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
