@@ -1,0 +1,388 @@
+//! The participants of a race and what each does in one scheduled step.
+//!
+//! One step is one store interaction, because that is the unit the store
+//! makes atomic: a real node can be paused or killed between any two of
+//! them, never inside one. An actor that is never scheduled again has
+//! crashed at that point; [`Actor::crashed`] makes a crash explicit for the
+//! random mode, where the scheduler decides it.
+
+use loomfence_core::drive::{self, Stepped};
+use loomfence_core::{
+    AcquireOutcome, Action, AppendError, Capability, ExecutionId, KernelKind, MemoryStore,
+    NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine, ResumeRequest, StaleFenceError,
+};
+use serde_json::json;
+
+use crate::error::SimError;
+
+/// The timestamp of every resume (the kernel reads no clock, so any fixed
+/// value will do; fixed values keep worlds comparable).
+const RESUME_AT: i64 = 10;
+/// The timestamp of a body's append after its resume.
+const BODY_AT: i64 = 11;
+/// The timestamp of an audit append.
+const AUDIT_AT: i64 = 20;
+
+/// One participant: a label for schedules and reports, whether it crashed,
+/// and its role with the role's progress.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Actor {
+    /// How schedules name this actor (`"AAB"` is A, A, B).
+    pub label: char,
+    /// Set when the scheduler killed the actor: it is never stepped again,
+    /// but its record stays so the invariants can still account for what it
+    /// did (a crashed winner still holds the only resume).
+    pub crashed: bool,
+    /// What the actor does.
+    pub role: Role,
+}
+
+/// The kinds of participant the ADR's races involve.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// A node resuming the park, then running the body it resumed.
+    Resumer(Resumer),
+    /// A supervisor that took a token and died before appending anything:
+    /// the stranded token every later resume must get past.
+    DeadAcquirer(DeadAcquirer),
+    /// An unfenced audit (or application) append after the park, which must
+    /// not block the resume.
+    Auditor(Auditor),
+}
+
+/// A resumer: a real [`ResumeMachine`] and, once it has won, the body that
+/// runs under the token it won.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Resumer {
+    /// The store capability the machine was built for: `Conditional` is the
+    /// kernel under test, `FencingOnly` the documented residual (negative
+    /// control).
+    pub capability: Capability,
+    /// Where the resumer is.
+    pub phase: ResumerPhase,
+}
+
+/// A resume that landed: what the winner's body holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Landed {
+    /// The token the body appends under; `None` when no token was taken.
+    pub fence: Option<u64>,
+    /// The sequence of the `EXECUTION_RESUMED` it wrote.
+    pub sequence: u64,
+    /// Acquisitions the resume took.
+    pub attempts: u32,
+}
+
+/// Where a resumer is in its life.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ResumerPhase {
+    /// The machine has a pending action; the next step performs it. Boxed:
+    /// it is most of a world's size and only live resumers carry one.
+    Resuming(Box<ResumeMachine>),
+    /// The resume landed; the next step is the body's fenced append.
+    Running(Landed),
+    /// The body's append was stored: the body was not fenced out. Finished.
+    Appended(Landed),
+    /// The body's append was refused as stale: the body was fenced out,
+    /// which is the bug the simulation looks for. Finished.
+    FencedOut {
+        /// The resume the body ran after.
+        landed: Landed,
+        /// The refusal, with the token that beat the body's.
+        stale: StaleFenceError,
+    },
+    /// The resume ended without landing (refused, contended). Finished.
+    Lost(ResumeError),
+}
+
+/// A supervisor that acquires once and dies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeadAcquirer {
+    /// How it acquires. `FencingOnly`: the unconditional `acquire_fence`
+    /// (the ADR's dead acquirer). `Conditional`: a supervisor on a
+    /// conditional store, which can only take a token with
+    /// `acquire_fence_if`; it expects the token current at that very step,
+    /// so it takes one whenever the park is still open. That is the
+    /// strongest such rival: a supervisor that read the token earlier
+    /// succeeds only in a subset of those cases (the token must also not have
+    /// moved since), and a failed conditional acquire changes nothing.
+    /// `NonFencing`: takes nothing.
+    pub via: Capability,
+    /// Where it is.
+    pub phase: DeadPhase,
+}
+
+/// Progress of a dead acquirer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeadPhase {
+    /// Nothing done yet.
+    Ready,
+    /// It acquired (or tried to) and is dead. Finished.
+    Dead {
+        /// The token it took, if it took one.
+        took: Option<u64>,
+    },
+}
+
+/// What an auditor appends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AuditEvent {
+    /// An unfenced `EXECUTION_DENIED`, as the runtime records a denial.
+    Denied,
+    /// An unfenced application event (`app.emit`), as a sibling that keeps
+    /// emitting after the park writes.
+    AppEmit,
+}
+
+impl AuditEvent {
+    /// The unfenced event this audit appends.
+    #[must_use]
+    pub fn event(self) -> NewEvent {
+        match self {
+            AuditEvent::Denied => NewEvent::kernel(KernelKind::ExecutionDenied, AUDIT_AT),
+            AuditEvent::AppEmit => NewEvent::new("app.emit", AUDIT_AT),
+        }
+    }
+}
+
+/// An unfenced appender.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Auditor {
+    /// What it appends.
+    pub event: AuditEvent,
+    /// Where it is.
+    pub phase: AuditPhase,
+}
+
+/// Progress of an auditor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AuditPhase {
+    /// Not appended yet.
+    Ready,
+    /// Appended at this sequence. Finished.
+    Appended {
+        /// Where it landed.
+        sequence: u64,
+    },
+    /// Refused, which the guard must never do to an unfenced ignorable
+    /// append (checked as an invariant). Finished.
+    Refused(StaleFenceError),
+}
+
+impl Actor {
+    /// A resumer answering the park at `park_seq`. Its answer names its
+    /// label, so a log shows who won.
+    #[must_use]
+    pub fn resumer(
+        label: char,
+        execution: ExecutionId,
+        park_seq: u64,
+        capability: Capability,
+    ) -> Self {
+        let answer = json!({ "by": label.to_string() });
+        let request = ResumeRequest::new(park_seq, answer, RESUME_AT);
+        let machine = ResumeMachine::new(execution, request, capability);
+        Self::new(
+            label,
+            Role::Resumer(Resumer {
+                capability,
+                phase: ResumerPhase::Resuming(Box::new(machine)),
+            }),
+        )
+    }
+
+    /// A supervisor that will acquire once (as `via` allows) and die.
+    #[must_use]
+    pub fn dead_acquirer(label: char, via: Capability) -> Self {
+        Self::new(
+            label,
+            Role::DeadAcquirer(DeadAcquirer {
+                via,
+                phase: DeadPhase::Ready,
+            }),
+        )
+    }
+
+    /// An unfenced appender of `event`.
+    #[must_use]
+    pub fn auditor(label: char, event: AuditEvent) -> Self {
+        Self::new(
+            label,
+            Role::Auditor(Auditor {
+                event,
+                phase: AuditPhase::Ready,
+            }),
+        )
+    }
+
+    /// An actor that has not acted.
+    fn new(label: char, role: Role) -> Self {
+        Self {
+            label,
+            crashed: false,
+            role,
+        }
+    }
+
+    /// Whether the actor has nothing left to do (apart from crashing).
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        match &self.role {
+            Role::Resumer(resumer) => !matches!(
+                resumer.phase,
+                ResumerPhase::Resuming(_) | ResumerPhase::Running(_)
+            ),
+            Role::DeadAcquirer(dead) => matches!(dead.phase, DeadPhase::Dead { .. }),
+            Role::Auditor(auditor) => auditor.phase != AuditPhase::Ready,
+        }
+    }
+
+    /// Whether a scheduler may step it: alive and not finished.
+    #[must_use]
+    pub fn is_enabled(&self) -> bool {
+        !self.crashed && !self.is_finished()
+    }
+
+    /// The resume this actor landed, if it is a resumer that won (whether
+    /// its body has appended yet, was fenced out, or crashed).
+    #[must_use]
+    pub fn landed(&self) -> Option<Landed> {
+        match &self.role {
+            Role::Resumer(Resumer {
+                phase:
+                    ResumerPhase::Running(landed)
+                    | ResumerPhase::Appended(landed)
+                    | ResumerPhase::FencedOut { landed, .. },
+                ..
+            }) => Some(*landed),
+            _ => None,
+        }
+    }
+
+    /// The resume machine's pending action, so a scenario can check what
+    /// the next step of this actor will send to the store.
+    #[must_use]
+    pub fn pending_action(&self) -> Option<Action> {
+        match &self.role {
+            Role::Resumer(Resumer {
+                phase: ResumerPhase::Resuming(machine),
+                ..
+            }) => match machine.poll() {
+                Poll::Act(action) => Some(action),
+                Poll::Done(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// How the resume ended, for a resumer whose machine has finished
+    /// (`Ok` with the landed resume, or the error).
+    #[must_use]
+    pub fn resume_result(&self) -> Option<Result<Landed, ResumeError>> {
+        match &self.role {
+            Role::Resumer(Resumer {
+                phase: ResumerPhase::Lost(error),
+                ..
+            }) => Some(Err(error.clone())),
+            _ => self.landed().map(Ok),
+        }
+    }
+
+    /// Performs one step against `store` if the actor is enabled; returns
+    /// whether it acted. `park_seq` is the park the world is about.
+    pub fn step(
+        &mut self,
+        store: &mut MemoryStore,
+        execution: &ExecutionId,
+        park_seq: u64,
+    ) -> Result<bool, SimError> {
+        if !self.is_enabled() {
+            return Ok(false);
+        }
+        match &mut self.role {
+            Role::Resumer(resumer) => resumer.step(store, execution)?,
+            Role::DeadAcquirer(dead) => dead.step(store, execution, park_seq)?,
+            Role::Auditor(auditor) => auditor.step(store, execution)?,
+        }
+        Ok(true)
+    }
+}
+
+impl Resumer {
+    /// One machine step, or the body's one append.
+    fn step(&mut self, store: &mut MemoryStore, execution: &ExecutionId) -> Result<(), SimError> {
+        match &mut self.phase {
+            ResumerPhase::Resuming(machine) => {
+                // `Stepped::Done` cannot happen (a finished machine is turned
+                // into the next phase below); it is handled all the same.
+                let _: Stepped = drive::step(store, machine)?;
+                if let Poll::Done(result) = machine.poll() {
+                    self.phase = match result {
+                        Ok(resumed) => ResumerPhase::Running(Landed {
+                            fence: resumed.fence,
+                            sequence: resumed.resumed.sequence,
+                            attempts: resumed.attempts,
+                        }),
+                        Err(error) => ResumerPhase::Lost(error),
+                    };
+                }
+            }
+            ResumerPhase::Running(landed) => {
+                let landed = *landed;
+                let mut event = NewEvent::kernel(KernelKind::StepCompleted, BODY_AT);
+                if let Some(token) = landed.fence {
+                    event = event.with_fence(token);
+                }
+                self.phase = match store.append(execution.as_str(), event) {
+                    Ok(_) => ResumerPhase::Appended(landed),
+                    Err(AppendError::Stale(stale)) => ResumerPhase::FencedOut { landed, stale },
+                    Err(AppendError::Input(input)) => return Err(input.into()),
+                };
+            }
+            ResumerPhase::Appended(_) | ResumerPhase::FencedOut { .. } | ResumerPhase::Lost(_) => {}
+        }
+        Ok(())
+    }
+}
+
+impl DeadAcquirer {
+    /// The one acquire, and death.
+    fn step(
+        &mut self,
+        store: &mut MemoryStore,
+        execution: &ExecutionId,
+        park_seq: u64,
+    ) -> Result<(), SimError> {
+        let id = execution.as_str();
+        let took = match self.via {
+            Capability::FencingOnly => Some(store.acquire_fence(id)?),
+            Capability::NonFencing => None,
+            Capability::Conditional => {
+                let expect = ParkExpectation {
+                    fence: store.current_fence(id)?,
+                    park_seq,
+                };
+                match store.acquire_fence_if(id, expect)? {
+                    AcquireOutcome::Acquired { fence } => Some(fence),
+                    AcquireOutcome::Stale { .. } => None,
+                }
+            }
+        };
+        self.phase = DeadPhase::Dead { took };
+        Ok(())
+    }
+}
+
+impl Auditor {
+    /// The one unfenced append.
+    fn step(&mut self, store: &mut MemoryStore, execution: &ExecutionId) -> Result<(), SimError> {
+        self.phase = match store.append(execution.as_str(), self.event.event()) {
+            Ok(envelope) => AuditPhase::Appended {
+                sequence: envelope.sequence,
+            },
+            Err(AppendError::Stale(stale)) => AuditPhase::Refused(stale),
+            Err(AppendError::Input(input)) => return Err(input.into()),
+        };
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! Deterministic simulation (DST) of nodes racing to resume one parked
+//! execution.
+//!
+//! The fence kernel's promise is about interleavings: when several nodes
+//! resume the same park, exactly one resume lands, and the winner's running
+//! body is never fenced out by a loser. A unit test shows one interleaving;
+//! this crate shows all of them (up to a bound) and a large random sample
+//! beyond it. It drives the real [`loomfence_core::ResumeMachine`] against
+//! the real [`loomfence_core::MemoryStore`], one store interaction per step,
+//! with no threads, no clock and no async, so every run is reproducible from
+//! its schedule alone.
+//!
+//! - [`world`]: the simulated state (store plus actors), a plain value that
+//!   can be cloned, compared and hashed so a search can deduplicate it.
+//! - [`actor`]: what each kind of participant does in one step.
+//! - [`check`]: the invariants, as predicates over a world.
+//! - [`trace`]: one schedule run step by step, checked after every step.
+//! - [`enumerate`]: every schedule of a given length (the ADR's `{A,B}^n`).
+//! - [`explore`]: a breadth-first search over distinct worlds.
+//! - [`random`]: seeded random worlds and schedules past the exhaustive
+//!   bound, each a pure function of `(seed, index)`.
+//! - [`error`]: why a simulation could not go on (never an invariant
+//!   violation: those are results, see [`check::Violation`]).
+//!
+//! # Running it
+//!
+//! `cargo test -p loomfence-sim -- --nocapture` runs the ADR's sweep, its
+//! named scenarios, a bounded exhaustive search and 100 000 random
+//! schedules, printing what each explored. Random runs print `SIM_SEED=<n>`;
+//! setting `SIM_SEED` replays a run, and `SIM_INDEX` one schedule of it. The
+//! full exhaustive search is `#[ignore]`d for time:
+//! `cargo test --release -p loomfence-sim -- --ignored --nocapture`.
+
+pub mod actor;
+pub mod check;
+pub mod enumerate;
+pub mod error;
+pub mod explore;
+pub mod random;
+pub mod trace;
+pub mod world;
+
+pub use actor::{Actor, AuditEvent, Landed, ResumerPhase, Role};
+pub use check::{Breach, Move, Violation, breaches};
+pub use error::SimError;
+pub use world::{EXECUTION, World};

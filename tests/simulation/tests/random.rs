@@ -1,0 +1,154 @@
+//! Seeded random schedules past the exhaustive bound: bigger worlds (2 to 4
+//! resumers, 0 to 2 dead acquirers, 0 to 2 auditors), explicit crashes,
+//! schedules run to the end.
+//!
+//! Each run prints `SIM_SEED=<n>`. `SIM_SEED=<n> cargo test -p loomfence-sim
+//! --test random` replays a run exactly; adding `SIM_INDEX=<i>` replays only
+//! schedule `i` of it and prints its moves and log.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::time::{Instant, SystemTime};
+
+use loomfence_sim::random::{CapabilityMix, RandomConfig, Summary, run_many, run_one};
+use loomfence_sim::trace::Trace;
+
+/// Schedules per run of the main test.
+const SCHEDULES: u64 = 100_000;
+
+/// Schedules per run of the negative controls, which only need to find one.
+const CONTROL_SCHEDULES: u64 = 5_000;
+
+/// The run's seed: `SIM_SEED` if set, else a fresh one.
+fn seed() -> u64 {
+    match std::env::var("SIM_SEED") {
+        Ok(text) => text.trim().parse().expect("SIM_SEED must be a u64"),
+        Err(_) => {
+            let now = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_nanos());
+            RandomState::new().hash_one(now)
+        }
+    }
+}
+
+fn index() -> Option<u64> {
+    std::env::var("SIM_INDEX")
+        .ok()
+        .map(|text| text.trim().parse().expect("SIM_INDEX must be a u64"))
+}
+
+fn run(name: &str, config: &RandomConfig, seed: u64, count: u64) -> Summary {
+    let started = Instant::now();
+    let summary = run_many(config, seed, count).expect("the schedules run");
+    println!(
+        "{name}: {} schedules, {} moves ({} crashes), longest {} moves, {} violating, {} with a fenced-out body, {} ended with every resumer contended ({:.2?})",
+        summary.schedules,
+        summary.moves,
+        summary.crashes,
+        summary.longest,
+        summary.violating,
+        summary.fenced_out,
+        summary.unresumed,
+        started.elapsed()
+    );
+    summary
+}
+
+/// Replays one schedule verbosely and returns whether it was sound.
+fn replay_one(config: &RandomConfig, seed: u64, index: u64) -> bool {
+    let run = run_one(config, seed, index).expect("the schedule runs");
+    println!(
+        "SIM_SEED={seed} SIM_INDEX={index}: {} actors, schedule {}",
+        run.initial.actors().len(),
+        loomfence_sim::check::render(&run.initial, &run.moves)
+    );
+    for event in run.last.log().expect("reads") {
+        println!(
+            "  {:>2} {} {:?}",
+            event.sequence, event.kind, event.metadata
+        );
+    }
+    for violation in &run.violations {
+        println!("  violation: {violation}");
+    }
+    run.violations.is_empty()
+}
+
+#[test]
+fn random_conditional_schedules_never_fence_out_a_body() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig::standard(CapabilityMix::AllConditional);
+    if let Some(index) = index() {
+        assert!(
+            replay_one(&config, seed, index),
+            "SIM_SEED={seed} SIM_INDEX={index}"
+        );
+        return;
+    }
+    let summary = run("conditional", &config, seed, SCHEDULES);
+    assert_eq!(summary.schedules, SCHEDULES);
+    if let Some(failure) = &summary.first {
+        panic!(
+            "SIM_SEED={} schedule index {} broke an invariant: {}\nreplay: SIM_SEED={} SIM_INDEX={} cargo test -p loomfence-sim --test random -- --nocapture",
+            failure.seed, failure.index, failure.violation, failure.seed, failure.index
+        );
+    }
+    assert!(summary.crashes > 0, "crashes were exercised");
+    if let Some(index) = summary.first_unresumed {
+        println!("first schedule ending with every resumer contended:");
+        replay_one(&config, seed, index);
+    }
+}
+
+#[test]
+fn random_unconditional_schedules_find_a_fenced_out_body() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig::standard(CapabilityMix::AllFencingOnly);
+    let summary = run("fencing only", &config, seed, CONTROL_SCHEDULES);
+    let failure = summary
+        .first
+        .as_ref()
+        .expect("the negative control finds a violation");
+    println!(
+        "first: SIM_SEED={} SIM_INDEX={}: {}",
+        failure.seed, failure.index, failure.violation
+    );
+    assert!(summary.fenced_out > 0, "a body is fenced out");
+    assert_eq!(
+        summary.violating, summary.fenced_out,
+        "the unconditional path fences bodies out but never answers a park twice"
+    );
+}
+
+#[test]
+fn random_mixed_fleets_find_a_fenced_out_body() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig::standard(CapabilityMix::Mixed);
+    let summary = run("mixed", &config, seed, CONTROL_SCHEDULES);
+    assert!(
+        summary.fenced_out > 0,
+        "one unconditional node in the fleet is enough to fence a body out"
+    );
+}
+
+/// A failing schedule found by seed and index replays alone, twice, to the
+/// same moves and the same violation, and its moves replay on its world.
+#[test]
+fn a_failing_schedule_replays_from_its_seed_and_index() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig::standard(CapabilityMix::AllFencingOnly);
+    let summary = run("fencing only (replay)", &config, seed, CONTROL_SCHEDULES);
+    let failure = summary.first.expect("a violation to replay");
+    let once = run_one(&config, seed, failure.index).expect("runs");
+    let twice = run_one(&config, seed, failure.index).expect("runs");
+    assert_eq!(once.moves, twice.moves);
+    assert_eq!(once.last, twice.last);
+    assert_eq!(once.violations.first(), Some(&failure.violation));
+    let replayed = Trace::replay(once.initial.clone(), &failure.violation.moves).expect("replays");
+    assert_eq!(replayed.violations().last(), Some(&failure.violation));
+}
