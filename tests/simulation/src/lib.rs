@@ -25,10 +25,11 @@
 //! # Running it
 //!
 //! `cargo test -p loomfence-sim -- --nocapture` runs the ADR's sweep, its
-//! named scenarios, a bounded exhaustive search and 100 000 random
-//! schedules, printing what each explored. Random runs print `SIM_SEED=<n>`;
-//! setting `SIM_SEED` replays a run, and `SIM_INDEX` one schedule of it. The
-//! full exhaustive search is `#[ignore]`d for time:
+//! named scenarios, a bounded and a full exhaustive search of the
+//! three-resumer world, and 100 000 random schedules, printing what each
+//! explored. Random runs print `SIM_SEED=<n>`; setting `SIM_SEED` replays a
+//! run, and `SIM_INDEX` one schedule of it. The full search of the
+//! fencing-only negative control is `#[ignore]`d for time:
 //! `cargo test --release -p loomfence-sim -- --ignored --nocapture`.
 
 pub mod actor;
