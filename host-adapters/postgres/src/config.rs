@@ -1,0 +1,162 @@
+//! How the store connects, where its tables live, and how it migrates.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why a configuration cannot be used. Nothing was connected or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The schema name is not a plain lowercase SQL identifier.
+    #[error("schema {name:?} must match [a-z_][a-z0-9_]* and be at most 63 bytes")]
+    Schema {
+        /// The name given.
+        name: String,
+    },
+    /// The connection URL does not parse.
+    #[error("invalid PostgreSQL URL: {reason}")]
+    Url {
+        /// The parser's complaint (the URL itself is not repeated: it may
+        /// hold a password).
+        reason: String,
+    },
+    /// The pool size is zero.
+    #[error("the pool needs at least one connection")]
+    PoolSize,
+}
+
+/// The schema that holds loomfence's tables, so two applications can share
+/// one database without sharing logs.
+///
+/// Only plain lowercase identifiers are accepted: the name is the one piece
+/// of SQL text that is not a bound parameter, so it is validated instead,
+/// once, here.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Schema(String);
+
+impl Schema {
+    /// Validates `name` as a schema name.
+    pub fn new(name: impl Into<String>) -> Result<Self, ConfigError> {
+        let name = name.into();
+        let mut bytes = name.bytes();
+        let first_ok = bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b == b'_');
+        let rest_ok = bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if first_ok && rest_ok && name.len() <= 63 {
+            Ok(Self(name))
+        } else {
+            Err(ConfigError::Schema { name })
+        }
+    }
+
+    /// The name, as written in SQL (always a valid unquoted identifier).
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Schema {
+    fn default() -> Self {
+        Self("loomfence".to_owned())
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How `acquire_fence_if` reaches the server. Both are one round trip and
+/// both run under READ COMMITTED whatever the server's default is; the bench
+/// (`pg-bench`) measures them side by side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AcquireStrategy {
+    /// One call of a PL/pgSQL function that `migrate` installs: lock the
+    /// fence row, scan in a fresh snapshot, update. Each statement of a
+    /// volatile function takes its own snapshot under READ COMMITTED, and
+    /// the store's connections are pinned to READ COMMITTED.
+    #[default]
+    Function,
+    /// An explicit `BEGIN ISOLATION LEVEL READ COMMITTED … COMMIT`
+    /// transaction whose statements are pipelined in one round trip.
+    Pipelined,
+}
+
+/// Everything the store needs besides the URL.
+#[derive(Clone, Debug)]
+pub struct PostgresOptions {
+    /// Where the tables live.
+    pub schema: Schema,
+    /// Connections in the pool.
+    pub pool_size: usize,
+    /// How `acquire_fence_if` is sent.
+    pub acquire: AcquireStrategy,
+    /// Whether `connect` runs `migrate`.
+    pub migrate_on_connect: bool,
+    /// What `migrate` does.
+    pub migrate: MigrateOptions,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: Schema::default(),
+            pool_size: 16,
+            acquire: AcquireStrategy::default(),
+            migrate_on_connect: true,
+            migrate: MigrateOptions::default(),
+        }
+    }
+}
+
+/// What `migrate` does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigrateOptions {
+    /// How long a booting node waits for another node's migration before it
+    /// gives up with a retryable error.
+    pub lock_timeout: Duration,
+    /// Whether the one-time park-fence backfill runs inside `migrate`. A very
+    /// large installation turns it off, boots, and runs
+    /// [`backfill_park_fences`](crate::backfill_park_fences) offline.
+    pub backfill_park_fences: bool,
+}
+
+impl Default for MigrateOptions {
+    fn default() -> Self {
+        Self {
+            lock_timeout: Duration::from_secs(30),
+            backfill_park_fences: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for good in ["loomfence", "_x", "app_2", &"a".repeat(63)] {
+            assert!(Schema::new(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "2x",
+            "Upper",
+            "a-b",
+            "a\"b",
+            "a;drop",
+            "é",
+            &"a".repeat(64),
+        ] {
+            assert_eq!(
+                Schema::new(bad),
+                Err(ConfigError::Schema {
+                    name: bad.to_owned()
+                })
+            );
+        }
+    }
+}

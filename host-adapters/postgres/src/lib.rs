@@ -1,0 +1,52 @@
+//! The PostgreSQL [`EventStore`](loomfence_store::EventStore) of loomfence.
+//!
+//! It offers the conditional capability: tokens, the append guard, the
+//! park-conditional append and `acquire_fence_if`, each atomic at the
+//! server, and it passes the conformance kit unchanged.
+//!
+//! How it keeps the kernel's promise ("an answering append lands and the
+//! conditional acquire is stale, or the acquire wins and the append is
+//! refused; never both"):
+//!
+//! - The append guard runs in the same statement as the insert. A batch that
+//!   holds an answering event reads the execution's fence row `FOR SHARE`,
+//!   so it waits for, and then sees, a concurrent acquire. Other batches keep
+//!   the plain read: only answering appends are constrained, and the hot
+//!   path of step and audit appends takes no row lock.
+//! - A park append also creates the execution's token-0 fence row, so the
+//!   row an answering append locks exists before anyone can answer or
+//!   acquire. `migrate` backfills the row for parks written before this
+//!   version.
+//! - `acquire_fence_if` locks the fence row `FOR UPDATE`, then scans for an
+//!   answering event past the park in a fresh snapshot, then updates, in one
+//!   round trip, always under READ COMMITTED.
+//! - Sequences are the head plus one, and two appends that computed the same
+//!   head collide on the primary key; the loser retries with a fresh
+//!   snapshot. That is what keeps logs contiguous, and it is what makes the
+//!   park-conditional append exclusive.
+//!
+//! Every value is a bound parameter; the only text spliced into SQL is the
+//! validated [`Schema`] name.
+//!
+//! ```no_run
+//! use loomfence_postgres::{PostgresEventStore, PostgresOptions};
+//!
+//! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = PostgresEventStore::connect("postgres://app@db/app", PostgresOptions::default()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod backfill;
+mod config;
+mod error;
+mod migrate;
+mod sql;
+mod store;
+
+pub use backfill::{BackfillReport, backfill_park_fences};
+pub use config::{AcquireStrategy, ConfigError, MigrateOptions, PostgresOptions, Schema};
+pub use deadpool_postgres::Pool;
+pub use error::{ConnectError, MigrateError};
+pub use migrate::{MigrationReport, SCHEMA_VERSION, migrate};
+pub use store::PostgresEventStore;

@@ -1,0 +1,219 @@
+//! Creating and upgrading the schema, under an advisory lock, in one
+//! transaction; and the one-time park-fence backfill.
+
+use deadpool_postgres::Pool;
+use loomfence_core::KernelKind;
+use loomfence_store::BackendError;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+use crate::config::{MigrateOptions, Schema};
+use crate::error::{self, MigrateError};
+use crate::sql::schema_ddl;
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The ledger row that marks the park-fence backfill as done, whichever
+/// path (in `migrate`, or offline) did it.
+pub(crate) const BACKFILL_MARKER: &str = "park-fence-backfill";
+
+/// What a migration did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The schema version now in place.
+    pub version: i64,
+    /// Token-0 fence rows the backfill wrote in this run; `None` when the
+    /// backfill did not run (already done, or switched off).
+    pub backfilled: Option<u64>,
+}
+
+/// Creates or upgrades loomfence's schema. Idempotent, and safe when several
+/// processes boot at once: they queue on a per-schema advisory lock, and the
+/// one that waits longer than `options.lock_timeout` fails with the
+/// retryable [`MigrateError::LockTimeout`], having changed nothing.
+///
+/// Unless switched off, it also runs the one-time park-fence backfill: a
+/// token-0 fence row for every execution that is parked and unanswered right
+/// now, so a park written before fence rows existed can be acquired safely.
+/// A ledger row marks it done so it never runs twice.
+pub async fn migrate(
+    pool: &Pool,
+    schema: &Schema,
+    options: &MigrateOptions,
+) -> Result<MigrationReport, MigrateError> {
+    let mut client = pool.get().await.map_err(error::pool)?;
+    let transaction = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+        .start()
+        .await
+        .map_err(error::backend)?;
+    let timeout = format!("{}ms", options.lock_timeout.as_millis());
+    transaction
+        .query("SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', '0', true)", &[&timeout])
+        .await
+        .map_err(error::backend)?;
+    let lock_key = format!("loomfence.migrate.{schema}");
+    if let Err(e) = transaction
+        .query("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
+        .await
+    {
+        return Err(lock_error(e, options));
+    }
+    let ledger = format!("{schema}.migrations");
+    let exists: Option<String> = transaction
+        .query_one("SELECT to_regclass($1)::text", &[&ledger])
+        .await
+        .map_err(error::backend)?
+        .try_get(0)
+        .map_err(error::backend)?;
+    if exists.is_some() {
+        let found: Option<String> = transaction
+            .query_opt(
+                &format!("SELECT detail FROM {ledger} WHERE name = 'schema-version'"),
+                &[],
+            )
+            .await
+            .map_err(error::backend)?
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(error::backend)?;
+        let found = found
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(SCHEMA_VERSION);
+        if found > SCHEMA_VERSION {
+            return Err(MigrateError::NewerSchema {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+    }
+    for statement in schema_ddl(schema) {
+        if let Err(e) = transaction.batch_execute(&statement).await {
+            return Err(lock_error(e, options));
+        }
+    }
+    transaction
+        .execute(
+            &format!(
+                "INSERT INTO {ledger} (name, detail) VALUES ('schema-version', $1) \
+                 ON CONFLICT (name) DO UPDATE SET detail = EXCLUDED.detail"
+            ),
+            &[&SCHEMA_VERSION.to_string()],
+        )
+        .await
+        .map_err(error::backend)?;
+    let mut backfilled = None;
+    if options.backfill_park_fences {
+        let done = transaction
+            .query_opt(
+                &format!("SELECT 1 FROM {ledger} WHERE name = $1"),
+                &[&BACKFILL_MARKER],
+            )
+            .await
+            .map_err(error::backend)?
+            .is_some();
+        if !done {
+            let written = transaction
+                .execute(
+                    &backfill_sql(schema, false),
+                    &BackfillParams::new(None).refs(),
+                )
+                .await
+                .map_err(error::backend)?;
+            mark_backfilled(&transaction, schema, written).await?;
+            backfilled = Some(written);
+        }
+    }
+    transaction.commit().await.map_err(error::backend)?;
+    Ok(MigrationReport {
+        version: SCHEMA_VERSION,
+        backfilled,
+    })
+}
+
+/// A failure while holding or waiting for locks: a lock timeout is its own
+/// retryable error.
+fn lock_error(e: tokio_postgres::Error, options: &MigrateOptions) -> MigrateError {
+    if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+        MigrateError::LockTimeout {
+            waited_ms: options.lock_timeout.as_millis(),
+        }
+    } else {
+        MigrateError::Backend(error::backend(e))
+    }
+}
+
+/// Writes the ledger row that marks the backfill done.
+pub(crate) async fn mark_backfilled(
+    client: &impl deadpool_postgres::GenericClient,
+    schema: &Schema,
+    written: u64,
+) -> Result<(), BackendError> {
+    client
+        .execute(
+            &format!("INSERT INTO {schema}.migrations (name, detail) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING"),
+            &[&BACKFILL_MARKER, &format!("{written} fence rows")],
+        )
+        .await
+        .map(|_| ())
+        .map_err(error::backend)
+}
+
+/// The backfill insert: a token-0 fence row for every execution whose newest
+/// park has no answering event after it. With `for_ids`, only for the
+/// executions in `$4` (the offline, batched walk).
+///
+/// Parameters: `$1` the park kind, `$2` the answering kernel kinds, `$3`
+/// every kernel kind, and with `for_ids` `$4` the ids (`text[]`).
+pub(crate) fn backfill_sql(schema: &Schema, for_ids: bool) -> String {
+    let only = if for_ids {
+        "AND execution_id = ANY($4::text[])"
+    } else {
+        ""
+    };
+    format!(
+        "INSERT INTO {schema}.fences (execution_id, token) \
+         SELECT p.execution_id, 0 FROM ( \
+           SELECT DISTINCT ON (execution_id) execution_id, sequence FROM {schema}.events \
+           WHERE kind = $1 {only} ORDER BY execution_id, sequence DESC) p \
+         WHERE NOT EXISTS (SELECT 1 FROM {schema}.events e \
+           WHERE e.execution_id = p.execution_id AND e.sequence > p.sequence \
+             AND (e.kind = ANY($2::text[]) OR (e.kind <> ALL($3::text[]) AND e.metadata -> 'kernel' = 'true'::jsonb))) \
+         ON CONFLICT DO NOTHING"
+    )
+}
+
+/// The bound values of [`backfill_sql`].
+pub(crate) struct BackfillParams {
+    /// `$1`: the park kind.
+    park: &'static str,
+    /// `$2`: the answering kernel kinds.
+    answering: Vec<&'static str>,
+    /// `$3`: every kernel kind.
+    kernel: Vec<&'static str>,
+    /// `$4`: the ids of one batch, for the offline walk.
+    ids: Option<Vec<String>>,
+}
+
+impl BackfillParams {
+    /// The values, for every execution (`None`) or for `ids`.
+    pub(crate) fn new(ids: Option<Vec<String>>) -> Self {
+        Self {
+            park: KernelKind::ExecutionSuspended.as_str(),
+            answering: KernelKind::answering().map(KernelKind::as_str).collect(),
+            kernel: KernelKind::ALL.iter().map(|k| k.as_str()).collect(),
+            ids,
+        }
+    }
+
+    /// As the driver takes them.
+    pub(crate) fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let mut refs: Vec<&(dyn ToSql + Sync)> = vec![&self.park, &self.answering, &self.kernel];
+        if let Some(ids) = &self.ids {
+            refs.push(ids);
+        }
+        refs
+    }
+}

@@ -1,0 +1,507 @@
+//! The `EventStore` implementation.
+
+use std::sync::Arc;
+#[cfg(feature = "unsafe-test-hooks")]
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use loomfence_core::fence::{check_batch, check_safe};
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
+    KernelKind, NewEvent, ParkExpectation, StaleFenceError, id,
+};
+use loomfence_store::{EventStore, StoreError};
+use serde_json::Value;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::{Json, ToSql};
+
+use crate::config::{AcquireStrategy, ConfigError, PostgresOptions, Schema};
+use crate::error::{self, ConnectError, MigrateError};
+use crate::migrate::{MigrationReport, migrate};
+use crate::sql::{AppendShape, Sql};
+
+/// How many times an append retries after losing a sequence to a concurrent
+/// appender. Each loss means another append committed, so the log moves on;
+/// the bound only stops a pathological storm.
+const MAX_SEQUENCE_RETRIES: u32 = 200;
+
+/// The wire names of the answering kernel kinds, bound into the answering
+/// test of every conditional statement.
+fn answering_kinds() -> Vec<&'static str> {
+    KernelKind::answering().map(KernelKind::as_str).collect()
+}
+
+/// The wire names of every kernel kind.
+fn kernel_kinds() -> Vec<&'static str> {
+    KernelKind::ALL.iter().map(|kind| kind.as_str()).collect()
+}
+
+/// A fenced event store on PostgreSQL, with the conditional capability.
+///
+/// Every operation is one statement (or one pipelined round trip), atomic at
+/// the server. Its connections are pinned to READ COMMITTED, which the
+/// conditional acquire's fresh-snapshot scan relies on whatever the
+/// database's default isolation is.
+pub struct PostgresEventStore {
+    /// The connections.
+    pool: Pool,
+    /// Where the tables live.
+    schema: Schema,
+    /// The statements, built for the schema.
+    sql: Arc<Sql>,
+    /// What the store was opened with.
+    options: PostgresOptions,
+    /// Test-only: whether answering appends read the fence row `FOR SHARE`.
+    #[cfg(feature = "unsafe-test-hooks")]
+    answering_lock: AtomicBool,
+}
+
+impl std::fmt::Debug for PostgresEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresEventStore")
+            .field("schema", &self.schema)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresEventStore {
+    /// Opens a pool to `url` (a `postgres://` URL or a key=value string) and,
+    /// unless `options.migrate_on_connect` is off, migrates the schema.
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, ConnectError> {
+        let config: tokio_postgres::Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| ConfigError::Url {
+                    reason: e.to_string(),
+                })?;
+        if options.pool_size == 0 {
+            return Err(ConfigError::PoolSize.into());
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(std::time::Duration::from_secs(30)))
+            .create_timeout(Some(std::time::Duration::from_secs(10)))
+            .post_create(Hook::async_fn(|client, _| {
+                Box::pin(async move {
+                    client
+                        .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .await
+                        .map_err(HookError::Backend)
+                })
+            }))
+            .build()
+            .map_err(|e| ConnectError::Pool(e.to_string()))?;
+        let store = Self {
+            sql: Arc::new(Sql::new(&options.schema)),
+            schema: options.schema.clone(),
+            pool,
+            options,
+            #[cfg(feature = "unsafe-test-hooks")]
+            answering_lock: AtomicBool::new(true),
+        };
+        if store.options.migrate_on_connect {
+            store.migrate().await?;
+        } else {
+            drop(store.pool.get().await.map_err(error::pool)?);
+        }
+        Ok(store)
+    }
+
+    /// Creates or upgrades the schema (see [`migrate`](crate::migrate())).
+    pub async fn migrate(&self) -> Result<MigrationReport, MigrateError> {
+        migrate(&self.pool, &self.schema, &self.options.migrate).await
+    }
+
+    /// The connection pool, for the offline backfill and for hosts that share
+    /// it.
+    #[must_use]
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The schema holding the tables.
+    #[must_use]
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// TEST ONLY: switches the `FOR SHARE` read of answering appends off, so
+    /// the race tests can show that without it an append and a conditional
+    /// acquire can both win.
+    #[cfg(feature = "unsafe-test-hooks")]
+    pub fn set_answering_lock(&self, enabled: bool) {
+        self.answering_lock.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Whether answering appends take the fence row `FOR SHARE`.
+    fn lock_answering(&self) -> bool {
+        #[cfg(feature = "unsafe-test-hooks")]
+        {
+            self.answering_lock.load(Ordering::SeqCst)
+        }
+        #[cfg(not(feature = "unsafe-test-hooks"))]
+        {
+            true
+        }
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::Backend(error::pool(e)))
+    }
+
+    /// The append statement for all three append operations: validate, run,
+    /// retry on a lost sequence, and read the verdict.
+    async fn write(
+        &self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+        park_seq: Option<u64>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        let (batch, _) = check_batch(&events)?;
+        if let Some(park_seq) = park_seq {
+            check_safe("parkSeq", park_seq)?;
+        } else if events.is_empty() {
+            return Ok(ConditionalAppend::Appended(Vec::new()));
+        }
+        let shape = AppendShape {
+            lock: batch.answering && self.lock_answering(),
+            ensure_fence_row: events
+                .iter()
+                .any(|e| e.kind == KernelKind::ExecutionSuspended.as_str()),
+            conditional: park_seq.is_some(),
+        };
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let payloads: Vec<Json<&JsonObject>> = events.iter().map(|e| Json(&e.payload)).collect();
+        let metadata: Vec<Json<&JsonObject>> = events.iter().map(|e| Json(&e.metadata)).collect();
+        let ats: Vec<i64> = events.iter().map(|e| e.at).collect();
+        let fence = batch.fence.map(to_i64);
+        let park = park_seq.map(to_i64);
+        let (answering, kernel) = (answering_kinds(), kernel_kinds());
+        let id_text = id.as_str();
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &id_text,
+            &kinds,
+            &payloads,
+            &metadata,
+            &ats,
+            &fence,
+            &batch.answering,
+        ];
+        if shape.conditional {
+            params.extend([&park as &(dyn ToSql + Sync), &answering, &kernel]);
+        }
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(self.sql.append(shape))
+            .await
+            .map_err(error::store)?;
+        let mut retries = 0;
+        let row = loop {
+            match client.query_one(&statement, &params).await {
+                Ok(row) => break row,
+                Err(e) if error::is_sequence_collision(&e) && retries < MAX_SEQUENCE_RETRIES => {
+                    retries += 1;
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => return Err(error::store(e)),
+            }
+        };
+        let token: i64 = row.try_get(0).map_err(error::store)?;
+        let in_range: bool = row.try_get(1).map_err(error::store)?;
+        let open: bool = row.try_get(2).map_err(error::store)?;
+        let head: i64 = row.try_get(3).map_err(error::store)?;
+        let inserted: i64 = row.try_get(4).map_err(error::store)?;
+        let first: Option<i64> = row.try_get(5).map_err(error::store)?;
+        if !in_range {
+            return Err(InputError::ParkSeqOutOfRange {
+                park_seq: park_seq.unwrap_or_default(),
+                head: to_u64(head),
+            }
+            .into());
+        }
+        if !open {
+            return Ok(ConditionalAppend::ParkAnswered);
+        }
+        if to_u64(inserted) != events.len() as u64 {
+            return Err(StaleFenceError {
+                execution_id: id,
+                presented: batch.fence,
+                current: to_u64(token),
+            }
+            .into());
+        }
+        let first = to_u64(first.unwrap_or(head + 1));
+        Ok(ConditionalAppend::Appended(
+            events
+                .into_iter()
+                .zip(first..)
+                .map(|(event, sequence)| event.into_envelope(id.clone(), sequence))
+                .collect(),
+        ))
+    }
+
+    /// The conditional acquire through the installed function.
+    async fn acquire_if_function(
+        &self,
+        id: &str,
+        fence: i64,
+        park: i64,
+    ) -> Result<(Option<i64>, bool, i64), StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&self.sql.acquire_fence_if_call)
+            .await
+            .map_err(error::store)?;
+        let row = client
+            .query_one(
+                &statement,
+                &[&id, &fence, &park, &answering_kinds(), &kernel_kinds()],
+            )
+            .await
+            .map_err(error::store)?;
+        let acquired: bool = row.try_get(0).map_err(error::store)?;
+        let token: Option<i64> = row.try_get(1).map_err(error::store)?;
+        let head: i64 = row.try_get(2).map_err(error::store)?;
+        Ok((token, acquired, head))
+    }
+
+    /// The conditional acquire as an explicit READ COMMITTED transaction,
+    /// every statement sent before the first answer is awaited.
+    async fn acquire_if_pipelined(
+        &self,
+        id: &str,
+        fence: i64,
+        park: i64,
+    ) -> Result<(Option<i64>, bool, i64), StoreError> {
+        let client = self.client().await?;
+        let [ensure, lock, bump] = &self.sql.acquire_fence_if_pipelined;
+        let begin = client
+            .prepare_cached("BEGIN ISOLATION LEVEL READ COMMITTED")
+            .await
+            .map_err(error::store)?;
+        let ensure = client.prepare_cached(ensure).await.map_err(error::store)?;
+        let lock = client.prepare_cached(lock).await.map_err(error::store)?;
+        let bump = client.prepare_cached(bump).await.map_err(error::store)?;
+        let commit = client
+            .prepare_cached("COMMIT")
+            .await
+            .map_err(error::store)?;
+        let (answering, kernel) = (answering_kinds(), kernel_kinds());
+        let ensure_params: [&(dyn ToSql + Sync); 2] = [&id, &park];
+        let lock_params: [&(dyn ToSql + Sync); 1] = [&id];
+        let bump_params: [&(dyn ToSql + Sync); 5] = [&id, &fence, &park, &answering, &kernel];
+        let (began, ensured, locked, bumped, committed) = tokio::join!(
+            client.execute(&begin, &[]),
+            client.execute(&ensure, &ensure_params),
+            client.query_opt(&lock, &lock_params),
+            client.query_one(&bump, &bump_params),
+            client.execute(&commit, &[]),
+        );
+        began.map_err(error::store)?;
+        ensured.map_err(error::store)?;
+        let current: Option<i64> = match locked.map_err(error::store)? {
+            Some(row) => Some(row.try_get(0).map_err(error::store)?),
+            None => None,
+        };
+        let bumped = bumped.map_err(error::store)?;
+        committed.map_err(error::store)?;
+        let new_token: Option<i64> = bumped.try_get(0).map_err(error::store)?;
+        let head: i64 = bumped.try_get(1).map_err(error::store)?;
+        Ok(match new_token {
+            Some(token) => (Some(token), true, head),
+            None => (current.or(Some(0)), false, head),
+        })
+    }
+}
+
+/// Tokens and sequences are at most 2^53-1 (checked before any statement),
+/// so they fit a `bigint`.
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A `bigint` the store wrote (never negative) as a token or sequence.
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+/// Decodes a JSON column that must hold an object.
+fn object(value: Value, column: &str) -> Result<JsonObject, StoreError> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(error::corrupt(format!(
+            "{column} is {other}, not a JSON object"
+        ))),
+    }
+}
+
+#[async_trait]
+impl EventStore for PostgresEventStore {
+    fn capability(&self) -> Capability {
+        Capability::Conditional
+    }
+
+    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+        let mut written = self.append_many(execution_id, vec![event]).await?;
+        Ok(written.remove(0))
+    }
+
+    async fn append_many(
+        &self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        match self.write(execution_id, events, None).await? {
+            ConditionalAppend::Appended(written) => Ok(written),
+            ConditionalAppend::ParkAnswered => {
+                Err(error::corrupt("an unconditional append reported a park"))
+            }
+        }
+    }
+
+    async fn append_if_parked(
+        &self,
+        execution_id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        self.write(execution_id, events, Some(park_seq)).await
+    }
+
+    async fn read_range(
+        &self,
+        execution_id: &str,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        check_safe("fromSeq", from_seq)?;
+        let to = match to_seq {
+            Some(to) => to_i64(check_safe("toSeq", to)?),
+            None => i64::MAX,
+        };
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&self.sql.read_range)
+            .await
+            .map_err(error::store)?;
+        let rows = client
+            .query(&statement, &[&id.as_str(), &to_i64(from_seq), &to])
+            .await
+            .map_err(error::store)?;
+        rows.into_iter()
+            .map(|row| {
+                let sequence: i64 = row.try_get(0).map_err(error::store)?;
+                Ok(Envelope {
+                    execution_id: id.clone(),
+                    sequence: to_u64(sequence),
+                    kind: row.try_get(1).map_err(error::store)?,
+                    payload: object(row.try_get(2).map_err(error::store)?, "payload")?,
+                    metadata: object(row.try_get(3).map_err(error::store)?, "metadata")?,
+                    at: row.try_get(4).map_err(error::store)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&self.sql.current_fence)
+            .await
+            .map_err(error::store)?;
+        let row = client
+            .query_opt(&statement, &[&execution_id])
+            .await
+            .map_err(error::store)?;
+        match row {
+            Some(row) => Ok(to_u64(row.try_get(0).map_err(error::store)?)),
+            None => Ok(0),
+        }
+    }
+
+    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&self.sql.acquire_fence)
+            .await
+            .map_err(error::store)?;
+        let row = client
+            .query_one(&statement, &[&execution_id])
+            .await
+            .map_err(error::store)?;
+        Ok(to_u64(row.try_get(0).map_err(error::store)?))
+    }
+
+    async fn acquire_fence_if(
+        &self,
+        execution_id: &str,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let fence = to_i64(check_safe("fence", expect.fence)?);
+        let park = to_i64(check_safe("parkSeq", expect.park_seq)?);
+        let (token, acquired, head) = match self.options.acquire {
+            AcquireStrategy::Function => {
+                self.acquire_if_function(execution_id, fence, park).await?
+            }
+            AcquireStrategy::Pipelined => {
+                self.acquire_if_pipelined(execution_id, fence, park).await?
+            }
+        };
+        if park < 1 || park > head {
+            return Err(InputError::ParkSeqOutOfRange {
+                park_seq: expect.park_seq,
+                head: to_u64(head),
+            }
+            .into());
+        }
+        let fence = to_u64(token.unwrap_or_default());
+        Ok(if acquired {
+            AcquireOutcome::Acquired { fence }
+        } else {
+            AcquireOutcome::Stale { fence }
+        })
+    }
+
+    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let mut client = self.client().await?;
+        let transaction = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+            .start()
+            .await
+            .map_err(error::store)?;
+        transaction
+            .query_opt(self.sql.lock_fence_row.as_str(), &[&execution_id])
+            .await
+            .map_err(error::store)?;
+        let deleted = transaction
+            .execute(self.sql.delete_events.as_str(), &[&execution_id])
+            .await
+            .map_err(error::store)?;
+        transaction
+            .execute(self.sql.delete_zero_fence.as_str(), &[&execution_id])
+            .await
+            .map_err(error::store)?;
+        transaction.commit().await.map_err(error::store)?;
+        Ok(deleted > 0)
+    }
+}
