@@ -6,6 +6,7 @@
 //! arguments need no quoting and behave the same on every platform.
 
 use std::ffi::{OsStr, OsString};
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -57,6 +58,38 @@ pub(crate) fn run(step: &str, command: &mut Command) -> Result<(), XtaskError> {
             status,
         })
     }
+}
+
+/// Runs `command` like [`run`], but holds its output back unless it fails.
+///
+/// For chatty tools whose success is uninteresting (`initdb` prints twenty
+/// lines of progress): the log shows the command line, and the tool's own
+/// output only when it is needed to understand a failure. Standard input is
+/// closed so a tool that unexpectedly asks a question fails instead of
+/// hanging.
+pub(crate) fn run_quiet(step: &str, command: &mut Command) -> Result<(), XtaskError> {
+    let shown = describe(command);
+    note(&format!("$ {shown}"));
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| XtaskError::Spawn {
+            step: step.to_owned(),
+            command: shown.clone(),
+            source,
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut stderr = io::stderr().lock();
+    // Best effort: if stderr itself is broken there is nowhere to say so.
+    let _ = stderr.write_all(&output.stdout);
+    let _ = stderr.write_all(&output.stderr);
+    Err(XtaskError::CommandFailed {
+        step: step.to_owned(),
+        command: shown,
+        status: output.status,
+    })
 }
 
 /// Runs `command` and returns its stdout as text, failing like [`run`] does.
@@ -168,6 +201,18 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("step `demo` failed"), "{message}");
         assert!(message.contains("xtask-no-such-subcommand"), "{message}");
+    }
+
+    /// A quiet run succeeds silently and fails like [`run`] does. Uses
+    /// `true`/`false` because a failing cargo would print to the real stderr,
+    /// which libtest does not capture.
+    #[cfg(unix)]
+    #[test]
+    fn run_quiet_reports_failure_like_run() {
+        run_quiet("demo", &mut Command::new("true")).expect("`true` must succeed");
+        let err = run_quiet("demo", &mut Command::new("false")).expect_err("`false` must fail");
+        assert!(matches!(err, XtaskError::CommandFailed { .. }), "{err}");
+        assert!(err.to_string().contains("step `demo` failed"), "{err}");
     }
 
     /// A missing program is a spawn error, not a failed run.

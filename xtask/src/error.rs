@@ -142,6 +142,34 @@ pub(crate) enum XtaskError {
         /// Dotted path of the missing field, e.g. `mean.point_estimate`.
         field: &'static str,
     },
+
+    /// No PostgreSQL server binaries (`initdb`, `pg_ctl`, `postgres`) were
+    /// found, and they could not be installed here.
+    #[error(
+        "postgres: no PostgreSQL server binaries (initdb, pg_ctl, postgres) in {searched}; {hint}"
+    )]
+    PgBinariesMissing {
+        /// Where they were looked for.
+        searched: String,
+        /// What to do about it.
+        hint: String,
+    },
+
+    /// No free TCP port could be reserved on 127.0.0.1 for the server.
+    #[error("postgres: could not find a free TCP port on 127.0.0.1: {0}")]
+    PgNoFreePort(#[source] io::Error),
+
+    /// In CI no PostgreSQL server could be had. Locally the pipeline warns
+    /// and skips the PostgreSQL tests instead; CI must never skip them
+    /// silently, or a broken setup would look like a passing run.
+    #[error(
+        "postgres: CI is set, so the PostgreSQL tests may not be skipped, \
+         but no server could be started: {source}"
+    )]
+    PgRequiredInCi {
+        /// Why no server could be had.
+        source: Box<XtaskError>,
+    },
 }
 
 impl XtaskError {

@@ -15,12 +15,14 @@ mod bench;
 mod bench_report;
 mod cmd;
 mod error;
+mod postgres;
 mod rust_version;
 mod test;
 mod toolchain;
 mod wasm_imports;
 mod workspace;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -45,7 +47,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Commands {
     /// Run the whole test pipeline (what CI runs): toolchain setup, fmt,
-    /// clippy, tests, wasm import check, docs. Stops at the first failure.
+    /// clippy, a throwaway PostgreSQL server, tests, wasm import check,
+    /// docs. Stops at the first failure.
     Test {
         /// Extra arguments for `cargo test`'s test binaries, given after
         /// `--` (e.g. `cargo xtask test -- --nocapture`).
@@ -71,6 +74,40 @@ enum Commands {
         #[arg(last = true, value_name = "BENCH_ARGS")]
         bench_args: Vec<String>,
     },
+    /// Start a throwaway PostgreSQL server, run a program with
+    /// LOOMFENCE_PG_URL naming it, then stop and delete the server. Exits
+    /// with the program's status.
+    ///
+    /// The variable is set for the program, not for the shell that starts
+    /// xtask, so to use it in arguments go through a shell:
+    /// `cargo xtask pg -- sh -c 'psql "$LOOMFENCE_PG_URL" -c "select 1"'`.
+    Pg {
+        /// Keep PostgreSQL's crash-safety settings (fsync,
+        /// synchronous_commit, full_page_writes) on, as benchmarks must. By
+        /// default they are off: faster, and fine for tests.
+        #[arg(long)]
+        durable: bool,
+        /// The program to run and its arguments, after `--`
+        /// (e.g. `cargo xtask pg --durable -- cargo run --release -p
+        /// loomfence-postgres --bin pg-bench`).
+        #[arg(last = true, required = true, value_name = "PROGRAM")]
+        program: Vec<String>,
+    },
+    /// Internal: the cleanup watchdog of a throwaway PostgreSQL cluster.
+    /// Waits for its standard input to close, then stops the cluster and
+    /// deletes its directory if they are still there.
+    #[command(name = "pg-reaper", hide = true)]
+    PgReaper {
+        /// Directory of the server binaries.
+        #[arg(long)]
+        bin: PathBuf,
+        /// The cluster's temporary directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Run server commands as the `postgres` user.
+        #[arg(long)]
+        as_postgres: bool,
+    },
 }
 
 /// Parses the command line, runs the command and turns its error, if any,
@@ -85,7 +122,7 @@ fn main() -> ExitCode {
         };
     };
     match run(command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err}");
             ExitCode::FAILURE
@@ -93,10 +130,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// Dispatches one parsed command.
-fn run(command: Commands) -> Result<(), XtaskError> {
+/// Dispatches one parsed command and returns the exit code it asks for.
+fn run(command: Commands) -> Result<ExitCode, XtaskError> {
     match command {
-        Commands::Test { test_args } => test::run(&test_args),
+        Commands::Test { test_args } => test::run(&test_args).map(|()| ExitCode::SUCCESS),
         Commands::Bench {
             bench,
             package,
@@ -105,7 +142,21 @@ fn run(command: Commands) -> Result<(), XtaskError> {
             package: &package,
             bench: bench.as_deref(),
             harness_args: &bench_args,
-        }),
+        })
+        .map(|()| ExitCode::SUCCESS),
+        Commands::Pg { durable, program } => {
+            let durability = if durable {
+                postgres::Durability::Durable
+            } else {
+                postgres::Durability::Fast
+            };
+            postgres::run_program(durability, &program)
+        }
+        Commands::PgReaper {
+            bin,
+            dir,
+            as_postgres,
+        } => Ok(postgres::reap(bin, dir, as_postgres)),
     }
 }
 
@@ -148,6 +199,63 @@ mod tests {
             }
             other => panic!("unexpected parse: {other:?}"),
         }
+    }
+
+    /// `pg` takes `--durable` and a program after `--`, untouched.
+    #[test]
+    fn pg_parses_durable_and_program() {
+        let cli = Cli::try_parse_from([
+            "xtask",
+            "pg",
+            "--durable",
+            "--",
+            "cargo",
+            "run",
+            "--release",
+        ])
+        .expect("valid command line");
+        match cli.command {
+            Some(Commands::Pg { durable, program }) => {
+                assert!(durable);
+                assert_eq!(program, ["cargo", "run", "--release"]);
+            }
+            other => panic!("unexpected parse: {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["xtask", "pg", "--", "psql"]).expect("valid command line");
+        assert!(matches!(
+            cli.command,
+            Some(Commands::Pg { durable: false, .. })
+        ));
+    }
+
+    /// `pg` without a program is a usage error, not a cluster started for
+    /// nothing.
+    #[test]
+    fn pg_requires_a_program() {
+        assert!(Cli::try_parse_from(["xtask", "pg"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "pg", "--durable"]).is_err());
+    }
+
+    /// The watchdog's command line, as [`postgres`] builds it, parses.
+    #[test]
+    fn pg_reaper_parses() {
+        let cli = Cli::try_parse_from([
+            "xtask",
+            postgres::REAPER_COMMAND,
+            "--bin",
+            "/b",
+            "--dir",
+            "/d",
+            "--as-postgres",
+        ])
+        .expect("valid command line");
+        assert!(matches!(
+            cli.command,
+            Some(Commands::PgReaper {
+                as_postgres: true,
+                ..
+            })
+        ));
     }
 
     /// No subcommand parses (and then prints help) instead of erroring.
