@@ -20,10 +20,12 @@
 //! - `acquire_fence_if` locks the fence row `FOR UPDATE`, then scans for an
 //!   answering event past the park in a fresh snapshot, then updates, in one
 //!   round trip, always under READ COMMITTED.
-//! - Sequences are the head plus one, and two appends that computed the same
-//!   head collide on the primary key; the loser retries with a fresh
-//!   snapshot. That is what keeps logs contiguous, and it is what makes the
-//!   park-conditional append exclusive.
+//! - Appends and deletes are server-side functions that first take the
+//!   execution's advisory lock, then run with a fresh snapshot. Appends to
+//!   one execution therefore queue, sequences are the head plus one with no
+//!   gap or duplicate, the park-conditional append is exclusive, and a
+//!   delete never interleaves with an append (which would otherwise write
+//!   at a stale head into the emptied log).
 //!
 //! Every value is a bound parameter; the only text spliced into SQL is the
 //! validated [`Schema`] name.
@@ -39,6 +41,7 @@
 
 mod backfill;
 mod config;
+mod conn;
 mod error;
 mod migrate;
 mod sql;

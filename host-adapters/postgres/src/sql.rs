@@ -1,4 +1,5 @@
-//! Every SQL statement the store sends, built once per schema.
+//! Every SQL statement the store sends, and the functions `migrate`
+//! installs, built once per schema.
 //!
 //! The schema name is the only text spliced in, and it is a validated
 //! identifier ([`Schema`]). Ids, kinds, payloads, tokens and sequences are
@@ -6,41 +7,22 @@
 
 use crate::config::Schema;
 
-/// The answering test over an `events` row aliased `e`, with the answering
-/// kernel kinds in `$a` and every kernel kind in `$k` (both `text[]`). It is
-/// the SQL twin of `loomfence_core::is_answering`; the conformance kit
-/// checks the two agree.
-fn answering(a: u8, k: u8) -> String {
+/// The answering test over an `events` row aliased `e`, given the answering
+/// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
+/// twin of `loomfence_core::is_answering`; the conformance kit checks the two
+/// agree.
+fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
     format!(
-        "(e.kind = ANY(${a}::text[]) OR (e.kind <> ALL(${k}::text[]) AND e.metadata -> 'kernel' = 'true'::jsonb))"
+        "(e.kind = ANY({answering_kinds}) OR (e.kind <> ALL({kernel_kinds}) \
+         AND e.metadata -> 'kernel' = 'true'::jsonb))"
     )
-}
-
-/// Which append statement: the three choices that change its text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct AppendShape {
-    /// The batch holds an answering event: read the fence row `FOR SHARE`.
-    pub(crate) lock: bool,
-    /// The batch holds a park: make sure the fence row exists (token 0).
-    pub(crate) ensure_fence_row: bool,
-    /// Append only while the park at `$8` is unanswered.
-    pub(crate) conditional: bool,
-}
-
-impl AppendShape {
-    /// Index into [`Sql::append`].
-    fn index(self) -> usize {
-        usize::from(self.lock)
-            | usize::from(self.ensure_fence_row) << 1
-            | usize::from(self.conditional) << 2
-    }
 }
 
 /// The statements, for one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
-    /// The append statement for each [`AppendShape`].
-    append: [String; 8],
+    /// The append function's call (see [`append_function`]).
+    pub(crate) append_call: String,
     /// Events of one execution in a sequence range.
     pub(crate) read_range: String,
     /// One execution's token.
@@ -55,30 +37,20 @@ pub(crate) struct Sql {
     /// park still match (`$1` id, `$2` expected token, `$3` park, `$4`/`$5`
     /// the kind lists).
     pub(crate) acquire_fence_if_pipelined: [String; 3],
-    /// Lock the fence row before a delete.
-    pub(crate) lock_fence_row: String,
-    /// Delete the log.
-    pub(crate) delete_events: String,
-    /// Delete a token-0 fence row.
-    pub(crate) delete_zero_fence: String,
+    /// The delete function's call.
+    pub(crate) delete_call: String,
 }
 
 impl Sql {
     /// Builds every statement for `schema`.
     pub(crate) fn new(schema: &Schema) -> Self {
         let s = schema.as_str();
-        let append = std::array::from_fn(|index| {
-            append_sql(
-                s,
-                AppendShape {
-                    lock: index & 1 != 0,
-                    ensure_fence_row: index & 2 != 0,
-                    conditional: index & 4 != 0,
-                },
-            )
-        });
         Self {
-            append,
+            append_call: format!(
+                "SELECT token, in_range, open, head, inserted FROM {s}.append( \
+                   $1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], $6::int8, $7::bool, \
+                   $8::bool, $9::bool, $10::int8, $11::text[], $12::text[])"
+            ),
             read_range: format!(
                 "SELECT sequence, kind, payload, metadata, at FROM {s}.events \
                  WHERE execution_id = $1 AND sequence >= $2 AND sequence <= $3 ORDER BY sequence"
@@ -108,91 +80,16 @@ impl Sql {
                                          WHERE e.execution_id = $1 AND e.sequence > $3::int8 AND {answering}) \
                        RETURNING token) \
                      SELECT (SELECT token FROM bumped), (SELECT head FROM head)",
-                    answering = answering(4, 5)
+                    answering = answering("$4::text[]", "$5::text[]")
                 ),
             ],
-            lock_fence_row: format!(
-                "SELECT token FROM {s}.fences WHERE execution_id = $1 FOR UPDATE"
-            ),
-            delete_events: format!("DELETE FROM {s}.events WHERE execution_id = $1"),
-            delete_zero_fence: format!(
-                "DELETE FROM {s}.fences WHERE execution_id = $1 AND token = 0"
-            ),
+            delete_call: format!("SELECT {s}.delete_execution($1)"),
         }
     }
-
-    /// The append statement of `shape`.
-    pub(crate) fn append(&self, shape: AppendShape) -> &str {
-        &self.append[shape.index()]
-    }
 }
 
-/// One append statement: the fence guard, the park-conditional check, the
-/// sequence assignment and the insert, in a single statement.
-///
-/// Parameters: `$1` id, `$2` kinds `text[]`, `$3` payloads `jsonb[]`, `$4`
-/// metadata `jsonb[]`, `$5` timestamps `int8[]`, `$6` the batch's token
-/// (null when unfenced), `$7` whether the batch is answering; when
-/// conditional also `$8` the park's sequence, `$9` the answering kernel
-/// kinds and `$10` every kernel kind.
-///
-/// Returns one row: the token the guard compared against, whether the park
-/// is still open (always true when not conditional), the log's head before
-/// the insert, how many rows were inserted, and the first new sequence.
-///
-/// Why it is safe:
-/// - An answering batch reads the fence row `FOR SHARE` in a `MATERIALIZED`
-///   CTE. That waits for a concurrent conditional acquire (which holds the
-///   row `FOR UPDATE`) and then reads the row as that acquire left it, so
-///   "append lands" and "acquire wins" cannot both happen.
-/// - Sequences are `head + ordinal`. Two statements that computed the same
-///   head collide on the primary key; the loser gets a unique violation and
-///   the store retries it with a fresh snapshot, which then sees the
-///   winner's rows (including, for a conditional append, a resume that
-///   answers the park).
-fn append_sql(s: &str, shape: AppendShape) -> String {
-    let ensure = if shape.ensure_fence_row {
-        format!(
-            "ensure AS (INSERT INTO {s}.fences (execution_id, token) VALUES ($1, 0) ON CONFLICT DO NOTHING), "
-        )
-    } else {
-        String::new()
-    };
-    let lock = if shape.lock { " FOR SHARE" } else { "" };
-    let (open, in_range) = if shape.conditional {
-        (
-            format!(
-                "NOT EXISTS (SELECT 1 FROM {s}.events e WHERE e.execution_id = $1 AND e.sequence > $8::int8 AND {})",
-                answering(9, 10)
-            ),
-            "$8::int8 BETWEEN 1 AND head.head".to_owned(),
-        )
-    } else {
-        ("true".to_owned(), "true".to_owned())
-    };
-    format!(
-        "WITH {ensure}\
-         locked AS MATERIALIZED (SELECT token FROM {s}.fences WHERE execution_id = $1{lock}), \
-         cur AS (SELECT COALESCE((SELECT token FROM locked), 0) AS token), \
-         head AS (SELECT COALESCE(max(sequence), 0) AS head FROM {s}.events WHERE execution_id = $1), \
-         verdict AS (SELECT ({in_range}) AS in_range, ({open}) AS open, \
-                            (CASE WHEN $6::int8 IS NOT NULL THEN $6::int8 >= cur.token \
-                                  ELSE (NOT $7::bool OR cur.token = 0) END) AS guard \
-                     FROM cur, head), \
-         ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
-                 SELECT $1, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
-                 FROM head, verdict, \
-                      unnest($2::text[], $3::jsonb[], $4::jsonb[], $5::int8[]) WITH ORDINALITY \
-                        AS u(kind, payload, metadata, at, ord) \
-                 WHERE verdict.in_range AND verdict.open AND verdict.guard \
-                 RETURNING sequence) \
-         SELECT (SELECT token FROM cur), (SELECT in_range FROM verdict), (SELECT open FROM verdict), \
-                (SELECT head FROM head), (SELECT count(*) FROM ins), (SELECT min(sequence) FROM ins)"
-    )
-}
-
-/// The schema: tables, the migrations ledger, and the conditional-acquire
-/// function. Every statement is idempotent.
+/// The schema: tables, the migrations ledger, and the functions. Every
+/// statement is idempotent.
 pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
     let s = schema.as_str();
     vec![
@@ -216,12 +113,105 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
                detail text, \
                applied_at timestamptz NOT NULL DEFAULT now())"
         ),
+        append_function(s),
         acquire_fence_if_function(s),
+        delete_function(s),
     ]
 }
 
+/// Fails a function called outside READ COMMITTED, whose fresh snapshot per
+/// statement the functions rely on.
+fn require_read_committed(function: &str) -> String {
+    format!(
+        "IF current_setting('transaction_isolation') <> 'read committed' THEN \
+           RAISE EXCEPTION 'loomfence: {function} needs READ COMMITTED, the transaction is %', \
+             current_setting('transaction_isolation') USING ERRCODE = '25000'; \
+         END IF;"
+    )
+}
+
+/// Takes the execution's advisory lock: exclusive per execution for appends
+/// and deletes, so a delete and an append never interleave (an append that
+/// read the head before a delete committed would otherwise write at that
+/// stale head into an emptied log) and same-execution appends queue rather
+/// than collide. It is a lock-manager entry, not a row write: no WAL.
+fn execution_lock(s: &str) -> String {
+    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext(p_id));")
+}
+
+/// The append as a function: one round trip, one plan per connection.
+///
+/// It takes the execution's advisory lock first, and only then runs the
+/// append statement, which therefore sees every delete and append that
+/// finished before it (each statement of a volatile function takes a fresh
+/// snapshot under READ COMMITTED). That one statement holds the fence guard,
+/// the park-conditional check, the sequence assignment and the insert:
+///
+/// - a batch holding a park first makes sure the execution's fence row
+///   exists (token 0), so an answering append always has a row to lock;
+/// - an answering batch (`p_lock`) reads the fence row `FOR SHARE` in a
+///   `MATERIALIZED` CTE, which waits for a concurrent conditional acquire
+///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
+///   left it: "append lands" and "acquire wins" cannot both happen. Other
+///   batches read it without a lock, keeping step and audit appends cheap;
+/// - a conditional append (`p_park` not null) inserts only while no
+///   answering event follows the park.
+///
+/// Returns the token the guard compared against, whether `p_park` is inside
+/// the log, whether the park is open, the head before the insert and how
+/// many rows were inserted (the new sequences are `head + 1 ..`).
+fn append_function(s: &str) -> String {
+    let statement = |lock: &str| {
+        format!(
+            "RETURN QUERY WITH \
+               ensure AS (INSERT INTO {s}.fences (execution_id, token) SELECT p_id, 0 WHERE p_ensure \
+                          ON CONFLICT DO NOTHING), \
+               locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
+               cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
+               head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
+               verdict AS ( \
+                 SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
+                        (p_park IS NULL OR NOT EXISTS (SELECT 1 FROM {s}.events e \
+                           WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering})) AS open, \
+                        (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
+                              ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
+                 FROM cur, head), \
+               ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
+                       SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+                       FROM head, verdict, \
+                            unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                              AS u(kind, payload, metadata, at, ord) \
+                       WHERE verdict.in_range AND verdict.open AND verdict.guard \
+                       RETURNING 1) \
+             SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
+                    (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
+                    (SELECT count(*) FROM ins);",
+            answering = answering("p_answering_kinds", "p_kernel_kinds")
+        )
+    };
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.append( \
+           p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
+           p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, p_park bigint, \
+           p_answering_kinds text[], p_kernel_kinds text[]) \
+         RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint) \
+         LANGUAGE plpgsql VOLATILE AS $fn$ \
+         BEGIN \
+           {rc} \
+           {lock} \
+           IF p_lock THEN {locking} ELSE {plain} END IF; \
+         END $fn$",
+        rc = require_read_committed("append"),
+        lock = execution_lock(s),
+        locking = statement(" FOR SHARE"),
+        plain = statement(""),
+    )
+}
+
 /// The conditional acquire as a PL/pgSQL function: one round trip, bound
-/// arguments, and a fresh snapshot for each statement.
+/// arguments, and a fresh snapshot for each statement. After the row lock it
+/// reads the head and scans the tail again, so a park deleted or answered
+/// while it waited makes it refuse rather than acquire.
 fn acquire_fence_if_function(s: &str) -> String {
     format!(
         "CREATE OR REPLACE FUNCTION {s}.acquire_fence_if( \
@@ -230,24 +220,51 @@ fn acquire_fence_if_function(s: &str) -> String {
          LANGUAGE plpgsql VOLATILE AS $fn$ \
          DECLARE v_token bigint; v_head bigint; \
          BEGIN \
-           IF current_setting('transaction_isolation') <> 'read committed' THEN \
-             RAISE EXCEPTION 'loomfence: acquire_fence_if needs READ COMMITTED, the transaction is %', \
-               current_setting('transaction_isolation') USING ERRCODE = '25000'; \
-           END IF; \
+           {rc} \
            SELECT COALESCE(max(e.sequence), 0) INTO v_head FROM {s}.events e WHERE e.execution_id = p_id; \
            IF p_park < 1 OR p_park > v_head THEN \
              RETURN QUERY SELECT false, NULL::bigint, v_head; RETURN; \
            END IF; \
            INSERT INTO {s}.fences AS f (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
            SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
+           SELECT COALESCE(max(e.sequence), 0) INTO v_head FROM {s}.events e WHERE e.execution_id = p_id; \
+           IF v_token IS NULL OR p_park > v_head THEN \
+             RETURN QUERY SELECT false, v_token, v_head; RETURN; \
+           END IF; \
            IF v_token <> p_fence OR EXISTS ( \
                 SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence > p_park \
-                  AND (e.kind = ANY(p_answering) OR (e.kind <> ALL(p_kernel) AND e.metadata -> 'kernel' = 'true'::jsonb))) THEN \
+                  AND {answering}) THEN \
              RETURN QUERY SELECT false, v_token, v_head; RETURN; \
            END IF; \
            UPDATE {s}.fences f SET token = v_token + 1 WHERE f.execution_id = p_id; \
            RETURN QUERY SELECT true, v_token + 1, v_head; \
-         END $fn$"
+         END $fn$",
+        rc = require_read_committed("acquire_fence_if"),
+        answering = answering("p_answering", "p_kernel"),
+    )
+}
+
+/// The delete as a function: the execution's advisory lock (so no append is
+/// half-way), then its fence row `FOR UPDATE` (so a conditional acquire is
+/// not half-way either), then the log, then a token-0 fence row. A real
+/// token is kept, so a zombie writer of a re-created id stays fenced out.
+/// Returns how many events were deleted.
+fn delete_function(s: &str) -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.delete_execution(p_id text) RETURNS bigint \
+         LANGUAGE plpgsql VOLATILE AS $fn$ \
+         DECLARE v_deleted bigint; \
+         BEGIN \
+           {rc} \
+           {lock} \
+           PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
+           DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
+           GET DIAGNOSTICS v_deleted = ROW_COUNT; \
+           DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0; \
+           RETURN v_deleted; \
+         END $fn$",
+        rc = require_read_committed("delete_execution"),
+        lock = execution_lock(s),
     )
 }
 
@@ -256,23 +273,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_answering_shapes_lock_and_only_conditional_shapes_check_the_park() {
-        let sql = Sql::new(&Schema::default());
-        for index in 0..8 {
-            let shape = AppendShape {
-                lock: index & 1 != 0,
-                ensure_fence_row: index & 2 != 0,
-                conditional: index & 4 != 0,
-            };
-            let text = sql.append(shape);
-            assert_eq!(text.contains("FOR SHARE"), shape.lock, "{shape:?}");
-            assert_eq!(
-                text.contains("ON CONFLICT DO NOTHING"),
-                shape.ensure_fence_row,
-                "{shape:?}"
-            );
-            assert_eq!(text.contains("$8"), shape.conditional, "{shape:?}");
-            assert!(text.contains("loomfence.events"));
-        }
+    fn the_append_function_locks_the_execution_first_and_the_row_only_when_answering() {
+        let ddl = append_function("loomfence");
+        assert_eq!(
+            ddl.matches("FOR SHARE").count(),
+            1,
+            "only the p_lock branch"
+        );
+        assert_eq!(ddl.matches("RETURN QUERY").count(), 2);
+        let advisory = ddl
+            .find("pg_advisory_xact_lock")
+            .expect("takes the execution lock");
+        assert!(
+            ddl.find("RETURN QUERY")
+                .is_some_and(|statement| advisory < statement)
+        );
     }
 }

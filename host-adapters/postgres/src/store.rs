@@ -17,9 +17,10 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::config::{AcquireStrategy, ConfigError, PostgresOptions, Schema};
+use crate::conn::Conn;
 use crate::error::{self, ConnectError, MigrateError};
 use crate::migrate::{MigrationReport, migrate};
-use crate::sql::{AppendShape, Sql};
+use crate::sql::Sql;
 
 /// How many times an append retries after losing a sequence to a concurrent
 /// appender. Each loss means another append committed, so the log moves on;
@@ -155,11 +156,13 @@ impl PostgresEventStore {
     }
 
     /// A pooled connection.
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
+    async fn client(&self) -> Result<Conn, StoreError> {
+        let client = self
+            .pool
             .get()
             .await
-            .map_err(|e| StoreError::Backend(error::pool(e)))
+            .map_err(|e| StoreError::Backend(error::pool(e)))?;
+        Ok(Conn::new(client))
     }
 
     /// The append statement for all three append operations: validate, run,
@@ -177,13 +180,10 @@ impl PostgresEventStore {
         } else if events.is_empty() {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         }
-        let shape = AppendShape {
-            lock: batch.answering && self.lock_answering(),
-            ensure_fence_row: events
-                .iter()
-                .any(|e| e.kind == KernelKind::ExecutionSuspended.as_str()),
-            conditional: park_seq.is_some(),
-        };
+        let lock = batch.answering && self.lock_answering();
+        let ensure = events
+            .iter()
+            .any(|e| e.kind == KernelKind::ExecutionSuspended.as_str());
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
         let payloads: Vec<Json<&JsonObject>> = events.iter().map(|e| Json(&e.payload)).collect();
         let metadata: Vec<Json<&JsonObject>> = events.iter().map(|e| Json(&e.metadata)).collect();
@@ -192,7 +192,7 @@ impl PostgresEventStore {
         let park = park_seq.map(to_i64);
         let (answering, kernel) = (answering_kinds(), kernel_kinds());
         let id_text = id.as_str();
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        let params: [&(dyn ToSql + Sync); 12] = [
             &id_text,
             &kinds,
             &payloads,
@@ -200,15 +200,20 @@ impl PostgresEventStore {
             &ats,
             &fence,
             &batch.answering,
+            &lock,
+            &ensure,
+            &park,
+            &answering,
+            &kernel,
         ];
-        if shape.conditional {
-            params.extend([&park as &(dyn ToSql + Sync), &answering, &kernel]);
-        }
         let client = self.client().await?;
         let statement = client
-            .prepare_cached(self.sql.append(shape))
+            .prepare_cached(&self.sql.append_call)
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
+        // Appends to one execution queue on its advisory lock, so a sequence
+        // collision needs a writer that bypasses it (an older version of this
+        // store); retrying with a fresh snapshot still keeps the log whole.
         let mut retries = 0;
         let row = loop {
             match client.query_one(&statement, &params).await {
@@ -217,7 +222,7 @@ impl PostgresEventStore {
                     retries += 1;
                     tokio::task::yield_now().await;
                 }
-                Err(e) => return Err(error::store(e)),
+                Err(e) => return Err(client.store(e)),
             }
         };
         let token: i64 = row.try_get(0).map_err(error::store)?;
@@ -225,7 +230,6 @@ impl PostgresEventStore {
         let open: bool = row.try_get(2).map_err(error::store)?;
         let head: i64 = row.try_get(3).map_err(error::store)?;
         let inserted: i64 = row.try_get(4).map_err(error::store)?;
-        let first: Option<i64> = row.try_get(5).map_err(error::store)?;
         if !in_range {
             return Err(InputError::ParkSeqOutOfRange {
                 park_seq: park_seq.unwrap_or_default(),
@@ -244,11 +248,10 @@ impl PostgresEventStore {
             }
             .into());
         }
-        let first = to_u64(first.unwrap_or(head + 1));
         Ok(ConditionalAppend::Appended(
             events
                 .into_iter()
-                .zip(first..)
+                .zip(to_u64(head) + 1..)
                 .map(|(event, sequence)| event.into_envelope(id.clone(), sequence))
                 .collect(),
         ))
@@ -265,14 +268,14 @@ impl PostgresEventStore {
         let statement = client
             .prepare_cached(&self.sql.acquire_fence_if_call)
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let row = client
             .query_one(
                 &statement,
                 &[&id, &fence, &park, &answering_kinds(), &kernel_kinds()],
             )
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let acquired: bool = row.try_get(0).map_err(error::store)?;
         let token: Option<i64> = row.try_get(1).map_err(error::store)?;
         let head: i64 = row.try_get(2).map_err(error::store)?;
@@ -292,14 +295,23 @@ impl PostgresEventStore {
         let begin = client
             .prepare_cached("BEGIN ISOLATION LEVEL READ COMMITTED")
             .await
-            .map_err(error::store)?;
-        let ensure = client.prepare_cached(ensure).await.map_err(error::store)?;
-        let lock = client.prepare_cached(lock).await.map_err(error::store)?;
-        let bump = client.prepare_cached(bump).await.map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
+        let ensure = client
+            .prepare_cached(ensure)
+            .await
+            .map_err(|e| client.store(e))?;
+        let lock = client
+            .prepare_cached(lock)
+            .await
+            .map_err(|e| client.store(e))?;
+        let bump = client
+            .prepare_cached(bump)
+            .await
+            .map_err(|e| client.store(e))?;
         let commit = client
             .prepare_cached("COMMIT")
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let (answering, kernel) = (answering_kinds(), kernel_kinds());
         let ensure_params: [&(dyn ToSql + Sync); 2] = [&id, &park];
         let lock_params: [&(dyn ToSql + Sync); 1] = [&id];
@@ -311,14 +323,16 @@ impl PostgresEventStore {
             client.query_one(&bump, &bump_params),
             client.execute(&commit, &[]),
         );
-        began.map_err(error::store)?;
-        ensured.map_err(error::store)?;
-        let current: Option<i64> = match locked.map_err(error::store)? {
+        // Every reply is read before any error is returned: an error in the
+        // middle aborts the transaction, and the COMMIT then rolls it back.
+        began.map_err(|e| client.store(e))?;
+        ensured.map_err(|e| client.store(e))?;
+        let current: Option<i64> = match locked.map_err(|e| client.store(e))? {
             Some(row) => Some(row.try_get(0).map_err(error::store)?),
             None => None,
         };
-        let bumped = bumped.map_err(error::store)?;
-        committed.map_err(error::store)?;
+        let bumped = bumped.map_err(|e| client.store(e))?;
+        committed.map_err(|e| client.store(e))?;
         let new_token: Option<i64> = bumped.try_get(0).map_err(error::store)?;
         let head: i64 = bumped.try_get(1).map_err(error::store)?;
         Ok(match new_token {
@@ -398,11 +412,11 @@ impl EventStore for PostgresEventStore {
         let statement = client
             .prepare_cached(&self.sql.read_range)
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let rows = client
             .query(&statement, &[&id.as_str(), &to_i64(from_seq), &to])
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         rows.into_iter()
             .map(|row| {
                 let sequence: i64 = row.try_get(0).map_err(error::store)?;
@@ -424,11 +438,11 @@ impl EventStore for PostgresEventStore {
         let statement = client
             .prepare_cached(&self.sql.current_fence)
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let row = client
             .query_opt(&statement, &[&execution_id])
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         match row {
             Some(row) => Ok(to_u64(row.try_get(0).map_err(error::store)?)),
             None => Ok(0),
@@ -441,11 +455,11 @@ impl EventStore for PostgresEventStore {
         let statement = client
             .prepare_cached(&self.sql.acquire_fence)
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         let row = client
             .query_one(&statement, &[&execution_id])
             .await
-            .map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
         Ok(to_u64(row.try_get(0).map_err(error::store)?))
     }
 
@@ -482,26 +496,16 @@ impl EventStore for PostgresEventStore {
 
     async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
         id::validate(execution_id).map_err(InputError::from)?;
-        let mut client = self.client().await?;
-        let transaction = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
-            .start()
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&self.sql.delete_call)
             .await
-            .map_err(error::store)?;
-        transaction
-            .query_opt(self.sql.lock_fence_row.as_str(), &[&execution_id])
+            .map_err(|e| client.store(e))?;
+        let row = client
+            .query_one(&statement, &[&execution_id])
             .await
-            .map_err(error::store)?;
-        let deleted = transaction
-            .execute(self.sql.delete_events.as_str(), &[&execution_id])
-            .await
-            .map_err(error::store)?;
-        transaction
-            .execute(self.sql.delete_zero_fence.as_str(), &[&execution_id])
-            .await
-            .map_err(error::store)?;
-        transaction.commit().await.map_err(error::store)?;
+            .map_err(|e| client.store(e))?;
+        let deleted: i64 = row.try_get(0).map_err(error::store)?;
         Ok(deleted > 0)
     }
 }

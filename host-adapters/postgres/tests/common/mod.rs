@@ -3,12 +3,21 @@
 //!
 //! Without it a test skips, unless `CI` is set: then it fails, because a CI
 //! run that silently skipped the database would prove nothing.
+//!
+//! Also the helpers the PostgreSQL-specific tests share: fresh schemas and
+//! names, admin connections beside the store, finding the store's backends
+//! in `pg_stat_activity`, and (in [`race`]) the answer-versus-acquire race.
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod race;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use loomfence_core::{Envelope, KernelKind, NewEvent};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
+use loomfence_store::EventStore;
+use tokio_postgres::NoTls;
 
 /// The server's URL, or `None` (after saying so) when tests may skip.
 pub fn url() -> Option<String> {
@@ -49,4 +58,127 @@ pub async fn store(url: &str) -> PostgresEventStore {
     PostgresEventStore::connect(url, options())
         .await
         .expect("connects and migrates")
+}
+
+/// The timestamp test events carry; the kernel never reads a clock.
+pub const AT: i64 = 1_700_000_000_000;
+
+/// A name no other test in any process uses, for databases and ids:
+/// `<prefix>_<pid>_<n>`, lowercase, a valid unquoted identifier when
+/// `prefix` is one.
+pub fn unique(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    format!("{prefix}_{}_{n}", std::process::id())
+}
+
+/// A store opened with `options` (which should name a fresh schema).
+pub async fn store_with(url: &str, options: PostgresOptions) -> PostgresEventStore {
+    PostgresEventStore::connect(url, options)
+        .await
+        .expect("connects and migrates")
+}
+
+/// A plain connection outside the store, for setting up and inspecting what
+/// the store cannot: row locks held on purpose, deleted rows, the catalog.
+pub async fn admin(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .expect("an admin connection");
+    tokio::spawn(async move {
+        // The connection ends when the client is dropped or the server
+        // closes it; either is fine for a test's admin session.
+        let _ended = connection.await;
+    });
+    client
+}
+
+/// `url` with its database name replaced by `dbname`.
+pub fn with_dbname(url: &str, dbname: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[authority_start..]
+        .find('/')
+        .map_or(base.len(), |i| authority_start + i);
+    let mut out = format!("{}/{dbname}", &base[..path_start]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// An unfenced kernel event.
+pub fn kernel(kind: KernelKind) -> NewEvent {
+    NewEvent::kernel(kind, AT)
+}
+
+/// Starts `id` and parks it, unfenced, in one batch; returns the park's
+/// sequence. The park append also writes the execution's token-0 fence row.
+pub async fn park(store: &impl EventStore, id: &str) -> u64 {
+    let written = store
+        .append_many(
+            id,
+            vec![
+                kernel(KernelKind::ExecutionStarted),
+                kernel(KernelKind::ExecutionSuspended),
+            ],
+        )
+        .await
+        .expect("starting and parking a fresh execution");
+    written[1].sequence
+}
+
+/// Everything observable about one execution: its whole log and its token.
+pub async fn witness(store: &impl EventStore, id: &str) -> (Vec<Envelope>, u64) {
+    (
+        store.read_range(id, 1, None).await.expect("reads the log"),
+        store.current_fence(id).await.expect("reads the token"),
+    )
+}
+
+/// `url` with `application_name=<name>` added, so a test can find its own
+/// store's backends in `pg_stat_activity` whatever SQL they run.
+pub fn with_application_name(url: &str, name: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}application_name={name}")
+}
+
+/// The pids of the backends named `application_name` that wait on a lock.
+/// `monitor` must not be inside a transaction: a session reads
+/// `pg_stat_activity` once per transaction and keeps that snapshot.
+pub async fn lock_waiters(monitor: &tokio_postgres::Client, application_name: &str) -> Vec<i32> {
+    monitor
+        .query(
+            "SELECT pid FROM pg_stat_activity \
+             WHERE wait_event_type = 'Lock' AND application_name = $1 AND pid <> pg_backend_pid()",
+            &[&application_name],
+        )
+        .await
+        .expect("reads pg_stat_activity")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+/// Waits (up to 10 s) until `ready` holds for the lock waiters named
+/// `application_name`, or `done` says there is nothing left to wait for;
+/// returns the waiters last seen.
+pub async fn wait_for_waiters(
+    monitor: &tokio_postgres::Client,
+    application_name: &str,
+    ready: impl Fn(&[i32]) -> bool,
+    done: impl Fn() -> bool,
+) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let waiters = lock_waiters(monitor, application_name).await;
+        if ready(&waiters) || done() || std::time::Instant::now() >= deadline {
+            return waiters;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }

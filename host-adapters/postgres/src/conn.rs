@@ -1,0 +1,78 @@
+//! A pooled connection that is not handed back to the pool once its session
+//! is known to be dead.
+//!
+//! The pool's fast recycling only checks whether the driver has noticed the
+//! socket closed, which can happen after the next caller already has the
+//! connection: a session killed on the server (`pg_terminate_backend`, a
+//! failover) would then fail one more, innocent, call. Every error that
+//! means the session is gone marks the connection, and a marked connection
+//! is detached from the pool when it is dropped.
+
+use std::cell::Cell;
+use std::ops::Deref;
+
+use deadpool_postgres::{ClientWrapper, Object};
+use loomfence_store::{BackendError, StoreError};
+
+use crate::error;
+
+/// A pooled connection, detached on drop if an error showed its session
+/// dead.
+pub(crate) struct Conn {
+    /// The connection; `None` only during drop.
+    client: Option<Object>,
+    /// Whether an error showed the session dead.
+    dead: Cell<bool>,
+}
+
+impl Conn {
+    /// Wraps a connection fresh from the pool.
+    pub(crate) fn new(client: Object) -> Self {
+        Self {
+            client: Some(client),
+            dead: Cell::new(false),
+        }
+    }
+
+    /// Classifies `e`, remembering whether it killed the session.
+    pub(crate) fn backend(&self, e: tokio_postgres::Error) -> BackendError {
+        if session_lost(&e) {
+            self.dead.set(true);
+        }
+        error::backend(e)
+    }
+
+    /// [`Conn::backend`] as a store error.
+    pub(crate) fn store(&self, e: tokio_postgres::Error) -> StoreError {
+        StoreError::Backend(self.backend(e))
+    }
+}
+
+impl Deref for Conn {
+    type Target = ClientWrapper;
+    fn deref(&self) -> &ClientWrapper {
+        self.client
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("only taken in drop"))
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if self.dead.get()
+            && let Some(client) = self.client.take()
+        {
+            drop(Object::take(client));
+        }
+    }
+}
+
+/// Whether the session behind `e` is gone: the socket closed, an I/O
+/// failure, or a FATAL/PANIC from the server (which ends the session).
+fn session_lost(e: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>());
+    let fatal = e
+        .as_db_error()
+        .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"));
+    e.is_closed() || io || fatal
+}

@@ -1,0 +1,235 @@
+//! `migrate` against a real server: nodes booting together, a migration lock
+//! held by someone else, and a schema written by a newer version.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use loomfence_postgres::{
+    MigrateError, MigrateOptions, PostgresEventStore, PostgresOptions, SCHEMA_VERSION, migrate,
+};
+use loomfence_store::EventStore;
+
+/// Options for a store on a fresh schema that does not migrate on connect.
+fn unmigrated() -> PostgresOptions {
+    PostgresOptions {
+        migrate_on_connect: false,
+        pool_size: 2,
+        ..common::options()
+    }
+}
+
+/// Nodes booting together, per fresh schema.
+const NODES: usize = 6;
+
+/// Fresh schemas each booted by `NODES` nodes at once.
+const ROUNDS: usize = 3;
+
+/// Opens `NODES` stores with `options` side by side.
+async fn open_together(url: &str, options: &PostgresOptions) -> Vec<PostgresEventStore> {
+    let tasks: Vec<_> = (0..NODES)
+        .map(|_| {
+            let (url, options) = (url.to_owned(), options.clone());
+            tokio::spawn(async move { PostgresEventStore::connect(&url, options).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for task in tasks {
+        stores.push(task.await.expect("a boot task").expect("connects"));
+    }
+    stores
+}
+
+/// `migrate` calls on a fresh schema at once all succeed (one creates, the
+/// others wait for it and find the work done); another is idempotent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_migrations_all_succeed_and_another_is_idempotent() {
+    let Some(url) = common::url() else { return };
+    for _ in 0..ROUNDS {
+        let stores = std::sync::Arc::new(open_together(&url, &unmigrated()).await);
+        let tasks: Vec<_> = (0..NODES)
+            .map(|node| {
+                let stores = stores.clone();
+                tokio::spawn(async move { stores[node].migrate().await })
+            })
+            .collect();
+        let mut backfills = Vec::new();
+        for task in tasks {
+            let report = task.await.expect("a migrate task").expect("migrates");
+            assert_eq!(report.version, SCHEMA_VERSION);
+            backfills.push(report.backfilled);
+        }
+        backfills.sort();
+        let mut expected = vec![None; NODES - 1];
+        expected.push(Some(0));
+        assert_eq!(backfills, expected, "exactly one ran the (empty) backfill");
+        let again = stores[0].migrate().await.expect("migrates again");
+        assert_eq!((again.version, again.backfilled), (SCHEMA_VERSION, None));
+        common::park(&stores[0], "after-migrate").await;
+        let log = stores[NODES - 1]
+            .read_range("after-migrate", 1, None)
+            .await
+            .expect("reads");
+        assert_eq!(log.len(), 2);
+    }
+}
+
+/// `connect` calls on the same fresh schema at once all succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_connects_all_succeed() {
+    let Some(url) = common::url() else { return };
+    for _ in 0..ROUNDS {
+        let options = PostgresOptions {
+            pool_size: 2,
+            ..common::options()
+        };
+        let stores = open_together(&url, &options).await;
+        common::park(&stores[0], "all-booted").await;
+        let log = stores[NODES - 1]
+            .read_range("all-booted", 1, None)
+            .await
+            .expect("reads");
+        assert_eq!(log.len(), 2);
+        assert_eq!(
+            stores[1].migrate().await.expect("idempotent").backfilled,
+            None
+        );
+    }
+}
+
+/// While another session holds the schema's migration lock, `migrate` gives
+/// up after its lock timeout with the retryable `LockTimeout`; once the lock
+/// is released it succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_migration_lock_times_out_retryably_then_migrates() {
+    let Some(url) = common::url() else { return };
+    let store = PostgresEventStore::connect(&url, unmigrated())
+        .await
+        .expect("connects");
+    let admin = common::admin(&url).await;
+    admin.batch_execute("BEGIN").await.expect("begins");
+    admin
+        .query(
+            "SELECT pg_advisory_xact_lock(hashtext($1))",
+            &[&format!("loomfence.migrate.{}", store.schema())],
+        )
+        .await
+        .expect("takes the migration lock");
+    let options = MigrateOptions {
+        lock_timeout: Duration::from_millis(200),
+        ..MigrateOptions::default()
+    };
+    let started = Instant::now();
+    let refused = migrate(store.pool(), store.schema(), &options).await;
+    let waited = started.elapsed();
+    match &refused {
+        Err(error @ MigrateError::LockTimeout { waited_ms }) => {
+            assert_eq!(*waited_ms, 200);
+            assert!(error.is_retryable());
+        }
+        other => panic!("expected LockTimeout, got {other:?}"),
+    }
+    assert!(
+        waited >= Duration::from_millis(150) && waited < Duration::from_secs(5),
+        "gave up after {waited:?}"
+    );
+    let created: Option<String> = admin
+        .query_one(
+            "SELECT to_regclass($1)::text",
+            &[&format!("{}.events", store.schema())],
+        )
+        .await
+        .expect("reads the catalog")
+        .get(0);
+    assert_eq!(created, None, "the timed-out migration created nothing");
+    admin
+        .batch_execute("COMMIT")
+        .await
+        .expect("releases the lock");
+    let report = migrate(store.pool(), store.schema(), &options)
+        .await
+        .expect("migrates once the lock is free");
+    assert_eq!(report.version, SCHEMA_VERSION);
+    common::park(&store, "after-the-wait").await;
+}
+
+/// A schema whose version ledger says 99 was written by a newer loomfence:
+/// `migrate` refuses with `NewerSchema { found: 99, .. }` and touches
+/// nothing (it would otherwise reinstall the function and run the backfill).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_newer_schema_is_refused_and_left_alone() {
+    let Some(url) = common::url() else { return };
+    let store = common::store_with(&url, common::options()).await;
+    let schema = store.schema().clone();
+    common::park(&store, "parked-before").await;
+    let admin = common::admin(&url).await;
+    admin
+        .batch_execute(&format!(
+            "UPDATE {schema}.migrations SET detail = '99' WHERE name = 'schema-version'; \
+             DELETE FROM {schema}.migrations WHERE name = 'park-fence-backfill'; \
+             DELETE FROM {schema}.fences; \
+             DROP FUNCTION {schema}.acquire_fence_if(text, bigint, bigint, text[], text[])"
+        ))
+        .await
+        .expect("makes the schema look newer");
+    let ledger = format!("SELECT name, detail FROM {schema}.migrations ORDER BY name");
+    let before: Vec<(String, Option<String>)> = admin
+        .query(ledger.as_str(), &[])
+        .await
+        .expect("reads the ledger")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+
+    match store.migrate().await {
+        Err(error @ MigrateError::NewerSchema { found, supported }) => {
+            assert_eq!((found, supported), (99, SCHEMA_VERSION));
+            assert!(!error.is_retryable());
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+
+    let after: Vec<(String, Option<String>)> = admin
+        .query(ledger.as_str(), &[])
+        .await
+        .expect("reads the ledger")
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(after, before, "the ledger is untouched");
+    let function: Option<String> = admin
+        .query_one(
+            "SELECT to_regprocedure($1)::text",
+            &[&format!(
+                "{schema}.acquire_fence_if(text, bigint, bigint, text[], text[])"
+            )],
+        )
+        .await
+        .expect("reads the catalog")
+        .get(0);
+    assert_eq!(function, None, "the function was not reinstalled");
+    let fences: i64 = admin
+        .query_one(&format!("SELECT count(*) FROM {schema}.fences"), &[])
+        .await
+        .expect("counts")
+        .get(0);
+    assert_eq!(fences, 0, "the backfill did not run");
+    let connect = PostgresEventStore::connect(
+        &url,
+        PostgresOptions {
+            schema,
+            pool_size: 1,
+            ..PostgresOptions::default()
+        },
+    )
+    .await;
+    assert!(
+        matches!(
+            connect,
+            Err(loomfence_postgres::ConnectError::Migrate(
+                MigrateError::NewerSchema { found: 99, .. }
+            ))
+        ),
+        "connect refuses too: {connect:?}"
+    );
+}
