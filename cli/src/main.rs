@@ -11,7 +11,16 @@
 //! - 1: a kernel bug (a double resume or a fenced-out winner) on a
 //!   conditional run, or a store or machine failure during the race;
 //! - 2: bad options.
+//!
+//! `loomfence bench` measures the kernel's workloads (unfenced, fenced, and
+//! park/resume on each resume path) on a store and prints a Markdown table
+//! (or one JSON object); it exits 0, 1 on a store failure, 2 on bad options.
+//!
+//! Either command stopped by Ctrl-C drops its PostgreSQL schema and exits
+//! 130.
 
+mod bench;
+mod interrupt;
 mod progress;
 mod race;
 mod report;
@@ -56,6 +65,20 @@ enum Command {
     /// 1 on a double resume or a fenced-out body in a conditional run, or
     /// on a store failure; 2 on bad options.
     Race(RaceArgs),
+    /// Measure throughput and latency of the kernel's workloads on a store.
+    ///
+    /// Workloads: unfenced (five single appends), fenced (acquire_fence,
+    /// then the five appends under the token), and park/resume (start,
+    /// park, resume, one step, completion) with the resume taking no token,
+    /// under acquire_fence, and under acquire_fence_if (fence_if_parked_at);
+    /// on PostgreSQL the last once more with the pipelined conditional
+    /// acquire instead of the function. Each runs --executions executions
+    /// through --concurrency tasks; the workloads run round-robin for --runs
+    /// rounds after a short warm-up, and the table gives the median over
+    /// rounds, then the comparisons: fenced vs unfenced, the conditional
+    /// resume vs the acquire_fence resume (as extra time per execution), and
+    /// on PostgreSQL the function vs the pipelined acquire.
+    Bench(BenchArgs),
 }
 
 /// `loomfence race`'s options.
@@ -91,8 +114,8 @@ struct RaceArgs {
     /// bodies; that is reported, and does not fail the run.
     #[arg(long)]
     unconditional: bool,
-    /// The store to race over: `memory` (the only one so far; `sqlite:PATH`
-    /// is to come).
+    /// The store to race over: `memory`, or `postgres:URL` (a fresh schema
+    /// for the race, dropped at the end); `sqlite:PATH` is to come.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
     /// Print exactly one JSON object (parks, resumed, double_resumes,
@@ -116,10 +139,84 @@ impl From<RaceArgs> for RawSettings {
     }
 }
 
+/// `loomfence bench`'s options.
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// The store to measure: `memory`, or `postgres:URL` (e.g.
+    /// `postgres:postgres://postgres@127.0.0.1:5432/postgres`), where every
+    /// store the bench opens gets a fresh schema, dropped at the end.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    store: String,
+    /// Concurrent tasks; each takes the next execution until all are done.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    concurrency: u32,
+    /// Executions per run of each workload.
+    #[arg(long, value_name = "N", default_value_t = 3000)]
+    executions: u32,
+    /// Measured rounds; each runs every workload once, in turn.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    runs: u32,
+    /// PostgreSQL connections per store; default: --concurrency.
+    #[arg(long, value_name = "N")]
+    pool: Option<u32>,
+    /// Print exactly one JSON object (settings, per-workload medians and
+    /// runs, comparisons) and nothing else on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl From<BenchArgs> for bench::RawBench {
+    fn from(args: BenchArgs) -> Self {
+        bench::RawBench {
+            store: args.store,
+            concurrency: args.concurrency,
+            executions: args.executions,
+            runs: args.runs,
+            pool: args.pool,
+        }
+    }
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> ExitCode {
     // clap prints its own usage errors and exits 2.
-    let Command::Race(args) = Cli::parse().command;
+    match Cli::parse().command {
+        Command::Race(args) => race_command(args).await,
+        Command::Bench(args) => bench_command(args).await,
+    }
+}
+
+/// `loomfence bench`.
+async fn bench_command(args: BenchArgs) -> ExitCode {
+    let json = args.json;
+    let settings = match bench::RawBench::from(args).validate() {
+        Ok(settings) => settings,
+        Err(usage) => {
+            eprintln!("error: {usage}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = match bench::run(settings, progress::phases_bar()).await {
+        Ok(report) => report,
+        Err(bench::BenchError::Interrupted) => {
+            eprintln!("interrupted");
+            return ExitCode::from(interrupt::EXIT_CODE);
+        }
+        Err(failure) => {
+            eprintln!("error: the bench failed: {failure}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.markdown());
+    }
+    ExitCode::SUCCESS
+}
+
+/// `loomfence race`.
+async fn race_command(args: RaceArgs) -> ExitCode {
     let json = args.json;
     let settings = match RawSettings::from(args).validate() {
         Ok(settings) => settings,
@@ -134,6 +231,10 @@ async fn main() -> ExitCode {
     );
     let report = match race::run(settings, progress).await {
         Ok(report) => report,
+        Err(race::RaceError::Interrupted) => {
+            eprintln!("interrupted");
+            return ExitCode::from(interrupt::EXIT_CODE);
+        }
         Err(failure) => {
             eprintln!("error: the race failed: {failure}");
             return ExitCode::FAILURE;

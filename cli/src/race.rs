@@ -11,14 +11,22 @@ use loomfence_store::{EventStore, StoreError};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
+use crate::interrupt::until_interrupted;
 use crate::report::{LogCounts, Report, Tally};
 use crate::resumer::{Arena, Parked, Resumer, ResumerError, now_ms};
 use crate::settings::Settings;
+use crate::store_arg::{OpenError, OpenOptions};
 
 /// Why a race could not be run to the end. Lost races are not here: they
 /// are counted. These are failures of the store, the machine or a task.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RaceError {
+    /// The store could not be opened, or its schema not dropped afterwards.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// Ctrl-C: the race was stopped (and its schema, if any, dropped).
+    #[error("interrupted")]
+    Interrupted,
     /// Parking or verifying failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
@@ -33,9 +41,34 @@ pub(crate) enum RaceError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// Runs one race as `settings` say, ticking `progress` once per attempt.
+/// Runs one race as `settings` say, ticking `progress` once per attempt,
+/// on a fresh store that is closed (a PostgreSQL schema dropped) at the end,
+/// whether the race finished, failed or was interrupted.
 pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Report, RaceError> {
-    let store = settings.store.open();
+    let opened = settings
+        .store
+        .open(OpenOptions {
+            prefix: "race",
+            pool_size: settings.resumers as usize,
+            acquire: loomfence_postgres::AcquireStrategy::default(),
+        })
+        .await?;
+    let store = Arc::clone(&opened.store);
+    let outcome = until_interrupted(race(settings, store, progress.clone())).await;
+    // Cleared on failure too, so the error is not printed under a stale bar.
+    progress.finish_and_clear();
+    let closed = opened.close().await;
+    let report = outcome.ok_or(RaceError::Interrupted)??;
+    closed?;
+    Ok(report)
+}
+
+/// The race itself, on an open store.
+async fn race(
+    settings: Settings,
+    store: Arc<dyn EventStore>,
+    progress: ProgressBar,
+) -> Result<Report, RaceError> {
     let parked = park_all(&*store, settings.parks).await?;
 
     let arena = Arena {
@@ -62,7 +95,6 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
     let began = Instant::now();
     let tally = join_all(&mut tasks).await;
     let elapsed = began.elapsed();
-    // Cleared on failure too, so the error is not printed under a stale bar.
     progress.finish_and_clear();
     let tally = tally?;
 

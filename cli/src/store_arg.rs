@@ -1,16 +1,27 @@
-//! `--store`: which backend the race runs against.
+//! `--store`: which backend a command runs against.
 //!
-//! The race is meant to be run against every adapter, so the flag names a
-//! backend rather than the CLI hard-wiring the memory store. Only `memory`
-//! exists today; `sqlite:PATH` is the spelling reserved for the SQLite
-//! adapter, and is refused with a message saying so until it lands, so that
-//! nobody mistakes it for a typo.
+//! The race and the bench are meant to be run against every adapter, so the
+//! flag names a backend rather than the CLI hard-wiring the memory store:
+//!
+//! - `memory`: the in-memory store, fresh for every run;
+//! - `postgres:URL` (a `postgres://` URL or a `key=value` string): the
+//!   PostgreSQL store, on a schema of its own that is created for the run
+//!   and dropped (`DROP SCHEMA … CASCADE`) when the run ends, so runs never
+//!   see each other's logs and leave nothing behind;
+//! - `sqlite:PATH` is the spelling reserved for the SQLite adapter, and is
+//!   refused with a message saying so until it lands, so that nobody
+//!   mistakes it for a typo.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
+use loomfence_postgres::{
+    AcquireStrategy, ConfigError, ConnectError, PostgresEventStore, PostgresOptions, Schema,
+};
 use loomfence_store::{EventStore, MemoryEventStore};
+use tokio_postgres::config::Host;
 
 /// A backend named on the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,22 +29,135 @@ pub(crate) enum StoreArg {
     /// The core's in-memory store behind a mutex: every operation is atomic,
     /// nothing persists past the process.
     Memory,
+    /// A PostgreSQL server.
+    Postgres {
+        /// The connection string as given (it may hold a password, so it is
+        /// never printed).
+        url: String,
+        /// What is printed instead: `user@host:port/db`, no password.
+        shown: String,
+    },
 }
 
+/// How to open a store for one run. The memory store ignores all of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpenOptions {
+    /// First part of the run's schema name (`<prefix>_<pid>_<n>`), naming
+    /// the command that made it, in case an interrupted run leaves one.
+    pub(crate) prefix: &'static str,
+    /// Connections in the pool.
+    pub(crate) pool_size: usize,
+    /// How `acquire_fence_if` reaches the server.
+    pub(crate) acquire: AcquireStrategy,
+}
+
+/// A store opened for one run, with what it takes to clean up after it.
+pub(crate) struct OpenedStore {
+    /// The store, as every command uses it.
+    pub(crate) store: Arc<dyn EventStore>,
+    /// The same store when it is PostgreSQL, for dropping its schema.
+    postgres: Option<Arc<PostgresEventStore>>,
+}
+
+/// Why a store could not be opened or cleaned up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    /// The run's schema name is not valid (a bug in the CLI).
+    #[error("schema name: {0}")]
+    Schema(#[from] ConfigError),
+    /// Connecting or migrating failed.
+    #[error("PostgreSQL: {0}")]
+    Connect(#[from] ConnectError),
+    /// The run's schema could not be dropped; it is left in the database.
+    #[error("could not drop schema {schema} (drop it by hand): {reason}")]
+    Drop {
+        /// The schema left behind.
+        schema: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Schemas opened by this process so far: the `<n>` of `<prefix>_<pid>_<n>`.
+static SCHEMAS_OPENED: AtomicU32 = AtomicU32::new(0);
+
 impl StoreArg {
-    /// Opens a fresh, empty store. A trait object, so that the race code is
-    /// the same for every backend.
-    pub(crate) fn open(&self) -> Arc<dyn EventStore> {
+    /// Opens a fresh, empty store. A trait object, so that the code using it
+    /// is the same for every backend.
+    pub(crate) async fn open(&self, options: OpenOptions) -> Result<OpenedStore, OpenError> {
         match self {
-            StoreArg::Memory => Arc::new(MemoryEventStore::new()),
+            StoreArg::Memory => Ok(OpenedStore {
+                store: Arc::new(MemoryEventStore::new()),
+                postgres: None,
+            }),
+            StoreArg::Postgres { url, .. } => {
+                let n = SCHEMAS_OPENED.fetch_add(1, Ordering::Relaxed);
+                let schema = Schema::new(format!("{}_{}_{n}", options.prefix, std::process::id()))?;
+                let store = PostgresEventStore::connect(
+                    url,
+                    PostgresOptions {
+                        schema,
+                        pool_size: options.pool_size.max(1),
+                        acquire: options.acquire,
+                        ..PostgresOptions::default()
+                    },
+                )
+                .await?;
+                let store = Arc::new(store);
+                Ok(OpenedStore {
+                    store: Arc::clone(&store) as Arc<dyn EventStore>,
+                    postgres: Some(store),
+                })
+            }
         }
     }
+
+    /// Whether this is a PostgreSQL server (where the acquire strategy is a
+    /// choice worth measuring).
+    pub(crate) fn is_postgres(&self) -> bool {
+        matches!(self, StoreArg::Postgres { .. })
+    }
+}
+
+impl OpenedStore {
+    /// Ends the run: drops the PostgreSQL schema with everything in it;
+    /// nothing to do for memory.
+    pub(crate) async fn close(self) -> Result<(), OpenError> {
+        let Some(postgres) = self.postgres else {
+            return Ok(());
+        };
+        let schema = postgres.schema().to_string();
+        let dropped = async {
+            let client = postgres.pool().get().await.map_err(|e| e.to_string())?;
+            // The name is a validated plain identifier (`Schema`).
+            client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                .await
+                .map_err(|e| e.to_string())
+        };
+        dropped
+            .await
+            .map_err(|reason| OpenError::Drop { schema, reason })
+    }
+}
+
+/// Closes every store, even when one fails, and reports the first failure.
+pub(crate) async fn close_all(stores: Vec<OpenedStore>) -> Result<(), OpenError> {
+    let mut first = Ok(());
+    for store in stores {
+        let closed = store.close().await;
+        if first.is_ok() {
+            first = closed;
+        }
+    }
+    first
 }
 
 impl fmt::Display for StoreArg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreArg::Memory => f.write_str("memory"),
+            StoreArg::Postgres { shown, .. } => write!(f, "postgres:{shown}"),
         }
     }
 }
@@ -42,10 +166,16 @@ impl fmt::Display for StoreArg {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StoreArgError {
     /// The SQLite spelling, before the SQLite adapter exists.
-    #[error("--store {0:?}: the SQLite store is not built yet; use `memory`")]
+    #[error("--store {0:?}: the SQLite store is not built yet; use `memory` or `postgres:URL`")]
     NotYet(String),
+    /// `postgres:` followed by something that is not a connection string.
+    /// The value is not repeated: it may hold a password.
+    #[error("--store postgres:…: not a PostgreSQL connection string: {0}")]
+    PostgresUrl(String),
     /// Anything else.
-    #[error("--store {0:?}: unknown store; expected `memory` (later also `sqlite:PATH`)")]
+    #[error(
+        "--store {0:?}: unknown store; expected `memory` or `postgres:URL` (later also `sqlite:PATH`)"
+    )]
     Unknown(String),
 }
 
@@ -53,12 +183,57 @@ impl FromStr for StoreArg {
     type Err = StoreArgError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "memory" => Ok(StoreArg::Memory),
-            _ if s.starts_with("sqlite:") => Err(StoreArgError::NotYet(s.to_owned())),
-            _ => Err(StoreArgError::Unknown(s.to_owned())),
+        if s == "memory" {
+            return Ok(StoreArg::Memory);
         }
+        if s.starts_with("sqlite:") {
+            return Err(StoreArgError::NotYet(s.to_owned()));
+        }
+        let Some(url) = s.strip_prefix("postgres:") else {
+            return Err(StoreArgError::Unknown(s.to_owned()));
+        };
+        if url.trim().is_empty() {
+            return Err(StoreArgError::PostgresUrl("it is empty".to_owned()));
+        }
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| StoreArgError::PostgresUrl(e.to_string()))?;
+        Ok(StoreArg::Postgres {
+            url: url.to_owned(),
+            shown: describe(&config),
+        })
     }
+}
+
+/// `user@host:port/db` for a connection config, leaving out the password
+/// and every other option.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let mut out = String::new();
+    if let Some(user) = config.get_user() {
+        out.push_str(user);
+        out.push('@');
+    }
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let name = match host {
+                Host::Tcp(name) => name.clone(),
+                Host::Unix(path) => path.display().to_string(),
+            };
+            match config.get_ports().get(i).or(config.get_ports().first()) {
+                Some(port) => format!("{name}:{port}"),
+                None => name,
+            }
+        })
+        .collect();
+    out.push_str(&hosts.join(","));
+    if let Some(db) = config.get_dbname() {
+        out.push('/');
+        out.push_str(db);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -81,5 +256,28 @@ mod tests {
             "".parse::<StoreArg>(),
             Err(StoreArgError::Unknown(_))
         ));
+    }
+
+    #[test]
+    fn parses_postgres_urls_and_never_shows_the_password() {
+        let arg: StoreArg = "postgres:postgres://app:s3cret@127.0.0.1:55432/db"
+            .parse()
+            .unwrap();
+        assert!(arg.is_postgres());
+        let shown = arg.to_string();
+        assert_eq!(shown, "postgres:app@127.0.0.1:55432/db");
+        assert!(!format!("{arg:?}").is_empty());
+        let kv: StoreArg = "postgres:host=/tmp user=me password=pw dbname=x"
+            .parse()
+            .unwrap();
+        assert_eq!(kv.to_string(), "postgres:me@/tmp/x");
+        for bad in [
+            "postgres:",
+            "postgres:  ",
+            "postgres:postgres://h:notaport/x",
+        ] {
+            let err = bad.parse::<StoreArg>().unwrap_err();
+            assert!(matches!(err, StoreArgError::PostgresUrl(_)), "{bad}");
+        }
     }
 }

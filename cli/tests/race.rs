@@ -175,3 +175,21 @@ fn bad_options_exit_2_with_a_clear_message() {
         }
     }
 }
+
+#[test]
+fn postgres_race_answers_every_park_once() {
+    // Runs only when a server is named (`cargo xtask` sets it); the race gets
+    // a schema of its own, dropped at the end.
+    let Some(url) = std::env::var("LOOMFENCE_PG_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL race");
+        return;
+    };
+    let store = format!("postgres:{url}");
+    let json = race_json(&["--store", &store, "--crash-rate", "0", "--parks", "30"]);
+    assert_eq!(count(&json, "resumed"), 30, "{json}");
+    assert_eq!(count(&json, "double_resumes"), 0, "{json}");
+    assert_eq!(count(&json, "fenced_out"), 0, "{json}");
+}

@@ -1,0 +1,373 @@
+//! `loomfence bench`: throughput and latency of the fence kernel's
+//! workloads on one store.
+//!
+//! Each workload runs `executions` executions through `concurrency` tokio
+//! tasks; each task takes the next execution from a shared counter until
+//! all are done, and times every execution. The workloads run interleaved,
+//! round-robin (`runs` rounds of workload 1..N), after one short warm-up
+//! round, so that machine noise hits all of them alike; the report takes
+//! the median over rounds.
+//!
+//! On PostgreSQL every store gets its own fresh schema, dropped at the end.
+//! The conditional resume is measured twice there, once per
+//! [`AcquireStrategy`], each on its own store and schema. On memory every
+//! run gets a fresh store (see [`Backing`]).
+
+mod report;
+mod stats;
+mod workloads;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use loomfence_postgres::AcquireStrategy;
+use loomfence_store::{EventStore, MemoryEventStore};
+use tokio::sync::Barrier;
+use tokio::task::{JoinSet, yield_now};
+
+pub(crate) use self::report::BenchReport;
+use self::report::WorkloadResult;
+use self::stats::RunStats;
+use self::workloads::{Sample, Workload, WorkloadError};
+use crate::interrupt::until_interrupted;
+use crate::settings::UsageError;
+use crate::store_arg::{OpenError, OpenOptions, OpenedStore, StoreArg, close_all};
+
+/// The bench's options after validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BenchSettings {
+    /// The backend.
+    pub(crate) store: StoreArg,
+    /// Concurrent tasks.
+    pub(crate) concurrency: u32,
+    /// Executions per run of each workload.
+    pub(crate) executions: u32,
+    /// Measured rounds.
+    pub(crate) runs: u32,
+    /// PostgreSQL connections per store.
+    pub(crate) pool: usize,
+}
+
+/// The options as typed, before the checks clap cannot do.
+#[derive(Clone, Debug)]
+pub(crate) struct RawBench {
+    /// `--store`, unparsed.
+    pub(crate) store: String,
+    /// `--concurrency`.
+    pub(crate) concurrency: u32,
+    /// `--executions`.
+    pub(crate) executions: u32,
+    /// `--runs`.
+    pub(crate) runs: u32,
+    /// `--pool`, if given.
+    pub(crate) pool: Option<u32>,
+}
+
+impl RawBench {
+    /// Checks the ranges; the pool defaults to one connection per task.
+    pub(crate) fn validate(self) -> Result<BenchSettings, UsageError> {
+        for (name, value) in [
+            ("concurrency", self.concurrency),
+            ("executions", self.executions),
+            ("runs", self.runs),
+            ("pool", self.pool.unwrap_or(1)),
+        ] {
+            if value == 0 {
+                return Err(UsageError::Zero(name));
+            }
+        }
+        Ok(BenchSettings {
+            store: self.store.parse()?,
+            concurrency: self.concurrency,
+            executions: self.executions,
+            runs: self.runs,
+            pool: self.pool.unwrap_or(self.concurrency) as usize,
+        })
+    }
+}
+
+impl BenchSettings {
+    /// Executions of each workload in the warm-up round: a tenth of a run,
+    /// but at least one per task, and never more than a run.
+    pub(crate) fn warmup(&self) -> u32 {
+        (self.executions / 10)
+            .max(self.concurrency)
+            .min(self.executions)
+    }
+}
+
+/// Why the bench could not be run to the end.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BenchError {
+    /// A store could not be opened, or its schema not dropped afterwards.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// An execution failed.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// A task panicked or was cancelled.
+    #[error("bench task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// Ctrl-C: the bench was stopped (and its schemas dropped).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Where a workload's executions are written.
+enum Backing {
+    /// One store for the whole bench: a PostgreSQL schema. A table that
+    /// grows by a few thousand executions per run barely changes its cost.
+    Shared(Arc<dyn EventStore>),
+    /// A fresh in-memory store for every run. The memory store slows down
+    /// as it fills (measured: from ~150 K to ~26 K executions/s over a
+    /// million executions), so a shared one would make every workload pay
+    /// for the logs of the ones that ran before it.
+    FreshMemory,
+}
+
+/// One workload and where it writes.
+struct Target {
+    /// The workload.
+    workload: Workload,
+    /// Its store.
+    backing: Backing,
+}
+
+/// Runs the bench as `settings` say, ticking `progress` once per workload
+/// run (the warm-up included). Its stores are closed (schemas dropped) at
+/// the end, whether it finished, failed or was interrupted.
+pub(crate) async fn run(
+    settings: BenchSettings,
+    progress: ProgressBar,
+) -> Result<BenchReport, BenchError> {
+    let postgres = settings.store.is_postgres();
+    let workloads = Workload::for_store(postgres);
+    let mut opened: Vec<OpenedStore> = Vec::new();
+    let strategies = if postgres {
+        vec![AcquireStrategy::Function, AcquireStrategy::Pipelined]
+    } else {
+        Vec::new()
+    };
+    for acquire in strategies {
+        let options = OpenOptions {
+            prefix: "bench",
+            pool_size: settings.pool,
+            acquire,
+        };
+        match settings.store.open(options).await {
+            Ok(store) => opened.push(store),
+            Err(failure) => {
+                // Best effort: the open failure is the one worth reporting.
+                let _ = close_all(opened).await;
+                return Err(failure.into());
+            }
+        }
+    }
+    let targets: Vec<Target> = workloads
+        .iter()
+        .map(|&workload| {
+            let pipelined = usize::from(workload == Workload::ParkConditionalPipelined);
+            let backing = match opened.get(pipelined) {
+                Some(opened) => Backing::Shared(Arc::clone(&opened.store)),
+                None => Backing::FreshMemory,
+            };
+            Target { workload, backing }
+        })
+        .collect();
+
+    progress.set_length(u64::from(settings.runs + 1) * targets.len() as u64);
+    let outcome = until_interrupted(measure(&settings, &targets, &progress)).await;
+    progress.finish_and_clear();
+    drop(targets);
+    let closed = close_all(opened).await;
+    let results = outcome.ok_or(BenchError::Interrupted)??;
+    closed?;
+    Ok(BenchReport {
+        store: settings.store.to_string(),
+        postgres,
+        concurrency: settings.concurrency,
+        executions: settings.executions,
+        runs: settings.runs,
+        warmup: settings.warmup(),
+        pool: postgres.then_some(settings.pool),
+        results,
+    })
+}
+
+/// The warm-up round, then the measured rounds, each running every target
+/// once in order.
+async fn measure(
+    settings: &BenchSettings,
+    targets: &[Target],
+    progress: &ProgressBar,
+) -> Result<Vec<WorkloadResult>, BenchError> {
+    let postgres = settings.store.is_postgres();
+    for target in targets {
+        progress.set_message(format!("warm-up: {}", target.workload.label(postgres)));
+        phase(target, settings.warmup(), "w", settings.concurrency).await?;
+        progress.inc(1);
+    }
+    let mut results: Vec<WorkloadResult> = targets
+        .iter()
+        .map(|t| WorkloadResult {
+            workload: t.workload,
+            runs: Vec::new(),
+        })
+        .collect();
+    for round in 1..=settings.runs {
+        for (target, result) in targets.iter().zip(&mut results) {
+            progress.set_message(format!(
+                "run {round}/{}: {}",
+                settings.runs,
+                target.workload.label(postgres)
+            ));
+            let tag = format!("r{round}");
+            let (samples, elapsed) =
+                phase(target, settings.executions, &tag, settings.concurrency).await?;
+            result.runs.push(RunStats::of(&samples, elapsed));
+            progress.inc(1);
+        }
+    }
+    Ok(results)
+}
+
+/// One run of one workload: `executions` executions (ids
+/// `<workload>-<tag>-<i>`) through `concurrency` tasks. Returns every
+/// execution's sample and the wall time from the moment all tasks were
+/// ready to the last one's end (a fresh memory store is freed after that).
+async fn phase(
+    target: &Target,
+    executions: u32,
+    tag: &str,
+    concurrency: u32,
+) -> Result<(Vec<Sample>, Duration), BenchError> {
+    let store: Arc<dyn EventStore> = match &target.backing {
+        Backing::Shared(store) => Arc::clone(store),
+        Backing::FreshMemory => Arc::new(MemoryEventStore::new()),
+    };
+    let next = Arc::new(AtomicU32::new(0));
+    let tasks = concurrency.min(executions);
+    // Spawning is set-up: the clock starts when every task is waiting.
+    let start = Arc::new(Barrier::new(tasks as usize + 1));
+    let mut set = JoinSet::new();
+    for _ in 0..tasks {
+        let (next, start) = (Arc::clone(&next), Arc::clone(&start));
+        let store = Arc::clone(&store);
+        let workload = target.workload;
+        let prefix = format!("{}-{tag}-", workload.key());
+        set.spawn(async move {
+            start.wait().await;
+            let mut samples = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= executions {
+                    return Ok::<_, WorkloadError>(samples);
+                }
+                samples.push(workload.execute(&*store, &format!("{prefix}{i}")).await?);
+                // The memory store never awaits: without this a task would
+                // run execution after execution without letting the others
+                // in, and the concurrency would be nominal.
+                yield_now().await;
+            }
+        });
+    }
+    start.wait().await;
+    let began = Instant::now();
+    let mut samples = Vec::with_capacity(executions as usize);
+    // The first failure ends the run: returning drops the set, which aborts
+    // the other tasks.
+    while let Some(joined) = set.join_next().await {
+        samples.extend(joined??);
+    }
+    let elapsed = began.elapsed();
+    drop(store);
+    Ok((samples, elapsed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawBench {
+        RawBench {
+            store: "memory".to_owned(),
+            concurrency: 64,
+            executions: 3000,
+            runs: 3,
+            pool: None,
+        }
+    }
+
+    #[test]
+    fn validates_and_defaults_the_pool_to_the_concurrency() {
+        let settings = raw().validate().unwrap();
+        assert_eq!(settings.pool, 64);
+        assert_eq!(settings.warmup(), 300);
+        for (field, bad) in [
+            (
+                "concurrency",
+                RawBench {
+                    concurrency: 0,
+                    ..raw()
+                },
+            ),
+            (
+                "executions",
+                RawBench {
+                    executions: 0,
+                    ..raw()
+                },
+            ),
+            ("runs", RawBench { runs: 0, ..raw() }),
+            (
+                "pool",
+                RawBench {
+                    pool: Some(0),
+                    ..raw()
+                },
+            ),
+        ] {
+            assert_eq!(bad.validate().unwrap_err(), UsageError::Zero(field));
+        }
+        let store = RawBench {
+            store: "sqlite:x".to_owned(),
+            ..raw()
+        };
+        assert!(matches!(store.validate(), Err(UsageError::Store(_))));
+    }
+
+    #[test]
+    fn the_warmup_is_short_but_covers_every_task() {
+        let small = RawBench {
+            executions: 50,
+            ..raw()
+        };
+        assert_eq!(small.validate().unwrap().warmup(), 50);
+        let many = RawBench {
+            executions: 100_000,
+            concurrency: 8,
+            ..raw()
+        };
+        assert_eq!(many.validate().unwrap().warmup(), 10_000);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_bench_on_memory_measures_every_workload() {
+        let settings = RawBench {
+            concurrency: 4,
+            executions: 20,
+            runs: 2,
+            ..raw()
+        }
+        .validate()
+        .unwrap();
+        let report = run(settings, ProgressBar::hidden()).await.unwrap();
+        assert_eq!(report.results.len(), 5);
+        for result in &report.results {
+            assert_eq!(result.runs.len(), 2);
+            assert!(result.throughput() > 0.0, "{result:?}");
+        }
+    }
+}

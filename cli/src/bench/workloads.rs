@@ -1,0 +1,290 @@
+//! What one execution of each workload does against the store.
+//!
+//! Every workload writes the same shape of log (a start, some steps, a
+//! completion), so the workloads differ only in how the writer holds the
+//! execution: with no token, with a token taken up front, or by resuming a
+//! park on one of the three resume paths. Nothing races here (each
+//! execution has exactly one writer), so every resume must land; anything
+//! else is a failure of the bench, not a result.
+
+use std::time::{Duration, Instant};
+
+use loomfence_core::park::{Wait, park_payload};
+use loomfence_core::{
+    Capability, Envelope, ExecutionId, IdError, JsonObject, KernelKind, MachineError, NewEvent,
+    ResumeMachine, ResumeRequest, Resumed,
+};
+use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
+use loomfence_store::{EventStore, StoreError};
+use serde_json::{Value, json};
+
+use crate::resumer::now_ms;
+
+/// Step events in the two straight-line workloads.
+const STRAIGHT_STEPS: u32 = 3;
+
+/// One workload of the bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Workload {
+    /// `EXECUTION_STARTED`, three `STEP_COMPLETED`, `EXECUTION_COMPLETED`:
+    /// five single appends, no token.
+    Unfenced,
+    /// `acquire_fence`, then the same five appends carrying the token.
+    Fenced,
+    /// Start and park (one append each), a resume that takes no token (the
+    /// park-conditional append), one step and the completion.
+    ParkUnfenced,
+    /// The same, the resume under the plain `acquire_fence`.
+    ParkAcquireFence,
+    /// The same, the resume under the conditional `acquire_fence_if`.
+    ParkConditional,
+    /// [`Workload::ParkConditional`] on a PostgreSQL store whose conditional
+    /// acquire is the pipelined transaction instead of the function.
+    ParkConditionalPipelined,
+}
+
+/// How long one execution took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sample {
+    /// From the first store call to the last one's answer.
+    pub(crate) total: Duration,
+    /// The resume alone (park workloads only).
+    pub(crate) resume: Option<Duration>,
+}
+
+/// Why an execution could not be run as the workload says.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkloadError {
+    /// A generated id was refused (a bug in the CLI).
+    #[error("execution id: {0}")]
+    Id(#[from] IdError),
+    /// A store call failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// The resume did not land, although nobody raced it.
+    #[error("resume: {0}")]
+    Resume(#[from] ResumeFailure),
+    /// The resume machine refused the events it was started from.
+    #[error("resume machine: {0}")]
+    Machine(#[from] MachineError),
+}
+
+impl Workload {
+    /// Every workload, in the order they run and are reported.
+    pub(crate) const ALL: [Workload; 6] = [
+        Workload::Unfenced,
+        Workload::Fenced,
+        Workload::ParkUnfenced,
+        Workload::ParkAcquireFence,
+        Workload::ParkConditional,
+        Workload::ParkConditionalPipelined,
+    ];
+
+    /// The workloads that run against a store: the pipelined acquire is a
+    /// PostgreSQL choice, so it runs only there.
+    pub(crate) fn for_store(postgres: bool) -> Vec<Workload> {
+        Self::ALL
+            .into_iter()
+            .filter(|w| postgres || *w != Workload::ParkConditionalPipelined)
+            .collect()
+    }
+
+    /// The stable key used in JSON and in execution ids.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Workload::Unfenced => "unfenced",
+            Workload::Fenced => "fenced",
+            Workload::ParkUnfenced => "park_resume_unfenced",
+            Workload::ParkAcquireFence => "park_resume_acquire_fence",
+            Workload::ParkConditional => "park_resume_fence_if_parked_at",
+            Workload::ParkConditionalPipelined => "park_resume_fence_if_parked_at_pipelined",
+        }
+    }
+
+    /// The row label of the table.
+    pub(crate) fn label(self, postgres: bool) -> &'static str {
+        match self {
+            Workload::Unfenced => "unfenced",
+            Workload::Fenced => "fenced",
+            Workload::ParkUnfenced => "park/resume, unfenced",
+            Workload::ParkAcquireFence => "park/resume, acquire_fence",
+            Workload::ParkConditional if postgres => "park/resume, fence_if_parked_at (function)",
+            Workload::ParkConditional => "park/resume, fence_if_parked_at",
+            Workload::ParkConditionalPipelined => "park/resume, fence_if_parked_at (pipelined)",
+        }
+    }
+
+    /// Whether the workload resumes a park (and so has a resume latency).
+    pub(crate) fn resumes(self) -> bool {
+        !matches!(self, Workload::Unfenced | Workload::Fenced)
+    }
+
+    /// Runs one execution `id` of this workload against `store`.
+    pub(crate) async fn execute(
+        self,
+        store: &dyn EventStore,
+        id: &str,
+    ) -> Result<Sample, WorkloadError> {
+        let began = Instant::now();
+        let resume = match self {
+            Workload::Unfenced => {
+                straight(store, id, None).await?;
+                None
+            }
+            Workload::Fenced => {
+                let token = store.acquire_fence(id).await?;
+                straight(store, id, Some(token)).await?;
+                None
+            }
+            Workload::ParkUnfenced => Some(park_resume(store, id, None).await?),
+            Workload::ParkAcquireFence => {
+                Some(park_resume(store, id, Some(Capability::FencingOnly)).await?)
+            }
+            Workload::ParkConditional | Workload::ParkConditionalPipelined => {
+                Some(park_resume(store, id, Some(Capability::Conditional)).await?)
+            }
+        };
+        Ok(Sample {
+            total: began.elapsed(),
+            resume,
+        })
+    }
+}
+
+/// Start, [`STRAIGHT_STEPS`] steps, completion: single appends, each
+/// carrying `token` when there is one.
+async fn straight(
+    store: &dyn EventStore,
+    id: &str,
+    token: Option<u64>,
+) -> Result<(), WorkloadError> {
+    let stamp = |event: NewEvent| match token {
+        Some(token) => event.with_fence(token),
+        None => event,
+    };
+    store
+        .append(
+            id,
+            stamp(NewEvent::kernel(KernelKind::ExecutionStarted, now_ms())),
+        )
+        .await?;
+    for step in 0..STRAIGHT_STEPS {
+        store.append(id, stamp(step_event(step))).await?;
+    }
+    store.append(id, stamp(completion())).await?;
+    Ok(())
+}
+
+/// Start and park, resume on the path `fencing` names (`None`: no token,
+/// the park-conditional append; otherwise a machine built with that
+/// capability), then one step and the completion through [`Body`]. Returns
+/// how long the resume took.
+async fn park_resume(
+    store: &dyn EventStore,
+    id: &str,
+    fencing: Option<Capability>,
+) -> Result<Duration, WorkloadError> {
+    let started = store
+        .append(id, NewEvent::kernel(KernelKind::ExecutionStarted, now_ms()))
+        .await?;
+    let park =
+        NewEvent::kernel(KernelKind::ExecutionSuspended, now_ms()).with_payload(park_payload(&[
+            Wait::Message {
+                channel: "bench".to_owned(),
+            },
+        ]));
+    let parked = store.append(id, park).await?;
+    let park_seq = parked.sequence;
+    // The writer holds the log it wrote, so no resume reads the park back.
+    let held: [Envelope; 2] = [started, parked];
+    let request = ResumeRequest::new(park_seq, json!({ "bench": true }), now_ms());
+
+    let resuming = Instant::now();
+    let resumed: Resumed = match fencing {
+        None => resume_from(store, id, request.unfenced(), &held).await?,
+        Some(capability) => {
+            let execution = ExecutionId::new(id)?;
+            let mut machine = ResumeMachine::with_events(execution, request, capability, &held)?;
+            run(store, &mut machine).await?
+        }
+    };
+    let resume = resuming.elapsed();
+
+    let mut body = Body::new(store, resumed);
+    body.append(step_event(0)).await?;
+    body.complete(json!({ "done": true }), now_ms()).await?;
+    Ok(resume)
+}
+
+/// `STEP_COMPLETED { step }`.
+fn step_event(step: u32) -> NewEvent {
+    let mut payload = JsonObject::new();
+    payload.insert("step".to_owned(), Value::from(step));
+    NewEvent::kernel(KernelKind::StepCompleted, now_ms()).with_payload(payload)
+}
+
+/// `EXECUTION_COMPLETED { output }`, as [`Body::complete`] writes it.
+fn completion() -> NewEvent {
+    let mut payload = JsonObject::new();
+    payload.insert("output".to_owned(), json!({ "done": true }));
+    NewEvent::kernel(KernelKind::ExecutionCompleted, now_ms()).with_payload(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use loomfence_store::MemoryEventStore;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_workload_writes_a_completed_log() {
+        let store = MemoryEventStore::new();
+        for workload in Workload::ALL {
+            let id = format!("{}-1", workload.key());
+            let sample = workload.execute(&store, &id).await.unwrap();
+            assert_eq!(sample.resume.is_some(), workload.resumes(), "{workload:?}");
+            let log = store.read_range(&id, 1, None).await.unwrap();
+            let kinds: Vec<&str> = log.iter().map(|e| e.kind.as_str()).collect();
+            let expected: &[&str] = if workload.resumes() {
+                &[
+                    "EXECUTION_STARTED",
+                    "EXECUTION_SUSPENDED",
+                    "EXECUTION_RESUMED",
+                    "STEP_COMPLETED",
+                    "EXECUTION_COMPLETED",
+                ]
+            } else {
+                &[
+                    "EXECUTION_STARTED",
+                    "STEP_COMPLETED",
+                    "STEP_COMPLETED",
+                    "STEP_COMPLETED",
+                    "EXECUTION_COMPLETED",
+                ]
+            };
+            assert_eq!(kinds, expected, "{workload:?}");
+            let fence = store.current_fence(&id).await.unwrap();
+            let fenced = !matches!(workload, Workload::Unfenced | Workload::ParkUnfenced);
+            assert_eq!(fence, u64::from(fenced), "{workload:?}");
+            // A park workload's start and park are written before the
+            // resume takes its token; everything after carries it.
+            let first_fenced = if workload.resumes() { 2 } else { 0 };
+            if fenced {
+                assert!(
+                    log[first_fenced..]
+                        .iter()
+                        .all(|e| matches!(e.fence(), Ok(Some(1)))),
+                    "{log:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipelined_acquire_runs_only_on_postgres() {
+        assert_eq!(Workload::for_store(true).len(), 6);
+        let memory = Workload::for_store(false);
+        assert_eq!(memory.len(), 5);
+        assert!(!memory.contains(&Workload::ParkConditionalPipelined));
+    }
+}
