@@ -209,35 +209,43 @@ fn append_function(s: &str) -> String {
 }
 
 /// The conditional acquire as a PL/pgSQL function: one round trip, bound
-/// arguments, and a fresh snapshot for each statement. After the row lock it
-/// reads the head and scans the tail again, so a park deleted or answered
-/// while it waited makes it refuse rather than acquire.
+/// arguments.
+///
+/// It locks the fence row first (creating the token-0 row of an existing
+/// park that predates fence rows), then decides and bumps in ONE guarded
+/// `UPDATE`. That statement takes a fresh snapshot after the lock was
+/// granted (READ COMMITTED, a volatile function), so it sees every answering
+/// append that committed before it, and a park deleted or answered while the
+/// lock was awaited makes it refuse. The head is read only on refusal, to
+/// tell a park outside the log from a stale expectation.
 fn acquire_fence_if_function(s: &str) -> String {
     format!(
         "CREATE OR REPLACE FUNCTION {s}.acquire_fence_if( \
-           p_id text, p_fence bigint, p_park bigint, p_answering text[], p_kernel text[]) \
-         RETURNS TABLE (acquired boolean, token bigint, head bigint) \
+           p_id text, p_fence bigint, p_park bigint, p_answering text[], p_kernel text[], \
+           OUT acquired boolean, OUT token bigint, OUT head bigint) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \
-         DECLARE v_token bigint; v_head bigint; \
+         DECLARE v_bumped bigint; \
          BEGIN \
            {rc} \
-           SELECT COALESCE(max(e.sequence), 0) INTO v_head FROM {s}.events e WHERE e.execution_id = p_id; \
-           IF p_park < 1 OR p_park > v_head THEN \
-             RETURN QUERY SELECT false, NULL::bigint, v_head; RETURN; \
+           SELECT f.token INTO token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
+           IF NOT FOUND THEN \
+             INSERT INTO {s}.fences AS f (execution_id, token) SELECT p_id, 0 \
+               WHERE EXISTS (SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence = p_park) \
+               ON CONFLICT DO NOTHING; \
+             SELECT f.token INTO token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
            END IF; \
-           INSERT INTO {s}.fences AS f (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
-           SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
-           SELECT COALESCE(max(e.sequence), 0) INTO v_head FROM {s}.events e WHERE e.execution_id = p_id; \
-           IF v_token IS NULL OR p_park > v_head THEN \
-             RETURN QUERY SELECT false, v_token, v_head; RETURN; \
+           UPDATE {s}.fences f SET token = f.token + 1 \
+             WHERE f.execution_id = p_id AND f.token = p_fence \
+               AND EXISTS (SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence = p_park) \
+               AND NOT EXISTS (SELECT 1 FROM {s}.events e \
+                               WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}) \
+             RETURNING f.token INTO v_bumped; \
+           acquired := FOUND; \
+           IF acquired THEN \
+             token := v_bumped; \
+           ELSE \
+             SELECT COALESCE(max(e.sequence), 0) INTO head FROM {s}.events e WHERE e.execution_id = p_id; \
            END IF; \
-           IF v_token <> p_fence OR EXISTS ( \
-                SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence > p_park \
-                  AND {answering}) THEN \
-             RETURN QUERY SELECT false, v_token, v_head; RETURN; \
-           END IF; \
-           UPDATE {s}.fences f SET token = v_token + 1 WHERE f.execution_id = p_id; \
-           RETURN QUERY SELECT true, v_token + 1, v_head; \
          END $fn$",
         rc = require_read_committed("acquire_fence_if"),
         answering = answering("p_answering", "p_kernel"),

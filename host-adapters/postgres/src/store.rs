@@ -263,7 +263,7 @@ impl PostgresEventStore {
         id: &str,
         fence: i64,
         park: i64,
-    ) -> Result<(Option<i64>, bool, i64), StoreError> {
+    ) -> Result<Verdict, StoreError> {
         let client = self.client().await?;
         let statement = client
             .prepare_cached(&self.sql.acquire_fence_if_call)
@@ -278,8 +278,8 @@ impl PostgresEventStore {
             .map_err(|e| client.store(e))?;
         let acquired: bool = row.try_get(0).map_err(error::store)?;
         let token: Option<i64> = row.try_get(1).map_err(error::store)?;
-        let head: i64 = row.try_get(2).map_err(error::store)?;
-        Ok((token, acquired, head))
+        let head: Option<i64> = row.try_get(2).map_err(error::store)?;
+        Verdict::new(acquired, token, head)
     }
 
     /// The conditional acquire as an explicit READ COMMITTED transaction,
@@ -289,7 +289,7 @@ impl PostgresEventStore {
         id: &str,
         fence: i64,
         park: i64,
-    ) -> Result<(Option<i64>, bool, i64), StoreError> {
+    ) -> Result<Verdict, StoreError> {
         let client = self.client().await?;
         let [ensure, lock, bump] = &self.sql.acquire_fence_if_pipelined;
         let begin = client
@@ -335,10 +335,39 @@ impl PostgresEventStore {
         committed.map_err(|e| client.store(e))?;
         let new_token: Option<i64> = bumped.try_get(0).map_err(error::store)?;
         let head: i64 = bumped.try_get(1).map_err(error::store)?;
-        Ok(match new_token {
-            Some(token) => (Some(token), true, head),
-            None => (current.or(Some(0)), false, head),
-        })
+        match new_token {
+            Some(_) => Verdict::new(true, new_token, Some(head)),
+            None => Verdict::new(false, current, Some(head)),
+        }
+    }
+}
+
+/// What a conditional acquire answered, before it is checked against the
+/// caller's expectation.
+enum Verdict {
+    /// The token moved to this value.
+    Acquired(u64),
+    /// Nothing changed: the current token (none if the execution has no
+    /// fence row) and the log's head.
+    Refused {
+        /// The token as it stands.
+        current: Option<i64>,
+        /// The last sequence of the log.
+        head: i64,
+    },
+}
+
+impl Verdict {
+    /// Reads a verdict row; an acquire without a token, or a refusal
+    /// without a head, is a row this store did not write.
+    fn new(acquired: bool, token: Option<i64>, head: Option<i64>) -> Result<Self, StoreError> {
+        match (acquired, token, head) {
+            (true, Some(token), _) => Ok(Verdict::Acquired(to_u64(token))),
+            (false, current, Some(head)) => Ok(Verdict::Refused { current, head }),
+            (acquired, token, head) => Err(error::corrupt(format!(
+                "acquire_fence_if answered acquired={acquired}, token={token:?}, head={head:?}"
+            ))),
+        }
     }
 }
 
@@ -471,7 +500,7 @@ impl EventStore for PostgresEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let fence = to_i64(check_safe("fence", expect.fence)?);
         let park = to_i64(check_safe("parkSeq", expect.park_seq)?);
-        let (token, acquired, head) = match self.options.acquire {
+        let verdict = match self.options.acquire {
             AcquireStrategy::Function => {
                 self.acquire_if_function(execution_id, fence, park).await?
             }
@@ -479,19 +508,19 @@ impl EventStore for PostgresEventStore {
                 self.acquire_if_pipelined(execution_id, fence, park).await?
             }
         };
-        if park < 1 || park > head {
-            return Err(InputError::ParkSeqOutOfRange {
-                park_seq: expect.park_seq,
-                head: to_u64(head),
+        match verdict {
+            Verdict::Acquired(fence) => Ok(AcquireOutcome::Acquired { fence }),
+            Verdict::Refused { head, .. } if park < 1 || park > head => {
+                Err(InputError::ParkSeqOutOfRange {
+                    park_seq: expect.park_seq,
+                    head: to_u64(head),
+                }
+                .into())
             }
-            .into());
+            Verdict::Refused { current, .. } => Ok(AcquireOutcome::Stale {
+                fence: to_u64(current.unwrap_or_default()),
+            }),
         }
-        let fence = to_u64(token.unwrap_or_default());
-        Ok(if acquired {
-            AcquireOutcome::Acquired { fence }
-        } else {
-            AcquireOutcome::Stale { fence }
-        })
     }
 
     async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
