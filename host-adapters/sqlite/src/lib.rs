@@ -1,0 +1,44 @@
+//! The SQLite [`EventStore`](loomfence_store::EventStore) of loomfence: the
+//! embedded, durable default.
+//!
+//! The reference design's SQLite store never fenced: a single node, the
+//! process as the failure domain. This one does, so a single-node user gets
+//! exactly the guarantees a fleet gets on PostgreSQL, and every backend
+//! passes one conformance kit.
+//!
+//! - **Every write is one `BEGIN IMMEDIATE` transaction**: appends (with the
+//!   guard), the park-conditional append, both acquires and the delete. It
+//!   takes SQLite's write lock up front, so the read, the decision and the
+//!   write cannot interleave with another writer in this process or any
+//!   other. The decisions are the core's own functions, not a SQL copy.
+//! - **WAL mode, a busy timeout, one writer connection and a few readers**,
+//!   each used on tokio's blocking pool: a slow disk never stalls the
+//!   executor, and reads do not queue behind writes.
+//! - **Opening is safe to race and refuses what it must not touch**: the
+//!   schema is created in one immediate transaction (two processes opening
+//!   a new file queue on it), and a foreign, damaged or newer file is
+//!   refused, unchanged, with a typed [`OpenError`].
+//!
+//! ```
+//! use loomfence_sqlite::SqliteEventStore;
+//! use loomfence_store::EventStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = SqliteEventStore::open_in_memory().await?;
+//! assert_eq!(store.acquire_fence("job-1").await?, 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod db;
+mod error;
+mod ops;
+mod options;
+mod schema;
+mod store;
+
+pub use error::OpenError;
+pub use options::{Durability, SqliteOptions};
+pub use schema::SCHEMA_VERSION;
+pub use store::SqliteEventStore;

@@ -1,0 +1,247 @@
+//! The store's operations as synchronous steps on a connection. Every write
+//! is one `BEGIN IMMEDIATE` transaction: it takes SQLite's write lock up
+//! front, so the read, the decision and the write cannot interleave with
+//! any other writer, in this process or another. The decisions themselves
+//! are the core's (`guard_append`, `decide_acquire_if`, `is_answering`), not
+//! a SQL copy of them.
+
+use loomfence_core::fence::{BatchFacts, check_park_seq, decide_acquire_if, guard_append};
+use loomfence_core::{
+    AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, KindClass,
+    NewEvent, ParkExpectation, is_answering,
+};
+use loomfence_store::StoreError;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use crate::error::{self, corrupt};
+
+/// A sequence or token as SQLite stores it (both are at most 2^53-1).
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A stored sequence or token (never negative).
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+/// Starts the write transaction every write operation runs in.
+fn immediate(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(error::store)
+}
+
+/// The log's last sequence, 0 when empty.
+fn head(tx: &Transaction<'_>, id: &str) -> Result<u64, StoreError> {
+    let head: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE execution_id = ?1")
+        .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
+        .map_err(error::store)?;
+    Ok(to_u64(head))
+}
+
+/// The execution's token, 0 when it has none.
+fn token(conn: &Connection, id: &str) -> Result<u64, StoreError> {
+    let token: Option<i64> = conn
+        .prepare_cached("SELECT token FROM fences WHERE execution_id = ?1")
+        .and_then(|mut statement| statement.query_row([id], |row| row.get(0)).optional())
+        .map_err(error::store)?;
+    Ok(token.map_or(0, to_u64))
+}
+
+/// Whether an answering event follows `park_seq`, judged by the core's own
+/// classification. Only the tail after the park is read, and metadata is
+/// parsed only for kinds the kernel table does not know.
+fn answered_after(tx: &Transaction<'_>, id: &str, park_seq: u64) -> Result<bool, StoreError> {
+    let mut statement = tx
+        .prepare_cached(
+            "SELECT kind, metadata FROM events WHERE execution_id = ?1 AND sequence > ?2",
+        )
+        .map_err(error::store)?;
+    let mut rows = statement
+        .query(params![id, to_i64(park_seq)])
+        .map_err(error::store)?;
+    while let Some(row) = rows.next().map_err(error::store)? {
+        let kind: String = row.get(0).map_err(error::store)?;
+        let answering = match KernelKind::from_name(&kind) {
+            Some(kernel) => kernel.class() == KindClass::Answering,
+            None => {
+                let metadata: String = row.get(1).map_err(error::store)?;
+                is_answering(&kind, &object(&metadata, "metadata")?)
+            }
+        };
+        if answering {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// An event with its JSON already serialised, so the write lock is not held
+/// while encoding.
+pub(crate) struct Encoded {
+    /// The event as written, for the envelope returned.
+    event: NewEvent,
+    /// `payload` as JSON text.
+    payload: String,
+    /// `metadata` as JSON text.
+    metadata: String,
+}
+
+impl Encoded {
+    /// Serialises an event's payload and metadata.
+    pub(crate) fn new(event: NewEvent) -> Result<Self, StoreError> {
+        let text = |map: &JsonObject| {
+            serde_json::to_string(map).map_err(|e| corrupt(format!("unserialisable JSON: {e}")))
+        };
+        Ok(Self {
+            payload: text(&event.payload)?,
+            metadata: text(&event.metadata)?,
+            event,
+        })
+    }
+}
+
+/// The append: guard, optional park condition and insert, in one write
+/// transaction.
+pub(crate) fn append(
+    conn: &mut Connection,
+    id: &ExecutionId,
+    batch: BatchFacts,
+    events: Vec<Encoded>,
+    park_seq: Option<u64>,
+) -> Result<ConditionalAppend, StoreError> {
+    let tx = immediate(conn)?;
+    let head = head(&tx, id.as_str())?;
+    if let Some(park_seq) = park_seq {
+        check_park_seq(park_seq, head)?;
+        if answered_after(&tx, id.as_str(), park_seq)? {
+            return Ok(ConditionalAppend::ParkAnswered);
+        }
+    }
+    if events.is_empty() {
+        return Ok(ConditionalAppend::Appended(Vec::new()));
+    }
+    guard_append(id, token(&tx, id.as_str())?, batch)?;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO events (execution_id, sequence, kind, payload, metadata, at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(error::store)?;
+        for (sequence, encoded) in (head + 1..).zip(&events) {
+            insert
+                .execute(params![
+                    id.as_str(),
+                    to_i64(sequence),
+                    encoded.event.kind,
+                    encoded.payload,
+                    encoded.metadata,
+                    encoded.event.at
+                ])
+                .map_err(error::store)?;
+        }
+    }
+    tx.commit().map_err(error::store)?;
+    Ok(ConditionalAppend::Appended(
+        events
+            .into_iter()
+            .zip(head + 1..)
+            .map(|(encoded, sequence)| encoded.event.into_envelope(id.clone(), sequence))
+            .collect(),
+    ))
+}
+
+/// The unconditional acquire.
+pub(crate) fn acquire_fence(conn: &mut Connection, id: &str) -> Result<u64, StoreError> {
+    let tx = immediate(conn)?;
+    let token: i64 = tx
+        .prepare_cached(
+            "INSERT INTO fences (execution_id, token) VALUES (?1, 1) \
+             ON CONFLICT (execution_id) DO UPDATE SET token = token + 1 RETURNING token",
+        )
+        .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
+        .map_err(error::store)?;
+    tx.commit().map_err(error::store)?;
+    Ok(to_u64(token))
+}
+
+/// The conditional acquire: check the park, decide with the core, bump.
+pub(crate) fn acquire_fence_if(
+    conn: &mut Connection,
+    id: &str,
+    expect: ParkExpectation,
+) -> Result<AcquireOutcome, StoreError> {
+    let tx = immediate(conn)?;
+    check_park_seq(expect.park_seq, head(&tx, id)?)?;
+    let answered = answered_after(&tx, id, expect.park_seq)?;
+    let outcome = decide_acquire_if(token(&tx, id)?, expect, answered);
+    if let AcquireOutcome::Acquired { fence } = outcome {
+        tx.prepare_cached(
+            "INSERT INTO fences (execution_id, token) VALUES (?1, ?2) \
+             ON CONFLICT (execution_id) DO UPDATE SET token = excluded.token",
+        )
+        .and_then(|mut statement| statement.execute(params![id, to_i64(fence)]))
+        .map_err(error::store)?;
+        tx.commit().map_err(error::store)?;
+    }
+    Ok(outcome)
+}
+
+/// Deletes the log, and the fence row only if its token is 0.
+pub(crate) fn delete_execution(conn: &mut Connection, id: &str) -> Result<bool, StoreError> {
+    let tx = immediate(conn)?;
+    let deleted = tx
+        .execute("DELETE FROM events WHERE execution_id = ?1", [id])
+        .map_err(error::store)?;
+    tx.execute(
+        "DELETE FROM fences WHERE execution_id = ?1 AND token = 0",
+        [id],
+    )
+    .map_err(error::store)?;
+    tx.commit().map_err(error::store)?;
+    Ok(deleted > 0)
+}
+
+/// Events in `from..=to`.
+pub(crate) fn read_range(
+    conn: &Connection,
+    id: &ExecutionId,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Envelope>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT sequence, kind, payload, metadata, at FROM events \
+             WHERE execution_id = ?1 AND sequence >= ?2 AND sequence <= ?3 ORDER BY sequence",
+        )
+        .map_err(error::store)?;
+    let mut rows = statement
+        .query(params![id.as_str(), to_i64(from), to_i64(to)])
+        .map_err(error::store)?;
+    let mut events = Vec::new();
+    while let Some(row) = rows.next().map_err(error::store)? {
+        let payload: String = row.get(2).map_err(error::store)?;
+        let metadata: String = row.get(3).map_err(error::store)?;
+        events.push(Envelope {
+            execution_id: id.clone(),
+            sequence: to_u64(row.get(0).map_err(error::store)?),
+            kind: row.get(1).map_err(error::store)?,
+            payload: object(&payload, "payload")?,
+            metadata: object(&metadata, "metadata")?,
+            at: row.get(4).map_err(error::store)?,
+        });
+    }
+    Ok(events)
+}
+
+/// The current token, read outside any write.
+pub(crate) fn current_fence(conn: &Connection, id: &str) -> Result<u64, StoreError> {
+    token(conn, id)
+}
+
+/// Parses a stored JSON column that must hold an object.
+fn object(text: &str, column: &str) -> Result<JsonObject, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(format!("{column} is not a JSON object: {e}")))
+}

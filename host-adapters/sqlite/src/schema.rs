@@ -1,0 +1,53 @@
+//! Creating and checking the schema.
+//!
+//! The version lives in `PRAGMA user_version`. Creating the tables and
+//! setting the version happen in one `BEGIN IMMEDIATE` transaction, so two
+//! processes opening a new file at once queue on the write lock: the first
+//! creates, the second finds everything in place.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The tables: the same logical shape as the PostgreSQL store's. Payload and
+/// metadata are JSON text, stored exactly as serialised.
+const DDL: &str = "
+    CREATE TABLE IF NOT EXISTS events (
+        execution_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (execution_id, sequence)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS fences (
+        execution_id TEXT PRIMARY KEY,
+        token INTEGER NOT NULL
+    ) WITHOUT ROWID;
+";
+
+/// What opening found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Migrated {
+    /// The schema is at [`SCHEMA_VERSION`].
+    Current,
+    /// The file carries a newer version; nothing was changed.
+    Newer(i64),
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] unless the file is newer.
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Ok(Migrated::Newer(found));
+    }
+    if found < SCHEMA_VERSION {
+        tx.execute_batch(DDL)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(Migrated::Current)
+}

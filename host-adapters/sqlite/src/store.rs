@@ -1,0 +1,181 @@
+//! The `EventStore` implementation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use loomfence_core::fence::{check_batch, check_safe};
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError,
+    MAX_SAFE_INTEGER, NewEvent, ParkExpectation, id,
+};
+use loomfence_store::{BackendError, EventStore, StoreError};
+
+use crate::db::Db;
+use crate::error::OpenError;
+use crate::ops::{self, Encoded};
+use crate::options::SqliteOptions;
+
+/// A fenced event store in one SQLite file (or `:memory:`), with the
+/// conditional capability: a single-node deployment gets the same
+/// guarantees as a fleet on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct SqliteEventStore {
+    /// The connections.
+    db: Arc<Db>,
+    /// Where the database lives.
+    path: PathBuf,
+}
+
+impl SqliteEventStore {
+    /// Opens the database at `path` (`:memory:` for a private in-memory
+    /// one), creating and migrating it if needed.
+    ///
+    /// Idempotent, and safe when several processes open the same file at
+    /// once. A file that is not an SQLite database, is damaged, or carries a
+    /// newer schema is refused with an [`OpenError`] and left untouched.
+    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        let opened = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || Db::open(&path, &options)).await
+        };
+        let db = match opened {
+            Ok(db) => db?,
+            Err(join) => {
+                return Err(OpenError::Interrupted {
+                    path,
+                    reason: join.to_string(),
+                });
+            }
+        };
+        Ok(Self {
+            db: Arc::new(db),
+            path,
+        })
+    }
+
+    /// A private in-memory database, for tests and single-process hosts.
+    pub async fn open_in_memory() -> Result<Self, OpenError> {
+        Self::open(":memory:", SqliteOptions::default()).await
+    }
+
+    /// The database's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The shared part of the three append operations: validate and encode
+    /// off the lock, then write.
+    async fn write(
+        &self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+        park_seq: Option<u64>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        let (batch, _) = check_batch(&events)?;
+        if let Some(park_seq) = park_seq {
+            check_safe("parkSeq", park_seq)?;
+        } else if events.is_empty() {
+            return Ok(ConditionalAppend::Appended(Vec::new()));
+        }
+        let encoded = events
+            .into_iter()
+            .map(Encoded::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.db
+            .write(move |conn| ops::append(conn, &id, batch, encoded, park_seq))
+            .await
+    }
+}
+
+#[async_trait]
+impl EventStore for SqliteEventStore {
+    fn capability(&self) -> Capability {
+        Capability::Conditional
+    }
+
+    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+        let mut written = self.append_many(execution_id, vec![event]).await?;
+        Ok(written.remove(0))
+    }
+
+    async fn append_many(
+        &self,
+        execution_id: &str,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        match self.write(execution_id, events, None).await? {
+            ConditionalAppend::Appended(written) => Ok(written),
+            ConditionalAppend::ParkAnswered => Err(StoreError::Backend(BackendError::permanent(
+                "an unconditional append reported a park",
+            ))),
+        }
+    }
+
+    async fn append_if_parked(
+        &self,
+        execution_id: &str,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        self.write(execution_id, events, Some(park_seq)).await
+    }
+
+    async fn read_range(
+        &self,
+        execution_id: &str,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+        check_safe("fromSeq", from_seq)?;
+        let to = match to_seq {
+            Some(to) => check_safe("toSeq", to)?,
+            None => MAX_SAFE_INTEGER,
+        };
+        self.db
+            .read(move |conn| ops::read_range(conn, &id, from_seq, to))
+            .await
+    }
+
+    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let id = execution_id.to_owned();
+        self.db
+            .read(move |conn| ops::current_fence(conn, &id))
+            .await
+    }
+
+    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let id = execution_id.to_owned();
+        self.db
+            .write(move |conn| ops::acquire_fence(conn, &id))
+            .await
+    }
+
+    async fn acquire_fence_if(
+        &self,
+        execution_id: &str,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        check_safe("fence", expect.fence)?;
+        check_safe("parkSeq", expect.park_seq)?;
+        let id = execution_id.to_owned();
+        self.db
+            .write(move |conn| ops::acquire_fence_if(conn, &id, expect))
+            .await
+    }
+
+    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
+        id::validate(execution_id).map_err(InputError::from)?;
+        let id = execution_id.to_owned();
+        self.db
+            .write(move |conn| ops::delete_execution(conn, &id))
+            .await
+    }
+}
