@@ -8,11 +8,13 @@
 //! means the session is gone marks the connection, and a marked connection
 //! is detached from the pool when it is dropped.
 
-use std::cell::Cell;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::{ClientWrapper, Object};
 use loomfence_store::{BackendError, StoreError};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::error;
 
@@ -22,7 +24,7 @@ pub(crate) struct Conn {
     /// The connection; `None` only during drop.
     client: Option<Object>,
     /// Whether an error showed the session dead.
-    dead: Cell<bool>,
+    dead: AtomicBool,
 }
 
 impl Conn {
@@ -30,14 +32,14 @@ impl Conn {
     pub(crate) fn new(client: Object) -> Self {
         Self {
             client: Some(client),
-            dead: Cell::new(false),
+            dead: AtomicBool::new(false),
         }
     }
 
     /// Classifies `e`, remembering whether it killed the session.
     pub(crate) fn backend(&self, e: tokio_postgres::Error) -> BackendError {
         if session_lost(&e) {
-            self.dead.set(true);
+            self.dead.store(true, Ordering::Relaxed);
         }
         error::backend(e)
     }
@@ -45,6 +47,47 @@ impl Conn {
     /// [`Conn::backend`] as a store error.
     pub(crate) fn store(&self, e: tokio_postgres::Error) -> StoreError {
         StoreError::Backend(self.backend(e))
+    }
+}
+
+impl Conn {
+    /// Runs a cached statement and returns its rows.
+    pub(crate) async fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let statement = self.prepare_cached(sql).await.map_err(|e| self.store(e))?;
+        self.deref()
+            .query(&statement, params)
+            .await
+            .map_err(|e| self.store(e))
+    }
+
+    /// Runs a cached statement that returns exactly one row.
+    pub(crate) async fn row(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, StoreError> {
+        let statement = self.prepare_cached(sql).await.map_err(|e| self.store(e))?;
+        self.deref()
+            .query_one(&statement, params)
+            .await
+            .map_err(|e| self.store(e))
+    }
+
+    /// Runs a cached statement that returns at most one row.
+    pub(crate) async fn row_opt(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, StoreError> {
+        let statement = self.prepare_cached(sql).await.map_err(|e| self.store(e))?;
+        self.deref()
+            .query_opt(&statement, params)
+            .await
+            .map_err(|e| self.store(e))
     }
 }
 
@@ -59,7 +102,7 @@ impl Deref for Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        if self.dead.get()
+        if self.dead.load(Ordering::Relaxed)
             && let Some(client) = self.client.take()
         {
             drop(Object::take(client));

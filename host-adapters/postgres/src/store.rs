@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use loomfence_core::fence::{check_batch, check_safe};
+use loomfence_core::fence::check_safe;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
     KernelKind, NewEvent, ParkExpectation, StaleFenceError, id,
 };
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::{CheckedWrite, EventStore, StoreError, check_write};
 use serde_json::Value;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::{Json, ToSql};
@@ -173,13 +173,15 @@ impl PostgresEventStore {
         events: Vec<NewEvent>,
         park_seq: Option<u64>,
     ) -> Result<ConditionalAppend, StoreError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
-        let (batch, _) = check_batch(&events)?;
-        if let Some(park_seq) = park_seq {
-            check_safe("parkSeq", park_seq)?;
-        } else if events.is_empty() {
+        let Some(CheckedWrite {
+            id,
+            batch,
+            events,
+            park_seq,
+        }) = check_write(execution_id, events, park_seq)?
+        else {
             return Ok(ConditionalAppend::Appended(Vec::new()));
-        }
+        };
         let lock = batch.answering && self.lock_answering();
         let ensure = events
             .iter()
@@ -264,18 +266,14 @@ impl PostgresEventStore {
         fence: i64,
         park: i64,
     ) -> Result<Verdict, StoreError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.acquire_fence_if_call)
-            .await
-            .map_err(|e| client.store(e))?;
-        let row = client
-            .query_one(
-                &statement,
+        let row = self
+            .client()
+            .await?
+            .row(
+                &self.sql.acquire_fence_if_call,
                 &[&id, &fence, &park, &answering_kinds(), &kernel_kinds()],
             )
-            .await
-            .map_err(|e| client.store(e))?;
+            .await?;
         let acquired: bool = row.try_get(0).map_err(error::store)?;
         let token: Option<i64> = row.try_get(1).map_err(error::store)?;
         let head: Option<i64> = row.try_get(2).map_err(error::store)?;
@@ -398,11 +396,6 @@ impl EventStore for PostgresEventStore {
         Capability::Conditional
     }
 
-    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
-        let mut written = self.append_many(execution_id, vec![event]).await?;
-        Ok(written.remove(0))
-    }
-
     async fn append_many(
         &self,
         execution_id: &str,
@@ -437,15 +430,14 @@ impl EventStore for PostgresEventStore {
             Some(to) => to_i64(check_safe("toSeq", to)?),
             None => i64::MAX,
         };
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.read_range)
-            .await
-            .map_err(|e| client.store(e))?;
-        let rows = client
-            .query(&statement, &[&id.as_str(), &to_i64(from_seq), &to])
-            .await
-            .map_err(|e| client.store(e))?;
+        let rows = self
+            .client()
+            .await?
+            .rows(
+                &self.sql.read_range,
+                &[&id.as_str(), &to_i64(from_seq), &to],
+            )
+            .await?;
         rows.into_iter()
             .map(|row| {
                 let sequence: i64 = row.try_get(0).map_err(error::store)?;
@@ -463,15 +455,11 @@ impl EventStore for PostgresEventStore {
 
     async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
         id::validate(execution_id).map_err(InputError::from)?;
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.current_fence)
-            .await
-            .map_err(|e| client.store(e))?;
-        let row = client
-            .query_opt(&statement, &[&execution_id])
-            .await
-            .map_err(|e| client.store(e))?;
+        let row = self
+            .client()
+            .await?
+            .row_opt(&self.sql.current_fence, &[&execution_id])
+            .await?;
         match row {
             Some(row) => Ok(to_u64(row.try_get(0).map_err(error::store)?)),
             None => Ok(0),
@@ -480,15 +468,11 @@ impl EventStore for PostgresEventStore {
 
     async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
         id::validate(execution_id).map_err(InputError::from)?;
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.acquire_fence)
-            .await
-            .map_err(|e| client.store(e))?;
-        let row = client
-            .query_one(&statement, &[&execution_id])
-            .await
-            .map_err(|e| client.store(e))?;
+        let row = self
+            .client()
+            .await?
+            .row(&self.sql.acquire_fence, &[&execution_id])
+            .await?;
         Ok(to_u64(row.try_get(0).map_err(error::store)?))
     }
 
@@ -525,15 +509,11 @@ impl EventStore for PostgresEventStore {
 
     async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
         id::validate(execution_id).map_err(InputError::from)?;
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.delete_call)
-            .await
-            .map_err(|e| client.store(e))?;
-        let row = client
-            .query_one(&statement, &[&execution_id])
-            .await
-            .map_err(|e| client.store(e))?;
+        let row = self
+            .client()
+            .await?
+            .row(&self.sql.delete_call, &[&execution_id])
+            .await?;
         let deleted: i64 = row.try_get(0).map_err(error::store)?;
         Ok(deleted > 0)
     }

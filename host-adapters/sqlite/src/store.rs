@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::fence::{check_batch, check_safe};
+use loomfence_core::fence::check_safe;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError,
     MAX_SAFE_INTEGER, NewEvent, ParkExpectation, id,
 };
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::{BackendError, CheckedWrite, EventStore, StoreError, check_write};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -74,13 +74,15 @@ impl SqliteEventStore {
         events: Vec<NewEvent>,
         park_seq: Option<u64>,
     ) -> Result<ConditionalAppend, StoreError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
-        let (batch, _) = check_batch(&events)?;
-        if let Some(park_seq) = park_seq {
-            check_safe("parkSeq", park_seq)?;
-        } else if events.is_empty() {
+        let Some(CheckedWrite {
+            id,
+            batch,
+            events,
+            park_seq,
+        }) = check_write(execution_id, events, park_seq)?
+        else {
             return Ok(ConditionalAppend::Appended(Vec::new()));
-        }
+        };
         let encoded = events
             .into_iter()
             .map(Encoded::new)
@@ -95,11 +97,6 @@ impl SqliteEventStore {
 impl EventStore for SqliteEventStore {
     fn capability(&self) -> Capability {
         Capability::Conditional
-    }
-
-    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
-        let mut written = self.append_many(execution_id, vec![event]).await?;
-        Ok(written.remove(0))
     }
 
     async fn append_many(

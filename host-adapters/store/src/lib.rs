@@ -30,8 +30,10 @@
 mod error;
 mod memory;
 mod store;
+mod write;
 
 pub use error::{BackendError, StoreError};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
+pub use write::{CheckedWrite, check_write};

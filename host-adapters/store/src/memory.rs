@@ -89,10 +89,6 @@ impl EventStore for MemoryEventStore {
         self.capability
     }
 
-    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
-        Ok(self.lock().append(execution_id, event)?)
-    }
-
     async fn append_many(
         &self,
         execution_id: &str,

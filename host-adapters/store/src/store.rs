@@ -19,8 +19,16 @@ pub trait EventStore: Send + Sync {
     /// What this store offers; constant for the store's lifetime.
     fn capability(&self) -> Capability;
 
-    /// Appends one event at the next sequence, under the append guard.
-    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError>;
+    /// Appends one event at the next sequence, under the append guard: a
+    /// batch of one, unless the adapter has a faster path.
+    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+        let mut written = self.append_many(execution_id, vec![event]).await?;
+        written.pop().ok_or_else(|| {
+            StoreError::Backend(crate::BackendError::permanent(
+                "a one-event append stored nothing",
+            ))
+        })
+    }
 
     /// Appends a batch at contiguous sequences, all or nothing, under one guard
     /// decision for the whole batch.
