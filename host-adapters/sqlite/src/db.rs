@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use loomfence_store::{BackendError, StoreError};
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::error::OpenError;
 use crate::options::SqliteOptions;
@@ -18,12 +19,14 @@ type Shared = Arc<Mutex<Connection>>;
 /// The database's connections.
 #[derive(Debug)]
 pub(crate) struct Db {
+    /// Read-only connections; empty for `:memory:`, where reads go through
+    /// the writer (each `:memory:` connection is its own database). They are
+    /// declared before the writer so they close first: the last connection
+    /// to close checkpoints the WAL into the file, which only a writer can.
+    readers: Vec<Shared>,
     /// The only connection that writes: SQLite has one writer at a time
     /// anyway, and one connection keeps its statement cache warm.
     writer: Shared,
-    /// Read-only connections; empty for `:memory:`, where reads go through
-    /// the writer (each `:memory:` connection is its own database).
-    readers: Vec<Shared>,
     /// Round-robin over `readers`.
     next_reader: AtomicUsize,
 }
@@ -37,35 +40,36 @@ impl Db {
     pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
         let fail = |e| OpenError::from_sqlite(path.to_path_buf(), e);
         let memory = path == Path::new(":memory:");
-        let mut writer = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        )
-        .map_err(fail)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let mut writer = Connection::open_with_flags(path, flags).map_err(fail)?;
         writer.busy_timeout(options.busy_timeout).map_err(fail)?;
-        // Reads the header and the schema page: a foreign or damaged file
-        // fails here, before anything is written.
-        let found: i64 = writer
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(fail)?;
-        writer
-            .query_row("SELECT count(*) FROM sqlite_master", [], |row| {
-                row.get::<_, i64>(0)
-            })
+        // Reads the header and the schema page (a foreign or damaged file
+        // fails here, before anything is written), in one statement so both
+        // answers come from one snapshot: another process may be creating
+        // the schema right now.
+        let (found, objects): (i64, i64) = writer
+            .query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
             .map_err(fail)?;
         if found > SCHEMA_VERSION {
             return Err(newer(path, found));
+        }
+        if found == 0 && objects > 0 {
+            // Our tables and our version are written in one transaction, so
+            // tables without a version are another application's.
+            return Err(OpenError::Foreign {
+                path: path.to_path_buf(),
+            });
         }
         if !memory {
             let mode: String = writer
                 .query_row("PRAGMA journal_mode", [], |row| row.get(0))
                 .map_err(fail)?;
             if !mode.eq_ignore_ascii_case("wal") {
-                writer
-                    .query_row("PRAGMA journal_mode = WAL", [], |row| {
-                        row.get::<_, String>(0)
-                    })
-                    .map_err(fail)?;
+                set_wal(&writer, options.busy_timeout).map_err(fail)?;
             }
         }
         writer
@@ -88,27 +92,29 @@ impl Db {
                 .collect::<Result<_, OpenError>>()?
         };
         Ok(Self {
-            writer: Arc::new(Mutex::new(writer)),
             readers,
+            writer: Arc::new(Mutex::new(writer)),
             next_reader: AtomicUsize::new(0),
         })
     }
 
-    /// Runs `work` on the writer, on the blocking pool.
+    /// Runs `work` with the writer, on the blocking pool. `work` locks it
+    /// (with [`lock`]) when it needs it, so CPU work such as encoding runs
+    /// first, off the executor and without holding the writer.
     pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
     {
         run(self.writer.clone(), work).await
     }
 
-    /// Runs `work` on a reader (the writer for `:memory:`), on the blocking
-    /// pool.
+    /// Runs `work` with a reader (the writer for `:memory:`), on the
+    /// blocking pool; `work` locks it as [`Db::write`]'s does.
     pub(crate) async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
     {
         let connection = if self.readers.is_empty() {
             self.writer.clone()
@@ -117,6 +123,37 @@ impl Db {
             self.readers[index].clone()
         };
         run(connection, work).await
+    }
+}
+
+/// Locks a connection. A panic inside a holder drops its open transaction,
+/// which rolls back, so a poisoned lock still guards a consistent
+/// connection.
+pub(crate) fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    connection.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Switches `conn` to WAL. While another connection (another process
+/// opening the same new file) holds a lock, SQLite answers this switch with
+/// `SQLITE_BUSY` at once, without calling the busy handler: the switch
+/// upgrades a read transaction, which SQLite never waits for. So this waits
+/// as the busy handler would, up to `patience`.
+fn set_wal(conn: &Connection, patience: Duration) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + patience;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+            row.get::<_, String>(0)
+        }) {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other.map(drop),
+        }
     }
 }
 
@@ -129,22 +166,17 @@ fn newer(path: &Path, found: i64) -> OpenError {
     }
 }
 
-/// Locks `connection` on a blocking thread and runs `work` with it. A panic
-/// inside `work` drops its open transaction, which rolls back, so a
-/// poisoned lock still guards a consistent connection.
+/// Runs `work` with `connection` on a blocking thread.
 async fn run<T, F>(connection: Shared, work: F) -> Result<T, StoreError>
 where
     T: Send + 'static,
-    F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(move || {
-        let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
-        work(&mut connection)
-    })
-    .await
-    .map_err(|join| {
-        StoreError::Backend(BackendError::permanent(format!(
-            "the SQLite task failed: {join}"
-        )))
-    })?
+    tokio::task::spawn_blocking(move || work(&connection))
+        .await
+        .map_err(|join| {
+            StoreError::Backend(BackendError::permanent(format!(
+                "the SQLite task failed: {join}"
+            )))
+        })?
 }

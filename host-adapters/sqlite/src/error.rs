@@ -24,6 +24,13 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The file is an SQLite database with tables but no loomfence schema
+    /// version: another application's database, which must not be adopted.
+    #[error("{} is another application's SQLite database (tables, but no loomfence schema version); it was left untouched", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
     /// The database was written by a newer version of loomfence, whose
     /// schema this version must not touch.
     #[error("{} has schema version {found}, newer than this build's {supported}; upgrade loomfence", path.display())]

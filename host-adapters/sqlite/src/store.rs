@@ -11,7 +11,7 @@ use loomfence_core::{
 };
 use loomfence_store::{BackendError, CheckedWrite, EventStore, StoreError, check_write};
 
-use crate::db::Db;
+use crate::db::{Db, lock};
 use crate::error::OpenError;
 use crate::ops::{self, Encoded};
 use crate::options::SqliteOptions;
@@ -83,12 +83,14 @@ impl SqliteEventStore {
         else {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         };
-        let encoded = events
-            .into_iter()
-            .map(Encoded::new)
-            .collect::<Result<Vec<_>, _>>()?;
         self.db
-            .write(move |conn| ops::append(conn, &id, batch, encoded, park_seq))
+            .write(move |writer| {
+                let encoded = events
+                    .into_iter()
+                    .map(Encoded::new)
+                    .collect::<Result<Vec<_>, _>>()?;
+                ops::append(&mut lock(writer), &id, batch, encoded, park_seq)
+            })
             .await
     }
 }
@@ -134,7 +136,7 @@ impl EventStore for SqliteEventStore {
             None => MAX_SAFE_INTEGER,
         };
         self.db
-            .read(move |conn| ops::read_range(conn, &id, from_seq, to))
+            .read(move |reader| ops::read_range(&lock(reader), &id, from_seq, to))
             .await
     }
 
@@ -142,7 +144,7 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .read(move |conn| ops::current_fence(conn, &id))
+            .read(move |reader| ops::current_fence(&lock(reader), &id))
             .await
     }
 
@@ -150,7 +152,7 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |conn| ops::acquire_fence(conn, &id))
+            .write(move |writer| ops::acquire_fence(&mut lock(writer), &id))
             .await
     }
 
@@ -164,7 +166,7 @@ impl EventStore for SqliteEventStore {
         check_safe("parkSeq", expect.park_seq)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |conn| ops::acquire_fence_if(conn, &id, expect))
+            .write(move |writer| ops::acquire_fence_if(&mut lock(writer), &id, expect))
             .await
     }
 
@@ -172,7 +174,7 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |conn| ops::delete_execution(conn, &id))
+            .write(move |writer| ops::delete_execution(&mut lock(writer), &id))
             .await
     }
 }
