@@ -1,10 +1,11 @@
-//! Ctrl-C during a run that holds a PostgreSQL schema.
+//! Ctrl-C during a run that holds a PostgreSQL schema or an SQLite file.
 //!
-//! A run against PostgreSQL creates a schema and drops it at the end. If
-//! Ctrl-C simply killed the process the schema would stay behind, so a run
-//! races its work against the signal: on Ctrl-C the work is dropped (which
-//! aborts its tasks), the schema is still dropped, and the command exits
-//! with 130 as an interrupted shell command does.
+//! A run against PostgreSQL creates a schema and drops it at the end; a run
+//! against `sqlite:PATH` creates the file and removes it at the end. If
+//! Ctrl-C simply killed the process they would stay behind, so a run races
+//! its work against the signal: on Ctrl-C the work is dropped (which aborts
+//! its tasks), the schema is still dropped or the file removed, and the
+//! command exits with 130 as an interrupted shell command does.
 
 use std::future::Future;
 

@@ -16,8 +16,8 @@
 //! park/resume on each resume path) on a store and prints a Markdown table
 //! (or one JSON object); it exits 0, 1 on a store failure, 2 on bad options.
 //!
-//! Either command stopped by Ctrl-C drops its PostgreSQL schema and exits
-//! 130.
+//! Either command stopped by Ctrl-C drops its PostgreSQL schema (or removes
+//! its SQLite file) and exits 130.
 
 mod bench;
 mod interrupt;
@@ -26,11 +26,13 @@ mod race;
 mod report;
 mod resumer;
 mod settings;
+mod sqlite_file;
 mod store_arg;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use loomfence_sqlite::Durability;
 
 use crate::settings::RawSettings;
 
@@ -114,10 +116,17 @@ struct RaceArgs {
     /// bodies; that is reported, and does not fail the run.
     #[arg(long)]
     unconditional: bool,
-    /// The store to race over: `memory`, or `postgres:URL` (a fresh schema
-    /// for the race, dropped at the end); `sqlite:PATH` is to come.
+    /// The store to race over: `memory`; `postgres:URL` (a fresh schema
+    /// for the race, dropped at the end); `sqlite:PATH`, a new SQLite file
+    /// for the race, removed at the end with its -wal and -shm (PATH must
+    /// not exist yet: an existing file is refused, never opened or
+    /// deleted; its directory must exist); or `sqlite::memory:`.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
+    /// How an SQLite store commits; only with --store sqlite:…. Default:
+    /// full.
+    #[arg(long, value_name = "MODE")]
+    sqlite_durability: Option<DurabilityArg>,
     /// Print exactly one JSON object (parks, resumed, double_resumes,
     /// fenced_out, contended, refused, elapsed_ms) and nothing else on
     /// stdout.
@@ -135,6 +144,7 @@ impl From<RaceArgs> for RawSettings {
             seed: args.seed,
             unconditional: args.unconditional,
             store: args.store,
+            sqlite_durability: args.sqlite_durability.map(Durability::from),
         }
     }
 }
@@ -142,11 +152,20 @@ impl From<RaceArgs> for RawSettings {
 /// `loomfence bench`'s options.
 #[derive(Debug, Args)]
 struct BenchArgs {
-    /// The store to measure: `memory`, or `postgres:URL` (e.g.
+    /// The store to measure: `memory`; `postgres:URL` (e.g.
     /// `postgres:postgres://postgres@127.0.0.1:5432/postgres`), where every
-    /// store the bench opens gets a fresh schema, dropped at the end.
+    /// store the bench opens gets a fresh schema, dropped at the end;
+    /// `sqlite:PATH`, a new SQLite file for the whole bench (every round
+    /// writes into it), removed at the end with its -wal and -shm (PATH
+    /// must not exist yet: an existing file is refused, never opened or
+    /// deleted; its directory must exist; put it on the disk to measure); or
+    /// `sqlite::memory:`.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
+    /// How an SQLite store commits; only with --store sqlite:…. Default:
+    /// full.
+    #[arg(long, value_name = "MODE")]
+    sqlite_durability: Option<DurabilityArg>,
     /// Concurrent tasks; each takes the next execution until all are done.
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: u32,
@@ -173,6 +192,26 @@ impl From<BenchArgs> for bench::RawBench {
             executions: args.executions,
             runs: args.runs,
             pool: args.pool,
+            sqlite_durability: args.sqlite_durability.map(Durability::from),
+        }
+    }
+}
+
+/// `--sqlite-durability`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DurabilityArg {
+    /// synchronous=FULL: every commit is fsynced before it returns.
+    Full,
+    /// synchronous=NORMAL: the WAL is fsynced only at checkpoints; a crash
+    /// of the process loses nothing, a power loss may lose the last commits.
+    Normal,
+}
+
+impl From<DurabilityArg> for Durability {
+    fn from(arg: DurabilityArg) -> Self {
+        match arg {
+            DurabilityArg::Full => Durability::Full,
+            DurabilityArg::Normal => Durability::Normal,
         }
     }
 }

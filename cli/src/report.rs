@@ -128,7 +128,12 @@ impl Report {
         let crashes = t.crashed_after_acquire + t.crashed_before_append;
         let mut out = format!(
             "loomfence race: {} parks, {} resumers, {} steps per body, crash rate {}, {acquire}, {} store, seed {}\n",
-            s.parks, s.resumers, s.steps, s.crash_rate, s.store, s.seed
+            s.parks,
+            s.resumers,
+            s.steps,
+            s.crash_rate,
+            s.store.summary(),
+            s.seed
         );
         out += &format!(
             "  resumed {} of {} ({} left parked), completed {}, double resumes {}, fenced out {}\n",

@@ -6,6 +6,7 @@
 //! before anything runs.
 
 use loomfence_core::Capability;
+use loomfence_sqlite::Durability;
 
 use crate::store_arg::{StoreArg, StoreArgError};
 
@@ -55,6 +56,8 @@ pub(crate) struct RawSettings {
     pub(crate) unconditional: bool,
     /// `--store`, unparsed.
     pub(crate) store: String,
+    /// `--sqlite-durability`, if given.
+    pub(crate) sqlite_durability: Option<Durability>,
 }
 
 /// An option that is well-typed but out of range.
@@ -83,7 +86,7 @@ impl RawSettings {
         if self.resumers == 0 {
             return Err(UsageError::Zero("resumers"));
         }
-        let store = self.store.parse()?;
+        let store = StoreArg::from_options(&self.store, self.sqlite_durability)?;
         Ok(Settings {
             parks: self.parks,
             resumers: self.resumers,
@@ -122,6 +125,7 @@ mod tests {
             seed: Some(7),
             unconditional: false,
             store: "memory".to_owned(),
+            sqlite_durability: None,
         }
     }
 

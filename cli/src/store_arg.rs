@@ -8,11 +8,17 @@
 //!   PostgreSQL store, on a schema of its own that is created for the run
 //!   and dropped (`DROP SCHEMA … CASCADE`) when the run ends, so runs never
 //!   see each other's logs and leave nothing behind;
-//! - `sqlite:PATH` is the spelling reserved for the SQLite adapter, and is
-//!   refused with a message saying so until it lands, so that nobody
-//!   mistakes it for a typo.
+//! - `sqlite:PATH`: the SQLite store in a new file at PATH, created for the
+//!   run and removed (with its `-wal` and `-shm`) when the run ends; an
+//!   existing file is refused, never opened (see [`crate::sqlite_file`]);
+//! - `sqlite::memory:`: the SQLite store in a private in-memory database.
+//!
+//! `--sqlite-durability full|normal` picks the SQLite store's
+//! [`Durability`]; it is refused with any other store, where it would mean
+//! nothing.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,8 +26,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use loomfence_postgres::{
     AcquireStrategy, ConfigError, ConnectError, PostgresEventStore, PostgresOptions, Schema,
 };
+use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore};
 use tokio_postgres::config::Host;
+
+use crate::sqlite_file::{self, SqliteFileError, SqlitePathError, SqliteTarget, durability_name};
 
 /// A backend named on the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,9 +46,16 @@ pub(crate) enum StoreArg {
         /// What is printed instead: `user@host:port/db`, no password.
         shown: String,
     },
+    /// The SQLite store, in a new file or in memory.
+    Sqlite {
+        /// Where.
+        target: SqliteTarget,
+        /// How commits reach the disk (`--sqlite-durability`).
+        durability: Durability,
+    },
 }
 
-/// How to open a store for one run. The memory store ignores all of it.
+/// How to open a store for one run. Only PostgreSQL uses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OpenOptions {
     /// First part of the run's schema name (`<prefix>_<pid>_<n>`), naming
@@ -55,8 +71,18 @@ pub(crate) struct OpenOptions {
 pub(crate) struct OpenedStore {
     /// The store, as every command uses it.
     pub(crate) store: Arc<dyn EventStore>,
-    /// The same store when it is PostgreSQL, for dropping its schema.
-    postgres: Option<Arc<PostgresEventStore>>,
+    /// What closing it does.
+    cleanup: Cleanup,
+}
+
+/// What is left to do when a run's store is closed.
+enum Cleanup {
+    /// Nothing: it lives in memory.
+    Nothing,
+    /// Drop this PostgreSQL store's schema.
+    DropSchema(Arc<PostgresEventStore>),
+    /// Remove this SQLite file and its companions.
+    RemoveFile(PathBuf),
 }
 
 /// Why a store could not be opened or cleaned up.
@@ -76,6 +102,9 @@ pub(crate) enum OpenError {
         /// Why.
         reason: String,
     },
+    /// The run's SQLite file could not be created, opened or removed.
+    #[error(transparent)]
+    Sqlite(#[from] SqliteFileError),
 }
 
 /// Schemas opened by this process so far: the `<n>` of `<prefix>_<pid>_<n>`.
@@ -88,8 +117,15 @@ impl StoreArg {
         match self {
             StoreArg::Memory => Ok(OpenedStore {
                 store: Arc::new(MemoryEventStore::new()),
-                postgres: None,
+                cleanup: Cleanup::Nothing,
             }),
+            StoreArg::Sqlite { target, durability } => {
+                let (store, file) = target.open(*durability).await?;
+                Ok(OpenedStore {
+                    store: Arc::new(store),
+                    cleanup: file.map_or(Cleanup::Nothing, Cleanup::RemoveFile),
+                })
+            }
             StoreArg::Postgres { url, .. } => {
                 let n = SCHEMAS_OPENED.fetch_add(1, Ordering::Relaxed);
                 let schema = Schema::new(format!("{}_{}_{n}", options.prefix, std::process::id()))?;
@@ -106,7 +142,7 @@ impl StoreArg {
                 let store = Arc::new(store);
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
-                    postgres: Some(store),
+                    cleanup: Cleanup::DropSchema(store),
                 })
             }
         }
@@ -117,14 +153,60 @@ impl StoreArg {
     pub(crate) fn is_postgres(&self) -> bool {
         matches!(self, StoreArg::Postgres { .. })
     }
+
+    /// The SQLite store's durability; `None` for the other stores.
+    pub(crate) fn durability(&self) -> Option<Durability> {
+        match self {
+            StoreArg::Sqlite { durability, .. } => Some(*durability),
+            _ => None,
+        }
+    }
+
+    /// Reads `--store` and `--sqlite-durability` together and checks them
+    /// against the file system: everything about the store that can be
+    /// refused before a run starts (and so exits 2) is refused here.
+    pub(crate) fn from_options(
+        store: &str,
+        durability: Option<Durability>,
+    ) -> Result<Self, StoreArgError> {
+        let mut parsed: StoreArg = store.parse()?;
+        match (&mut parsed, durability) {
+            (StoreArg::Sqlite { durability, .. }, Some(given)) => *durability = given,
+            (_, Some(_)) => return Err(StoreArgError::DurabilityWithoutSqlite),
+            (_, None) => {}
+        }
+        if let StoreArg::Sqlite { target, .. } = &parsed {
+            target.check()?;
+        }
+        Ok(parsed)
+    }
+
+    /// How the store is named in a human summary: [`Display`](fmt::Display)
+    /// plus the durability of an SQLite file.
+    pub(crate) fn summary(&self) -> String {
+        match self {
+            StoreArg::Sqlite {
+                target: SqliteTarget::File(_),
+                durability,
+            } => format!("{self} (durability {})", durability_name(*durability)),
+            _ => self.to_string(),
+        }
+    }
 }
 
 impl OpenedStore {
-    /// Ends the run: drops the PostgreSQL schema with everything in it;
-    /// nothing to do for memory.
+    /// Ends the run: drops the PostgreSQL schema with everything in it, or
+    /// removes the SQLite file; nothing to do in memory.
     pub(crate) async fn close(self) -> Result<(), OpenError> {
-        let Some(postgres) = self.postgres else {
-            return Ok(());
+        let OpenedStore { store, cleanup } = self;
+        // The last handle, once every run on the store has ended: dropping it
+        // closes the SQLite connections (checkpointing the WAL) before the
+        // files go.
+        drop(store);
+        let postgres = match cleanup {
+            Cleanup::Nothing => return Ok(()),
+            Cleanup::RemoveFile(path) => return Ok(sqlite_file::remove(&path)?),
+            Cleanup::DropSchema(postgres) => postgres,
         };
         let schema = postgres.schema().to_string();
         let dropped = async {
@@ -158,6 +240,7 @@ impl fmt::Display for StoreArg {
         match self {
             StoreArg::Memory => f.write_str("memory"),
             StoreArg::Postgres { shown, .. } => write!(f, "postgres:{shown}"),
+            StoreArg::Sqlite { target, .. } => target.fmt(f),
         }
     }
 }
@@ -165,16 +248,19 @@ impl fmt::Display for StoreArg {
 /// Why a `--store` value names no backend we have.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StoreArgError {
-    /// The SQLite spelling, before the SQLite adapter exists.
-    #[error("--store {0:?}: the SQLite store is not built yet; use `memory` or `postgres:URL`")]
-    NotYet(String),
+    /// `sqlite:` followed by a path a run cannot create.
+    #[error(transparent)]
+    SqlitePath(#[from] SqlitePathError),
+    /// `--sqlite-durability` with a store that is not SQLite.
+    #[error("--sqlite-durability: only for --store sqlite:PATH")]
+    DurabilityWithoutSqlite,
     /// `postgres:` followed by something that is not a connection string.
     /// The value is not repeated: it may hold a password.
     #[error("--store postgres:…: not a PostgreSQL connection string: {0}")]
     PostgresUrl(String),
     /// Anything else.
     #[error(
-        "--store {0:?}: unknown store; expected `memory` or `postgres:URL` (later also `sqlite:PATH`)"
+        "--store {0:?}: unknown store; expected `memory`, `postgres:URL`, `sqlite:PATH` or `sqlite::memory:`"
     )]
     Unknown(String),
 }
@@ -186,8 +272,11 @@ impl FromStr for StoreArg {
         if s == "memory" {
             return Ok(StoreArg::Memory);
         }
-        if s.starts_with("sqlite:") {
-            return Err(StoreArgError::NotYet(s.to_owned()));
+        if let Some(path) = s.strip_prefix("sqlite:") {
+            return Ok(StoreArg::Sqlite {
+                target: SqliteTarget::parse(path)?,
+                durability: Durability::default(),
+            });
         }
         let Some(url) = s.strip_prefix("postgres:") else {
             return Err(StoreArgError::Unknown(s.to_owned()));
@@ -245,8 +334,8 @@ mod tests {
         assert_eq!("memory".parse(), Ok(StoreArg::Memory));
         assert_eq!(StoreArg::Memory.to_string(), "memory");
         assert!(matches!(
-            "sqlite:/tmp/x.db".parse::<StoreArg>(),
-            Err(StoreArgError::NotYet(_))
+            "sqlite:".parse::<StoreArg>(),
+            Err(StoreArgError::SqlitePath(SqlitePathError::Empty))
         ));
         assert!(matches!(
             "Memory".parse::<StoreArg>(),
@@ -279,5 +368,44 @@ mod tests {
             let err = bad.parse::<StoreArg>().unwrap_err();
             assert!(matches!(err, StoreArgError::PostgresUrl(_)), "{bad}");
         }
+    }
+
+    #[test]
+    fn parses_sqlite_with_its_durability() {
+        let file = StoreArg::from_options("sqlite:loomfence-no-such.db", None).unwrap();
+        assert_eq!(file.durability(), Some(Durability::Full));
+        assert_eq!(file.to_string(), "sqlite:loomfence-no-such.db");
+        assert_eq!(
+            file.summary(),
+            "sqlite:loomfence-no-such.db (durability full)"
+        );
+        let normal =
+            StoreArg::from_options("sqlite:loomfence-no-such.db", Some(Durability::Normal))
+                .unwrap();
+        assert_eq!(normal.durability(), Some(Durability::Normal));
+        let memory = StoreArg::from_options("sqlite::memory:", None).unwrap();
+        assert_eq!(memory.summary(), "sqlite::memory:");
+        assert!(!memory.is_postgres());
+        assert_eq!(StoreArg::Memory.durability(), None);
+    }
+
+    #[test]
+    fn refuses_durability_elsewhere_and_paths_a_run_cannot_create() {
+        assert!(matches!(
+            StoreArg::from_options("memory", Some(Durability::Full)),
+            Err(StoreArgError::DurabilityWithoutSqlite)
+        ));
+        assert!(matches!(
+            StoreArg::from_options("sqlite:/loomfence/no/such/dir/x.db", None),
+            Err(StoreArgError::SqlitePath(
+                SqlitePathError::NoDirectory { .. }
+            ))
+        ));
+        let here = std::env::current_exe().unwrap();
+        let existing = format!("sqlite:{}", here.display());
+        assert!(matches!(
+            StoreArg::from_options(&existing, None),
+            Err(StoreArgError::SqlitePath(SqlitePathError::Exists { .. }))
+        ));
     }
 }

@@ -1,9 +1,13 @@
 //! `loomfence bench`, run as a user runs it: the built binary on the memory
-//! store, small enough to take well under a second.
+//! store and on SQLite, small enough to take a few seconds at most.
+
+mod common;
 
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use crate::common::Scratch;
 
 /// Runs `loomfence bench ARGS…` to completion.
 fn bench(args: &[&str]) -> Output {
@@ -109,7 +113,15 @@ fn bad_options_exit_2() {
         (&["--executions", "0"][..], "--executions 0"),
         (&["--runs", "0"][..], "--runs 0"),
         (&["--concurrency", "0"][..], "--concurrency 0"),
-        (&["--store", "sqlite:/tmp/x.db"][..], "not built yet"),
+        (&["--store", "sqlite:"][..], "names no file"),
+        (
+            &["--store", "sqlite:/loomfence/no/such/dir/b.db"][..],
+            "does not exist",
+        ),
+        (
+            &["--sqlite-durability", "full"][..],
+            "--sqlite-durability: only for --store sqlite",
+        ),
         (
             &["--store", "postgres:"][..],
             "not a PostgreSQL connection string",
@@ -173,4 +185,82 @@ fn postgres_measures_both_acquire_strategies() {
         "throughput_ratio",
     );
     assert_eq!(json["pool_size"], 4, "{json}");
+}
+
+#[test]
+fn sqlite_json_has_every_workload_the_targets_and_leaves_no_file() {
+    let scratch = Scratch::new("bench-sqlite");
+    let store = scratch.store("bench.db");
+    let out = bench(&[
+        "--store",
+        &store,
+        "--executions",
+        "50",
+        "--runs",
+        "1",
+        "--json",
+    ]);
+    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
+    assert_eq!(json["store"], store.as_str(), "{json}");
+    assert_eq!(json["sqlite_durability"], "full", "{json}");
+    let workloads = json["workloads"].as_array().expect("a workloads array");
+    assert_eq!(workloads.len(), 5, "no pipelined acquire on SQLite: {json}");
+    for workload in workloads {
+        positive(workload, "executions_per_sec");
+        assert_eq!(workload["per_run"].as_array().map(Vec::len), Some(1));
+    }
+    let comparisons = &json["comparisons"];
+    assert_eq!(comparisons["fenced_vs_unfenced"]["target"], 0.10, "{json}");
+    assert_eq!(
+        comparisons["conditional_vs_acquire_fence"]["target"], 0.15,
+        "{json}"
+    );
+    positive(&comparisons["fenced_vs_unfenced"], "throughput_ratio");
+    // The database, its WAL and its shared-memory file are all gone.
+    assert_eq!(scratch.files(), Vec::<String>::new());
+}
+
+#[test]
+fn sqlite_table_names_the_durability_and_both_verdicts() {
+    let out = bench(&[
+        "--store",
+        "sqlite::memory:",
+        "--sqlite-durability",
+        "normal",
+        "--executions",
+        "20",
+        "--runs",
+        "1",
+        "--concurrency",
+        "4",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("loomfence bench: sqlite::memory:, 4 concurrent tasks"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("the 10.0% target)"), "{stdout}");
+    assert!(stdout.contains("the 15.0% target)"), "{stdout}");
+}
+
+#[test]
+fn sqlite_refuses_an_existing_file_and_leaves_it_alone() {
+    let scratch = Scratch::new("bench-existing");
+    let existing = scratch.path().join("mine.db");
+    std::fs::write(&existing, "someone's data").expect("a file");
+    let out = bench(&["--store", &scratch.store("mine.db")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("already exists"), "{stderr}");
+    let kept = std::fs::read_to_string(&existing).expect("still there");
+    assert_eq!(kept, "someone's data");
+    assert_eq!(scratch.files(), ["mine.db"]);
 }

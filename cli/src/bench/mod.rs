@@ -10,7 +10,9 @@
 //!
 //! On PostgreSQL every store gets its own fresh schema, dropped at the end.
 //! The conditional resume is measured twice there, once per
-//! [`AcquireStrategy`], each on its own store and schema. On memory every
+//! [`AcquireStrategy`], each on its own store and schema. On SQLite the
+//! bench makes one new database (the file `sqlite:PATH` names, removed at
+//! the end, or one in memory) and every run writes into it. On memory every
 //! run gets a fresh store (see [`Backing`]).
 
 mod report;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use loomfence_postgres::AcquireStrategy;
+use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore};
 use tokio::sync::Barrier;
 use tokio::task::{JoinSet, yield_now};
@@ -63,6 +66,8 @@ pub(crate) struct RawBench {
     pub(crate) runs: u32,
     /// `--pool`, if given.
     pub(crate) pool: Option<u32>,
+    /// `--sqlite-durability`, if given.
+    pub(crate) sqlite_durability: Option<Durability>,
 }
 
 impl RawBench {
@@ -79,7 +84,7 @@ impl RawBench {
             }
         }
         Ok(BenchSettings {
-            store: self.store.parse()?,
+            store: StoreArg::from_options(&self.store, self.sqlite_durability)?,
             concurrency: self.concurrency,
             executions: self.executions,
             runs: self.runs,
@@ -117,8 +122,10 @@ pub(crate) enum BenchError {
 
 /// Where a workload's executions are written.
 enum Backing {
-    /// One store for the whole bench: a PostgreSQL schema. A table that
-    /// grows by a few thousand executions per run barely changes its cost.
+    /// One store for the whole bench: a PostgreSQL schema or an SQLite
+    /// database. A table that grows by a few thousand executions per run
+    /// barely changes its cost (a B-tree a level deeper at most), and a
+    /// real deployment's tables are not empty either.
     Shared(Arc<dyn EventStore>),
     /// A fresh in-memory store for every run. The memory store slows down
     /// as it fills (measured: from ~150 K to ~26 K executions/s over a
@@ -145,12 +152,7 @@ pub(crate) async fn run(
     let postgres = settings.store.is_postgres();
     let workloads = Workload::for_store(postgres);
     let mut opened: Vec<OpenedStore> = Vec::new();
-    let strategies = if postgres {
-        vec![AcquireStrategy::Function, AcquireStrategy::Pipelined]
-    } else {
-        Vec::new()
-    };
-    for acquire in strategies {
+    for acquire in shared_stores(&settings.store) {
         let options = OpenOptions {
             prefix: "bench",
             pool_size: settings.pool,
@@ -186,14 +188,28 @@ pub(crate) async fn run(
     closed?;
     Ok(BenchReport {
         store: settings.store.to_string(),
+        summary: settings.store.summary(),
         postgres,
         concurrency: settings.concurrency,
         executions: settings.executions,
         runs: settings.runs,
         warmup: settings.warmup(),
         pool: postgres.then_some(settings.pool),
+        sqlite_durability: settings.store.durability(),
         results,
     })
+}
+
+/// The shared stores the bench opens on `store`, one per acquire strategy
+/// measured: both on PostgreSQL (the pipelined workload gets the second),
+/// one on SQLite (which has no strategy to choose; the value is ignored),
+/// none on memory (a fresh store per run instead).
+fn shared_stores(store: &StoreArg) -> Vec<AcquireStrategy> {
+    match store {
+        StoreArg::Postgres { .. } => vec![AcquireStrategy::Function, AcquireStrategy::Pipelined],
+        StoreArg::Sqlite { .. } => vec![AcquireStrategy::default()],
+        StoreArg::Memory => Vec::new(),
+    }
 }
 
 /// The warm-up round, then the measured rounds, each running every target
@@ -297,6 +313,7 @@ mod tests {
             executions: 3000,
             runs: 3,
             pool: None,
+            sqlite_durability: None,
         }
     }
 
@@ -331,11 +348,21 @@ mod tests {
         ] {
             assert_eq!(bad.validate().unwrap_err(), UsageError::Zero(field));
         }
-        let store = RawBench {
-            store: "sqlite:x".to_owned(),
-            ..raw()
-        };
-        assert!(matches!(store.validate(), Err(UsageError::Store(_))));
+        for (store, durability) in [
+            ("sqlite:", None),
+            ("nosuch", None),
+            ("memory", Some(Durability::Normal)),
+        ] {
+            let bad = RawBench {
+                store: store.to_owned(),
+                sqlite_durability: durability,
+                ..raw()
+            };
+            assert!(
+                matches!(bad.validate(), Err(UsageError::Store(_))),
+                "{store}"
+            );
+        }
     }
 
     #[test]

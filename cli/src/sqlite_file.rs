@@ -1,0 +1,363 @@
+//! `--store sqlite:PATH`: the database a run creates, uses and removes.
+//!
+//! A run on SQLite gets a database of its own, as a run on PostgreSQL gets a
+//! schema of its own. PATH names a file that must not exist yet: the run
+//! creates it (exclusively, so two runs can never share one), and removes
+//! it with its `-wal`, `-shm` and `-journal` companions when the run ends,
+//! whether it finished, failed or was interrupted. An existing file is
+//! refused before anything runs and never opened, so no run can change, or
+//! delete, a database somebody else made.
+//!
+//! `sqlite::memory:` is a private in-memory database instead: nothing on
+//! disk, nothing to remove, nothing fsynced.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use loomfence_sqlite::{Durability, SqliteEventStore, SqliteOptions};
+
+/// What follows `sqlite:` for an in-memory database.
+const MEMORY: &str = ":memory:";
+
+/// The files SQLite may keep beside a database, by suffix.
+const COMPANIONS: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Where a run's SQLite database lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SqliteTarget {
+    /// `sqlite::memory:`: a private in-memory database.
+    Memory,
+    /// `sqlite:PATH`: a new file, created for the run and removed after it.
+    File(PathBuf),
+}
+
+/// Why `sqlite:PATH` cannot be used; found before anything runs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SqlitePathError {
+    /// `sqlite:` and nothing after it.
+    #[error(
+        "--store sqlite: names no file; use sqlite:PATH (a file that does not exist yet) or sqlite::memory:"
+    )]
+    Empty,
+    /// The file's directory is missing.
+    #[error("--store sqlite:{path}: directory {dir} does not exist")]
+    NoDirectory {
+        /// The path as given.
+        path: String,
+        /// Its directory.
+        dir: String,
+    },
+    /// The file's "directory" is something else.
+    #[error("--store sqlite:{path}: {dir} is not a directory")]
+    NotADirectory {
+        /// The path as given.
+        path: String,
+        /// Its parent.
+        dir: String,
+    },
+    /// The file exists (whatever it holds).
+    #[error(
+        "--store sqlite:{path}: the file already exists; a run creates its own database and removes it at the end, so it never opens an existing file: name one that does not exist"
+    )]
+    Exists {
+        /// The path as given.
+        path: String,
+    },
+    /// A `-wal`, `-shm` or `-journal` file without its database: left by a
+    /// run that was killed. SQLite would replay a stale WAL or journal into
+    /// the new database, so it is not ignored.
+    #[error(
+        "--store sqlite:{path}: {companion} exists (left by a killed run?); remove it first, or SQLite would replay it into the new database"
+    )]
+    Leftover {
+        /// The path as given.
+        path: String,
+        /// The companion found.
+        companion: String,
+    },
+    /// The file system would not say (permissions, a file as a directory
+    /// along the path).
+    #[error("--store sqlite:{path}: {reason}")]
+    Unusable {
+        /// The path as given.
+        path: String,
+        /// What the file system said.
+        reason: String,
+    },
+}
+
+/// Why a run's database could not be made, opened or removed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SqliteFileError {
+    /// The file could not be created: another process made it since the
+    /// options were checked, or the directory is not writable.
+    #[error("could not create {path}: {source}")]
+    Create {
+        /// The file.
+        path: String,
+        /// What the file system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The adapter refused to open it.
+    #[error("SQLite: {0}")]
+    Open(#[from] loomfence_sqlite::OpenError),
+    /// A file of the run could not be removed; it is left behind.
+    #[error("could not remove {path} (remove it by hand): {source}")]
+    Remove {
+        /// The file left behind.
+        path: String,
+        /// What the file system said.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl SqliteTarget {
+    /// Reads what follows `sqlite:`. Syntax only; [`SqliteTarget::check`]
+    /// looks at the file system.
+    pub(crate) fn parse(spec: &str) -> Result<Self, SqlitePathError> {
+        match spec {
+            "" => Err(SqlitePathError::Empty),
+            MEMORY => Ok(SqliteTarget::Memory),
+            path => Ok(SqliteTarget::File(PathBuf::from(path))),
+        }
+    }
+
+    /// Checks that the file can be created: its directory exists, and
+    /// neither it nor a companion does.
+    pub(crate) fn check(&self) -> Result<(), SqlitePathError> {
+        let SqliteTarget::File(path) = self else {
+            return Ok(());
+        };
+        let shown = path.display().to_string();
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        match std::fs::metadata(dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(SqlitePathError::NotADirectory {
+                    path: shown,
+                    dir: dir.display().to_string(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(SqlitePathError::NoDirectory {
+                    path: shown,
+                    dir: dir.display().to_string(),
+                });
+            }
+            Err(e) => return Err(unusable(&shown, &e)),
+        }
+        if exists(path).map_err(|e| unusable(&shown, &e))? {
+            return Err(SqlitePathError::Exists { path: shown });
+        }
+        for companion in companions(path) {
+            if exists(&companion).map_err(|e| unusable(&shown, &e))? {
+                return Err(SqlitePathError::Leftover {
+                    path: shown,
+                    companion: companion.display().to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the file (failing if it exists by now) and opens it; the
+    /// file is removed again if opening fails. Returns the store and the
+    /// file to remove at the end (none in memory).
+    pub(crate) async fn open(
+        &self,
+        durability: Durability,
+    ) -> Result<(SqliteEventStore, Option<PathBuf>), SqliteFileError> {
+        let options = SqliteOptions {
+            durability,
+            ..SqliteOptions::default()
+        };
+        let path = match self {
+            SqliteTarget::Memory => {
+                return Ok((SqliteEventStore::open(MEMORY, options).await?, None));
+            }
+            SqliteTarget::File(path) => path,
+        };
+        // An empty file is an empty SQLite database; creating it here, and
+        // only if it is new, is what makes the run's database its own.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|source| SqliteFileError::Create {
+                path: path.display().to_string(),
+                source,
+            })?;
+        match SqliteEventStore::open(path, options).await {
+            Ok(store) => Ok((store, Some(path.clone()))),
+            Err(failure) => {
+                // Best effort: the open failure is the one worth reporting.
+                let _ = remove(path);
+                Err(failure.into())
+            }
+        }
+    }
+}
+
+/// Removes a run's database and its companions; a missing one is fine.
+/// Every file is tried; the first failure is reported.
+pub(crate) fn remove(path: &Path) -> Result<(), SqliteFileError> {
+    let mut first = Ok(());
+    for file in std::iter::once(path.to_path_buf()).chain(companions(path)) {
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound && first.is_ok() => {
+                first = Err(SqliteFileError::Remove {
+                    path: file.display().to_string(),
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+    }
+    first
+}
+
+/// `PATH-wal`, `PATH-shm`, `PATH-journal`.
+fn companions(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    COMPANIONS.iter().map(move |suffix| {
+        let mut name = OsString::from(path.as_os_str());
+        name.push(suffix);
+        PathBuf::from(name)
+    })
+}
+
+/// Whether anything (a dangling symlink included) is at `path`.
+fn exists(path: &Path) -> io::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A file-system answer other than "not found".
+fn unusable(path: &str, error: &io::Error) -> SqlitePathError {
+    SqlitePathError::Unusable {
+        path: path.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
+impl fmt::Display for SqliteTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqliteTarget::Memory => write!(f, "sqlite:{MEMORY}"),
+            SqliteTarget::File(path) => write!(f, "sqlite:{}", path.display()),
+        }
+    }
+}
+
+/// The `--sqlite-durability` spelling of a durability.
+pub(crate) fn durability_name(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Full => "full",
+        Durability::Normal => "normal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory of its own under the system's temp dir.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "loomfence-cli-sqlite-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn parses_memory_files_and_an_empty_path() {
+        assert_eq!(SqliteTarget::parse(":memory:"), Ok(SqliteTarget::Memory));
+        assert_eq!(SqliteTarget::parse(""), Err(SqlitePathError::Empty));
+        let file = SqliteTarget::parse("runs/x.db").unwrap();
+        assert_eq!(file, SqliteTarget::File(PathBuf::from("runs/x.db")));
+        assert_eq!(file.to_string(), "sqlite:runs/x.db");
+        assert_eq!(SqliteTarget::Memory.to_string(), "sqlite::memory:");
+    }
+
+    #[test]
+    fn check_refuses_what_a_run_must_not_touch() {
+        let dir = scratch("check");
+        let new = SqliteTarget::File(dir.join("new.db"));
+        assert_eq!(new.check(), Ok(()));
+        assert_eq!(SqliteTarget::Memory.check(), Ok(()));
+        // A bare file name lives in the working directory, which exists.
+        assert_eq!(
+            SqliteTarget::File(PathBuf::from("loomfence-no-such-file.db")).check(),
+            Ok(())
+        );
+
+        let missing = SqliteTarget::File(dir.join("nosuch").join("x.db"));
+        assert!(matches!(
+            missing.check(),
+            Err(SqlitePathError::NoDirectory { .. })
+        ));
+        std::fs::write(dir.join("plain"), "not a directory").unwrap();
+        let under_file = SqliteTarget::File(dir.join("plain").join("x.db"));
+        assert!(matches!(
+            under_file.check(),
+            Err(SqlitePathError::NotADirectory { .. })
+        ));
+        let existing = SqliteTarget::File(dir.join("plain"));
+        assert!(matches!(
+            existing.check(),
+            Err(SqlitePathError::Exists { .. })
+        ));
+        let as_dir = SqliteTarget::File(dir.clone());
+        assert!(matches!(
+            as_dir.check(),
+            Err(SqlitePathError::Exists { .. })
+        ));
+
+        std::fs::write(dir.join("left.db-wal"), "").unwrap();
+        let left = SqliteTarget::File(dir.join("left.db"));
+        let err = left.check().unwrap_err();
+        assert!(matches!(err, SqlitePathError::Leftover { .. }), "{err}");
+        assert!(err.to_string().contains("left.db-wal"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn open_creates_a_fresh_file_and_remove_leaves_nothing() {
+        use loomfence_store::EventStore;
+
+        let dir = scratch("open");
+        let path = dir.join("run.db");
+        let target = SqliteTarget::File(path.clone());
+        let (store, file) = target.open(Durability::Normal).await.unwrap();
+        assert_eq!(file.as_deref(), Some(path.as_path()));
+        assert_eq!(store.acquire_fence("x").await.unwrap(), 1);
+        // Made by this run: a second open of the same target is refused.
+        assert!(matches!(
+            target.open(Durability::Full).await,
+            Err(SqliteFileError::Create { .. })
+        ));
+        drop(store);
+        remove(&path).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+        // Removing again is fine: nothing is there.
+        remove(&path).unwrap();
+
+        let (memory, none) = SqliteTarget::Memory.open(Durability::Full).await.unwrap();
+        assert!(none.is_none());
+        assert_eq!(memory.acquire_fence("y").await.unwrap(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

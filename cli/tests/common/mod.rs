@@ -1,0 +1,50 @@
+//! What the CLI tests share: a scratch directory for SQLite files.
+
+use std::path::{Path, PathBuf};
+
+/// An empty directory of the test's own under the system's temp dir,
+/// removed (with whatever is left in it) when dropped.
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A fresh directory named after the test and this process.
+    pub(crate) fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("loomfence-cli-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        Self(dir)
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// `sqlite:<dir>/<file>`, as `--store` takes it.
+    pub(crate) fn store(&self, file: &str) -> String {
+        format!("sqlite:{}", self.0.join(file).display())
+    }
+
+    /// The names of the files in the directory, sorted.
+    pub(crate) fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("the scratch directory is readable")
+            .map(|entry| {
+                entry
+                    .expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
