@@ -1,5 +1,6 @@
-//! The connections: one writer and a few readers, each used on tokio's
-//! blocking pool so a slow disk never stalls the async executor.
+//! The connections: one writer, on a thread of its own (see
+//! [`crate::writer`]), and a few readers, used on tokio's blocking pool, so
+//! a slow disk never stalls the async executor.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,6 +13,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::error::OpenError;
 use crate::options::SqliteOptions;
 use crate::schema::{Migrated, SCHEMA_VERSION, migrate};
+use crate::writer::Writer;
 
 /// A connection shared between blocking tasks, one at a time.
 type Shared = Arc<Mutex<Connection>>;
@@ -25,8 +27,9 @@ pub(crate) struct Db {
     /// to close checkpoints the WAL into the file, which only a writer can.
     readers: Vec<Shared>,
     /// The only connection that writes: SQLite has one writer at a time
-    /// anyway, and one connection keeps its statement cache warm.
-    writer: Shared,
+    /// anyway, one connection keeps its statement cache warm, and one queue
+    /// lets concurrent writes share a commit.
+    writer: Writer,
     /// Round-robin over `readers`.
     next_reader: AtomicUsize,
 }
@@ -40,7 +43,11 @@ impl Db {
     pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Self, OpenError> {
         let fail = |e| OpenError::from_sqlite(path.to_path_buf(), e);
         let memory = path == Path::new(":memory:");
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        // NO_MUTEX: each connection is used by one thread at a time (Rust
+        // enforces it), so SQLite's own per-call locking is pure cost.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut writer = Connection::open_with_flags(path, flags).map_err(fail)?;
         writer.busy_timeout(options.busy_timeout).map_err(fail)?;
         // Reads the header and the schema page (a foreign or damaged file
@@ -83,53 +90,62 @@ impl Db {
         } else {
             (0..options.readers)
                 .map(|_| {
-                    let reader =
-                        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                            .map_err(fail)?;
+                    let reader = Connection::open_with_flags(
+                        path,
+                        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )
+                    .map_err(fail)?;
                     reader.busy_timeout(options.busy_timeout).map_err(fail)?;
                     Ok(Arc::new(Mutex::new(reader)))
                 })
                 .collect::<Result<_, OpenError>>()?
         };
+        let writer = Writer::spawn(writer).map_err(|e| OpenError::Interrupted {
+            path: path.to_path_buf(),
+            reason: format!("could not start the writer thread: {e}"),
+        })?;
         Ok(Self {
             readers,
-            writer: Arc::new(Mutex::new(writer)),
+            writer,
             next_reader: AtomicUsize::new(0),
         })
     }
 
-    /// Runs `work` with the writer, on the blocking pool. `work` locks it
-    /// (with [`lock`]) when it needs it, so CPU work such as encoding runs
-    /// first, off the executor and without holding the writer.
-    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Queues a write for the writer thread and waits for its committed
+    /// answer. `prepare` (CPU work such as encoding) runs on that thread
+    /// before the group's transaction, `apply` inside it.
+    pub(crate) async fn write<P, T>(
+        &self,
+        prepare: impl FnOnce() -> Result<P, StoreError> + Send + 'static,
+        apply: impl FnOnce(&Connection, P) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError>
     where
+        P: Send + 'static,
         T: Send + 'static,
-        F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
     {
-        run(self.writer.clone(), work).await
+        self.writer.run(prepare, apply).await
     }
 
-    /// Runs `work` with a reader (the writer for `:memory:`), on the
-    /// blocking pool; `work` locks it as [`Db::write`]'s does.
+    /// Runs `work` with a reader, on the blocking pool. For `:memory:`,
+    /// whose only connection is the writer, it queues on the writer thread
+    /// instead and is answered with the group it ran in.
     pub(crate) async fn read<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let connection = if self.readers.is_empty() {
-            self.writer.clone()
-        } else {
-            let index = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
-            self.readers[index].clone()
-        };
-        run(connection, work).await
+        if self.readers.is_empty() {
+            return self.writer.run(|| Ok(()), move |conn, ()| work(conn)).await;
+        }
+        let index = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        run(self.readers[index].clone(), work).await
     }
 }
 
 /// Locks a connection. A panic inside a holder drops its open transaction,
 /// which rolls back, so a poisoned lock still guards a consistent
 /// connection.
-pub(crate) fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
     connection.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -170,9 +186,9 @@ fn newer(path: &Path, found: i64) -> OpenError {
 async fn run<T, F>(connection: Shared, work: F) -> Result<T, StoreError>
 where
     T: Send + 'static,
-    F: FnOnce(&Mutex<Connection>) -> Result<T, StoreError> + Send + 'static,
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(move || work(&connection))
+    tokio::task::spawn_blocking(move || work(&lock(&connection)))
         .await
         .map_err(|join| {
             StoreError::Backend(BackendError::permanent(format!(

@@ -6,14 +6,18 @@
 //! exactly the guarantees a fleet gets on PostgreSQL, and every backend
 //! passes one conformance kit.
 //!
-//! - **Every write is one `BEGIN IMMEDIATE` transaction**: appends (with the
+//! - **Every write runs in a `BEGIN IMMEDIATE` transaction**: appends (with the
 //!   guard), the park-conditional append, both acquires and the delete. It
 //!   takes SQLite's write lock up front, so the read, the decision and the
 //!   write cannot interleave with another writer in this process or any
 //!   other. The decisions are the core's own functions, not a SQL copy.
-//! - **WAL mode, a busy timeout, one writer connection and a few readers**,
-//!   each used on tokio's blocking pool: a slow disk never stalls the
-//!   executor, and reads do not queue behind writes.
+//! - **Group commit**: the one writer connection lives on a thread of its
+//!   own, and the writes that queue up while it commits share the next
+//!   transaction, each in its own savepoint, so a busy store pays one fsync
+//!   per group. Every caller is answered only after its group committed.
+//! - **WAL mode, a busy timeout and a few readers** on tokio's blocking
+//!   pool: a slow disk never stalls the executor, and reads do not queue
+//!   behind writes.
 //! - **Opening is safe to race and refuses what it must not touch**: the
 //!   schema is created in one immediate transaction (two processes opening
 //!   a new file queue on it), and a foreign, damaged or newer file is
@@ -37,6 +41,7 @@ mod ops;
 mod options;
 mod schema;
 mod store;
+mod writer;
 
 pub use error::OpenError;
 pub use options::{Durability, SqliteOptions};

@@ -1,9 +1,11 @@
 //! The store's operations as synchronous steps on a connection. Every write
-//! is one `BEGIN IMMEDIATE` transaction: it takes SQLite's write lock up
-//! front, so the read, the decision and the write cannot interleave with
-//! any other writer, in this process or another. The decisions themselves
-//! are the core's (`guard_append`, `decide_acquire_if`, `is_answering`), not
-//! a SQL copy of them.
+//! runs inside a `BEGIN IMMEDIATE` transaction that the writer thread opened
+//! (see [`crate::writer`]), in a savepoint of its own: SQLite's write lock is
+//! taken up front, so the read, the decision and the write cannot
+//! interleave with any other writer, in this process or another, and a
+//! failed write leaves nothing behind. The decisions themselves are the
+//! core's (`guard_append`, `decide_acquire_if`, `is_answering`), not a SQL
+//! copy of them.
 
 use loomfence_core::fence::{BatchFacts, check_park_seq, decide_acquire_if, guard_append};
 use loomfence_core::{
@@ -11,7 +13,7 @@ use loomfence_core::{
     NewEvent, ParkExpectation, is_answering,
 };
 use loomfence_store::StoreError;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{self, corrupt};
 
@@ -25,15 +27,9 @@ fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()
 }
 
-/// Starts the write transaction every write operation runs in.
-fn immediate(conn: &mut Connection) -> Result<Transaction<'_>, StoreError> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(error::store)
-}
-
 /// The log's last sequence, 0 when empty.
-fn head(tx: &Transaction<'_>, id: &str) -> Result<u64, StoreError> {
-    let head: i64 = tx
+fn head(conn: &Connection, id: &str) -> Result<u64, StoreError> {
+    let head: i64 = conn
         .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE execution_id = ?1")
         .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
         .map_err(error::store)?;
@@ -52,8 +48,8 @@ fn token(conn: &Connection, id: &str) -> Result<u64, StoreError> {
 /// Whether an answering event follows `park_seq`, judged by the core's own
 /// classification. Only the tail after the park is read, and metadata is
 /// parsed only for kinds the kernel table does not know.
-fn answered_after(tx: &Transaction<'_>, id: &str, park_seq: u64) -> Result<bool, StoreError> {
-    let mut statement = tx
+fn answered_after(conn: &Connection, id: &str, park_seq: u64) -> Result<bool, StoreError> {
+    let mut statement = conn
         .prepare_cached(
             "SELECT kind, metadata FROM events WHERE execution_id = ?1 AND sequence > ?2",
         )
@@ -105,26 +101,25 @@ impl Encoded {
 /// The append: guard, optional park condition and insert, in one write
 /// transaction.
 pub(crate) fn append(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &ExecutionId,
     batch: BatchFacts,
     events: Vec<Encoded>,
     park_seq: Option<u64>,
 ) -> Result<ConditionalAppend, StoreError> {
-    let tx = immediate(conn)?;
-    let head = head(&tx, id.as_str())?;
+    let head = head(conn, id.as_str())?;
     if let Some(park_seq) = park_seq {
         check_park_seq(park_seq, head)?;
-        if answered_after(&tx, id.as_str(), park_seq)? {
+        if answered_after(conn, id.as_str(), park_seq)? {
             return Ok(ConditionalAppend::ParkAnswered);
         }
     }
     if events.is_empty() {
         return Ok(ConditionalAppend::Appended(Vec::new()));
     }
-    guard_append(id, token(&tx, id.as_str())?, batch)?;
+    guard_append(id, token(conn, id.as_str())?, batch)?;
     {
-        let mut insert = tx
+        let mut insert = conn
             .prepare_cached(
                 "INSERT INTO events (execution_id, sequence, kind, payload, metadata, at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -143,7 +138,6 @@ pub(crate) fn append(
                 .map_err(error::store)?;
         }
     }
-    tx.commit().map_err(error::store)?;
     Ok(ConditionalAppend::Appended(
         events
             .into_iter()
@@ -154,53 +148,47 @@ pub(crate) fn append(
 }
 
 /// The unconditional acquire.
-pub(crate) fn acquire_fence(conn: &mut Connection, id: &str) -> Result<u64, StoreError> {
-    let tx = immediate(conn)?;
-    let token: i64 = tx
+pub(crate) fn acquire_fence(conn: &Connection, id: &str) -> Result<u64, StoreError> {
+    let token: i64 = conn
         .prepare_cached(
             "INSERT INTO fences (execution_id, token) VALUES (?1, 1) \
              ON CONFLICT (execution_id) DO UPDATE SET token = token + 1 RETURNING token",
         )
         .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
         .map_err(error::store)?;
-    tx.commit().map_err(error::store)?;
     Ok(to_u64(token))
 }
 
 /// The conditional acquire: check the park, decide with the core, bump.
 pub(crate) fn acquire_fence_if(
-    conn: &mut Connection,
+    conn: &Connection,
     id: &str,
     expect: ParkExpectation,
 ) -> Result<AcquireOutcome, StoreError> {
-    let tx = immediate(conn)?;
-    check_park_seq(expect.park_seq, head(&tx, id)?)?;
-    let answered = answered_after(&tx, id, expect.park_seq)?;
-    let outcome = decide_acquire_if(token(&tx, id)?, expect, answered);
+    check_park_seq(expect.park_seq, head(conn, id)?)?;
+    let answered = answered_after(conn, id, expect.park_seq)?;
+    let outcome = decide_acquire_if(token(conn, id)?, expect, answered);
     if let AcquireOutcome::Acquired { fence } = outcome {
-        tx.prepare_cached(
+        conn.prepare_cached(
             "INSERT INTO fences (execution_id, token) VALUES (?1, ?2) \
              ON CONFLICT (execution_id) DO UPDATE SET token = excluded.token",
         )
         .and_then(|mut statement| statement.execute(params![id, to_i64(fence)]))
         .map_err(error::store)?;
-        tx.commit().map_err(error::store)?;
     }
     Ok(outcome)
 }
 
 /// Deletes the log, and the fence row only if its token is 0.
-pub(crate) fn delete_execution(conn: &mut Connection, id: &str) -> Result<bool, StoreError> {
-    let tx = immediate(conn)?;
-    let deleted = tx
+pub(crate) fn delete_execution(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    let deleted = conn
         .execute("DELETE FROM events WHERE execution_id = ?1", [id])
         .map_err(error::store)?;
-    tx.execute(
+    conn.execute(
         "DELETE FROM fences WHERE execution_id = ?1 AND token = 0",
         [id],
     )
     .map_err(error::store)?;
-    tx.commit().map_err(error::store)?;
     Ok(deleted > 0)
 }
 

@@ -11,7 +11,7 @@ use loomfence_core::{
 };
 use loomfence_store::{BackendError, CheckedWrite, EventStore, StoreError, check_write};
 
-use crate::db::{Db, lock};
+use crate::db::Db;
 use crate::error::OpenError;
 use crate::ops::{self, Encoded};
 use crate::options::SqliteOptions;
@@ -84,13 +84,12 @@ impl SqliteEventStore {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         };
         self.db
-            .write(move |writer| {
-                let encoded = events
-                    .into_iter()
-                    .map(Encoded::new)
-                    .collect::<Result<Vec<_>, _>>()?;
-                ops::append(&mut lock(writer), &id, batch, encoded, park_seq)
-            })
+            .write(
+                move || events.into_iter().map(Encoded::new).collect(),
+                move |writer, encoded: Vec<Encoded>| {
+                    ops::append(writer, &id, batch, encoded, park_seq)
+                },
+            )
             .await
     }
 }
@@ -136,7 +135,7 @@ impl EventStore for SqliteEventStore {
             None => MAX_SAFE_INTEGER,
         };
         self.db
-            .read(move |reader| ops::read_range(&lock(reader), &id, from_seq, to))
+            .read(move |reader| ops::read_range(reader, &id, from_seq, to))
             .await
     }
 
@@ -144,7 +143,7 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .read(move |reader| ops::current_fence(&lock(reader), &id))
+            .read(move |reader| ops::current_fence(reader, &id))
             .await
     }
 
@@ -152,7 +151,7 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |writer| ops::acquire_fence(&mut lock(writer), &id))
+            .write(|| Ok(()), move |writer, ()| ops::acquire_fence(writer, &id))
             .await
     }
 
@@ -166,7 +165,10 @@ impl EventStore for SqliteEventStore {
         check_safe("parkSeq", expect.park_seq)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |writer| ops::acquire_fence_if(&mut lock(writer), &id, expect))
+            .write(
+                || Ok(()),
+                move |writer, ()| ops::acquire_fence_if(writer, &id, expect),
+            )
             .await
     }
 
@@ -174,7 +176,10 @@ impl EventStore for SqliteEventStore {
         id::validate(execution_id).map_err(InputError::from)?;
         let id = execution_id.to_owned();
         self.db
-            .write(move |writer| ops::delete_execution(&mut lock(writer), &id))
+            .write(
+                || Ok(()),
+                move |writer, ()| ops::delete_execution(writer, &id),
+            )
             .await
     }
 }
