@@ -1,0 +1,17 @@
+// Browser entry: fetches and instantiates the WebAssembly module (top-level
+// await), then exports. Bundlers resolve the .wasm URL from import.meta.url.
+import * as wasm from './dist/loomfence_wasm.js';
+
+await wasm.default({ module_or_path: new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url) });
+
+const classes = wasm.errorClasses();
+
+export const MemoryEventStore = wasm.MemoryEventStore;
+export const resume = wasm.resume;
+export const isAnsweringKind = wasm.isAnsweringKind;
+export const locatePark = wasm.locatePark;
+export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
+export const StaleFenceError = classes.StaleFenceError;
+export const ResumeRefusedError = classes.ResumeRefusedError;
+export const ResumeContendedError = classes.ResumeContendedError;
+export const InputError = classes.InputError;

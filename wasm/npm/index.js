@@ -1,0 +1,18 @@
+// Node entry (import and, through index.cjs, require): loads the
+// WebAssembly module synchronously from the package folder, then exports.
+import { readFileSync } from 'node:fs';
+import * as wasm from './dist/loomfence_wasm.js';
+
+wasm.initSync({ module: readFileSync(new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url)) });
+
+const classes = wasm.errorClasses();
+
+export const MemoryEventStore = wasm.MemoryEventStore;
+export const resume = wasm.resume;
+export const isAnsweringKind = wasm.isAnsweringKind;
+export const locatePark = wasm.locatePark;
+export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
+export const StaleFenceError = classes.StaleFenceError;
+export const ResumeRefusedError = classes.ResumeRefusedError;
+export const ResumeContendedError = classes.ResumeContendedError;
+export const InputError = classes.InputError;

@@ -1,0 +1,147 @@
+//! The JavaScript error classes (defined in `js/errors.js`) and the
+//! conversion of every core error into one of them, or into a built-in
+//! `TypeError` / `RangeError`.
+//!
+//! Which class a failure becomes is part of the package's contract:
+//! - a number that is not a safe non-negative integer: `RangeError`
+//!   (`TypeError` when it is not a number at all);
+//! - any other malformed input (an execution id, an event, a batch):
+//!   `InputError`, a `TypeError` subclass with a `code`;
+//! - a stale writer: `StaleFenceError`;
+//! - a resume refused or contended: `ResumeRefusedError` /
+//!   `ResumeContendedError`.
+
+use loomfence_core::{
+    EventError, IdError, InputError, ResumeContendedError, ResumeError, ResumeRefusedError,
+    StaleFenceError,
+};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(module = "/js/errors.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = staleFenceError)]
+    fn stale_fence_error(
+        message: &str,
+        execution_id: &str,
+        presented: JsValue,
+        current: f64,
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = resumeRefusedError)]
+    fn resume_refused_error(message: &str, execution_id: &str, park_seq: f64) -> JsValue;
+    #[wasm_bindgen(js_name = resumeContendedError)]
+    fn resume_contended_error(message: &str, execution_id: &str, attempts: u32) -> JsValue;
+    #[wasm_bindgen(js_name = inputError)]
+    fn input_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = rangeError)]
+    fn range_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = typeError)]
+    fn type_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = errorClasses)]
+    fn error_classes_js() -> JsValue;
+}
+
+/// The error classes, so the package's entry points can re-export the very
+/// classes this module throws (one identity for `instanceof`).
+#[wasm_bindgen(js_name = errorClasses)]
+#[must_use]
+pub fn error_classes() -> JsValue {
+    error_classes_js()
+}
+
+/// A `u64` the core checked to be at most 2^53-1, as a JS number.
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn number(value: u64) -> f64 {
+    value as f64
+}
+
+/// A `TypeError` with `code`.
+pub(crate) fn wrong_type(message: &str, code: &str) -> JsValue {
+    type_error(message, code)
+}
+
+/// A `RangeError` with `code`.
+pub(crate) fn out_of_range(message: &str, code: &str) -> JsValue {
+    range_error(message, code)
+}
+
+/// An `InputError` with `code`.
+pub(crate) fn invalid(message: &str, code: &str) -> JsValue {
+    input_error(message, code)
+}
+
+/// A stale writer, as `StaleFenceError`.
+pub(crate) fn stale(error: &StaleFenceError) -> JsValue {
+    let presented = error
+        .presented
+        .map_or(JsValue::NULL, |fence| JsValue::from_f64(number(fence)));
+    stale_fence_error(
+        &error.to_string(),
+        error.execution_id.as_str(),
+        presented,
+        number(error.current),
+    )
+}
+
+/// A refused resume.
+pub(crate) fn refused(error: &ResumeRefusedError) -> JsValue {
+    resume_refused_error(
+        &error.to_string(),
+        error.execution_id.as_str(),
+        number(error.park_seq),
+    )
+}
+
+/// A contended resume.
+pub(crate) fn contended(error: &ResumeContendedError) -> JsValue {
+    resume_contended_error(
+        &error.to_string(),
+        error.execution_id.as_str(),
+        error.attempts,
+    )
+}
+
+/// Why a resume did not land, as its class.
+pub(crate) fn resume(error: &ResumeError) -> JsValue {
+    match error {
+        ResumeError::Refused(refused_error) => refused(refused_error),
+        ResumeError::Contended(contended_error) => contended(contended_error),
+        ResumeError::StaleFence(stale_error) => stale(stale_error),
+    }
+}
+
+/// An invalid execution id.
+pub(crate) fn id(error: &IdError) -> JsValue {
+    invalid(&format!("executionId: {error}"), "INVALID_ID")
+}
+
+/// Input the core refused, by kind: numbers are `RangeError`s, the rest
+/// `InputError`s.
+pub(crate) fn input(error: &InputError) -> JsValue {
+    let message = error.to_string();
+    match error {
+        InputError::Id(id_error) => id(id_error),
+        InputError::Event {
+            source: EventError::BadFence { found },
+            ..
+        } => {
+            if matches!(found, Value::Number(_)) {
+                out_of_range(&message, "BAD_FENCE")
+            } else {
+                wrong_type(&message, "BAD_FENCE")
+            }
+        }
+        InputError::Event {
+            source: EventError::AtOutOfRange { .. },
+            ..
+        } => out_of_range(&message, "AT_OUT_OF_RANGE"),
+        InputError::Event { .. } => invalid(&message, "INVALID_EVENT"),
+        InputError::MixedFences { .. } => invalid(&message, "MIXED_FENCES"),
+        InputError::ParkSeqOutOfRange { .. } => out_of_range(&message, PARK_SEQ_OUT_OF_RANGE),
+        InputError::OutOfRange { .. } => out_of_range(&message, "OUT_OF_RANGE"),
+    }
+}
+
+/// The `code` of the error a store throws when `parkSeq` is not in the log:
+/// the resume driver reads it as "the park is gone".
+pub(crate) const PARK_SEQ_OUT_OF_RANGE: &str = "PARK_SEQ_OUT_OF_RANGE";

@@ -1,0 +1,59 @@
+//! The answering-kind table and park location, for hosts that fold logs in
+//! JavaScript: the same decisions every store makes.
+
+use loomfence_core::{Envelope, JsonObject, KERNEL_EVENT_KINDS, is_answering, locate_park};
+use wasm_bindgen::prelude::*;
+
+use crate::js_errors;
+use crate::values::{from_js, property, to_js};
+
+/// Whether `event` (an envelope or a new event: `kind` and optional
+/// `metadata`) answers a park: a kernel answering kind, or an unknown kind
+/// stamped `metadata.kernel === true`.
+#[wasm_bindgen(js_name = isAnsweringKind)]
+pub fn is_answering_kind(event: JsValue) -> Result<bool, JsValue> {
+    if !event.is_object() {
+        return Err(js_errors::wrong_type(
+            "event must be an object with a kind",
+            "NOT_AN_OBJECT",
+        ));
+    }
+    let Some(kind) = property(&event, "kind")?.as_string() else {
+        return Err(js_errors::wrong_type(
+            "event.kind must be a string",
+            "NOT_A_STRING",
+        ));
+    };
+    let metadata = property(&event, "metadata")?;
+    let metadata: JsonObject = if metadata.is_undefined() || metadata.is_null() {
+        JsonObject::new()
+    } else {
+        from_js("event.metadata", "INVALID_EVENT", metadata)?
+    };
+    Ok(is_answering(&kind, &metadata))
+}
+
+/// The open park of a log (envelopes in sequence order): the newest
+/// `EXECUTION_SUSPENDED` with no answering event after it, or `undefined`.
+#[wasm_bindgen(js_name = locatePark)]
+pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
+    if !js_sys::Array::is_array(&events) {
+        return Err(js_errors::wrong_type(
+            "events must be an array of envelopes",
+            "NOT_AN_ARRAY",
+        ));
+    }
+    let log: Vec<Envelope> = from_js("events", "INVALID_EVENT", events)?;
+    match locate_park(&log) {
+        Some(park) => to_js(park),
+        None => Ok(JsValue::UNDEFINED),
+    }
+}
+
+/// Every kernel kind's name; the package exports it frozen as
+/// `KERNEL_EVENT_KINDS`.
+#[wasm_bindgen(js_name = kernelEventKinds)]
+#[must_use]
+pub fn kernel_event_kinds() -> Vec<String> {
+    KERNEL_EVENT_KINDS.iter().map(|&k| k.to_owned()).collect()
+}

@@ -1,0 +1,27 @@
+//! The loomfence core for JavaScript hosts: the npm package `loomfence`.
+//!
+//! A thin layer. Every decision (the append guard, the conditional acquire,
+//! the answering-kind table, the resume machine) is `loomfence-core`'s; this
+//! crate converts values and errors at the boundary and drives the resume
+//! machine against stores written in JavaScript.
+//!
+//! - Numbers are JS numbers. A fence or sequence that is not a safe
+//!   non-negative integer is a `RangeError` (a `TypeError` when it is not a
+//!   number), thrown before any store is touched.
+//! - Errors are real `Error` subclasses defined in `js/errors.js`:
+//!   `StaleFenceError`, `ResumeRefusedError`, `ResumeContendedError`, and
+//!   `InputError` (a `TypeError`) for other malformed input.
+//! - `MemoryEventStore` settles every call synchronously, so concurrent
+//!   calls never overlap inside it.
+
+mod host_store;
+mod js_errors;
+mod kinds;
+mod memory_store;
+mod resume;
+mod values;
+
+pub use js_errors::error_classes;
+pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
+pub use memory_store::MemoryEventStore;
+pub use resume::resume;

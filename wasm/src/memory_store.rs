@@ -1,0 +1,185 @@
+//! `MemoryEventStore`: the core's in-memory store behind the async store
+//! interface every JavaScript host store implements.
+//!
+//! Each method does all its work synchronously and returns a promise that
+//! is already settled. No borrow of the store is ever held across an
+//! `await`, so any number of calls may be in flight at once (two `resume`s
+//! under `Promise.all`, say) without a "recursive use of an object" error,
+//! and each call is one atomic step, as on any other backend.
+
+use std::cell::RefCell;
+
+use js_sys::Promise;
+use loomfence_core::{AcquireOutcome, AppendError, MemoryStore, ParkExpectation};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::js_errors;
+use crate::values::{self, counter, optional_counter, property, to_js};
+
+/// The in-memory event store.
+#[wasm_bindgen(js_name = MemoryEventStore)]
+#[derive(Debug, Default)]
+pub struct MemoryEventStore {
+    /// The logs and tokens.
+    store: RefCell<MemoryStore>,
+}
+
+/// What `acquireFenceIf` resolves to.
+#[derive(Serialize)]
+struct AcquireAnswer {
+    /// The new token, or the current one when stale.
+    fence: u64,
+    /// Present (and `true`) only when the acquire lost.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stale: bool,
+}
+
+/// Settles `result` into a promise.
+fn settle(result: Result<JsValue, JsValue>) -> Promise {
+    match result {
+        Ok(value) => Promise::resolve(&value),
+        Err(error) => Promise::reject(&error),
+    }
+}
+
+/// An append's refusal as its JS error.
+fn append_error(error: &AppendError) -> JsValue {
+    match error {
+        AppendError::Stale(stale) => js_errors::stale(stale),
+        AppendError::Input(input) => js_errors::input(input),
+    }
+}
+
+#[wasm_bindgen(js_class = MemoryEventStore)]
+impl MemoryEventStore {
+    /// An empty store.
+    #[wasm_bindgen(constructor)]
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends one event; resolves to its envelope. A stale token rejects
+    /// with `StaleFenceError`, malformed input with a typed error, and
+    /// nothing is written either way.
+    pub fn append(&self, execution_id: JsValue, event: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let event = values::event(event)?;
+            let stored = self
+                .store
+                .borrow_mut()
+                .append(id.as_str(), event)
+                .map_err(|e| append_error(&e))?;
+            to_js(&stored)
+        })())
+    }
+
+    /// Appends a batch, all or nothing, under one guard decision; resolves
+    /// to the envelopes.
+    #[wasm_bindgen(js_name = appendMany)]
+    pub fn append_many(&self, execution_id: JsValue, events: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let events = values::events(events)?;
+            let stored = self
+                .store
+                .borrow_mut()
+                .append_many(id.as_str(), events)
+                .map_err(|e| append_error(&e))?;
+            to_js(&stored)
+        })())
+    }
+
+    /// The events with `fromSeq <= sequence <= toSeq` (from 1 and to the
+    /// head when omitted).
+    #[wasm_bindgen(js_name = readRange)]
+    pub fn read_range(&self, execution_id: JsValue, from_seq: JsValue, to_seq: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let from = optional_counter("fromSeq", &from_seq)?.unwrap_or(1);
+            let to = optional_counter("toSeq", &to_seq)?;
+            let events = self
+                .store
+                .borrow()
+                .read_range(id.as_str(), from, to)
+                .map_err(|e| js_errors::input(&e))?;
+            to_js(&events)
+        })())
+    }
+
+    /// Bumps the token unconditionally; resolves to the new token.
+    #[wasm_bindgen(js_name = acquireFence)]
+    pub fn acquire_fence(&self, execution_id: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let token = self
+                .store
+                .borrow_mut()
+                .acquire_fence(id.as_str())
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(JsValue::from_f64(js_errors::number(token)))
+        })())
+    }
+
+    /// Bumps the token only if it is `fence` and nothing answered the park
+    /// at `parkSeq`; resolves to `{ fence }` or `{ stale: true, fence }`.
+    #[wasm_bindgen(js_name = acquireFenceIf)]
+    pub fn acquire_fence_if(&self, execution_id: JsValue, expect: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            if !expect.is_object() {
+                return Err(js_errors::wrong_type(
+                    "expect must be an object { fence, parkSeq }",
+                    "NOT_AN_OBJECT",
+                ));
+            }
+            let expect = ParkExpectation {
+                fence: counter("fence", &property(&expect, "fence")?)?,
+                park_seq: counter("parkSeq", &property(&expect, "parkSeq")?)?,
+            };
+            let outcome = self
+                .store
+                .borrow_mut()
+                .acquire_fence_if(id.as_str(), expect)
+                .map_err(|e| js_errors::input(&e))?;
+            to_js(&match outcome {
+                AcquireOutcome::Acquired { fence } => AcquireAnswer {
+                    fence,
+                    stale: false,
+                },
+                AcquireOutcome::Stale { fence } => AcquireAnswer { fence, stale: true },
+            })
+        })())
+    }
+
+    /// The current token, 0 if nobody ever acquired.
+    #[wasm_bindgen(js_name = currentFence)]
+    pub fn current_fence(&self, execution_id: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let token = self
+                .store
+                .borrow()
+                .current_fence(id.as_str())
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(JsValue::from_f64(js_errors::number(token)))
+        })())
+    }
+
+    /// Deletes the log (a real token is kept, so a zombie writer of a
+    /// re-created id stays fenced out); resolves to whether a log existed.
+    #[wasm_bindgen(js_name = deleteExecution)]
+    pub fn delete_execution(&self, execution_id: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let existed = self
+                .store
+                .borrow_mut()
+                .delete_execution(id.as_str())
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(JsValue::from_bool(existed))
+        })())
+    }
+}

@@ -1,0 +1,131 @@
+//! Values crossing the boundary: ids, numbers, events and envelopes.
+//!
+//! Every check happens here, before the core is called, so a bad value is
+//! refused with a typed error and nothing in a store changes.
+
+use loomfence_core::{Envelope, ExecutionId, MAX_SAFE_INTEGER, NewEvent};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use wasm_bindgen::JsValue;
+
+use crate::js_errors;
+
+/// Reads an execution id: a string (else `TypeError`) that the core accepts
+/// (else `InputError`).
+pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
+    let Some(text) = value.as_string() else {
+        return Err(js_errors::wrong_type(
+            "executionId must be a string",
+            "NOT_A_STRING",
+        ));
+    };
+    ExecutionId::try_from(text.as_str()).map_err(|e| js_errors::id(&e))
+}
+
+/// Reads a fence or sequence: a number (else `TypeError`) that is a safe,
+/// non-negative integer (else `RangeError`).
+pub(crate) fn counter(name: &str, value: &JsValue) -> Result<u64, JsValue> {
+    let Some(number) = value.as_f64() else {
+        return Err(js_errors::wrong_type(
+            &format!("{name} must be a number"),
+            "NOT_A_NUMBER",
+        ));
+    };
+    // Exact for every integer up to 2^53, so the round trip below proves
+    // the value was a whole number in range.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = number as u64;
+    if number.fract() != 0.0
+        || !number.is_finite()
+        || number < 0.0
+        || whole > MAX_SAFE_INTEGER
+        || js_errors::number(whole) != number
+    {
+        return Err(js_errors::out_of_range(
+            &format!("{name} must be a safe non-negative integer, got {number}"),
+            "OUT_OF_RANGE",
+        ));
+    }
+    Ok(whole)
+}
+
+/// Reads an optional counter: `undefined` and `null` are `None`.
+pub(crate) fn optional_counter(name: &str, value: &JsValue) -> Result<Option<u64>, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        Ok(None)
+    } else {
+        counter(name, value).map(Some)
+    }
+}
+
+/// Reads a property of an options object (`undefined` when `options` is
+/// not an object).
+pub(crate) fn property(options: &JsValue, name: &str) -> Result<JsValue, JsValue> {
+    if !options.is_object() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    js_sys::Reflect::get(options, &JsValue::from_str(name))
+}
+
+/// Reads a value with serde, as `what`; a mismatch is an `InputError`.
+pub(crate) fn from_js<T: DeserializeOwned>(
+    what: &str,
+    code: &str,
+    value: JsValue,
+) -> Result<T, JsValue> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| js_errors::invalid(&format!("{what}: {e}"), code))
+}
+
+/// Reads one event as a writer hands it over.
+pub(crate) fn event(value: JsValue) -> Result<NewEvent, JsValue> {
+    if !value.is_object() || js_sys::Array::is_array(&value) {
+        return Err(js_errors::wrong_type(
+            "event must be an object { kind, payload?, metadata?, at }",
+            "NOT_AN_OBJECT",
+        ));
+    }
+    from_js("event", "INVALID_EVENT", value)
+}
+
+/// Reads a batch of events.
+pub(crate) fn events(value: JsValue) -> Result<Vec<NewEvent>, JsValue> {
+    if !js_sys::Array::is_array(&value) {
+        return Err(js_errors::wrong_type(
+            "events must be an array",
+            "NOT_AN_ARRAY",
+        ));
+    }
+    js_sys::Array::from(&value)
+        .iter()
+        .enumerate()
+        .map(|(index, item)| event(item).inspect_err(|e| prefix(e, &format!("events[{index}]: "))))
+        .collect()
+}
+
+/// Prefixes an error's message, to say where in a batch it was.
+fn prefix(error: &JsValue, text: &str) {
+    if let Some(message) = js_sys::Reflect::get(error, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+    {
+        let _ = js_sys::Reflect::set(
+            error,
+            &JsValue::from_str("message"),
+            &JsValue::from_str(&format!("{text}{message}")),
+        );
+    }
+}
+
+/// Writes a value as plain JSON-like JS: objects, arrays and numbers, no
+/// `Map`s and no `BigInt`s.
+pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| js_errors::wrong_type(&format!("unrepresentable value: {e}"), "ENCODE"))
+}
+
+/// Reads the envelopes a host store returned.
+pub(crate) fn envelopes(what: &str, value: JsValue) -> Result<Vec<Envelope>, JsValue> {
+    from_js(what, "STORE_CONTRACT", value)
+}
