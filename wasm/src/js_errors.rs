@@ -55,6 +55,14 @@ pub(crate) fn number(value: u64) -> f64 {
     value as f64
 }
 
+/// A JS number as JavaScript prints it. Rust's own float formatting would
+/// add about 15 KB to the module for the few messages that show a number.
+pub(crate) fn show(value: f64) -> String {
+    js_sys::Number::from(value)
+        .to_string_with_radix(10)
+        .map_or_else(|_| String::from("NaN"), String::from)
+}
+
 /// A `TypeError` with `code`.
 pub(crate) fn wrong_type(message: &str, code: &str) -> JsValue {
     type_error(message, code)

@@ -83,7 +83,10 @@ fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
         || ms.abs() > js_errors::number(loomfence_core::MAX_SAFE_INTEGER)
     {
         return Err(js_errors::out_of_range(
-            &format!("options.at must be a safe integer, got {ms}"),
+            &format!(
+                "options.at must be a safe integer, got {}",
+                js_errors::show(ms)
+            ),
             "OUT_OF_RANGE",
         ));
     }

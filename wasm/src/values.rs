@@ -6,7 +6,7 @@
 use loomfence_core::{Envelope, ExecutionId, MAX_SAFE_INTEGER, NewEvent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors;
 
@@ -42,7 +42,10 @@ pub(crate) fn counter(name: &str, value: &JsValue) -> Result<u64, JsValue> {
         || js_errors::number(whole) != number
     {
         return Err(js_errors::out_of_range(
-            &format!("{name} must be a safe non-negative integer, got {number}"),
+            &format!(
+                "{name} must be a safe non-negative integer, got {}",
+                js_errors::show(number)
+            ),
             "OUT_OF_RANGE",
         ));
     }
@@ -85,8 +88,25 @@ pub(crate) fn event(value: JsValue) -> Result<NewEvent, JsValue> {
             "NOT_AN_OBJECT",
         ));
     }
+    // serde-wasm-bindgen reads only the fields a struct names, so the
+    // core's `deny_unknown_fields` never sees an extra key: check here (an
+    // envelope passed where an event belongs, a misspelt `metdata`).
+    for key in js_sys::Object::keys::<JsValue>(value.unchecked_ref()).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !EVENT_FIELDS.contains(&key.as_str()) {
+            return Err(js_errors::invalid(
+                &format!(
+                    "event: unknown field `{key}`, expected one of kind, payload, metadata, at"
+                ),
+                "INVALID_EVENT",
+            ));
+        }
+    }
     from_js("event", "INVALID_EVENT", value)
 }
+
+/// The fields of an event as a writer hands it over.
+const EVENT_FIELDS: [&str; 4] = ["kind", "payload", "metadata", "at"];
 
 /// Reads a batch of events.
 pub(crate) fn events(value: JsValue) -> Result<Vec<NewEvent>, JsValue> {
