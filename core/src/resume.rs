@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::capability::Capability;
 use crate::event::{Envelope, NewEvent};
-use crate::fence::{AcquireOutcome, ParkExpectation, StaleFenceError};
+use crate::fence::{AcquireOutcome, InputError, ParkExpectation, StaleFenceError};
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
@@ -90,6 +90,25 @@ impl ResumeRequest {
         self.fencing = Fencing::Unfenced;
         self
     }
+
+    /// Checks the resume event this request would append as every store
+    /// checks it (a NUL character in the answer, an `at` out of range), so
+    /// a driver refuses it before the machine takes a token. Found only at
+    /// the append, it would leave the execution fenced one higher with
+    /// nothing appended: a dead acquirer of the caller's own making.
+    pub fn check(&self) -> Result<(), InputError> {
+        resume_event(&self.answer, self.at)
+            .check()
+            .map(drop)
+            .map_err(|source| InputError::Event { index: 0, source })
+    }
+}
+
+/// The resume event answering a park with `answer` at `at`, without a token.
+fn resume_event(answer: &Value, at: i64) -> NewEvent {
+    let mut payload = crate::JsonObject::new();
+    payload.insert("answer".to_owned(), answer.clone());
+    NewEvent::kernel(KernelKind::ExecutionResumed, at).with_payload(payload)
 }
 
 /// One thing for the host to do against the store.
@@ -579,9 +598,7 @@ impl ResumeMachine {
 
     /// The resume event, without a token.
     fn resume_event(&self) -> NewEvent {
-        let mut payload = crate::JsonObject::new();
-        payload.insert("answer".to_owned(), self.answer.clone());
-        NewEvent::kernel(KernelKind::ExecutionResumed, self.at).with_payload(payload)
+        resume_event(&self.answer, self.at)
     }
 
     /// Checks that `events` are this execution's, contiguous from `from`.

@@ -96,6 +96,7 @@ pub async fn resume_from<S: EventStore + ?Sized>(
     events: &[Envelope],
 ) -> Result<Resumed, ResumeFailure> {
     let id = ExecutionId::new(execution_id).map_err(|e| StoreError::Input(e.into()))?;
+    request.check().map_err(StoreError::Input)?;
     let mut machine = ResumeMachine::with_events(id, request, store.capability(), events)?;
     run(store, &mut machine).await
 }

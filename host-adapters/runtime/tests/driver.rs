@@ -91,6 +91,26 @@ async fn bad_ids_are_a_store_input_error() {
     assert!(!failure.expect_err("refused").is_retryable());
 }
 
+#[tokio::test]
+async fn an_answer_no_store_accepts_is_refused_before_any_token_is_taken() {
+    let store = MemoryEventStore::new();
+    let park = park_on(&store, "p", &timer()).await;
+    let before = store.read_range("p", 1, None).await.expect("reads");
+    for request in [
+        ResumeRequest::new(park, json!({ "note": "a\u{0}b" }), 11),
+        ResumeRequest::new(park, json!(null), i64::MAX),
+    ] {
+        let refused = resume(&store, "p", request).await;
+        assert!(
+            matches!(refused, Err(ResumeFailure::Store(StoreError::Input(_)))),
+            "{refused:?}"
+        );
+    }
+    // Refused up front: no dead acquirer left behind, nothing appended.
+    assert_eq!(store.current_fence("p").await.expect("reads"), 0);
+    assert_eq!(store.read_range("p", 1, None).await.expect("reads"), before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_concurrent_resumers_one_lands() {
     let store = std::sync::Arc::new(MemoryEventStore::new());
