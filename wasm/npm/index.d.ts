@@ -84,6 +84,12 @@ export class MemoryEventStore implements EventStore {
   acquireFence(executionId: string): Promise<number>;
   /** Bumps the token only if it is `fence` and nothing answered the park at `parkSeq`. */
   acquireFenceIf(executionId: string, expect: ParkExpectation): Promise<AcquireIfResult>;
+  /** Appends only while the park at `parkSeq` is unanswered; `{ parkAnswered: true }` otherwise, with nothing written. */
+  appendIfParked(
+    executionId: string,
+    parkSeq: number,
+    events: NewEvent[],
+  ): Promise<Envelope[] | { parkAnswered: true }>;
   /** The current token, 0 if nobody ever acquired. */
   currentFence(executionId: string): Promise<number>;
   /** Deletes the log, keeping a real token; resolves to whether a log existed. */

@@ -10,7 +10,9 @@
 use std::cell::RefCell;
 
 use js_sys::Promise;
-use loomfence_core::{AcquireOutcome, AppendError, MemoryStore, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, AppendError, ConditionalAppend, MemoryStore, ParkExpectation,
+};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -33,6 +35,14 @@ struct AcquireAnswer {
     /// Present (and `true`) only when the acquire lost.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stale: bool,
+}
+
+/// What `appendIfParked` resolves to when the park was answered.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ParkAnswered {
+    /// Always `true`.
+    park_answered: bool,
 }
 
 /// Settles `result` into a promise.
@@ -89,6 +99,35 @@ impl MemoryEventStore {
                 .append_many(id.as_str(), events)
                 .map_err(|e| append_error(&e))?;
             to_js(&stored)
+        })())
+    }
+
+    /// Appends a batch only while the park at `parkSeq` is unanswered, under
+    /// the same guard; resolves to the envelopes, or to
+    /// `{ parkAnswered: true }` with nothing written. How a resume that takes
+    /// no token still lands at most once.
+    #[wasm_bindgen(js_name = appendIfParked)]
+    pub fn append_if_parked(
+        &self,
+        execution_id: JsValue,
+        park_seq: JsValue,
+        events: JsValue,
+    ) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let park_seq = counter("parkSeq", &park_seq)?;
+            let events = values::events(events)?;
+            let outcome = self
+                .store
+                .borrow_mut()
+                .append_if_parked(id.as_str(), park_seq, events)
+                .map_err(|e| append_error(&e))?;
+            match outcome {
+                ConditionalAppend::Appended(stored) => to_js(&stored),
+                ConditionalAppend::ParkAnswered => to_js(&ParkAnswered {
+                    park_answered: true,
+                }),
+            }
         })())
     }
 

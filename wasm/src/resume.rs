@@ -54,11 +54,17 @@ pub async fn resume(
     let answer: Value = if answer.is_undefined() {
         Value::Null
     } else {
-        from_js("answer", "INVALID_ANSWER", answer)?
+        from_js(
+            "answer",
+            "INVALID_ANSWER",
+            values::json("answer", "INVALID_ANSWER", answer)?,
+        )?
     };
     let at = timestamp(&property(&options, "at")?)?;
     let host = HostStore::new(store)?;
     let request = ResumeRequest::new(park_seq, answer, at);
+    // Refused here, before the machine takes a token for it.
+    request.check().map_err(|e| js_errors::input(&e))?;
     let mut machine = ResumeMachine::new(id, request, host.capability());
     loop {
         match machine.poll() {
@@ -71,27 +77,14 @@ pub async fn resume(
 
 /// `options.at`, or the host's clock: the core itself never reads one.
 fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
-    let ms = if at.is_undefined() {
-        js_sys::Date::now()
-    } else {
-        at.as_f64().ok_or_else(|| {
-            js_errors::wrong_type("options.at must be a number (ms)", "NOT_A_NUMBER")
-        })?
-    };
-    if ms.fract() != 0.0
-        || !ms.is_finite()
-        || ms.abs() > js_errors::number(loomfence_core::MAX_SAFE_INTEGER)
-    {
-        return Err(js_errors::out_of_range(
-            &format!(
-                "options.at must be a safe integer, got {}",
-                js_errors::show(ms)
-            ),
-            "OUT_OF_RANGE",
-        ));
+    if at.is_undefined() {
+        return values::timestamp(
+            "Date.now()",
+            "CLOCK",
+            &JsValue::from_f64(js_sys::Date::now()),
+        );
     }
-    #[allow(clippy::cast_possible_truncation)]
-    Ok(ms as i64)
+    values::timestamp("options.at", "NOT_A_NUMBER", at)
 }
 
 /// The resolved value.

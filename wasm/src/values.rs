@@ -3,7 +3,7 @@
 //! Every check happens here, before the core is called, so a bad value is
 //! refused with a typed error and nothing in a store changes.
 
-use loomfence_core::{Envelope, ExecutionId, MAX_SAFE_INTEGER, NewEvent};
+use loomfence_core::{Envelope, ExecutionId, JsonObject, MAX_SAFE_INTEGER, NewEvent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
@@ -80,7 +80,13 @@ pub(crate) fn from_js<T: DeserializeOwned>(
         .map_err(|e| js_errors::invalid(&format!("{what}: {e}"), code))
 }
 
-/// Reads one event as a writer hands it over.
+/// Reads one event as a writer hands it over, field by field, so each
+/// mistake gets its own error: an unknown field (an envelope passed where
+/// an event belongs, a misspelt `metdata`), a `kind` that is not a string,
+/// an `at` or `metadata.fence` that is not a safe integer (`RangeError`),
+/// a payload or metadata that is not a plain JSON object. `undefined`
+/// payload or metadata is the same as leaving it out. The rest (the kind's
+/// length, NUL characters) is the core's check, made by the store.
 pub(crate) fn event(value: JsValue) -> Result<NewEvent, JsValue> {
     if !value.is_object() || js_sys::Array::is_array(&value) {
         return Err(js_errors::wrong_type(
@@ -88,25 +94,109 @@ pub(crate) fn event(value: JsValue) -> Result<NewEvent, JsValue> {
             "NOT_AN_OBJECT",
         ));
     }
-    // serde-wasm-bindgen reads only the fields a struct names, so the
-    // core's `deny_unknown_fields` never sees an extra key: check here (an
-    // envelope passed where an event belongs, a misspelt `metdata`).
     for key in js_sys::Object::keys::<JsValue>(value.unchecked_ref()).iter() {
         let key = key.as_string().unwrap_or_default();
         if !EVENT_FIELDS.contains(&key.as_str()) {
-            return Err(js_errors::invalid(
-                &format!(
-                    "event: unknown field `{key}`, expected one of kind, payload, metadata, at"
-                ),
-                "INVALID_EVENT",
-            ));
+            return Err(bad_event(&format!(
+                "unknown field `{key}`, expected one of kind, payload, metadata, at"
+            )));
         }
     }
-    from_js("event", "INVALID_EVENT", value)
+    let Some(kind) = property(&value, "kind")?.as_string() else {
+        return Err(bad_event("`kind` must be a string"));
+    };
+    let at = timestamp("event.at", "INVALID_EVENT", &property(&value, "at")?)?;
+    let metadata = property(&value, "metadata")?;
+    let fence = property(&metadata, "fence")?;
+    if !fence.is_undefined() && fence.as_f64().is_none() {
+        return Err(js_errors::wrong_type(
+            "metadata.fence must be a number (the writer's token)",
+            "BAD_FENCE",
+        ));
+    }
+    if fence.as_f64().is_some() {
+        // A token is a counter, under the same rule as every fence argument.
+        counter("metadata.fence", &fence).map_err(|_| {
+            js_errors::out_of_range(
+                &format!(
+                    "metadata.fence must be a safe non-negative integer, got {}",
+                    js_errors::show(fence.as_f64().unwrap_or_default())
+                ),
+                "BAD_FENCE",
+            )
+        })?;
+    }
+    let metadata = object("metadata", metadata)?;
+    Ok(NewEvent {
+        kind,
+        payload: object("payload", property(&value, "payload")?)?,
+        metadata,
+        at,
+    })
 }
 
 /// The fields of an event as a writer hands it over.
 const EVENT_FIELDS: [&str; 4] = ["kind", "payload", "metadata", "at"];
+
+/// An `InputError` about an event.
+fn bad_event(detail: &str) -> JsValue {
+    js_errors::invalid(&format!("event: {detail}"), "INVALID_EVENT")
+}
+
+/// A timestamp in ms: a number (else an `InputError` with `code`) that is
+/// a safe integer, negative allowed (else a `RangeError`).
+pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, JsValue> {
+    let Some(ms) = value.as_f64() else {
+        return Err(js_errors::invalid(
+            &format!("{name} must be a number of milliseconds"),
+            code,
+        ));
+    };
+    if ms.fract() != 0.0 || !ms.is_finite() || ms.abs() > js_errors::number(MAX_SAFE_INTEGER) {
+        return Err(js_errors::out_of_range(
+            &format!("{name} must be a safe integer, got {}", js_errors::show(ms)),
+            "AT_OUT_OF_RANGE",
+        ));
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    Ok(ms as i64)
+}
+
+/// A payload or metadata: absent (`undefined`) is empty; otherwise a plain
+/// JSON object.
+fn object(name: &str, value: JsValue) -> Result<JsonObject, JsValue> {
+    if value.is_undefined() {
+        return Ok(JsonObject::new());
+    }
+    if !value.is_object() || js_sys::Array::is_array(&value) {
+        return Err(bad_event(&format!("`{name}` must be a plain object")));
+    }
+    let value = json(&format!("event.{name}"), "INVALID_EVENT", value)?;
+    from_js(&format!("event.{name}"), "INVALID_EVENT", value)
+}
+
+/// `value` as JSON (see `js/json.js`): refused with an `InputError` with
+/// `code`, naming where it is not JSON.
+pub(crate) fn json(path: &str, code: &str, value: JsValue) -> Result<JsValue, JsValue> {
+    let checked = js_json::json_value(&value, path);
+    let problem = property(&checked, "problem")?;
+    if let Some(problem) = problem.as_string() {
+        return Err(js_errors::invalid(&problem, code));
+    }
+    property(&checked, "value")
+}
+
+/// The JSON check, in JavaScript: one walk without crossing the boundary
+/// per member.
+mod js_json {
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen(module = "/js/json.js")]
+    extern "C" {
+        #[wasm_bindgen(js_name = jsonValue)]
+        pub(super) fn json_value(value: &JsValue, path: &str) -> JsValue;
+    }
+}
 
 /// Reads a batch of events.
 pub(crate) fn events(value: JsValue) -> Result<Vec<NewEvent>, JsValue> {
