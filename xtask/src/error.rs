@@ -159,6 +159,48 @@ pub(crate) enum XtaskError {
     #[error("postgres: could not find a free TCP port on 127.0.0.1: {0}")]
     PgNoFreePort(#[source] io::Error),
 
+    /// `Cargo.lock` does not pin exactly one version of `wasm-bindgen`, so
+    /// there is no single CLI version that matches the crate.
+    #[error("{}: {detail}", lockfile.display())]
+    WasmBindgenLock {
+        /// The lockfile read.
+        lockfile: PathBuf,
+        /// What is wrong: no `wasm-bindgen` entry, or several versions.
+        detail: String,
+    },
+
+    /// The npm package's `.wasm`, after `wasm-opt`, is larger than the size
+    /// budget and the budget is enforced (see `npm::size::BUDGET`).
+    #[error(
+        "npm package: the .wasm is {raw} bytes after wasm-opt, over the budget of {budget} bytes by {}",
+        raw - budget
+    )]
+    WasmOverBudget {
+        /// Size of the optimised `.wasm`, in bytes.
+        raw: u64,
+        /// The budget, in bytes.
+        budget: u64,
+    },
+
+    /// The npm package or its JS suites are not as the pipeline needs them:
+    /// `npm pack --json` answered something unusable, the tarball lacks a
+    /// file `package.json` lists, or the suites' folder is missing.
+    #[error("npm package: {detail}")]
+    NpmPack {
+        /// What was wrong with the answer.
+        detail: String,
+    },
+
+    /// The README has the `<!-- npm-example -->` marker, but no ```` ```js ````
+    /// block follows it, so the example the smoke test must run is missing.
+    #[error("{}: {detail}", readme.display())]
+    ReadmeExample {
+        /// The README read.
+        readme: PathBuf,
+        /// What is wrong after the marker.
+        detail: String,
+    },
+
     /// In CI no PostgreSQL server could be had. Locally the pipeline warns
     /// and skips the PostgreSQL tests instead; CI must never skip them
     /// silently, or a broken setup would look like a passing run.

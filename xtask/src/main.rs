@@ -15,6 +15,7 @@ mod bench;
 mod bench_report;
 mod cmd;
 mod error;
+mod npm;
 mod postgres;
 mod rust_version;
 mod test;
@@ -48,7 +49,8 @@ struct Cli {
 enum Commands {
     /// Run the whole test pipeline (what CI runs): toolchain setup, fmt,
     /// clippy, a throwaway PostgreSQL server, tests, wasm import check,
-    /// docs. Stops at the first failure.
+    /// docs, then the npm package (build, size, wasm and JS tests, a smoke
+    /// test of its tarball). Stops at the first failure.
     Test {
         /// Extra arguments for `cargo test`'s test binaries, given after
         /// `--` (e.g. `cargo xtask test -- --nocapture`).
@@ -74,6 +76,10 @@ enum Commands {
         #[arg(last = true, value_name = "BENCH_ARGS")]
         bench_args: Vec<String>,
     },
+    /// Build the npm package `loomfence` into wasm/npm/dist (cargo,
+    /// wasm-bindgen, wasm-opt -Oz) and print the size of its .wasm against
+    /// the budget. Installs wasm-bindgen-cli and wasm-opt when missing.
+    Npm,
     /// Start a throwaway PostgreSQL server, run a program with
     /// LOOMFENCE_PG_URL naming it, then stop and delete the server. Exits
     /// with the program's status.
@@ -144,6 +150,7 @@ fn run(command: Commands) -> Result<ExitCode, XtaskError> {
             harness_args: &bench_args,
         })
         .map(|()| ExitCode::SUCCESS),
+        Commands::Npm => npm::run().map(|()| ExitCode::SUCCESS),
         Commands::Pg { durable, program } => {
             let durability = if durable {
                 postgres::Durability::Durable
@@ -256,6 +263,14 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// `npm` takes no arguments.
+    #[test]
+    fn npm_parses_without_arguments() {
+        let cli = Cli::try_parse_from(["xtask", "npm"]).expect("valid command line");
+        assert!(matches!(cli.command, Some(Commands::Npm)));
+        assert!(Cli::try_parse_from(["xtask", "npm", "--release"]).is_err());
     }
 
     /// No subcommand parses (and then prints help) instead of erroring.

@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use crate::cmd;
 use crate::error::XtaskError;
-use crate::{postgres, rust_version, toolchain, wasm_imports};
+use crate::{npm, postgres, rust_version, toolchain, wasm_imports};
 
 /// One named stage of the pipeline.
 pub(crate) struct Step {
@@ -211,6 +211,16 @@ pub(crate) const STEPS: &[Step] = &[
             env: &[("RUSTDOCFLAGS", "-D warnings")],
         },
     },
+    Step {
+        name: "npm-build",
+        summary: "the npm package builds, and its .wasm size is reported against the budget",
+        action: Action::Custom(npm::build_step),
+    },
+    Step {
+        name: "npm-test",
+        summary: "the npm package passes its wasm tests, runs installed from its tarball, and passes the JS suites",
+        action: Action::Custom(npm::test_step),
+    },
 ];
 
 /// Runs every step of [`STEPS`] in order, stopping at the first failure, and
@@ -326,6 +336,14 @@ mod tests {
         let position = |name| STEPS.iter().position(|step| step.name == name);
         assert!(position("postgres") < position("test"));
         assert!(position("postgres").is_some());
+    }
+
+    /// The npm tests use what the build step made and installed.
+    #[test]
+    fn npm_build_runs_before_npm_test() {
+        let position = |name| STEPS.iter().position(|step| step.name == name);
+        assert!(position("npm-build").is_some());
+        assert!(position("npm-build") < position("npm-test"));
     }
 
     /// A step's exported environment reaches later commands; its guards

@@ -1,0 +1,40 @@
+// Smoke test of the published package, CommonJS side: `require('loomfence')`
+// must give the same module, and the same error classes, as `import`.
+// `cargo xtask test` runs it with `node` in a fresh folder where the
+// `npm pack` tarball is installed. Exits non-zero on failure.
+'use strict';
+const assert = require('node:assert/strict');
+const { MemoryEventStore, resume, ResumeRefusedError } = require('loomfence');
+
+async function main() {
+  const store = new MemoryEventStore();
+  const [, park] = await store.appendMany('invoice-42', [
+    { kind: 'EXECUTION_STARTED', at: 1000 },
+    { kind: 'EXECUTION_SUSPENDED', at: 1001 },
+  ]);
+
+  const resumed = await resume(store, 'invoice-42', { fenceIfParkedAt: park.sequence, answer: { ok: true } });
+  assert.equal(resumed.resumed.kind, 'EXECUTION_RESUMED');
+  assert.equal(resumed.executionId, 'invoice-42');
+  assert.deepEqual(resumed.resumed.payload.answer, { ok: true });
+
+  await assert.rejects(
+    resume(store, 'invoice-42', { fenceIfParkedAt: park.sequence, answer: null }),
+    (error) => {
+      assert.ok(error instanceof ResumeRefusedError, `not a ResumeRefusedError: ${error}`);
+      assert.equal(error.reason, 'not-suspended');
+      return true;
+    },
+  );
+
+  // One module for both loaders: the classes `import` sees are these.
+  const esm = await import('loomfence');
+  assert.equal(esm.ResumeRefusedError, ResumeRefusedError);
+  assert.equal(esm.MemoryEventStore, MemoryEventStore);
+  console.log('smoke.cjs: ok (require)');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

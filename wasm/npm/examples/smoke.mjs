@@ -1,0 +1,52 @@
+// Smoke test of the published package, ESM side. `cargo xtask test` runs it
+// with `node` in a fresh folder where the `npm pack` tarball is installed, so
+// 'loomfence' resolves the way it does for a user. Exits non-zero on failure.
+import assert from 'node:assert/strict';
+import {
+  MemoryEventStore,
+  resume,
+  isAnsweringKind,
+  locatePark,
+  KERNEL_EVENT_KINDS,
+  ResumeRefusedError,
+  StaleFenceError,
+} from 'loomfence';
+
+const store = new MemoryEventStore();
+const [, park] = await store.appendMany('order-7', [
+  { kind: 'EXECUTION_STARTED', at: 0 },
+  { kind: 'EXECUTION_SUSPENDED', at: 1 },
+]);
+assert.equal(park.sequence, 2);
+assert.equal(locatePark(await store.readRange('order-7')).sequence, park.sequence);
+
+// The first resume answers the park and takes the token.
+const first = await resume(store, 'order-7', { fenceIfParkedAt: park.sequence, answer: 'paid', at: 2 });
+assert.equal(first.resumed.kind, 'EXECUTION_RESUMED');
+assert.equal(first.fence, 1);
+assert.equal(first.resumed.payload.answer, 'paid');
+assert.equal(await store.currentFence('order-7'), 1);
+assert.ok(isAnsweringKind(first.resumed));
+assert.ok(KERNEL_EVENT_KINDS.includes('EXECUTION_RESUMED'));
+
+// A second resume of the same park is refused: it is no longer open.
+await assert.rejects(
+  resume(store, 'order-7', { fenceIfParkedAt: park.sequence, answer: 'paid again', at: 3 }),
+  (error) => {
+    assert.ok(error instanceof ResumeRefusedError, `not a ResumeRefusedError: ${error}`);
+    assert.ok(error instanceof Error);
+    assert.equal(error.reason, 'not-suspended');
+    return true;
+  },
+);
+
+// A writer holding no token cannot answer on a fenced execution.
+await assert.rejects(
+  store.append('order-7', { kind: 'EXECUTION_COMPLETED', at: 4 }),
+  (error) => error instanceof StaleFenceError && error.current === 1,
+);
+
+const log = await store.readRange('order-7');
+assert.equal(locatePark(log), undefined);
+assert.deepEqual(log.map((event) => event.kind), ['EXECUTION_STARTED', 'EXECUTION_SUSPENDED', 'EXECUTION_RESUMED']);
+console.log('smoke.mjs: ok (import)');

@@ -1,0 +1,203 @@
+//! wasm-bindgen-cli at exactly the version of the `wasm-bindgen` crate in
+//! `Cargo.lock`.
+//!
+//! The CLI refuses a module built by another version of the crate ("schema
+//! version … must exactly match"), so "some wasm-bindgen on `PATH`" is not
+//! enough. The same crate installs `wasm-bindgen-test-runner`, the runner
+//! `.cargo/config.toml` names for `cargo test --target wasm32-unknown-unknown`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::cmd;
+use crate::error::XtaskError;
+use crate::test::Context;
+
+/// The library crate whose locked version the CLI must match.
+const LIBRARY_CRATE: &str = "wasm-bindgen";
+
+/// The crate `cargo install` builds the programs from.
+const CLI_CRATE: &str = "wasm-bindgen-cli";
+
+/// The programs of [`CLI_CRATE`] the pipeline runs. Each answers
+/// `--version` with `<name> <version>`.
+const PROGRAMS: &[&str] = &["wasm-bindgen", "wasm-bindgen-test-runner"];
+
+/// Makes sure every one of [`PROGRAMS`] on `PATH` is the locked version,
+/// installing the CLI when one is missing or another version; returns that
+/// version.
+///
+/// Installs WITHOUT `--locked`: the CLI's own lockfile pins a crate version
+/// the registry no longer serves. Takes about two minutes on a fresh
+/// machine, nothing when already installed.
+pub(crate) fn ensure(context: &Context<'_>) -> Result<String, XtaskError> {
+    let version = locked_version_in(&context.root.join("Cargo.lock"))?;
+    let stale = stale_programs(&version);
+    if stale.is_empty() {
+        cmd::note(&format!("{CLI_CRATE} {version}: already present"));
+        return Ok(version);
+    }
+    cmd::note(&format!(
+        "{CLI_CRATE} {version}: installing ({} missing or another version)",
+        stale.join(", ")
+    ));
+    let mut install = context.cargo();
+    install.args(["install", CLI_CRATE, "--version", &version]);
+    context.run(&mut install)?;
+    // Re-check: cargo installs into its own bin directory, which is not
+    // necessarily on PATH.
+    let still = stale_programs(&version);
+    if !still.is_empty() {
+        return Err(XtaskError::ToolchainStillMissing {
+            what: format!(
+                "{} {version} (is cargo's bin directory on PATH?)",
+                still.join(", ")
+            ),
+        });
+    }
+    cmd::note(&format!("{CLI_CRATE} {version}: installed"));
+    Ok(version)
+}
+
+/// The version of [`LIBRARY_CRATE`] pinned in the lockfile at `lockfile`.
+fn locked_version_in(lockfile: &Path) -> Result<String, XtaskError> {
+    let text = std::fs::read_to_string(lockfile).map_err(XtaskError::io(lockfile))?;
+    locked_version(&text, LIBRARY_CRATE).map_err(|detail| XtaskError::WasmBindgenLock {
+        lockfile: lockfile.to_path_buf(),
+        detail,
+    })
+}
+
+/// The one version of package `name` in a `Cargo.lock`'s text; an error
+/// message when there is none or more than one (one CLI cannot match two).
+///
+/// Reads the `[[package]]` tables line by line rather than with a TOML
+/// parser: cargo writes them in a fixed, simple shape, and this is the only
+/// question xtask asks of the file.
+fn locked_version(lockfile: &str, name: &str) -> Result<String, String> {
+    let versions: Vec<&str> = lockfile
+        .split("[[package]]")
+        .skip(1)
+        .filter(|table| string_field(table, "name") == Some(name))
+        .filter_map(|table| string_field(table, "version"))
+        .collect();
+    match versions.as_slice() {
+        [version] => Ok((*version).to_owned()),
+        [] => Err(format!("no `{name}` package is locked")),
+        several => Err(format!(
+            "`{name}` is locked at several versions ({}); the CLI can match only one",
+            several.join(", ")
+        )),
+    }
+}
+
+/// The value of a `key = "value"` line of one lockfile table.
+fn string_field<'a>(table: &'a str, key: &str) -> Option<&'a str> {
+    table.lines().find_map(|line| {
+        line.trim()
+            .strip_prefix(key)?
+            .trim_start()
+            .strip_prefix('=')?
+            .trim()
+            .strip_prefix('"')?
+            .strip_suffix('"')
+    })
+}
+
+/// The programs of [`PROGRAMS`] that do not answer `--version` with
+/// exactly `version`.
+fn stale_programs(version: &str) -> Vec<&'static str> {
+    PROGRAMS
+        .iter()
+        .copied()
+        .filter(|program| {
+            let answer = cmd::probe(Command::new(program).arg("--version"));
+            !is_version_line(answer.as_deref(), program, version)
+        })
+        .collect()
+}
+
+/// Whether a `--version` answer names exactly `program` at `version`
+/// (`0.2.13` must not pass for `0.2.130`).
+fn is_version_line(answer: Option<&str>, program: &str, version: &str) -> bool {
+    answer == Some(format!("{program} {version}").as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lockfile in cargo's shape: the version comes from the table whose
+    /// name matches exactly, not from a dependency list or a longer name.
+    const LOCK: &str = r#"# This file is automatically @generated by Cargo.
+version = 4
+
+[[package]]
+name = "serde-wasm-bindgen"
+version = "0.6.5"
+dependencies = [
+ "wasm-bindgen",
+]
+
+[[package]]
+name = "wasm-bindgen"
+version = "0.2.130"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "wasm-bindgen-futures"
+version = "0.4.80"
+"#;
+
+    /// The exact name's version is found.
+    #[test]
+    fn finds_the_locked_version() {
+        assert_eq!(
+            locked_version(LOCK, "wasm-bindgen").as_deref(),
+            Ok("0.2.130")
+        );
+        assert_eq!(
+            locked_version(LOCK, "wasm-bindgen-futures").as_deref(),
+            Ok("0.4.80")
+        );
+    }
+
+    /// No entry, or two versions, is an error that says which.
+    #[test]
+    fn missing_or_ambiguous_is_an_error() {
+        let missing = locked_version(LOCK, "js-sys").expect_err("not locked");
+        assert!(missing.contains("no `js-sys`"), "{missing}");
+        let twice = format!("{LOCK}\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.99\"\n");
+        let several = locked_version(&twice, "wasm-bindgen").expect_err("two versions");
+        assert!(several.contains("0.2.130, 0.2.99"), "{several}");
+    }
+
+    /// Only the exact program and version pass.
+    #[test]
+    fn version_line_must_match_exactly() {
+        assert!(is_version_line(
+            Some("wasm-bindgen 0.2.130"),
+            "wasm-bindgen",
+            "0.2.130"
+        ));
+        assert!(!is_version_line(
+            Some("wasm-bindgen 0.2.13"),
+            "wasm-bindgen",
+            "0.2.130"
+        ));
+        assert!(!is_version_line(
+            Some("wasm-bindgen 0.2.1300"),
+            "wasm-bindgen",
+            "0.2.130"
+        ));
+        assert!(!is_version_line(None, "wasm-bindgen", "0.2.130"));
+    }
+
+    /// The workspace's own lockfile pins exactly one wasm-bindgen.
+    #[test]
+    fn workspace_lockfile_pins_one_version() {
+        let lockfile = crate::workspace::root().join("Cargo.lock");
+        let version = locked_version_in(&lockfile).expect("one locked wasm-bindgen");
+        assert!(version.starts_with("0."), "{version}");
+    }
+}
