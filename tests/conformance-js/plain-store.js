@@ -1,0 +1,314 @@
+// An event store written in plain JavaScript: an example of a host adapter
+// for the `loomfence` package, and the second store the conformance kit runs
+// against (the first is the package's own MemoryEventStore).
+//
+// Everything a store must do is here, in about the simplest form it can take:
+//
+// - a log per execution (a Map of arrays; index = sequence - 1) and a fence
+//   token per execution (a Map; absent means 0);
+// - the append guard: one decision per batch, in the same step as the insert;
+// - `acquireFenceIf`, the conditional acquire, using the package's
+//   `isAnsweringKind` so this store classifies events exactly as every other
+//   backend does;
+// - `appendIfParked`, the park-conditional append a resumer without a token
+//   uses to answer a park at most once;
+// - the same typed errors as the package on bad input, thrown before anything
+//   changes: `InputError` (a TypeError) for a bad id or a malformed event,
+//   `RangeError` for a number out of range, `TypeError` for a value that is
+//   not even the right type, and `StaleFenceError` for a stale writer.
+//
+// Atomicity: each method validates its input, then does its whole read-check-
+// write in one synchronous run with no `await` in between. JavaScript runs one
+// piece of code at a time, so that run is atomic with respect to every other
+// call, however many are in flight. A store backed by a database must get the
+// same effect from a transaction (see DESIGN.md: SQLite's BEGIN IMMEDIATE,
+// Postgres' row locks).
+//
+// Capabilities are read off the methods by `resume`: a store with
+// `acquireFenceIf` is conditional, one with only `acquireFence` is
+// fencing-only, one with neither takes no tokens. `withCapability` below
+// builds the weaker variants from a full store.
+
+import { InputError, StaleFenceError, isAnsweringKind } from 'loomfence';
+
+/** The longest execution id and event kind, in UTF-8 bytes. */
+const MAX_ID_BYTES = 255;
+const MAX_KIND_BYTES = 255;
+const EVENT_FIELDS = new Set(['kind', 'payload', 'metadata', 'at']);
+const utf8 = new TextEncoder();
+
+/** The `code` a store puts on the error for a park sequence outside the log;
+ * `resume` reads it as "the park is gone". */
+export const PARK_SEQ_OUT_OF_RANGE = 'PARK_SEQ_OUT_OF_RANGE';
+
+function rangeError(message, code) {
+  return Object.assign(new RangeError(message), { code });
+}
+
+function typeError(message, code) {
+  return Object.assign(new TypeError(message), { code });
+}
+
+/** An execution id: a string (else TypeError) of 1 to 255 UTF-8 bytes with
+ * no NUL (else InputError). */
+function checkId(id) {
+  if (typeof id !== 'string') throw typeError('executionId must be a string', 'NOT_A_STRING');
+  const bytes = utf8.encode(id).length;
+  if (bytes === 0) throw new InputError('executionId: execution id is empty', 'INVALID_ID');
+  if (bytes > MAX_ID_BYTES) {
+    throw new InputError(`executionId: execution id is ${bytes} bytes long; the limit is ${MAX_ID_BYTES}`, 'INVALID_ID');
+  }
+  if (id.includes('\0')) throw new InputError('executionId: execution id contains a NUL character', 'INVALID_ID');
+  return id;
+}
+
+/** A fence or sequence argument: a number (else TypeError) that is a safe,
+ * non-negative integer (else RangeError). */
+function checkCounter(name, value) {
+  if (typeof value !== 'number') throw typeError(`${name} must be a number`, 'NOT_A_NUMBER');
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw rangeError(`${name} must be a safe non-negative integer, got ${value}`, 'OUT_OF_RANGE');
+  }
+  return value + 0; // -0 becomes 0
+}
+
+function isPlainObject(value) {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Deep-copies a JSON value, refusing anything JSON cannot hold exactly and
+ * any NUL character in a key or a string. `where` names the field. */
+function copyJson(value, where) {
+  const bad = (what) => new InputError(`${where}: ${what}`, 'INVALID_EVENT');
+  switch (typeof value) {
+    case 'string':
+      if (value.includes('\0')) throw bad('contains a NUL character');
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw bad(`${value} is not a JSON number`);
+      return value + 0;
+    case 'boolean':
+      return value;
+    case 'object':
+      if (value === null) return null;
+      if (Array.isArray(value)) return value.map((item, i) => copyJson(item, `${where}[${i}]`));
+      if (!isPlainObject(value)) throw bad('only plain objects, arrays, strings, finite numbers, booleans and null are JSON');
+      return copyObject(value, where);
+    default:
+      throw bad(`a ${typeof value} is not a JSON value`);
+  }
+}
+
+function copyObject(object, where) {
+  const copy = {};
+  for (const [key, item] of Object.entries(object)) {
+    if (key.includes('\0')) throw new InputError(`${where}: a key contains a NUL character`, 'INVALID_EVENT');
+    // A property set to undefined is left out, as JSON.stringify does.
+    if (item !== undefined) copy[key] = copyJson(item, `${where}.${key}`);
+  }
+  return copy;
+}
+
+/** Validates one event and returns a private copy plus what the guard needs:
+ * its token (or undefined) and whether it answers a park. */
+function checkEvent(event, index) {
+  const where = `events[${index}]`;
+  if (!isPlainObject(event)) {
+    throw typeError(`${where}: event must be an object { kind, payload?, metadata?, at }`, 'NOT_AN_OBJECT');
+  }
+  const bad = (what, code = 'INVALID_EVENT') => new InputError(`${where}: ${what}`, code);
+  for (const key of Object.keys(event)) {
+    if (!EVENT_FIELDS.has(key)) throw bad(`unknown field ${JSON.stringify(key)}`);
+  }
+  const { kind, at } = event;
+  if (typeof kind !== 'string') throw bad('kind must be a string');
+  if (kind === '') throw bad('event kind is empty');
+  const kindBytes = utf8.encode(kind).length;
+  if (kindBytes > MAX_KIND_BYTES) throw bad(`event kind is ${kindBytes} bytes long; the limit is ${MAX_KIND_BYTES}`);
+  if (kind.includes('\0')) throw bad('kind contains a NUL character');
+  if (typeof at !== 'number') throw bad('at must be a number (ms since the epoch)');
+  if (!Number.isSafeInteger(at)) {
+    throw rangeError(`${where}: at = ${at} ms is not an integer within ±(2^53-1)`, 'AT_OUT_OF_RANGE');
+  }
+  // The token first, so that a bad one (NaN included) is reported as a bad
+  // token: a RangeError when it is a number, a TypeError when it is not.
+  let fence;
+  if (isPlainObject(event.metadata) && event.metadata.fence !== undefined) {
+    fence = event.metadata.fence;
+    if (!Number.isSafeInteger(fence) || fence < 0) {
+      const found = typeof fence === 'bigint' ? `${fence}n` : String(JSON.stringify(fence) ?? fence);
+      const message = `${where}: metadata.fence must be an integer from 0 to 2^53-1, found ${found}`;
+      throw typeof fence === 'number' ? rangeError(message, 'BAD_FENCE') : typeError(message, 'BAD_FENCE');
+    }
+    fence += 0; // -0 becomes 0
+  }
+  const section = (name) => {
+    const value = event[name];
+    if (value === undefined) return {};
+    if (!isPlainObject(value)) throw bad(`${name} must be a plain object`);
+    return copyObject(value, `${where}.${name}`);
+  };
+  const payload = section('payload');
+  const metadata = section('metadata');
+  const copy = { kind, payload, metadata, at: at + 0 };
+  return { event: copy, fence, answering: isAnsweringKind(copy) };
+}
+
+/** Validates a batch: an array of valid events under one token or none. */
+function checkBatch(events) {
+  if (!Array.isArray(events)) throw typeError('events must be an array', 'NOT_AN_ARRAY');
+  const checked = events.map(checkEvent);
+  const fence = checked[0]?.fence;
+  const mixed = checked.findIndex((c) => c.fence !== fence);
+  if (mixed !== -1) {
+    throw new InputError(
+      `event ${mixed} carries fence ${checked[mixed].fence} but event 0 carries ${fence}: a batch is written under one token or none`,
+      'MIXED_FENCES',
+    );
+  }
+  return { checked, fence, answering: checked.some((c) => c.answering) };
+}
+
+/** The full store: conditional acquire and park-conditional append. */
+export class PlainEventStore {
+  /** id -> [{ envelope, answering }], index = sequence - 1 */
+  #logs = new Map();
+  /** id -> token; absent means 0 */
+  #fences = new Map();
+
+  #token(id) {
+    return this.#fences.get(id) ?? 0;
+  }
+
+  #log(id) {
+    return this.#logs.get(id) ?? [];
+  }
+
+  /** Whether an answering event follows `parkSeq`, which must be in the log. */
+  #answeredAfter(id, parkSeq) {
+    const log = this.#log(id);
+    if (parkSeq === 0 || parkSeq > log.length) {
+      throw rangeError(`parkSeq ${parkSeq} is not in the log, whose head is ${log.length}`, PARK_SEQ_OUT_OF_RANGE);
+    }
+    for (let i = parkSeq; i < log.length; i++) if (log[i].answering) return true;
+    return false;
+  }
+
+  /** The guard and the insert, one synchronous step. */
+  #write(id, batch) {
+    if (batch.checked.length === 0) return [];
+    const current = this.#token(id);
+    const passes = batch.fence !== undefined ? batch.fence >= current : !batch.answering || current === 0;
+    if (!passes) {
+      const held = batch.fence === undefined ? 'no token (an unfenced answering batch)' : `token ${batch.fence}`;
+      throw new StaleFenceError(
+        `stale fence on execution ${JSON.stringify(id)}: the batch holds ${held}, the current token is ${current}`,
+        { executionId: id, presented: batch.fence ?? null, current },
+      );
+    }
+    let log = this.#logs.get(id);
+    if (!log) this.#logs.set(id, (log = []));
+    return batch.checked.map(({ event, answering }) => {
+      const envelope = { executionId: id, sequence: log.length + 1, ...event };
+      log.push({ envelope, answering });
+      return structuredClone(envelope);
+    });
+  }
+
+  async append(executionId, event) {
+    const id = checkId(executionId);
+    const [stored] = this.#write(id, checkBatch([event]));
+    return stored;
+  }
+
+  async appendMany(executionId, events) {
+    const id = checkId(executionId);
+    return this.#write(id, checkBatch(events));
+  }
+
+  /** Appends `events` only while nothing has answered the park at `parkSeq`;
+   * resolves to the envelopes, or `{ parkAnswered: true }` and writes nothing.
+   * The guard still applies. */
+  async appendIfParked(executionId, parkSeq, events) {
+    const id = checkId(executionId);
+    parkSeq = checkCounter('parkSeq', parkSeq);
+    const batch = checkBatch(events);
+    if (this.#answeredAfter(id, parkSeq)) return { parkAnswered: true };
+    return this.#write(id, batch);
+  }
+
+  /** Events with fromSeq <= sequence <= toSeq (from 1, to the head when
+   * omitted); an unknown execution reads as empty. */
+  async readRange(executionId, fromSeq, toSeq) {
+    const id = checkId(executionId);
+    const from = fromSeq == null ? 1 : checkCounter('fromSeq', fromSeq);
+    const to = toSeq == null ? Infinity : checkCounter('toSeq', toSeq);
+    const log = this.#log(id);
+    const first = Math.max(from, 1);
+    const last = Math.min(to, log.length);
+    return log.slice(first - 1, Math.max(last, first - 1)).map((r) => structuredClone(r.envelope));
+  }
+
+  async currentFence(executionId) {
+    return this.#token(checkId(executionId));
+  }
+
+  /** Bumps the token unconditionally; resolves to the new one. */
+  async acquireFence(executionId) {
+    const id = checkId(executionId);
+    const token = this.#token(id) + 1;
+    this.#fences.set(id, token);
+    return token;
+  }
+
+  /** Bumps the token only if it is `fence` and no answering event follows
+   * `parkSeq`; otherwise `{ stale: true, fence: current }`, nothing changed. */
+  async acquireFenceIf(executionId, expect) {
+    const id = checkId(executionId);
+    if (typeof expect !== 'object' || expect === null) {
+      throw typeError('expect must be an object { fence, parkSeq }', 'NOT_AN_OBJECT');
+    }
+    const fence = checkCounter('fence', expect.fence);
+    const parkSeq = checkCounter('parkSeq', expect.parkSeq);
+    const current = this.#token(id);
+    if (this.#answeredAfter(id, parkSeq) || current !== fence) return { stale: true, fence: current };
+    this.#fences.set(id, current + 1);
+    return { fence: current + 1 };
+  }
+
+  /** Drops the log. A real token (above 0) is kept, so a zombie holder of an
+   * old token stays fenced out of a re-created id. Resolves to whether a log
+   * existed. */
+  async deleteExecution(executionId) {
+    const id = checkId(executionId);
+    if (this.#fences.get(id) === 0) this.#fences.delete(id);
+    return this.#logs.delete(id);
+  }
+}
+
+/** The methods of each capability, beyond reading and appending. */
+const OPTIONAL = {
+  conditional: ['acquireFence', 'acquireFenceIf', 'appendIfParked'],
+  'fencing-only': ['acquireFence', 'appendIfParked'],
+  'non-fencing': ['appendIfParked'],
+};
+
+/**
+ * A view of `store` with only the methods of `capability`
+ * ('conditional' | 'fencing-only' | 'non-fencing'); pass
+ * `{ appendIfParked: false }` to leave that one out too. This is how a host
+ * whose database cannot do the conditional acquire (or cannot fence at all)
+ * looks to `resume`.
+ */
+export function withCapability(store, capability, { appendIfParked = true } = {}) {
+  const optional = OPTIONAL[capability];
+  if (!optional) throw new TypeError(`unknown capability ${capability}`);
+  const view = {};
+  for (const name of ['append', 'appendMany', 'readRange', 'currentFence', 'deleteExecution', ...optional]) {
+    if (name === 'appendIfParked' && !appendIfParked) continue;
+    view[name] = store[name].bind(store);
+  }
+  return view;
+}
