@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::size::{self, SizeReport};
-use super::{PACKAGE_DIR, WASM_PACKAGE, binaryen};
+use super::{PACKAGE_DIR, WASM_PACKAGE, npm_tools};
 use crate::error::XtaskError;
 use crate::test::Context;
 use crate::toolchain::WASM_TARGET;
@@ -75,7 +75,7 @@ pub(crate) fn package(context: &Context<'_>, wasm_opt: &Path) -> Result<SizeRepo
 
     let wasm = dist.join(format!("{OUT_NAME}_bg.wasm"));
     let generated = size::measure(&root.join(&wasm))?;
-    binaryen::optimise(context.step, root, wasm_opt, &wasm)?;
+    npm_tools::optimise(context.step, root, wasm_opt, &wasm)?;
     let optimised = size::measure(&root.join(&wasm))?;
     Ok(SizeReport {
         generated,

@@ -8,16 +8,16 @@
 //! use this module:
 //!
 //! * `npm-build` and `cargo xtask npm`: install the tools when missing
-//!   ([`wasm_bindgen_cli`], [`binaryen`]), [`build`] the package and print
+//!   ([`wasm_bindgen_cli`], [`npm_tools`]), [`build`] the package and print
 //!   the `.wasm` [`size`] against its budget;
 //! * `npm-test`: the crate's `#[wasm_bindgen_test]`s under Node, the
 //!   [`pack`] smoke test, which installs the `npm pack` tarball in an empty
 //!   folder and runs the examples (and the README's) against it, and the JS
 //!   suites in `tests/conformance-js` ([`js_suites`]).
 
-mod binaryen;
 mod build;
 mod js_suites;
+mod npm_tools;
 mod pack;
 mod readme_example;
 mod size;
@@ -80,7 +80,7 @@ pub(crate) fn run() -> Result<(), XtaskError> {
 /// [`size::BUDGET`] the warning to give.
 fn build_and_measure(context: &Context<'_>) -> Result<Option<String>, XtaskError> {
     wasm_bindgen_cli::ensure(context)?;
-    let wasm_opt = binaryen::ensure(context)?;
+    let wasm_opt = npm_tools::ensure(context)?;
     let report = build::package(context, &wasm_opt)?;
     print!("{}", size::render(&report, &size::BUDGET));
     size::judge(&size::CEILING, report.optimised.raw)?;

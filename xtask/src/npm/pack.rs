@@ -3,10 +3,12 @@
 //! `npm pack` makes the tarball that `npm publish` would upload; it is
 //! installed into a new, empty npm project in a temporary folder, where
 //! `examples/smoke.mjs` (`import`), `examples/smoke.cjs` (`require`) and the
-//! README's Node example run against it. This catches what tests of the
-//! work tree cannot: a file missing from the package's `files`, an entry
-//! point that only works beside the sources, a README example that does not
-//! run as written.
+//! README's Node example run against it, and `examples/types.ts` and
+//! `types.cts` are type-checked against its `index.d.ts` with `tsc
+//! --strict`. This catches what tests of the work tree cannot: a file
+//! missing from the package's `files`, an entry point that only works
+//! beside the sources, types that do not match the API, a README example
+//! that does not run as written.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -22,6 +24,24 @@ const EXAMPLES_DIR: &str = "examples";
 
 /// The examples run against the installed package, each with `node`.
 const EXAMPLES: &[&str] = &["smoke.mjs", "smoke.cjs"];
+
+/// The TypeScript files type-checked against the installed package.
+const TYPED_EXAMPLES: &[&str] = &["types.ts", "types.cts"];
+
+/// How they are checked: strict, resolved as Node resolves the package
+/// (its `exports` map, `import` and `require` conditions).
+const TSC_ARGS: &[&str] = &[
+    "--noEmit",
+    "--strict",
+    "--module",
+    "nodenext",
+    "--moduleResolution",
+    "nodenext",
+    "--target",
+    "es2022",
+    "--lib",
+    "es2022",
+];
 
 /// The README whose Node example is run.
 const README: &str = "README.md";
@@ -76,6 +96,15 @@ pub(crate) fn smoke(context: &Context<'_>) -> Result<(), XtaskError> {
         fs::copy(&source, &copy).map_err(XtaskError::io(source))?;
         run_node(context, &project, example)?;
     }
+    for example in TYPED_EXAMPLES {
+        let source = package.join(EXAMPLES_DIR).join(example);
+        fs::copy(&source, project.join(example)).map_err(XtaskError::io(source))?;
+    }
+    let mut tsc = std::process::Command::new(super::npm_tools::tsc(context.root));
+    tsc.current_dir(&project)
+        .args(TSC_ARGS)
+        .args(TYPED_EXAMPLES);
+    context.run(&mut tsc)?;
     run_readme_example(context, &project)
 }
 
@@ -304,7 +333,7 @@ mod tests {
         let dir = crate::workspace::root()
             .join(PACKAGE_DIR)
             .join(EXAMPLES_DIR);
-        for example in EXAMPLES {
+        for example in EXAMPLES.iter().chain(TYPED_EXAMPLES) {
             assert!(dir.join(example).is_file(), "missing {example}");
         }
     }

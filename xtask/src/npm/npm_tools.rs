@@ -1,8 +1,9 @@
-//! binaryen's `wasm-opt`, from the npm package pinned in `wasm/npm-tools`.
+//! The build tools pinned in `wasm/npm-tools`: binaryen's `wasm-opt`, and
+//! TypeScript's `tsc` for the type check of the package's `index.d.ts`.
 //!
 //! Not Debian's `binaryen` (version 108): its output crashes at load time.
-//! The npm build is pinned exactly in `wasm/npm-tools/package-lock.json`
-//! and installed with `npm ci` whenever `node_modules` is missing or was
+//! Both are pinned exactly in `wasm/npm-tools/package-lock.json` and
+//! installed with `npm ci` whenever `node_modules` is missing or was
 //! installed from another lockfile.
 
 use std::fs;
@@ -31,6 +32,14 @@ const INSTALLED_LOCKFILE: &str = "node_modules/.xtask-installed-package-lock.jso
 /// The `wasm-opt` launcher npm links for the package.
 const WASM_OPT: &str = "node_modules/.bin/wasm-opt";
 
+/// The `tsc` launcher npm links for the package.
+const TSC: &str = "node_modules/.bin/tsc";
+
+/// Where `tsc` is once [`ensure`] has run (the `npm-build` step).
+pub(crate) fn tsc(root: &Path) -> PathBuf {
+    root.join(TOOLS_DIR).join(TSC)
+}
+
 /// The WebAssembly features rustc enables by default for
 /// `wasm32-unknown-unknown` (`rustc --print cfg --target
 /// wasm32-unknown-unknown`). wasm-opt must accept all of them to validate
@@ -58,7 +67,10 @@ pub(crate) fn ensure(context: &Context<'_>) -> Result<PathBuf, XtaskError> {
     let lock = fs::read(&lockfile).map_err(XtaskError::io(&lockfile))?;
     let wasm_opt = dir.join(WASM_OPT);
     let installed = fs::read(dir.join(INSTALLED_LOCKFILE)).ok();
-    if installed.as_deref() == Some(lock.as_slice()) && wasm_opt.is_file() {
+    if installed.as_deref() == Some(lock.as_slice())
+        && wasm_opt.is_file()
+        && tsc(context.root).is_file()
+    {
         cmd::note(&format!("{TOOLS_DIR}: already installed"));
     } else {
         cmd::note(&format!(
