@@ -191,6 +191,16 @@ pub(crate) enum XtaskError {
         detail: String,
     },
 
+    /// The package's browser entry failed its check in headless Chromium,
+    /// or the page could not be served.
+    #[error("browser check at {url}: {verdict}")]
+    Browser {
+        /// The page (or the server script that did not start).
+        url: String,
+        /// What the page reported, or what went wrong.
+        verdict: String,
+    },
+
     /// The README has the `<!-- npm-example -->` marker, but no ```` ```js ````
     /// block follows it, so the example the smoke test must run is missing.
     #[error("{}: {detail}", readme.display())]

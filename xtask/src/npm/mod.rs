@@ -12,9 +12,11 @@
 //!   the `.wasm` [`size`] against its budget;
 //! * `npm-test`: the crate's `#[wasm_bindgen_test]`s under Node, the
 //!   [`pack`] smoke test, which installs the `npm pack` tarball in an empty
-//!   folder and runs the examples (and the README's) against it, and the JS
+//!   folder and runs the examples (and the README's) against it, the
+//!   [`browser`] check of `browser.js` in headless Chromium, and the JS
 //!   suites in `tests/conformance-js` ([`js_suites`]).
 
+mod browser;
 mod build;
 mod js_suites;
 mod npm_tools;
@@ -53,6 +55,7 @@ pub(crate) fn build_step(context: &Context<'_>) -> Result<(), XtaskError> {
 pub(crate) fn test_step(context: &Context<'_>) -> Result<(), XtaskError> {
     wasm_tests(context)?;
     pack::smoke(context)?;
+    browser::check(context)?;
     js_suites::run(context)
 }
 
