@@ -8,7 +8,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::error::XtaskError;
 
@@ -68,16 +68,7 @@ pub(crate) fn run(step: &str, command: &mut Command) -> Result<(), XtaskError> {
 /// closed so a tool that unexpectedly asks a question fails instead of
 /// hanging.
 pub(crate) fn run_quiet(step: &str, command: &mut Command) -> Result<(), XtaskError> {
-    let shown = describe(command);
-    note(&format!("$ {shown}"));
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| XtaskError::Spawn {
-            step: step.to_owned(),
-            command: shown.clone(),
-            source,
-        })?;
+    let (output, shown) = output(step, command)?;
     if output.status.success() {
         return Ok(());
     }
@@ -90,6 +81,23 @@ pub(crate) fn run_quiet(step: &str, command: &mut Command) -> Result<(), XtaskEr
         command: shown,
         status: output.status,
     })
+}
+
+/// Echoes `command`, runs it with standard input closed and its output
+/// captured, and returns that output (whatever the exit status) with the
+/// command line as echoed, for the caller's error.
+pub(crate) fn output(step: &str, command: &mut Command) -> Result<(Output, String), XtaskError> {
+    let shown = describe(command);
+    note(&format!("$ {shown}"));
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| XtaskError::Spawn {
+            step: step.to_owned(),
+            command: shown.clone(),
+            source,
+        })?;
+    Ok((output, shown))
 }
 
 /// Runs `command` and returns its stdout as text, failing like [`run`] does.

@@ -11,6 +11,7 @@
 // binary is private, so ask for the same discipline explicitly.
 #![warn(clippy::missing_docs_in_private_items)]
 
+mod apt;
 mod bench;
 mod bench_report;
 mod cmd;

@@ -42,9 +42,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::Instant;
 
-use crate::cmd;
 use crate::error::XtaskError;
 use crate::test::Context;
+use crate::{apt, cmd};
 
 /// The environment variable that tells tests and benchmarks where their
 /// PostgreSQL server is, as a `postgres://` URL.
@@ -270,7 +270,7 @@ impl Cluster {
         let version = cmd::probe(Command::new(bin.join("postgres")).arg("--version"))
             .unwrap_or_else(|| "unknown version".to_owned());
         cmd::note(&format!("server: {version} ({})", bin.display()));
-        let as_postgres = is_root();
+        let as_postgres = apt::is_root();
         let dir = make_temp_dir()?;
         // From here on, dropping `cluster` (on success later, or on any
         // error below) removes whatever was created.
@@ -596,13 +596,6 @@ fn make_temp_dir() -> Result<PathBuf, XtaskError> {
     }
 }
 
-/// Whether xtask runs as root (user id 0), asked of `id -u` because reading
-/// the user id directly would need `unsafe` code, which the workspace
-/// forbids.
-fn is_root() -> bool {
-    cmd::probe(Command::new("id").arg("-u")).as_deref() == Some("0")
-}
-
 /// The directory of the server binaries: [`BIN_DIR_VAR`] if set, else the
 /// highest installed version, installing the `postgresql` package with
 /// apt-get first when none is found and xtask is root.
@@ -644,14 +637,14 @@ fn find_binaries(debian_root: &Path, path: Option<&OsStr>) -> Result<PathBuf, Xt
 /// with [`XtaskError::PgBinariesMissing`] (saying what to do instead) when
 /// xtask is not root or apt-get is not available.
 fn install(step: &str) -> Result<(), XtaskError> {
-    if !is_root() {
+    if !apt::is_root() {
         return Err(missing(
             &searched(),
             "install PostgreSQL (Debian/Ubuntu: `sudo apt-get install postgresql`), \
              or run this as root to have it installed, or set LOOMFENCE_PG_URL to a server",
         ));
     }
-    if cmd::probe(Command::new("apt-get").arg("--version")).is_none() {
+    if !apt::available() {
         return Err(missing(
             &searched(),
             "apt-get is not available to install them: install PostgreSQL's server and \
@@ -659,20 +652,7 @@ fn install(step: &str) -> Result<(), XtaskError> {
         ));
     }
     cmd::note("PostgreSQL server binaries not found: installing the `postgresql` package");
-    cmd::run(step, apt_get().arg("update"))?;
-    cmd::run(
-        step,
-        apt_get().args(["install", "-y", "--no-install-recommends", "postgresql"]),
-    )
-}
-
-/// An `apt-get` command that never asks questions.
-fn apt_get() -> Command {
-    let mut command = Command::new("apt-get");
-    command
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null());
-    command
+    apt::install(step, "postgresql")
 }
 
 /// Where [`locate`] looks, for error messages.

@@ -15,9 +15,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use super::PACKAGE_DIR;
-use crate::cmd;
 use crate::error::XtaskError;
 use crate::test::Context;
+use crate::{apt, cmd};
 
 /// The browser binary (Debian's package name and path).
 const CHROMIUM: &str = "chromium";
@@ -78,19 +78,10 @@ pub(crate) fn check(context: &Context<'_>) -> Result<(), XtaskError> {
         .arg(&url);
     // Chromium's stderr is dbus and GPU chatter on a headless machine: kept
     // out of the log, and shown only if the check fails.
-    cmd::note(&format!("$ {CHROMIUM} --headless … --dump-dom {url}"));
-    let output = chromium
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|source| XtaskError::Spawn {
-            step: context.step.to_owned(),
-            command: CHROMIUM.to_owned(),
-            source,
-        });
+    let output = cmd::output(context.step, &mut chromium);
     let _ = std::fs::remove_dir_all(&profile);
     drop(server);
-    let output = output?;
+    let (output, _) = output?;
     let dom = String::from_utf8_lossy(&output.stdout);
     if dom.contains(PASS) {
         cmd::note(&format!("{url}: PASS"));
@@ -120,9 +111,7 @@ fn ensure_chromium(step: &str) -> Result<(), XtaskError> {
         cmd::note(&format!("{CHROMIUM}: already present ({version})"));
         return Ok(());
     }
-    let can_install = cmd::probe(Command::new("id").arg("-u")).as_deref() == Some("0")
-        && cmd::probe(Command::new("apt-get").arg("--version")).is_some();
-    if !can_install {
+    if !(apt::is_root() && apt::available()) {
         return Err(XtaskError::ToolchainStillMissing {
             what: format!(
                 "{CHROMIUM} (Debian/Ubuntu: `apt-get install chromium`; \
@@ -133,25 +122,12 @@ fn ensure_chromium(step: &str) -> Result<(), XtaskError> {
     cmd::note(&format!(
         "{CHROMIUM} not found: installing Debian's package"
     ));
-    cmd::run(step, apt_get().arg("update"))?;
-    cmd::run(
-        step,
-        apt_get().args(["install", "-y", "--no-install-recommends", CHROMIUM]),
-    )?;
+    apt::install(step, CHROMIUM)?;
     cmd::probe(Command::new(CHROMIUM).arg("--version"))
         .map(drop)
         .ok_or_else(|| XtaskError::ToolchainStillMissing {
             what: format!("{CHROMIUM} (apt-get installed it, but it does not run)"),
         })
-}
-
-/// An `apt-get` command that never asks questions.
-fn apt_get() -> Command {
-    let mut command = Command::new("apt-get");
-    command
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdin(Stdio::null());
-    command
 }
 
 /// The static server, killed on drop.

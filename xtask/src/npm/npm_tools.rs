@@ -9,7 +9,7 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::cmd;
 use crate::error::XtaskError;
@@ -117,16 +117,7 @@ pub(crate) fn optimise(
 /// most [`SHOWN_LINES`] lines of it, so a tool that dumps a whole module on
 /// an error cannot flood the log.
 fn run_truncated(step: &str, command: &mut Command) -> Result<(), XtaskError> {
-    let shown = cmd::describe(command);
-    cmd::note(&format!("$ {shown}"));
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| XtaskError::Spawn {
-            step: step.to_owned(),
-            command: shown.clone(),
-            source,
-        })?;
+    let (output, shown) = cmd::output(step, command)?;
     let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stdout));
     // Best effort: if stderr itself is broken there is nowhere to say so.
