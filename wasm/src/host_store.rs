@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::js_errors::{self, PARK_SEQ_OUT_OF_RANGE, number};
-use crate::values::{counter, envelopes, property, to_js};
+use crate::values::{counter, envelope, envelopes, property, to_js};
 
 /// What a host store call ended in, beyond success.
 pub(crate) enum Refusal {
@@ -125,7 +125,7 @@ impl HostStore {
                 ],
             )
             .await?;
-        envelopes("readRange() result", read)
+        envelopes("readRange() result", "STORE_CONTRACT", &read)
     }
 
     /// `acquireFenceIf(id, { fence, parkSeq })`.
@@ -168,8 +168,11 @@ impl HostStore {
             .call("append", &[JsValue::from_str(id.as_str()), to_js(event)?])
             .await
             .map_err(|e| Self::refusal(id, e))?;
-        let envelope = crate::values::from_js("append() result", "STORE_CONTRACT", stored)?;
-        Ok(vec![envelope])
+        Ok(vec![envelope(
+            "append() result",
+            "STORE_CONTRACT",
+            &stored,
+        )?])
     }
 
     /// `appendIfParked(id, parkSeq, [event])` when the store has it: resolves
@@ -201,7 +204,11 @@ impl HostStore {
             .await
             .map_err(|e| Self::refusal(id, e))?;
         if Array::is_array(&answer) {
-            return Ok(Some(envelopes("appendIfParked() result", answer)?));
+            return Ok(Some(envelopes(
+                "appendIfParked() result",
+                "STORE_CONTRACT",
+                &answer,
+            )?));
         }
         if property(&answer, "parkAnswered")?.is_truthy() {
             return Ok(None);

@@ -5,7 +5,8 @@ use loomfence_core::{Envelope, JsonObject, KERNEL_EVENT_KINDS, is_answering, loc
 use wasm_bindgen::prelude::*;
 
 use crate::js_errors;
-use crate::values::{from_js, property, to_js};
+use crate::json;
+use crate::values::{envelopes, property, to_js};
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
 /// `metadata`) answers a park: a kernel answering kind, or an unknown kind
@@ -25,10 +26,10 @@ pub fn is_answering_kind(event: JsValue) -> Result<bool, JsValue> {
         ));
     };
     let metadata = property(&event, "metadata")?;
-    let metadata: JsonObject = if metadata.is_undefined() || metadata.is_null() {
+    let metadata: JsonObject = if metadata.is_null() {
         JsonObject::new()
     } else {
-        from_js("event.metadata", "INVALID_EVENT", metadata)?
+        json::object("event.metadata", "INVALID_EVENT", &metadata)?
     };
     Ok(is_answering(&kind, &metadata))
 }
@@ -43,7 +44,7 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             "NOT_AN_ARRAY",
         ));
     }
-    let log: Vec<Envelope> = from_js("events", "INVALID_EVENT", events)?;
+    let log: Vec<Envelope> = envelopes("events", "INVALID_EVENT", &events)?;
     match locate_park(&log) {
         Some(park) => to_js(park),
         None => Ok(JsValue::UNDEFINED),

@@ -16,6 +16,7 @@
 
 mod host_store;
 mod js_errors;
+mod json;
 mod kinds;
 mod memory_store;
 mod resume;

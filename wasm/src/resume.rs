@@ -11,7 +11,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::host_store::{HostStore, Refusal};
 use crate::js_errors;
-use crate::values::{self, counter, from_js, property, to_js};
+use crate::json;
+use crate::values::{self, counter, property, to_js};
 
 /// What `resume` resolves to.
 #[derive(Serialize)]
@@ -54,11 +55,7 @@ pub async fn resume(
     let answer: Value = if answer.is_undefined() {
         Value::Null
     } else {
-        from_js(
-            "answer",
-            "INVALID_ANSWER",
-            values::json("answer", "INVALID_ANSWER", answer)?,
-        )?
+        json::value("answer", "INVALID_ANSWER", &answer)?
     };
     let at = timestamp(&property(&options, "at")?)?;
     let host = HostStore::new(store)?;

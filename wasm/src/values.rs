@@ -3,12 +3,11 @@
 //! Every check happens here, before the core is called, so a bad value is
 //! refused with a typed error and nothing in a store changes.
 
-use loomfence_core::{Envelope, ExecutionId, JsonObject, MAX_SAFE_INTEGER, NewEvent};
+use loomfence_core::{Envelope, ExecutionId, MAX_SAFE_INTEGER, NewEvent};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::js_errors;
+use crate::{js_errors, json};
 
 /// Reads an execution id: a string (else `TypeError`) that the core accepts
 /// (else `InputError`).
@@ -70,16 +69,6 @@ pub(crate) fn property(options: &JsValue, name: &str) -> Result<JsValue, JsValue
     js_sys::Reflect::get(options, &JsValue::from_str(name))
 }
 
-/// Reads a value with serde, as `what`; a mismatch is an `InputError`.
-pub(crate) fn from_js<T: DeserializeOwned>(
-    what: &str,
-    code: &str,
-    value: JsValue,
-) -> Result<T, JsValue> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| js_errors::invalid(&format!("{what}: {e}"), code))
-}
-
 /// Reads one event as a writer hands it over, field by field, so each
 /// mistake gets its own error: an unknown field (an envelope passed where
 /// an event belongs, a misspelt `metdata`), a `kind` that is not a string,
@@ -126,10 +115,14 @@ pub(crate) fn event(value: JsValue) -> Result<NewEvent, JsValue> {
             )
         })?;
     }
-    let metadata = object("metadata", metadata)?;
+    let metadata = json::object("event.metadata", "INVALID_EVENT", &metadata)?;
     Ok(NewEvent {
         kind,
-        payload: object("payload", property(&value, "payload")?)?,
+        payload: json::object(
+            "event.payload",
+            "INVALID_EVENT",
+            &property(&value, "payload")?,
+        )?,
         metadata,
         at,
     })
@@ -160,42 +153,6 @@ pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, 
     }
     #[allow(clippy::cast_possible_truncation)]
     Ok(ms as i64)
-}
-
-/// A payload or metadata: absent (`undefined`) is empty; otherwise a plain
-/// JSON object.
-fn object(name: &str, value: JsValue) -> Result<JsonObject, JsValue> {
-    if value.is_undefined() {
-        return Ok(JsonObject::new());
-    }
-    if !value.is_object() || js_sys::Array::is_array(&value) {
-        return Err(bad_event(&format!("`{name}` must be a plain object")));
-    }
-    let value = json(&format!("event.{name}"), "INVALID_EVENT", value)?;
-    from_js(&format!("event.{name}"), "INVALID_EVENT", value)
-}
-
-/// `value` as JSON (see `js/json.js`): refused with an `InputError` with
-/// `code`, naming where it is not JSON.
-pub(crate) fn json(path: &str, code: &str, value: JsValue) -> Result<JsValue, JsValue> {
-    let checked = js_json::json_value(&value, path);
-    let problem = property(&checked, "problem")?;
-    if let Some(problem) = problem.as_string() {
-        return Err(js_errors::invalid(&problem, code));
-    }
-    property(&checked, "value")
-}
-
-/// The JSON check, in JavaScript: one walk without crossing the boundary
-/// per member.
-mod js_json {
-    use wasm_bindgen::prelude::*;
-
-    #[wasm_bindgen(module = "/js/json.js")]
-    extern "C" {
-        #[wasm_bindgen(js_name = jsonValue)]
-        pub(super) fn json_value(value: &JsValue, path: &str) -> JsValue;
-    }
 }
 
 /// Reads a batch of events.
@@ -235,7 +192,50 @@ pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue
         .map_err(|e| js_errors::wrong_type(&format!("unrepresentable value: {e}"), "ENCODE"))
 }
 
-/// Reads the envelopes a host store returned.
-pub(crate) fn envelopes(what: &str, value: JsValue) -> Result<Vec<Envelope>, JsValue> {
-    from_js(what, "STORE_CONTRACT", value)
+/// Reads the envelopes a host store returned (or a log handed to
+/// `locatePark`), refusing anything else with an `InputError` with `code`.
+pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<Envelope>, JsValue> {
+    if !js_sys::Array::is_array(value) {
+        return Err(js_errors::invalid(
+            &format!("{what} must be an array of envelopes"),
+            code,
+        ));
+    }
+    js_sys::Array::from(value)
+        .iter()
+        .enumerate()
+        .map(|(index, item)| envelope(&format!("{what}[{index}]"), code, &item))
+        .collect()
+}
+
+/// Reads one stored event, field by field. Fields an envelope does not
+/// have are ignored: a host store may keep its own beside them.
+pub(crate) fn envelope(what: &str, code: &str, value: &JsValue) -> Result<Envelope, JsValue> {
+    let wrong = |detail: &str| js_errors::invalid(&format!("{what}: {detail}"), code);
+    if !value.is_object() || js_sys::Array::is_array(value) {
+        return Err(wrong("not an envelope object"));
+    }
+    let Some(id) = property(value, "executionId")?.as_string() else {
+        return Err(wrong("`executionId` must be a string"));
+    };
+    let Some(kind) = property(value, "kind")?.as_string() else {
+        return Err(wrong("`kind` must be a string"));
+    };
+    Ok(Envelope {
+        execution_id: ExecutionId::try_from(id.as_str()).map_err(|e| wrong(&e.to_string()))?,
+        sequence: counter("sequence", &property(value, "sequence")?)
+            .map_err(|_| wrong("`sequence` must be a safe non-negative integer"))?,
+        kind,
+        payload: json::object(
+            &format!("{what}.payload"),
+            code,
+            &property(value, "payload")?,
+        )?,
+        metadata: json::object(
+            &format!("{what}.metadata"),
+            code,
+            &property(value, "metadata")?,
+        )?,
+        at: timestamp(&format!("{what}.at"), code, &property(value, "at")?)?,
+    })
 }

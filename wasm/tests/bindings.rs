@@ -65,6 +65,41 @@ async fn envelopes_come_back_as_plain_objects_with_number_sequences() {
 }
 
 #[wasm_bindgen_test]
+async fn json_payloads_round_trip_exactly() {
+    let store = MemoryEventStore::new();
+    let payload = "{ a: [1, 1.5, -2, 's', true, null, { b: {} }], max: 2 ** 53 - 1, \
+                   min: -(2 ** 53 - 1), big: 1e300, tiny: 5e-324, neg0: -0, unicode: 'é\\u{1F600}' }";
+    let stored = settle(store.append(
+        "j".into(),
+        js(&format!("{{ kind: 'X', payload: {payload}, at: 1 }}")),
+    ))
+    .await
+    .unwrap();
+    let expected = js_sys::JSON::stringify(&js(payload)).unwrap();
+    let got = js_sys::JSON::stringify(&get(&stored, "payload")).unwrap();
+    // Object keys come back sorted (the core's JSON objects are ordered).
+    let sorted = js(&format!(
+        "(() => {{ const o = JSON.parse({}); return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a < b ? -1 : 1)); }})()",
+        js_sys::JSON::stringify(&expected)
+            .unwrap()
+            .as_string()
+            .unwrap()
+    ));
+    assert_eq!(got, js_sys::JSON::stringify(&sorted).unwrap());
+    // An undefined member is dropped, as JSON.stringify drops it.
+    let dropped = settle(store.append(
+        "j".into(),
+        js("{ kind: 'X', payload: { a: undefined, b: 1 }, at: 1 }"),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        js_sys::JSON::stringify(&get(&dropped, "payload")).unwrap(),
+        "{\"b\":1}"
+    );
+}
+
+#[wasm_bindgen_test]
 async fn bad_numbers_are_range_or_type_errors_and_change_nothing() {
     let store = MemoryEventStore::new();
     settle(store.append("a".into(), js("{ kind: 'EXECUTION_SUSPENDED', at: 1 }")))

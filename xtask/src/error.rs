@@ -170,7 +170,7 @@ pub(crate) enum XtaskError {
     },
 
     /// The npm package's `.wasm`, after `wasm-opt`, is larger than the size
-    /// budget and the budget is enforced (see `npm::size::BUDGET`).
+    /// budget (see `npm::size::BUDGET`).
     #[error(
         "npm package: the .wasm is {raw} bytes after wasm-opt, over the budget of {budget} bytes by {}",
         raw - budget

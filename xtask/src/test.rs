@@ -213,7 +213,7 @@ pub(crate) const STEPS: &[Step] = &[
     },
     Step {
         name: "npm-build",
-        summary: "the npm package builds, and its .wasm size is reported against the budget",
+        summary: "the npm package builds, and its .wasm is under its 150 KB budget",
         action: Action::Custom(npm::build_step),
     },
     Step {

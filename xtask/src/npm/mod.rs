@@ -37,14 +37,10 @@ const WASM_PACKAGE: &str = "loomfence-wasm";
 /// The npm package's folder, relative to the workspace root.
 const PACKAGE_DIR: &str = "wasm/npm";
 
-/// Pipeline step `npm-build`: builds the package and reports its size. Over
-/// budget is a warning repeated at the end of the run, or a failure once
-/// [`size::BUDGET`] says so.
+/// Pipeline step `npm-build`: builds the package and reports its size;
+/// over [`size::BUDGET`] fails.
 pub(crate) fn build_step(context: &Context<'_>) -> Result<(), XtaskError> {
-    if let Some(warning) = build_and_measure(context)? {
-        context.warn_at_end(warning);
-    }
-    Ok(())
+    build_and_measure(context)
 }
 
 /// Pipeline step `npm-test`: the wasm tests under Node, the package as
@@ -61,7 +57,7 @@ pub(crate) fn test_step(context: &Context<'_>) -> Result<(), XtaskError> {
 
 /// `cargo xtask npm`: installs what is missing (the wasm target too, as the
 /// pipeline's toolchain step would), builds the package and prints its
-/// size. Over budget is a warning, as in the pipeline.
+/// size. Over budget fails, as in the pipeline.
 pub(crate) fn run() -> Result<(), XtaskError> {
     let root = crate::workspace::root();
     let state = RunState::default();
@@ -72,21 +68,16 @@ pub(crate) fn run() -> Result<(), XtaskError> {
         state: &state,
     };
     crate::toolchain::ensure(&context)?;
-    if let Some(warning) = build_and_measure(&context)? {
-        eprintln!("xtask npm: warning: {warning}");
-    }
-    Ok(())
+    build_and_measure(&context)
 }
 
 /// Installs the build tools when missing, builds `dist/`, prints the size
-/// table on stdout and judges it: over [`size::CEILING`] is an error, over
-/// [`size::BUDGET`] the warning to give.
-fn build_and_measure(context: &Context<'_>) -> Result<Option<String>, XtaskError> {
+/// table on stdout and fails when it is over [`size::BUDGET`].
+fn build_and_measure(context: &Context<'_>) -> Result<(), XtaskError> {
     wasm_bindgen_cli::ensure(context)?;
     let wasm_opt = npm_tools::ensure(context)?;
     let report = build::package(context, &wasm_opt)?;
     print!("{}", size::render(&report, &size::BUDGET));
-    size::judge(&size::CEILING, report.optimised.raw)?;
     size::judge(&size::BUDGET, report.optimised.raw)
 }
 
