@@ -8,8 +8,9 @@ use loomfence_core::{
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
+use crate::events::{envelope, envelopes};
 use crate::js_errors::{self, PARK_SEQ_OUT_OF_RANGE, number};
-use crate::values::{counter, envelope, envelopes, property, to_js};
+use crate::values::{counter, property, to_js};
 
 /// What a host store call ended in, beyond success.
 pub(crate) enum Refusal {

@@ -4,9 +4,10 @@
 use loomfence_core::{Envelope, JsonObject, KERNEL_EVENT_KINDS, is_answering, locate_park};
 use wasm_bindgen::prelude::*;
 
+use crate::events::envelopes;
 use crate::js_errors;
 use crate::json;
-use crate::values::{envelopes, property, to_js};
+use crate::values::{property, to_js};
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
 /// `metadata`) answers a park: a kernel answering kind, or an unknown kind

@@ -14,6 +14,7 @@
 //! - `MemoryEventStore` settles every call synchronously, so concurrent
 //!   calls never overlap inside it.
 
+mod events;
 mod host_store;
 mod js_errors;
 mod json;

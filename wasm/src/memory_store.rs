@@ -16,6 +16,7 @@ use loomfence_core::{
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+use crate::events;
 use crate::js_errors;
 use crate::values::{self, counter, optional_counter, property, to_js};
 
@@ -76,7 +77,7 @@ impl MemoryEventStore {
     pub fn append(&self, execution_id: JsValue, event: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let event = values::event(event)?;
+            let event = events::event(event)?;
             let stored = self
                 .store
                 .borrow_mut()
@@ -92,7 +93,7 @@ impl MemoryEventStore {
     pub fn append_many(&self, execution_id: JsValue, events: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let events = values::events(events)?;
+            let events = events::events(events)?;
             let stored = self
                 .store
                 .borrow_mut()
@@ -116,7 +117,7 @@ impl MemoryEventStore {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
             let park_seq = counter("parkSeq", &park_seq)?;
-            let events = values::events(events)?;
+            let events = events::events(events)?;
             let outcome = self
                 .store
                 .borrow_mut()
