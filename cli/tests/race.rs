@@ -127,19 +127,25 @@ fn unconditional_control_fences_winners_out() {
         "--parks",
         "200",
     ];
+    control_fences_a_body_out(&args, 200, 8);
+}
+
+/// Runs the unconditional control `race ARGS` up to `tries` times until a
+/// body is fenced out, checking every run: fenced out, but never answered
+/// twice (the append guard refuses the older token's resume), and every
+/// one of `parks` resumed. Fails when no run fenced a body out.
+fn control_fences_a_body_out(args: &[&str], parks: u64, tries: usize) {
     let mut seen = Vec::new();
-    for _ in 0..8 {
-        let json = race_json(&args);
-        // Fenced out, but still never answered twice: the append guard
-        // refuses the older token's resume.
+    for _ in 0..tries {
+        let json = race_json(args);
         assert_eq!(count(&json, "double_resumes"), 0, "{json}");
-        assert_eq!(count(&json, "resumed"), 200, "{json}");
+        assert_eq!(count(&json, "resumed"), parks, "{json}");
         if count(&json, "fenced_out") > 0 {
             return;
         }
         seen.push(json);
     }
-    panic!("the unconditional control fenced no body out in 8 runs: {seen:?}");
+    panic!("the unconditional control fenced no body out in {tries} runs of {args:?}: {seen:?}");
 }
 
 #[test]
@@ -282,17 +288,7 @@ fn sqlite_unconditional_control_fences_winners_out() {
         "--parks",
         "50",
     ];
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        let json = race_json(&args);
-        assert_eq!(count(&json, "double_resumes"), 0, "{json}");
-        assert_eq!(count(&json, "resumed"), 50, "{json}");
-        if count(&json, "fenced_out") > 0 {
-            return;
-        }
-        seen.push(json);
-    }
-    panic!("the unconditional control on SQLite fenced no body out in 3 runs: {seen:?}");
+    control_fences_a_body_out(&args, 50, 3);
 }
 
 #[test]
