@@ -676,6 +676,105 @@ kase('bad_input::out_of_range_numbers_are_refused', needs.any, async (store, cap
   await before.assertUnchanged(store, 'out-of-range arguments');
 });
 
+/** The Rust kit's `hostile::awkward_ids`: SQL quoting and comments,
+ * placeholder spellings, LIKE and glob wildcards, case, spaces, control
+ * characters, composed and decomposed forms, and three 255-byte ids. */
+function awkwardIds() {
+  const ids = [
+    "it's", "''", 'say "hi"', '"', 'back\\slash', '\\', "\\'", 'a%', 'ab', 'a_', 'a\\%', '%', '_', '*', 'a*',
+    '[a]', '?', "'; DROP TABLE events; --", "x'); DROP TABLE fences; --", '" OR 1=1 --', '$1', '$$', '?1', ':id',
+    '@id', '$id', 'a', 'A', 'a ', ' a', 'tab\there', 'line\nbreak', '\u007f', '日本語-🦀', 'é', 'e\u0301', 'ß', 'ss',
+    '\u202ertl',
+  ];
+  ids.push('x'.repeat(255), `${'é'.repeat(127)}x`, `${'🦀'.repeat(63)}xyz`);
+  for (const id of ids.slice(-3)) assert.equal(new TextEncoder().encode(id).length, 255);
+  return ids;
+}
+
+kase('hostile::awkward_ids_round_trip_verbatim_and_never_collide', needs.any, async (store, caps) => {
+  const ids = awkwardIds();
+  assert.equal(new Set(ids).size, ids.length, 'distinct ids');
+  for (const id of ids) {
+    await store.appendMany(id, [event('EXECUTION_STARTED', { payload: { id } }), event('EXECUTION_SUSPENDED')]);
+  }
+  for (const id of ids) {
+    const log = await store.readRange(id, 1);
+    assert.equal(log.length, 2, `${show(id)} has exactly its own two events`);
+    assert.ok(log.every((e) => e.executionId === id), show(id));
+    assert.equal(log[0].payload.id, id, show(id));
+  }
+  if (caps.fencing) {
+    assert.equal(await store.acquireFence('a%'), 1);
+    assert.equal(await store.acquireFence('a*'), 1);
+  }
+  if (caps.conditional) assert.deepEqual(await acquireIf(store, 'a_', 0, 2), { fence: 1 });
+  for (const untouched of ['ab', 'a', 'A', 'e\u0301', '*', '%', '_']) {
+    assert.equal(await store.currentFence(untouched), 0, `${show(untouched)} shares no token with a look-alike`);
+  }
+  for (const deleted of ['é', 'a', '%']) assert.equal(await store.deleteExecution(deleted), true, show(deleted));
+  for (const kept of ['e\u0301', 'A', 'a ', ' a', 'ab', 'a%', 'a_']) {
+    assert.equal((await store.readRange(kept, 1)).length, 2, `${show(kept)} survives the deletes of its look-alikes`);
+  }
+  await assertRejects(store.append('x'.repeat(256), event('EXECUTION_STARTED')), expect.badId, 'a 256-byte id');
+});
+
+kase('hostile::nul_is_refused_everywhere_and_nothing_is_written', needs.any, async (store, caps) => {
+  const target = 'nul-target';
+  const parkSeq = await park(store, target);
+  await park(store, 'a');
+  const before = [await Witness.capture(store, target), await Witness.capture(store, 'a')];
+  const badId = 'a\0b';
+  const resumed = event('EXECUTION_RESUMED');
+  const calls = [
+    ['append', () => store.append(badId, event('EXECUTION_STARTED'))],
+    ['appendMany', () => store.appendMany(badId, [event('EXECUTION_STARTED')])],
+    ['readRange', () => store.readRange(badId, 1)],
+    ['currentFence', () => store.currentFence(badId)],
+    ['deleteExecution', () => store.deleteExecution(badId)],
+  ];
+  if (caps.appendIfParked) calls.push(['appendIfParked', () => store.appendIfParked(badId, 1, [resumed])]);
+  if (caps.fencing) calls.push(['acquireFence', () => store.acquireFence(badId)]);
+  if (caps.conditional) calls.push(['acquireFenceIf', () => store.acquireFenceIf(badId, { fence: 0, parkSeq: 1 })]);
+  for (const [operation, call] of calls) await assertRejects(call(), expect.badId, operation);
+  const badEvents = [
+    event('EXECUTION_RESUMED', { payload: { s: 'a\0b' } }),
+    event('EXECUTION_RESUMED', { payload: { 'k\0': 1 } }),
+    event('EXECUTION_RESUMED', { payload: { deep: [{ deeper: ['ok', '\0'] }] } }),
+    event('EXECUTION_RESUMED', { metadata: { note: '\0' } }),
+    event('APP\0KIND'),
+  ];
+  for (const [index, bad] of badEvents.entries()) {
+    await assertRejects(store.append(target, bad), expect.invalidEvent, `event ${index} alone`);
+    await assertRejects(
+      store.appendMany(target, [event('STEP_STARTED'), bad]),
+      expect.invalidEvent,
+      `event ${index} second in a batch`,
+    );
+    if (caps.appendIfParked) {
+      await assertRejects(store.appendIfParked(target, parkSeq, [bad]), expect.invalidEvent, `event ${index} conditionally`);
+    }
+  }
+  for (const witness of before) await witness.assertUnchanged(store, 'NUL refusals');
+});
+
+kase('hostile::a_16_mb_payload_round_trips_verbatim', needs.any, async (store) => {
+  const id = 'sixteen-mb';
+  await park(store, id);
+  const unit = 'quote" back\\slash tab\t nl\n é 日本 🦀 \u0001 ';
+  const blob = unit.repeat(Math.floor((16 * 1024 * 1024) / unit.length) + 1);
+  assert.ok(blob.length >= 16 * 1024 * 1024);
+  const payload = {
+    blob,
+    numbers: [0, -1, 2 ** 53 - 1, 1.5, -0.25],
+    nested: { empty: {}, list: [], null: null, bool: false },
+  };
+  const written = await store.append(id, event('EXECUTION_RESUMED', { payload }));
+  assert.equal(written.sequence, 3);
+  const log = await store.readRange(id, 3, 3);
+  assert.equal(log.length, 1);
+  assert.deepEqual(log[0].payload, payload, 'the payload comes back verbatim');
+});
+
 // ---------------------------------------------------------------------------
 // delete.rs: deleting an execution.
 

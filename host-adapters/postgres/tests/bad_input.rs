@@ -1,104 +1,27 @@
-//! Hostile and extreme input against the real server: ids that would break
-//! inlined SQL or `LIKE` patterns, NUL bytes that PostgreSQL cannot store,
-//! and payloads at and over `jsonb`'s limits.
+//! Hostile and extreme input against the real server. The kit's `hostile`
+//! cases check what every store must do (awkward ids round-trip and never
+//! collide, NUL is refused, a 16 MB payload round-trips); these look at the
+//! server's tables, and at `jsonb`'s own size limit.
 
 mod common;
 
 use std::collections::BTreeSet;
 
-use common::kernel;
-use loomfence_core::{IdError, InputError, JsonObject, KernelKind, NewEvent, ParkExpectation};
+use common::{kernel, object};
+use loomfence_conformance::cases::hostile::{refuse_nul_everywhere, write_awkward_ids};
+use loomfence_core::KernelKind;
 use loomfence_postgres::PostgresEventStore;
 use loomfence_store::{EventStore, StoreError};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_postgres::error::SqlState;
 
-/// A JSON object from a `json!` literal.
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-/// Ids that must be stored and read back byte for byte, each its own
-/// execution.
-fn awkward_ids() -> Vec<String> {
-    let mut ids: Vec<String> = [
-        "it's",
-        "''",
-        "say \"hi\"",
-        "\"",
-        "back\\slash",
-        "\\",
-        "\\'",
-        "a%",
-        "ab",
-        "a_",
-        "a\\%",
-        "%",
-        "_",
-        "'; DROP TABLE events; --",
-        "x'); DROP TABLE fences; --",
-        "$1",
-        "$$",
-        "a",
-        "A",
-        "a ",
-        " a",
-        "tab\there",
-        "line\nbreak",
-        "\u{7f}",
-        "日本語-🦀",
-        "é",
-        "e\u{301}",
-        "ß",
-        "ss",
-        "\u{202e}rtl",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    ids.push("x".repeat(255));
-    ids.push(format!("{}x", "é".repeat(127)));
-    ids.push(format!("{}xyz", "🦀".repeat(63)));
-    for id in &ids[ids.len() - 3..] {
-        assert_eq!(id.len(), 255);
-    }
-    ids
-}
-
-/// Every awkward id round-trips verbatim, and none collides with another:
-/// not `a%` with `ab`, not `a_` with `ab`, not `é` with its decomposed
-/// form, not `a` with `a `. Tokens and deletes stay per id too.
+/// The kit's awkward ids (`hostile::write_awkward_ids`), checked against
+/// the server: the table holds exactly these ids, byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn awkward_ids_round_trip_verbatim_and_never_collide() {
+async fn awkward_ids_are_stored_verbatim() {
     let Some(url) = common::url() else { return };
     let store = common::store(&url).await;
-    let ids = awkward_ids();
-    assert_eq!(
-        ids.iter().collect::<BTreeSet<_>>().len(),
-        ids.len(),
-        "distinct ids"
-    );
-    for id in &ids {
-        store
-            .append_many(
-                id,
-                vec![
-                    kernel(KernelKind::ExecutionStarted).with_payload(object(json!({ "id": id }))),
-                    kernel(KernelKind::ExecutionSuspended),
-                ],
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{id:?}: {e}"));
-    }
-    for id in &ids {
-        let log = store.read_range(id, 1, None).await.expect("reads");
-        assert_eq!(log.len(), 2, "{id:?} has exactly its own two events");
-        assert!(log.iter().all(|e| e.execution_id.as_str() == id), "{id:?}");
-        assert_eq!(log[0].payload["id"], json!(id), "{id:?}");
-    }
+    let ids = write_awkward_ids(&store).await;
     let admin = common::admin(&url).await;
     let stored: BTreeSet<String> = admin
         .query(
@@ -118,42 +41,6 @@ async fn awkward_ids_round_trip_verbatim_and_never_collide() {
         ids.iter().cloned().collect::<BTreeSet<_>>(),
         "the table holds exactly these ids, byte for byte"
     );
-
-    assert_eq!(store.acquire_fence("a%").await.expect("acquires"), 1);
-    assert_eq!(
-        store
-            .acquire_fence_if(
-                "a_",
-                ParkExpectation {
-                    fence: 0,
-                    park_seq: 2
-                }
-            )
-            .await
-            .expect("acquires")
-            .fence(),
-        1
-    );
-    assert_eq!(store.current_fence("ab").await.expect("reads"), 0);
-    assert_eq!(store.current_fence("e\u{301}").await.expect("reads"), 0);
-    assert!(store.delete_execution("é").await.expect("deletes"));
-    assert!(store.delete_execution("a").await.expect("deletes"));
-    for kept in ["e\u{301}", "A", "a ", " a", "ab"] {
-        assert_eq!(
-            store.read_range(kept, 1, None).await.expect("reads").len(),
-            2,
-            "{kept:?} survives the deletes of its look-alikes"
-        );
-    }
-    let too_long = "x".repeat(256);
-    assert!(matches!(
-        store
-            .append(&too_long, kernel(KernelKind::ExecutionStarted))
-            .await,
-        Err(StoreError::Input(InputError::Id(IdError::TooLong {
-            len: 256
-        })))
-    ));
 }
 
 /// How many rows the schema's two tables hold.
@@ -171,122 +58,19 @@ async fn row_counts(admin: &tokio_postgres::Client, store: &PostgresEventStore) 
     (row.get(0), row.get(1))
 }
 
-/// A NUL in an id, a kind, or any key or string of a payload or metadata
-/// is refused with a typed input error by every operation, and nothing is
-/// written, even when only one event of a batch has it.
+/// The kit's NUL refusals (`hostile::refuse_nul_everywhere`), checked
+/// against the server, which cannot store NUL at all: no row was written to
+/// either table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn nul_is_refused_as_input_and_nothing_is_written() {
+async fn nul_refusals_write_no_row_anywhere() {
     let Some(url) = common::url() else { return };
     let store = common::store(&url).await;
     let admin = common::admin(&url).await;
     let target = "nul-target";
     let park_seq = common::park(&store, target).await;
-    let before = common::witness(&store, target).await;
     let counts = row_counts(&admin, &store).await;
-
-    let bad_id = "a\0b";
-    let id_refusals = [
-        store
-            .append(bad_id, kernel(KernelKind::ExecutionStarted))
-            .await
-            .map(|_| ()),
-        store
-            .append_many(bad_id, vec![kernel(KernelKind::ExecutionStarted)])
-            .await
-            .map(|_| ()),
-        store
-            .append_if_parked(bad_id, 1, vec![kernel(KernelKind::ExecutionResumed)])
-            .await
-            .map(|_| ()),
-        store.read_range(bad_id, 1, None).await.map(|_| ()),
-        store.current_fence(bad_id).await.map(|_| ()),
-        store.acquire_fence(bad_id).await.map(|_| ()),
-        store
-            .acquire_fence_if(
-                bad_id,
-                ParkExpectation {
-                    fence: 0,
-                    park_seq: 1,
-                },
-            )
-            .await
-            .map(|_| ()),
-        store.delete_execution(bad_id).await.map(|_| ()),
-    ];
-    for (index, refused) in id_refusals.into_iter().enumerate() {
-        assert!(
-            matches!(
-                refused,
-                Err(StoreError::Input(InputError::Id(IdError::Nul { at: 1 })))
-            ),
-            "operation {index}: {refused:?}"
-        );
-    }
-
-    let bad_events = [
-        kernel(KernelKind::ExecutionResumed).with_payload(object(json!({ "s": "a\u{0}b" }))),
-        kernel(KernelKind::ExecutionResumed).with_payload(object(json!({ "k\u{0}": 1 }))),
-        kernel(KernelKind::ExecutionResumed)
-            .with_payload(object(json!({ "deep": [{ "deeper": ["ok", "\u{0}"] }] }))),
-        kernel(KernelKind::ExecutionResumed).with_meta("note", json!("\u{0}")),
-        NewEvent::new("APP\u{0}KIND", common::AT),
-    ];
-    for (index, bad) in bad_events.into_iter().enumerate() {
-        let alone = store.append(target, bad.clone()).await;
-        assert!(
-            matches!(
-                alone,
-                Err(StoreError::Input(InputError::Event { index: 0, .. }))
-            ),
-            "event {index} alone: {alone:?}"
-        );
-        let second = store
-            .append_many(target, vec![kernel(KernelKind::StepStarted), bad.clone()])
-            .await;
-        assert!(
-            matches!(
-                second,
-                Err(StoreError::Input(InputError::Event { index: 1, .. }))
-            ),
-            "event {index} second in a batch: {second:?}"
-        );
-        let conditional = store.append_if_parked(target, park_seq, vec![bad]).await;
-        assert!(
-            matches!(conditional, Err(StoreError::Input(_))),
-            "event {index} conditionally: {conditional:?}"
-        );
-    }
-    assert_eq!(common::witness(&store, target).await, before);
+    refuse_nul_everywhere(&store, target, park_seq).await;
     assert_eq!(row_counts(&admin, &store).await, counts, "no row anywhere");
-}
-
-/// A 16 MB payload, with quotes, backslashes, control characters and
-/// non-ASCII throughout, round-trips byte for byte.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_16_mb_payload_round_trips_verbatim() {
-    let Some(url) = common::url() else { return };
-    let store = common::store(&url).await;
-    let id = "sixteen-mb";
-    common::park(&store, id).await;
-    let unit = "quote\" back\\slash tab\t nl\n é 日本 🦀 \u{1} ";
-    let blob = unit.repeat(16 * 1024 * 1024 / unit.len() + 1);
-    assert!(blob.len() >= 16 * 1024 * 1024);
-    let payload = object(json!({
-        "blob": blob,
-        "numbers": [0, -1, 9_007_199_254_740_991_u64, 1.5, -0.25],
-        "nested": { "empty": {}, "list": [], "null": null, "bool": false },
-    }));
-    let written = store
-        .append(
-            id,
-            kernel(KernelKind::ExecutionResumed).with_payload(payload.clone()),
-        )
-        .await
-        .expect("appends 16 MB");
-    assert_eq!(written.sequence, 3);
-    let log = store.read_range(id, 3, Some(3)).await.expect("reads");
-    assert_eq!(log.len(), 1);
-    assert!(log[0].payload == payload, "the payload comes back verbatim");
 }
 
 /// One string longer than `jsonb` can hold (about 256 MiB; this one is
@@ -298,7 +82,7 @@ async fn a_string_over_the_jsonb_limit_is_refused_permanently_and_changes_nothin
     let store = common::store(&url).await;
     let id = "too-big";
     let park_seq = common::park(&store, id).await;
-    let before = common::witness(&store, id).await;
+    let before = common::Witness::capture(&store, id).await;
     let huge = object(json!({ "huge": "x".repeat(270_000_000) }));
     let refused = store
         .append(id, kernel(KernelKind::ExecutionResumed).with_payload(huge))
@@ -325,7 +109,7 @@ async fn a_string_over_the_jsonb_limit_is_refused_permanently_and_changes_nothin
         ),
     }
     assert_eq!(
-        common::witness(&store, id).await,
+        common::Witness::capture(&store, id).await,
         before,
         "the log is unchanged"
     );

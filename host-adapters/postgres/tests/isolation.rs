@@ -141,7 +141,7 @@ async fn the_function_fails_closed_outside_read_committed() {
         let store = common::store_with(&url, common::options()).await;
         let id = "rr-by-hand";
         let park_seq = common::park(&store, id).await;
-        let before = common::witness(&store, id).await;
+        let before = common::Witness::capture(&store, id).await;
         let call = format!(
             "SELECT acquired, token FROM {}.acquire_fence_if($1, $2, $3, $4::text[], $5::text[])",
             store.schema()
@@ -171,7 +171,11 @@ async fn the_function_fails_closed_outside_read_committed() {
             .await
             .expect_err("an autocommit call runs at REPEATABLE READ too");
         assert_eq!(refused.code(), Some(&SqlState::INVALID_TRANSACTION_STATE));
-        assert_eq!(common::witness(&store, id).await, before, "nothing changed");
+        assert_eq!(
+            common::Witness::capture(&store, id).await,
+            before,
+            "nothing changed"
+        );
 
         // The control: the same call under READ COMMITTED acquires.
         plain

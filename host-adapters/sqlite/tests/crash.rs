@@ -161,7 +161,7 @@ fn abort_in_a_transaction(commit: bool) {
             .await
             .expect("acquires");
         assert_eq!(first, AcquireOutcome::Acquired { fence: 1 });
-        common::witness(&store, id).await
+        common::Witness::capture(&store, id).await
     });
     // Start the crash from an empty WAL, so the WAL the child reports is
     // its own transaction's.
@@ -192,9 +192,15 @@ fn abort_in_a_transaction(commit: bool) {
 
     rt.block_on(async {
         let store = common::open(&path).await;
-        let (log, fence) = common::witness(&store, id).await;
+        let common::Witness {
+            events: log, fence, ..
+        } = common::Witness::capture(&store, id).await;
         let park_seq = if commit {
-            let (mut expected, token) = before.clone();
+            let common::Witness {
+                events: mut expected,
+                fence: token,
+                ..
+            } = before.clone();
             let resume = log.last().expect("a log");
             assert_eq!(
                 log.len(),
@@ -214,7 +220,11 @@ fn abort_in_a_transaction(commit: bool) {
                 .expect("parks again")
                 .sequence
         } else {
-            assert_eq!((log, fence), before, "{role}: exactly as before");
+            assert_eq!(
+                (&log, fence),
+                (&before.events, before.fence),
+                "{role}: exactly as before"
+            );
             2
         };
         let current = store.current_fence(id).await.expect("reads");

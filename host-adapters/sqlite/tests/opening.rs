@@ -166,11 +166,11 @@ async fn opening_again_is_idempotent() {
             .expect("reads the schema")
     };
     let tables = schema();
-    let before = common::witness(&first, "kept").await;
+    let before = common::Witness::capture(&first, "kept").await;
 
     // Again while the first is open, then both write.
     let second = common::open(&path).await;
-    assert_eq!(common::witness(&second, "kept").await, before);
+    assert_eq!(common::Witness::capture(&second, "kept").await, before);
     assert_eq!(second.acquire_fence("kept").await.expect("acquires"), 2);
     assert_eq!(first.current_fence("kept").await.expect("reads"), 2);
     drop((first, second));
@@ -178,8 +178,8 @@ async fn opening_again_is_idempotent() {
     // And again after both are closed, several times.
     for _ in 0..3 {
         let again = common::open(&path).await;
-        let (log, fence) = common::witness(&again, "kept").await;
-        assert_eq!((log, fence), (before.0.clone(), 2));
+        let now = common::Witness::capture(&again, "kept").await;
+        assert_eq!((&now.events, now.fence), (&before.events, 2));
         assert_eq!(log_len(&again).await, park_seq);
     }
     assert_eq!(schema(), tables, "reopening changed no table");

@@ -329,7 +329,9 @@ impl Race {
         };
 
         // The log and the token must agree with what each side was told.
-        let (log, fence) = self.rt.block_on(common::witness(&self.store, id));
+        let common::Witness {
+            events: log, fence, ..
+        } = self.rt.block_on(common::Witness::capture(&self.store, id));
         let tail: Vec<_> = log.iter().filter(|e| e.sequence > park_seq).collect();
         let count = |kind: KernelKind| tail.iter().filter(|e| e.kind == kind.as_str()).count();
         let resumes = count(KernelKind::ExecutionResumed);

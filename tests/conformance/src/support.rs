@@ -2,7 +2,7 @@
 //! "nothing changed" witness.
 
 use loomfence_core::{AcquireOutcome, Envelope, InputError, KernelKind, NewEvent, ParkExpectation};
-use loomfence_store::StoreError;
+use loomfence_store::{EventStore, StoreError};
 use serde_json::Value;
 
 use crate::Store;
@@ -33,8 +33,9 @@ pub fn object(value: Value) -> loomfence_core::JsonObject {
     }
 }
 
-/// Starts `id` and parks it, unfenced. Returns the park's sequence.
-pub async fn park(store: &Store, id: &str) -> u64 {
+/// Starts `id` and parks it, unfenced, in one batch. Returns the park's
+/// sequence. Takes any store, so adapters' own tests use it too.
+pub async fn park(store: &dyn EventStore, id: &str) -> u64 {
     let written = store
         .append_many(
             id,
@@ -96,7 +97,7 @@ pub fn expect_input<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &st
 /// Everything observable about one execution: its log and its token. Taken
 /// before a refused call and compared after, it proves the call changed
 /// nothing.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Witness {
     /// The execution observed.
     pub id: String,
@@ -108,7 +109,7 @@ pub struct Witness {
 
 impl Witness {
     /// Observes `id` now.
-    pub async fn capture(store: &Store, id: &str) -> Self {
+    pub async fn capture(store: &dyn EventStore, id: &str) -> Self {
         Self {
             id: id.to_owned(),
             events: store
@@ -123,7 +124,7 @@ impl Witness {
     }
 
     /// Fails the case if `id` changed since the capture.
-    pub async fn assert_unchanged(&self, store: &Store, after: &str) {
+    pub async fn assert_unchanged(&self, store: &dyn EventStore, after: &str) {
         let now = Self::capture(store, &self.id).await;
         assert_eq!(&now, self, "execution {:?} changed after {after}", self.id);
     }

@@ -8,15 +8,14 @@
 //! names, admin connections beside the store, finding the store's backends
 //! in `pg_stat_activity`, and (in [`race`]) the answer-versus-acquire race.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
 pub mod race;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use loomfence_core::{Envelope, KernelKind, NewEvent};
+pub use loomfence_conformance::support::{AT, Witness, kernel, object, park};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
-use loomfence_store::EventStore;
 use tokio_postgres::NoTls;
 
 /// The server's URL, or `None` (after saying so) when tests may skip.
@@ -59,9 +58,6 @@ pub async fn store(url: &str) -> PostgresEventStore {
         .await
         .expect("connects and migrates")
 }
-
-/// The timestamp test events carry; the kernel never reads a clock.
-pub const AT: i64 = 1_700_000_000_000;
 
 /// A name no other test in any process uses, for databases and ids:
 /// `<prefix>_<pid>_<n>`, lowercase, a valid unquoted identifier when
@@ -109,35 +105,6 @@ pub fn with_dbname(url: &str, dbname: &str) -> String {
         out.push_str(query);
     }
     out
-}
-
-/// An unfenced kernel event.
-pub fn kernel(kind: KernelKind) -> NewEvent {
-    NewEvent::kernel(kind, AT)
-}
-
-/// Starts `id` and parks it, unfenced, in one batch; returns the park's
-/// sequence. The park append also writes the execution's token-0 fence row.
-pub async fn park(store: &impl EventStore, id: &str) -> u64 {
-    let written = store
-        .append_many(
-            id,
-            vec![
-                kernel(KernelKind::ExecutionStarted),
-                kernel(KernelKind::ExecutionSuspended),
-            ],
-        )
-        .await
-        .expect("starting and parking a fresh execution");
-    written[1].sequence
-}
-
-/// Everything observable about one execution: its whole log and its token.
-pub async fn witness(store: &impl EventStore, id: &str) -> (Vec<Envelope>, u64) {
-    (
-        store.read_range(id, 1, None).await.expect("reads the log"),
-        store.current_fence(id).await.expect("reads the token"),
-    )
 }
 
 /// `url` with `application_name=<name>` added, so a test can find its own

@@ -12,7 +12,7 @@ pub async fn acquire_returns_the_next_token(store: Store) {
     assert_eq!(store.acquire_fence(id).await.expect("acquires"), 1);
     assert_eq!(store.acquire_fence(id).await.expect("acquires"), 2);
     assert_eq!(store.current_fence(id).await.expect("reads"), 2);
-    park(&store, "acquire-next-logged").await;
+    park(&*store, "acquire-next-logged").await;
     assert_eq!(
         store
             .acquire_fence("acquire-next-logged")
@@ -26,7 +26,7 @@ pub async fn acquire_returns_the_next_token(store: Store) {
 /// holder's land.
 pub async fn acquire_fences_out_the_old_holder(store: Store) {
     let id = "acquire-fence-out";
-    park(&store, id).await;
+    park(&*store, id).await;
     let holder = store.acquire_fence(id).await.expect("acquires");
     append_ok(
         &store,
@@ -36,13 +36,13 @@ pub async fn acquire_fences_out_the_old_holder(store: Store) {
     .await;
     let rival = store.acquire_fence(id).await.expect("acquires");
     assert_eq!(rival, holder + 1);
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     let late = store
         .append(id, kernel(KernelKind::StepCompleted).with_fence(holder))
         .await;
     assert_stale(late, Some(holder), rival);
     before
-        .assert_unchanged(&store, "the old holder's refused append")
+        .assert_unchanged(&*store, "the old holder's refused append")
         .await;
     let landed = append_ok(
         &store,

@@ -12,7 +12,7 @@ use crate::support::{Witness, acquire_if, append_ok, kernel, park};
 /// The matching token on an unanswered park acquires the next token.
 pub async fn a_matching_expectation_acquires_the_next_token(store: Store) {
     let id = "if-match";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, 0, park_seq).await,
         AcquireOutcome::Acquired { fence: 1 }
@@ -23,9 +23,9 @@ pub async fn a_matching_expectation_acquires_the_next_token(store: Store) {
 /// A moved token answers `{stale, current}` and changes nothing.
 pub async fn a_moved_token_is_stale_and_changes_nothing(store: Store) {
     let id = "if-moved";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, 0, park_seq).await,
         AcquireOutcome::Stale { fence: current }
@@ -35,7 +35,7 @@ pub async fn a_moved_token_is_stale_and_changes_nothing(store: Store) {
         AcquireOutcome::Stale { fence: current }
     );
     before
-        .assert_unchanged(&store, "a stale acquire_fence_if")
+        .assert_unchanged(&*store, "a stale acquire_fence_if")
         .await;
 }
 
@@ -43,7 +43,7 @@ pub async fn a_moved_token_is_stale_and_changes_nothing(store: Store) {
 /// wins, the rest are told the winner's token.
 pub async fn eight_concurrent_callers_one_winner(store: Store) {
     let id = "if-eight";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let start = Arc::new(Barrier::new(8));
     let callers: Vec<_> = (0..8)
         .map(|_| {
@@ -71,7 +71,7 @@ pub async fn eight_concurrent_callers_one_winner(store: Store) {
 /// the store reports (not the envelope's) gets through.
 pub async fn a_dead_acquirer_is_passed_by_retrying_on_the_current_token(store: Store) {
     let id = "if-dead";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let dead = store.acquire_fence(id).await.expect("acquires and dies");
     let stale = acquire_if(&store, id, 0, park_seq).await;
     assert_eq!(stale, AcquireOutcome::Stale { fence: dead });
@@ -86,7 +86,7 @@ pub async fn a_dead_acquirer_is_passed_by_retrying_on_the_current_token(store: S
 /// token, so only the park condition protects the running body.
 pub async fn a_landed_resume_makes_a_retry_stale(store: Store) {
     let id = "if-landed";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let winner = acquire_if(&store, id, 0, park_seq).await.fence();
     append_ok(
         &store,
@@ -94,13 +94,13 @@ pub async fn a_landed_resume_makes_a_retry_stale(store: Store) {
         kernel(KernelKind::ExecutionResumed).with_fence(winner),
     )
     .await;
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, winner, park_seq).await,
         AcquireOutcome::Stale { fence: winner }
     );
     before
-        .assert_unchanged(&store, "a rival's retry after the resume landed")
+        .assert_unchanged(&*store, "a rival's retry after the resume landed")
         .await;
     append_ok(
         &store,
@@ -114,7 +114,7 @@ pub async fn a_landed_resume_makes_a_retry_stale(store: Store) {
 /// expects t.
 pub async fn a_park_written_without_a_fence_expects_zero(store: Store) {
     let id = "if-zero";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, 1, park_seq).await,
         AcquireOutcome::Stale { fence: 0 }
@@ -151,7 +151,7 @@ pub async fn a_park_written_without_a_fence_expects_zero(store: Store) {
 pub async fn answering_appends_race_the_acquire_never_both(store: Store) {
     for trial in 0..25 {
         let id = format!("if-race-{trial}");
-        let park_seq = park(&store, &id).await;
+        let park_seq = park(&*store, &id).await;
         let token = acquire_if(&store, &id, 0, park_seq).await.fence();
         let start = Arc::new(Barrier::new(2));
         let append = {

@@ -121,7 +121,7 @@ pub async fn payloads_round_trip_verbatim(store: Store) {
 /// [`StoreError::Unsupported`], and its unsupported calls change nothing.
 pub async fn capability_is_honest(store: Store) {
     let id = "append-capability";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let capability = store.capability();
     let acquired = store.acquire_fence(id).await;
     match (capability.fences(), acquired) {

@@ -21,7 +21,7 @@ async fn appended(store: &Store, id: &str, park_seq: u64, events: Vec<NewEvent>)
 /// lands at the next sequence.
 pub async fn lands_while_the_park_is_open(store: Store) {
     let id = "if-parked-open";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
     append_ok(&store, id, event("app.output")).await;
     let written = appended(
@@ -46,16 +46,16 @@ pub async fn is_refused_once_the_park_is_answered(store: Store) {
     .enumerate()
     {
         let id = format!("if-parked-answered-{n}");
-        let park_seq = park(&store, &id).await;
+        let park_seq = park(&*store, &id).await;
         append_ok(&store, &id, answer).await;
-        let before = Witness::capture(&store, &id).await;
+        let before = Witness::capture(&*store, &id).await;
         let second = store
             .append_if_parked(&id, park_seq, vec![kernel(KernelKind::ExecutionResumed)])
             .await
             .expect("a valid conditional append");
         assert_eq!(second, ConditionalAppend::ParkAnswered);
         before
-            .assert_unchanged(&store, "a conditional append on an answered park")
+            .assert_unchanged(&*store, "a conditional append on an answered park")
             .await;
     }
 }
@@ -65,16 +65,16 @@ pub async fn is_refused_once_the_park_is_answered(store: Store) {
 /// batch lands.
 pub async fn still_applies_the_guard(store: Store) {
     let id = "if-parked-guard";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let token = store.acquire_fence(id).await.expect("acquires");
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     let unfenced = store
         .append_if_parked(id, park_seq, vec![kernel(KernelKind::ExecutionResumed)])
         .await;
     assert_stale(unfenced, None, token);
     before
         .assert_unchanged(
-            &store,
+            &*store,
             "an unfenced conditional append on a fenced execution",
         )
         .await;
@@ -91,7 +91,7 @@ pub async fn still_applies_the_guard(store: Store) {
 /// Eight unfenced resumers started together: exactly one resume lands.
 pub async fn eight_unfenced_resumers_one_lands(store: Store) {
     let id = "if-parked-eight";
-    let park_seq = park(&store, id).await;
+    let park_seq = park(&*store, id).await;
     let start = Arc::new(Barrier::new(8));
     let resumers: Vec<_> = (0..8)
         .map(|_| {

@@ -13,11 +13,11 @@ use crate::support::{Witness, event, expect_input, kernel, object, park};
 
 /// Sets up a parked, fenced witness execution `id` and captures it.
 async fn witness(store: &Store, id: &str) -> Witness {
-    park(store, id).await;
+    park(&**store, id).await;
     if store.capability().fences() {
         store.acquire_fence(id).await.expect("acquires");
     }
-    Witness::capture(store, id).await
+    Witness::capture(&**store, id).await
 }
 
 /// Empty, over-long and NUL-bearing ids are refused by every operation with
@@ -77,7 +77,7 @@ pub async fn bad_ids_are_refused_and_change_nothing(store: Store) {
         }
     }
     before
-        .assert_unchanged(&store, "operations on bad ids")
+        .assert_unchanged(&*store, "operations on bad ids")
         .await;
 }
 
@@ -136,7 +136,7 @@ pub async fn bad_fences_are_refused_and_change_nothing(store: Store) {
         );
     }
     before
-        .assert_unchanged(&store, "appends with bad fences")
+        .assert_unchanged(&*store, "appends with bad fences")
         .await;
 }
 
@@ -171,7 +171,9 @@ pub async fn mixed_fences_in_a_batch_are_refused(store: Store) {
             found: Some(token + 1)
         }
     );
-    before.assert_unchanged(&store, "mixed-token batches").await;
+    before
+        .assert_unchanged(&*store, "mixed-token batches")
+        .await;
 }
 
 /// Empty kinds, NUL characters and out-of-range timestamps are refused with
@@ -200,7 +202,7 @@ pub async fn malformed_events_are_refused_and_change_nothing(store: Store) {
         let want = InputError::Event { index: 0, source };
         assert_eq!(expect_input(store.append(id, bad).await, "append"), want);
     }
-    before.assert_unchanged(&store, "malformed events").await;
+    before.assert_unchanged(&*store, "malformed events").await;
 }
 
 /// A `parkSeq` of 0 or past the head, including on an unknown execution, is
@@ -240,7 +242,7 @@ pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
         0
     );
     before
-        .assert_unchanged(&store, "acquires outside the log")
+        .assert_unchanged(&*store, "acquires outside the log")
         .await;
 }
 
@@ -284,6 +286,6 @@ pub async fn out_of_range_numbers_are_refused(store: Store) {
         );
     }
     before
-        .assert_unchanged(&store, "out-of-range arguments")
+        .assert_unchanged(&*store, "out-of-range arguments")
         .await;
 }

@@ -9,7 +9,7 @@ use crate::support::{append_ok, assert_stale, event, kernel, park};
 /// token stays fenced out of a re-created id, whose sequences restart at 1.
 pub async fn delete_keeps_a_real_token_against_zombies(store: Store) {
     let id = "delete-fenced";
-    park(&store, id).await;
+    park(&*store, id).await;
     let zombie = store.acquire_fence(id).await.expect("acquires");
     let current = store.acquire_fence(id).await.expect("acquires");
     assert!(store.delete_execution(id).await.expect("deletes"));
@@ -41,7 +41,7 @@ pub async fn delete_keeps_a_real_token_against_zombies(store: Store) {
 /// reports there was nothing to delete.
 pub async fn delete_of_an_unfenced_execution_leaves_nothing(store: Store) {
     let id = "delete-unfenced";
-    park(&store, id).await;
+    park(&*store, id).await;
     store.append(id, event("app.x")).await.expect("appends");
     assert!(store.delete_execution(id).await.expect("deletes"));
     assert!(!store.delete_execution(id).await.expect("deletes again"));

@@ -9,10 +9,10 @@ use crate::support::{Witness, append_ok, assert_stale, event, kernel, park};
 /// its kinds, and nothing is written.
 pub async fn a_lower_token_is_refused(store: Store) {
     let id = "guard-lower";
-    park(&store, id).await;
+    park(&*store, id).await;
     store.acquire_fence(id).await.expect("acquires");
     let current = store.acquire_fence(id).await.expect("acquires");
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     for late in [
         kernel(KernelKind::ExecutionResumed),
         kernel(KernelKind::StepCompleted),
@@ -25,14 +25,14 @@ pub async fn a_lower_token_is_refused(store: Store) {
         );
     }
     before
-        .assert_unchanged(&store, "appends under a lower token")
+        .assert_unchanged(&*store, "appends under a lower token")
         .await;
 }
 
 /// A batch under the current token passes, answering or not.
 pub async fn the_current_token_passes(store: Store) {
     let id = "guard-current";
-    park(&store, id).await;
+    park(&*store, id).await;
     let token = store.acquire_fence(id).await.expect("acquires");
     let written = store
         .append_many(
@@ -54,9 +54,9 @@ pub async fn the_current_token_passes(store: Store) {
 /// refused for good, alone or mixed with audit events.
 pub async fn an_unfenced_answering_batch_is_refused_once_fenced(store: Store) {
     let id = "guard-unfenced-answer";
-    park(&store, id).await;
+    park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     assert_stale(
         store.append(id, kernel(KernelKind::ExecutionResumed)).await,
         None,
@@ -70,7 +70,7 @@ pub async fn an_unfenced_answering_batch_is_refused_once_fenced(store: Store) {
     let stamped = vec![event("EXECUTION_PAUSED").with_kernel_stamp()];
     assert_stale(store.append_many(id, stamped).await, None, current);
     before
-        .assert_unchanged(&store, "unfenced answering appends")
+        .assert_unchanged(&*store, "unfenced answering appends")
         .await;
 }
 
@@ -78,7 +78,7 @@ pub async fn an_unfenced_answering_batch_is_refused_once_fenced(store: Store) {
 /// is how an engine without fencing, or a supervisor's first try, resumes.
 pub async fn an_unfenced_answering_append_passes_before_any_acquire(store: Store) {
     let id = "guard-unfenced-zero";
-    park(&store, id).await;
+    park(&*store, id).await;
     let resumed = append_ok(&store, id, kernel(KernelKind::ExecutionResumed)).await;
     assert_eq!(resumed.sequence, 3);
 }
@@ -87,7 +87,7 @@ pub async fn an_unfenced_answering_append_passes_before_any_acquire(store: Store
 /// on a fenced execution: they never answer a park.
 pub async fn an_unfenced_audit_append_passes_when_fenced(store: Store) {
     let id = "guard-audit";
-    park(&store, id).await;
+    park(&*store, id).await;
     store.acquire_fence(id).await.expect("acquires");
     append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
     let batch = store
@@ -108,9 +108,9 @@ pub async fn an_unfenced_audit_append_passes_when_fenced(store: Store) {
 /// events, including the ones that alone would have passed.
 pub async fn a_refused_batch_writes_none_of_its_events(store: Store) {
     let id = "guard-batch";
-    park(&store, id).await;
+    park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
-    let before = Witness::capture(&store, id).await;
+    let before = Witness::capture(&*store, id).await;
     let batch = (0..5)
         .map(|n| {
             if n == 4 {
@@ -121,7 +121,7 @@ pub async fn a_refused_batch_writes_none_of_its_events(store: Store) {
         })
         .collect();
     assert_stale(store.append_many(id, batch).await, None, current);
-    before.assert_unchanged(&store, "a refused batch").await;
+    before.assert_unchanged(&*store, "a refused batch").await;
     let next = append_ok(
         &store,
         id,

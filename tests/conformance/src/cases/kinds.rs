@@ -9,12 +9,12 @@ use crate::support::{Witness, acquire_if, append_ok, event, kernel, park};
 /// Parks `id`, appends `after` (unfenced, at token 0), and returns what a
 /// conditional acquire with the park's own expectation answers.
 async fn acquire_after(store: &Store, id: &str, after: NewEvent) -> AcquireOutcome {
-    let park_seq = park(store, id).await;
+    let park_seq = park(&**store, id).await;
     append_ok(store, id, after).await;
-    let before = Witness::capture(store, id).await;
+    let before = Witness::capture(&**store, id).await;
     let outcome = acquire_if(store, id, 0, park_seq).await;
     if !outcome.is_acquired() {
-        before.assert_unchanged(store, "a stale acquire").await;
+        before.assert_unchanged(&**store, "a stale acquire").await;
     }
     outcome
 }

@@ -9,6 +9,7 @@ pub mod bad_input;
 pub mod concurrency;
 pub mod delete;
 pub mod guard;
+pub mod hostile;
 pub mod kinds;
 
 use crate::{Case, Needs};
@@ -112,6 +113,15 @@ pub const ALL: &[Case] = &[
         bad_input::a_park_seq_outside_the_log_is_refused
     ),
     case!(Any, bad_input::out_of_range_numbers_are_refused),
+    case!(
+        Any,
+        hostile::awkward_ids_round_trip_verbatim_and_never_collide
+    ),
+    case!(
+        Any,
+        hostile::nul_is_refused_everywhere_and_nothing_is_written
+    ),
+    case!(Any, hostile::a_16_mb_payload_round_trips_verbatim),
     case!(Fencing, delete::delete_keeps_a_real_token_against_zombies),
     case!(Any, delete::delete_of_an_unfenced_execution_leaves_nothing),
 ];
