@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use loomfence_core::fence::check_safe;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
-    KernelKind, NewEvent, ParkExpectation, StaleFenceError, id,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, InputError, JsonObject, KernelKind,
+    NewEvent, ParkExpectation, StaleFenceError, id,
 };
-use loomfence_store::{CheckedWrite, EventStore, StoreError, check_write};
+use loomfence_store::{
+    CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read, check_write,
+};
 use serde_json::Value;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::{Json, ToSql};
@@ -424,18 +425,17 @@ impl EventStore for PostgresEventStore {
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
-        check_safe("fromSeq", from_seq)?;
-        let to = match to_seq {
-            Some(to) => to_i64(check_safe("toSeq", to)?),
-            None => i64::MAX,
-        };
+        let CheckedRead {
+            id,
+            from_seq,
+            to_seq,
+        } = check_read(execution_id, from_seq, to_seq)?;
         let rows = self
             .client()
             .await?
             .rows(
                 &self.sql.read_range,
-                &[&id.as_str(), &to_i64(from_seq), &to],
+                &[&id.as_str(), &to_i64(from_seq), &to_i64(to_seq)],
             )
             .await?;
         rows.into_iter()
@@ -481,9 +481,9 @@ impl EventStore for PostgresEventStore {
         execution_id: &str,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
-        let fence = to_i64(check_safe("fence", expect.fence)?);
-        let park = to_i64(check_safe("parkSeq", expect.park_seq)?);
+        check_acquire_if(execution_id, expect)?;
+        let fence = to_i64(expect.fence);
+        let park = to_i64(expect.park_seq);
         let verdict = match self.options.acquire {
             AcquireStrategy::Function => {
                 self.acquire_if_function(execution_id, fence, park).await?

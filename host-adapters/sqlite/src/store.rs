@@ -4,12 +4,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::fence::check_safe;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError,
-    MAX_SAFE_INTEGER, NewEvent, ParkExpectation, id,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, InputError, NewEvent, ParkExpectation,
+    id,
 };
-use loomfence_store::{BackendError, CheckedWrite, EventStore, StoreError, check_write};
+use loomfence_store::{
+    BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,
+    check_write,
+};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -128,14 +130,13 @@ impl EventStore for SqliteEventStore {
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
-        check_safe("fromSeq", from_seq)?;
-        let to = match to_seq {
-            Some(to) => check_safe("toSeq", to)?,
-            None => MAX_SAFE_INTEGER,
-        };
+        let CheckedRead {
+            id,
+            from_seq,
+            to_seq,
+        } = check_read(execution_id, from_seq, to_seq)?;
         self.db
-            .read(move |reader| ops::read_range(reader, &id, from_seq, to))
+            .read(move |reader| ops::read_range(reader, &id, from_seq, to_seq))
             .await
     }
 
@@ -160,9 +161,7 @@ impl EventStore for SqliteEventStore {
         execution_id: &str,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
-        check_safe("fence", expect.fence)?;
-        check_safe("parkSeq", expect.park_seq)?;
+        check_acquire_if(execution_id, expect)?;
         let id = execution_id.to_owned();
         self.db
             .write(

@@ -27,13 +27,13 @@
 //! # }
 //! ```
 
+mod checks;
 mod error;
 mod memory;
 mod store;
-mod write;
 
+pub use checks::{CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write};
 pub use error::{BackendError, StoreError};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
-pub use write::{CheckedWrite, check_write};

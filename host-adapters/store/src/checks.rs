@@ -1,7 +1,8 @@
-//! The checks every adapter makes before a write reaches its backend.
+//! The input checks every adapter makes before a call reaches its backend,
+//! so all of them refuse the same input with the same [`StoreError::Input`].
 
 use loomfence_core::fence::{BatchFacts, check_batch, check_safe};
-use loomfence_core::{ExecutionId, InputError, NewEvent};
+use loomfence_core::{ExecutionId, InputError, MAX_SAFE_INTEGER, NewEvent, ParkExpectation, id};
 
 use crate::StoreError;
 
@@ -46,4 +47,44 @@ pub fn check_write(
         events,
         park_seq,
     }))
+}
+
+/// A read that passed the input checks.
+#[derive(Debug)]
+pub struct CheckedRead {
+    /// The execution.
+    pub id: ExecutionId,
+    /// The first sequence to read.
+    pub from_seq: u64,
+    /// The last sequence to read: `to_seq`, or [`MAX_SAFE_INTEGER`] (past
+    /// any log) when it was open.
+    pub to_seq: u64,
+}
+
+/// Validates a `read_range`: a valid id and JS-safe bounds.
+pub fn check_read(
+    execution_id: &str,
+    from_seq: u64,
+    to_seq: Option<u64>,
+) -> Result<CheckedRead, StoreError> {
+    let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+    check_safe("fromSeq", from_seq)?;
+    let to_seq = match to_seq {
+        Some(to) => check_safe("toSeq", to)?,
+        None => MAX_SAFE_INTEGER,
+    };
+    Ok(CheckedRead {
+        id,
+        from_seq,
+        to_seq,
+    })
+}
+
+/// Validates a conditional acquire: a valid id and a JS-safe token and
+/// park sequence. Whether the park is in the log is the backend's answer.
+pub fn check_acquire_if(execution_id: &str, expect: ParkExpectation) -> Result<(), StoreError> {
+    id::validate(execution_id).map_err(InputError::from)?;
+    check_safe("fence", expect.fence)?;
+    check_safe("parkSeq", expect.park_seq)?;
+    Ok(())
 }
