@@ -13,9 +13,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use common::race::{self, Path};
-use loomfence_conformance::{Store, cases, run_all};
 use loomfence_core::KernelKind;
-use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions};
+use loomfence_postgres::{AcquireStrategy, PostgresOptions};
 use loomfence_store::EventStore;
 use tokio_postgres::error::SqlState;
 
@@ -81,22 +80,7 @@ async fn the_kit_passes_on_a_repeatable_read_database() {
         assert_eq!(pinned, "read committed", "the store pins its sessions");
         drop(pooled);
         for acquire in [AcquireStrategy::Function, AcquireStrategy::Pipelined] {
-            let report = run_all(&format!("postgres-rr-{acquire:?}"), || {
-                let url = url.clone();
-                async move {
-                    let options = PostgresOptions {
-                        acquire,
-                        ..common::options()
-                    };
-                    Arc::new(
-                        PostgresEventStore::connect(&url, options)
-                            .await
-                            .expect("connects"),
-                    ) as Store
-                }
-            })
-            .await;
-            assert_eq!(report.passed, cases::ALL.len());
+            common::run_kit(&format!("postgres-rr-{acquire:?}"), &url, acquire).await;
         }
     })
     .await;

@@ -15,6 +15,7 @@ pub mod race;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use loomfence_conformance::support::{AT, Witness, kernel, object, park};
+use loomfence_conformance::{Store, cases, run_all};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
 use tokio_postgres::NoTls;
 
@@ -148,4 +149,25 @@ pub async fn wait_for_waiters(
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+}
+
+/// Runs the whole conformance kit against the server at `url` with
+/// `acquire`, each case on a fresh schema, and requires every case to pass.
+pub async fn run_kit(label: &str, url: &str, acquire: loomfence_postgres::AcquireStrategy) {
+    let report = run_all(label, || {
+        let url = url.to_owned();
+        async move {
+            let options = PostgresOptions {
+                acquire,
+                ..options()
+            };
+            std::sync::Arc::new(
+                PostgresEventStore::connect(&url, options)
+                    .await
+                    .expect("connects"),
+            ) as Store
+        }
+    })
+    .await;
+    assert_eq!(report.passed, cases::ALL.len());
 }
