@@ -1,8 +1,9 @@
 //! The offline park-fence backfill, for installations too large to run it
 //! inside `migrate` at boot.
 
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Client, GenericClient, Pool};
 use loomfence_core::KernelKind;
+use loomfence_store::BackendError;
 
 use crate::config::Schema;
 use crate::error::{self, MigrateError};
@@ -33,16 +34,22 @@ pub struct BackfillReport {
 /// It builds a partial index of parks `CONCURRENTLY` (so appends go on),
 /// walks executions in id order one short statement per batch, records its
 /// position after each batch (an interrupted run resumes), writes the same
-/// marker `migrate` writes (so neither runs it again), and drops the index:
-/// once the backfill is done nothing scans parks by kind, and a permanent
-/// index would tax every park append. Idempotent: every insert is
-/// `ON CONFLICT DO NOTHING`.
+/// marker `migrate` writes (so neither runs it again) and deletes its
+/// position in the same transaction, and drops the index: once the backfill
+/// is done nothing scans parks by kind, and a permanent index would tax every
+/// park append. Idempotent: every insert is `ON CONFLICT DO NOTHING`.
+///
+/// An interrupted run leaves nothing that lasts. An index left INVALID by an
+/// interrupted build is dropped and built again, not reused (the planner
+/// never reads an invalid index, so every batch would be a full scan), and a
+/// run that finds the marker still drops the index and deletes the position
+/// a run that died after its marker left behind.
 pub async fn backfill_park_fences(
     pool: &Pool,
     schema: &Schema,
     batch_size: u32,
 ) -> Result<BackfillReport, MigrateError> {
-    let client = pool.get().await.map_err(error::pool)?;
+    let mut client = pool.get().await.map_err(error::pool)?;
     let done = client
         .query_opt(
             &format!("SELECT 1 FROM {schema}.migrations WHERE name = $1"),
@@ -52,20 +59,14 @@ pub async fn backfill_park_fences(
         .map_err(error::backend)?
         .is_some();
     if done {
+        delete_cursor(&client, schema).await?;
+        drop_index(&client, schema).await?;
         return Ok(BackfillReport {
             already_done: true,
             ..BackfillReport::default()
         });
     }
-    let park = KernelKind::ExecutionSuspended.as_str();
-    // DDL cannot bind parameters; the predicate is the kernel's own constant.
-    client
-        .batch_execute(&format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX} ON {schema}.events (execution_id, sequence) \
-             WHERE kind = '{park}'"
-        ))
-        .await
-        .map_err(error::backend)?;
+    build_index(&client, schema).await?;
     let mut after: String = client
         .query_opt(
             &format!("SELECT detail FROM {schema}.migrations WHERE name = $1"),
@@ -77,6 +78,7 @@ pub async fn backfill_park_fences(
         .transpose()
         .map_err(error::backend)?
         .unwrap_or_default();
+    let park = KernelKind::ExecutionSuspended.as_str();
     let next_batch = format!(
         "SELECT DISTINCT execution_id FROM {schema}.events WHERE kind = $1 AND execution_id > $2 \
          ORDER BY execution_id LIMIT $3"
@@ -111,19 +113,76 @@ pub async fn backfill_park_fences(
         report.batches += 1;
         after = last;
     }
-    mark_backfilled(&client, schema, report.written).await?;
+    // The marker and the cursor's delete commit together: a cursor never
+    // outlives the marker.
+    let transaction = client.transaction().await.map_err(error::backend)?;
+    mark_backfilled(&transaction, schema, report.written).await?;
+    delete_cursor(&transaction, schema).await?;
+    transaction.commit().await.map_err(error::backend)?;
+    drop_index(&client, schema).await?;
+    Ok(report)
+}
+
+/// Builds the walk's index, or keeps a valid one an earlier run built. An
+/// interrupted `CREATE INDEX CONCURRENTLY` (cancelled, connection lost)
+/// leaves the index INVALID, which `IF NOT EXISTS` would keep and the
+/// planner never reads: such an index is dropped and built again.
+async fn build_index(client: &Client, schema: &Schema) -> Result<(), MigrateError> {
+    if index_valid(client, schema).await? == Some(false) {
+        drop_index(client, schema).await?;
+    }
+    let park = KernelKind::ExecutionSuspended.as_str();
+    // DDL cannot bind parameters; the predicate is the kernel's own constant.
+    client
+        .batch_execute(&format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {INDEX} ON {schema}.events (execution_id, sequence) \
+             WHERE kind = '{park}'"
+        ))
+        .await
+        .map_err(error::backend)?;
+    // Only another run's build, still going, can leave it invalid here.
+    match index_valid(client, schema).await? {
+        Some(true) => Ok(()),
+        _ => Err(MigrateError::Backend(BackendError::retryable(format!(
+            "the backfill index {schema}.{INDEX} is not valid after building it \
+             (is another backfill building it?); retry"
+        )))),
+    }
+}
+
+/// Whether the walk's index exists (`None` if not) and is valid
+/// (`pg_index.indisvalid`).
+async fn index_valid(client: &Client, schema: &Schema) -> Result<Option<bool>, MigrateError> {
+    client
+        .query_opt(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
+            &[&format!("{schema}.{INDEX}")],
+        )
+        .await
+        .map_err(error::backend)?
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(|e| error::backend(e).into())
+}
+
+/// Drops the walk's index, if there is one, without blocking appends.
+async fn drop_index(client: &Client, schema: &Schema) -> Result<(), MigrateError> {
+    client
+        .batch_execute(&format!(
+            "DROP INDEX CONCURRENTLY IF EXISTS {schema}.{INDEX}"
+        ))
+        .await
+        .map_err(|e| error::backend(e).into())
+}
+
+/// Deletes the walk's position.
+async fn delete_cursor(client: &impl GenericClient, schema: &Schema) -> Result<(), MigrateError> {
     client
         .execute(
             &format!("DELETE FROM {schema}.migrations WHERE name = $1"),
             &[&CURSOR],
         )
         .await
-        .map_err(error::backend)?;
-    client
-        .batch_execute(&format!(
-            "DROP INDEX CONCURRENTLY IF EXISTS {schema}.{INDEX}"
-        ))
-        .await
-        .map_err(error::backend)?;
-    Ok(report)
+        .map(|_| ())
+        .map_err(|e| error::backend(e).into())
 }

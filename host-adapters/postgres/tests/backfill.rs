@@ -481,3 +481,340 @@ async fn the_offline_backfill_resumes_from_its_cursor() {
             .is_none()
     );
 }
+
+/// The temporary index the offline walk reads parks through.
+const WALK_INDEX: &str = "events_parks_backfill";
+
+/// The walk's index in `store`'s schema: `None` when there is none, else
+/// whether it is valid (`pg_index.indisvalid`: the planner uses an index
+/// only when it is).
+async fn walk_index(admin: &tokio_postgres::Client, store: &PostgresEventStore) -> Option<bool> {
+    admin
+        .query_opt(
+            "SELECT i.indisvalid FROM pg_index i \
+             JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = $2",
+            &[&store.schema().as_str(), &WALK_INDEX],
+        )
+        .await
+        .expect("reads pg_index")
+        .map(|row| row.get(0))
+}
+
+/// Whether the planner, told to avoid sequential scans, reads parks by kind
+/// through the walk's index (it never plans with an invalid one).
+async fn planner_uses_walk_index(
+    admin: &tokio_postgres::Client,
+    store: &PostgresEventStore,
+) -> bool {
+    let park = KernelKind::ExecutionSuspended.as_str();
+    let plan = admin
+        .simple_query(&format!(
+            "SET enable_seqscan = off; \
+             EXPLAIN SELECT DISTINCT execution_id FROM {}.events \
+             WHERE kind = '{park}' AND execution_id > '' ORDER BY execution_id LIMIT 4; \
+             RESET enable_seqscan",
+            store.schema()
+        ))
+        .await
+        .expect("explains a park lookup");
+    plan.iter().any(|message| match message {
+        tokio_postgres::SimpleQueryMessage::Row(row) => {
+            row.get(0).is_some_and(|line| line.contains(WALK_INDEX))
+        }
+        _ => false,
+    })
+}
+
+/// Waits (up to 10 s) until a backend named `application_name` waits on a
+/// lock while running a statement that starts with `statement`; returns its
+/// pid. Panics if `run` ends first or the time runs out.
+async fn waiting_backend<T>(
+    monitor: &tokio_postgres::Client,
+    application_name: &str,
+    statement: &str,
+    run: &tokio::task::JoinHandle<T>,
+) -> i32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let found = monitor
+            .query_opt(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE application_name = $1 AND wait_event_type = 'Lock' \
+                   AND starts_with(query, $2) AND pid <> pg_backend_pid()",
+                &[&application_name, &statement],
+            )
+            .await
+            .expect("reads pg_stat_activity");
+        if let Some(row) = found {
+            return row.get(0);
+        }
+        assert!(
+            !run.is_finished(),
+            "the backfill ended before it waited in `{statement}`"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no backend of {application_name} waited in `{statement}` within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Parked executions of every shape for the interruption tests; returns the
+/// open parks' ids.
+async fn older_version_parks(
+    admin: &tokio_postgres::Client,
+    store: &Arc<PostgresEventStore>,
+    prefix: &str,
+) -> Vec<String> {
+    let executions = (0..30)
+        .map(|i| {
+            let shape = match i % 5 {
+                0 => Shape::Answered,
+                1 => Shape::Ended,
+                2 => Shape::Reparked,
+                _ => Shape::Open,
+            };
+            (format!("{prefix}-{i:02}"), shape)
+        })
+        .collect();
+    let open = write_all(store, executions).await;
+    forget_fences(admin, store).await;
+    open.into_iter().map(|(id, _)| id).collect()
+}
+
+/// Kill the build: a `CREATE INDEX CONCURRENTLY` whose backend is terminated
+/// while it waits for an open write transaction leaves an INVALID index
+/// behind. The next run must not walk with it (`IF NOT EXISTS` alone would
+/// keep it, and every batch would be a full scan): while that run's first
+/// batch is held on a lock, the index it walks with is valid and the planner
+/// uses it; afterwards every open park has its token-0 row and no index is
+/// left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_index_build_is_rebuilt_not_reused() {
+    let Some(url) = common::url() else { return };
+    let app = common::unique("bf_kill_build");
+    let off = MigrateOptions {
+        backfill_park_fences: false,
+        ..MigrateOptions::default()
+    };
+    let store = store(&common::with_application_name(&url, &app), off).await;
+    let admin = common::admin(&url).await;
+    let monitor = common::admin(&url).await;
+    let open = older_version_parks(&admin, &store, "kill").await;
+    assert_eq!(open.len(), 18);
+    let schema = store.schema().clone();
+
+    // An open write transaction on events: CREATE INDEX CONCURRENTLY records
+    // the index, then waits for it before building.
+    let writer = common::admin(&url).await;
+    writer
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.events IN ROW EXCLUSIVE MODE"
+        ))
+        .await
+        .expect("opens a write transaction");
+    let run = {
+        let store = store.clone();
+        tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
+    };
+    let pid = waiting_backend(&monitor, &app, "CREATE INDEX", &run).await;
+    let killed: bool = admin
+        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .expect("terminates the build's backend")
+        .get(0);
+    assert!(killed);
+    let first = run.await.expect("the first run's task");
+    println!("backfill whose index build was killed: {first:?}");
+    assert!(first.is_err(), "the killed run fails: {first:?}");
+    writer
+        .batch_execute("ROLLBACK")
+        .await
+        .expect("ends the write transaction");
+    assert_eq!(
+        walk_index(&admin, &store).await,
+        Some(false),
+        "the killed build left an INVALID index"
+    );
+    assert!(fence_rows(&admin, &store).await.is_empty());
+
+    // Hold the next run's first batch on a lock, to look at the index it
+    // walks with.
+    let blocker = common::admin(&url).await;
+    blocker
+        .batch_execute(&format!("BEGIN; LOCK TABLE {schema}.fences IN SHARE MODE"))
+        .await
+        .expect("locks the fence table");
+    let run = {
+        let store = store.clone();
+        tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
+    };
+    waiting_backend(
+        &monitor,
+        &app,
+        &format!("INSERT INTO {schema}.fences"),
+        &run,
+    )
+    .await;
+    let walked_with = walk_index(&admin, &store).await;
+    let planned = planner_uses_walk_index(&admin, &store).await;
+    blocker
+        .batch_execute("ROLLBACK")
+        .await
+        .expect("releases the fence table");
+    let report = run
+        .await
+        .expect("the second run's task")
+        .expect("the second run");
+    println!(
+        "backfill after a killed index build: {report:?}; walked with valid index: {walked_with:?}, planner used it: {planned}"
+    );
+    assert_eq!(
+        walked_with,
+        Some(true),
+        "the walk read parks through a VALID index"
+    );
+    assert!(planned, "the planner reads parks through the walk's index");
+    assert_eq!(
+        report,
+        BackfillReport {
+            already_done: false,
+            batches: 8,
+            written: 18,
+        },
+        "30 parked executions in batches of 4, 18 of them open"
+    );
+    assert_eq!(fence_rows(&admin, &store).await, zero_rows(open));
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill")
+            .await
+            .is_some()
+    );
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill-cursor")
+            .await
+            .is_none()
+    );
+    assert_eq!(walk_index(&admin, &store).await, None, "no index is left");
+}
+
+/// Cancel the drop: a run that wrote its marker but whose final
+/// `DROP INDEX CONCURRENTLY` is cancelled (it waited for an open reader of
+/// events) leaves the index. The next run sees the marker, writes nothing,
+/// and still drops the index; no cursor row is left either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancelled_index_drop_is_finished_by_the_next_run() {
+    let Some(url) = common::url() else { return };
+    let app = common::unique("bf_cancel_drop");
+    let off = MigrateOptions {
+        backfill_park_fences: false,
+        ..MigrateOptions::default()
+    };
+    let store = store(&common::with_application_name(&url, &app), off).await;
+    let admin = common::admin(&url).await;
+    let monitor = common::admin(&url).await;
+    let open = older_version_parks(&admin, &store, "drop").await;
+    let schema = store.schema().clone();
+
+    // An open transaction that has read events: the build and the walk do
+    // not wait for it, DROP INDEX CONCURRENTLY does.
+    let reader = common::admin(&url).await;
+    reader
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.events IN ACCESS SHARE MODE"
+        ))
+        .await
+        .expect("opens a read transaction");
+    let run = {
+        let store = store.clone();
+        tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
+    };
+    let pid = waiting_backend(&monitor, &app, "DROP INDEX", &run).await;
+    let cancelled: bool = admin
+        .query_one("SELECT pg_cancel_backend($1)", &[&pid])
+        .await
+        .expect("cancels the drop")
+        .get(0);
+    assert!(cancelled);
+    let first = run.await.expect("the first run's task");
+    println!("backfill whose index drop was cancelled: {first:?}");
+    assert!(first.is_err(), "the cancelled run fails: {first:?}");
+    reader
+        .batch_execute("ROLLBACK")
+        .await
+        .expect("ends the read transaction");
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill")
+            .await
+            .is_some(),
+        "the cancelled run wrote its marker"
+    );
+    assert!(
+        walk_index(&admin, &store).await.is_some(),
+        "the cancelled drop left the index"
+    );
+    assert_eq!(fence_rows(&admin, &store).await, zero_rows(open.clone()));
+
+    let second = backfill_park_fences(store.pool(), store.schema(), 4)
+        .await
+        .expect("the second run");
+    println!("backfill after a cancelled index drop: {second:?}");
+    assert_eq!(
+        second,
+        BackfillReport {
+            already_done: true,
+            batches: 0,
+            written: 0,
+        }
+    );
+    assert_eq!(
+        walk_index(&admin, &store).await,
+        None,
+        "the next run drops the index left behind"
+    );
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill-cursor")
+            .await
+            .is_none(),
+        "no cursor row is left"
+    );
+    assert_eq!(fence_rows(&admin, &store).await, zero_rows(open));
+}
+
+/// A cursor row beside the marker (what a run of the previous version left
+/// when it died between writing the marker and deleting the cursor) goes on
+/// the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cursor_left_beside_the_marker_is_deleted() {
+    let Some(url) = common::url() else { return };
+    let store = store(&url, MigrateOptions::default()).await;
+    let admin = common::admin(&url).await;
+    admin
+        .execute(
+            &format!(
+                "INSERT INTO {}.migrations (name, detail) VALUES ('park-fence-backfill-cursor', 'x')",
+                store.schema()
+            ),
+            &[],
+        )
+        .await
+        .expect("plants the cursor");
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill")
+            .await
+            .is_some()
+    );
+    let report = backfill_park_fences(store.pool(), store.schema(), 4)
+        .await
+        .expect("the offline backfill");
+    assert!(report.already_done);
+    assert!(
+        ledger(&admin, &store, "park-fence-backfill-cursor")
+            .await
+            .is_none(),
+        "the cursor left beside the marker is deleted"
+    );
+}
