@@ -164,11 +164,13 @@ fn smoke() -> Result<()> {
     pack.current_dir(&package)
         .args(["pack", "--pack-destination"])
         .arg(&scratch.0);
+    cmd::note(&format!("$ {}", cmd::describe(&pack)));
     let packed = cmd::capture(&mut pack)?;
     let tarball = scratch
         .0
         .join(packed.lines().last().context("npm pack named no tarball")?);
-    cmd::run(npm(&project).args(["init", "-y"]))?;
+    // Quiet: it prints the whole package.json it wrote.
+    cmd::run(npm(&project).args(["init", "-y"]).stdout(Stdio::null()))?;
     cmd::run(
         npm(&project)
             .args(["install", "--no-audit", "--no-fund"])
@@ -275,6 +277,7 @@ fn browser(warnings: &mut Vec<String>) -> Result<()> {
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        "--disable-quic",
         "--no-first-run",
         // Virtual time: far more than the page needs, free if it is done early.
         "--virtual-time-budget=20000",

@@ -1,10 +1,11 @@
-//! `cargo xtask test`: the project's single test pipeline, the steps in
-//! [`run`] in order, stopped at the first failure. Cheap, common failures
+//! `cargo xtask test`: the project's single test pipeline, the steps of
+//! [`steps`] in order, stopped at the first failure. Cheap, common failures
 //! (formatting, lints) come before the slow steps.
 //!
-//! What a step starts for later ones is a value in [`run`]: the PostgreSQL
-//! cluster lives until the pipeline ends and is dropped then, passed or
-//! failed. Warnings (a part skipped outside CI) are repeated at the end.
+//! What a step starts for later ones is a local value of [`steps`]: the
+//! PostgreSQL cluster lives until the pipeline ends and is dropped then,
+//! passed or failed. Warnings (a part skipped outside CI) are repeated at
+//! the end.
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use anyhow::{Context as _, Result};
 
 use crate::{cmd, npm, postgres, toolchain, wasm_imports};
 
-/// How many steps [`run`] has, for the `[i/n]` headers.
+/// How many steps [`steps`] has, for the `[i/n]` headers.
 const STEPS: usize = 10;
 
 /// Runs the pipeline; `test_args` go to `cargo test` after its `--`.
