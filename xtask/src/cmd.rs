@@ -1,188 +1,157 @@
-//! Running external programs, visibly.
+//! Running external programs visibly, and where the workspace is.
 //!
 //! Every command xtask runs is echoed before it starts, so a CI log shows
-//! exactly what to copy-paste to reproduce a failure locally. Programs are
-//! started directly with [`std::process::Command`] (never through a shell) so
-//! arguments need no quoting and behave the same on every platform.
+//! exactly what to copy-paste to reproduce a failure. Programs are started
+//! directly (never through a shell), so arguments need no quoting.
 
-use std::ffi::{OsStr, OsString};
-use std::io::{self, Write};
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use crate::error::XtaskError;
+use anyhow::{Context as _, Result, bail};
 
-/// A `cargo` command for the same toolchain that runs xtask.
-///
-/// Cargo exports its own path as `CARGO` to the programs it runs; using it
-/// keeps `cargo +nightly xtask test` on nightly all the way down instead of
-/// silently falling back to whatever `cargo` is first on `PATH`.
-pub(crate) fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
+/// The workspace root, the parent of this crate's directory: fixed at
+/// compile time so `cargo xtask` behaves the same from any subdirectory.
+pub(crate) fn root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
 }
 
-/// Prints a `==> title` header line, the visual separator between steps.
-///
-/// Headers go to stderr, next to cargo's own progress lines, so that stdout
-/// carries only results (reports, tables) and can be redirected to a file.
+/// A `cargo` command for the toolchain that runs xtask (cargo exports its
+/// own path as `CARGO`, so `cargo +nightly xtask` stays on nightly), run
+/// from the workspace root.
+pub(crate) fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(root());
+    command
+}
+
+/// Prints a `==> title` header. Headers and notes go to stderr, next to
+/// cargo's own progress lines, so stdout carries only results (tables).
 pub(crate) fn header(title: &str) {
     eprintln!("==> {title}");
 }
 
-/// Prints an indented informational line belonging to the current step.
+/// Prints an indented line belonging to the current step.
 pub(crate) fn note(message: &str) {
     eprintln!("    {message}");
 }
 
-/// Runs `command` to completion with inherited stdio, failing unless it exits
+/// Whether `CI` is set (non-empty). There, what the pipeline cannot set up
+/// (a PostgreSQL server, Chromium) fails the run instead of being skipped.
+pub(crate) fn is_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|ci| !ci.is_empty())
+}
+
+/// Echoes `command`, runs it with inherited stdio (so tools stream their
+/// progress and summaries unaltered) and fails unless it exits
 /// successfully.
-///
-/// Inheriting stdio (rather than capturing) means long-running tools stream
-/// their progress live and their own summaries (e.g. libtest's
-/// `test result:` lines) appear unaltered. `step` names the pipeline step in
-/// the error so the final error line says which step broke.
-pub(crate) fn run(step: &str, command: &mut Command) -> Result<(), XtaskError> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     let shown = describe(command);
     note(&format!("$ {shown}"));
-    let status = command.status().map_err(|source| XtaskError::Spawn {
-        step: step.to_owned(),
-        command: shown.clone(),
-        source,
-    })?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(XtaskError::CommandFailed {
-            step: step.to_owned(),
-            command: shown,
-            status,
-        })
+    let status = command
+        .status()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !status.success() {
+        bail!("`{shown}` exited with {status}");
     }
+    Ok(())
 }
 
-/// Runs `command` like [`run`], but holds its output back unless it fails.
-///
-/// For chatty tools whose success is uninteresting (`initdb` prints twenty
-/// lines of progress): the log shows the command line, and the tool's own
-/// output only when it is needed to understand a failure. Standard input is
-/// closed so a tool that unexpectedly asks a question fails instead of
-/// hanging.
-pub(crate) fn run_quiet(step: &str, command: &mut Command) -> Result<(), XtaskError> {
-    let (output, shown) = output(step, command)?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let mut stderr = io::stderr().lock();
-    // Best effort: if stderr itself is broken there is nowhere to say so.
-    let _ = stderr.write_all(&output.stdout);
-    let _ = stderr.write_all(&output.stderr);
-    Err(XtaskError::CommandFailed {
-        step: step.to_owned(),
-        command: shown,
-        status: output.status,
-    })
-}
-
-/// Echoes `command`, runs it with standard input closed and its output
-/// captured, and returns that output (whatever the exit status) with the
-/// command line as echoed, for the caller's error.
-pub(crate) fn output(step: &str, command: &mut Command) -> Result<(Output, String), XtaskError> {
-    let shown = describe(command);
-    note(&format!("$ {shown}"));
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| XtaskError::Spawn {
-            step: step.to_owned(),
-            command: shown.clone(),
-            source,
-        })?;
-    Ok((output, shown))
-}
-
-/// Runs `command` and returns its stdout as text, failing like [`run`] does.
-///
-/// Used when a step must decide something from a tool's answer (e.g. which
-/// targets are installed). stderr stays inherited so the tool's complaints
-/// are still visible if it fails.
-pub(crate) fn capture(step: &str, command: &mut Command) -> Result<String, XtaskError> {
+/// Runs `command` with stdin closed and returns its stdout as text, failing
+/// like [`run`]; its stderr stays visible.
+pub(crate) fn capture(command: &mut Command) -> Result<String> {
     let shown = describe(command);
     let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|source| XtaskError::Spawn {
-            step: step.to_owned(),
-            command: shown.clone(),
-            source,
-        })?;
+        .with_context(|| format!("could not start `{shown}`"))?;
     if !output.status.success() {
-        return Err(XtaskError::CommandFailed {
-            step: step.to_owned(),
-            command: shown,
-            status: output.status,
-        });
+        bail!("`{shown}` exited with {}", output.status);
     }
-    String::from_utf8(output.stdout).map_err(|_| XtaskError::NotUtf8 {
-        step: step.to_owned(),
-        command: shown,
-    })
+    String::from_utf8(output.stdout).with_context(|| format!("`{shown}` printed non-UTF-8"))
 }
 
-/// Runs `command` silently and returns the first line of its stdout if it
-/// succeeded, or `None` if it failed or could not start.
-///
-/// This is a yes/no question ("is rustfmt installed?"), so a failure is an
-/// answer rather than an error and its noise is not shown.
+/// The first line of `command`'s stdout, or `None` if it fails or cannot
+/// start. For yes/no questions ("is it installed?"): failing is an answer,
+/// so its noise is not shown.
 pub(crate) fn probe(command: &mut Command) -> Option<String> {
     let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
         .ok()?;
-    if !output.status.success() {
-        return None;
-    }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    Some(stdout.lines().next().unwrap_or_default().trim().to_owned())
+    output
+        .status
+        .success()
+        .then(|| stdout.lines().next().unwrap_or_default().trim().to_owned())
 }
 
-/// Renders a command the way a person would type it: explicitly set
-/// environment variables first, then the program's file name, then the
-/// arguments, quoting any that contain spaces.
-///
-/// The program is shown by file name only because `CARGO` is usually a long
-/// toolchain path that would drown the interesting part of the line.
+/// A command as a person would type it: the variables it sets, the
+/// program's file name (`CARGO` is a long toolchain path), the arguments,
+/// quoted when they hold spaces.
 pub(crate) fn describe(command: &Command) -> String {
-    let mut words = Vec::new();
-    for (key, value) in command.get_envs() {
-        if let Some(value) = value {
-            words.push(format!("{}={}", key.to_string_lossy(), quote(value)));
+    let quote = |word: &OsStr| {
+        let text = word.to_string_lossy();
+        if text.is_empty() || text.contains(char::is_whitespace) || text.contains('"') {
+            format!("{text:?}")
+        } else {
+            text.into_owned()
         }
-    }
+    };
+    let envs = command
+        .get_envs()
+        .filter_map(|(key, value)| Some((key, value?)));
     let program = Path::new(command.get_program())
         .file_name()
-        .unwrap_or_else(|| command.get_program());
-    words.push(quote(program));
-    words.extend(command.get_args().map(quote));
-    words.join(" ")
+        .unwrap_or(command.get_program());
+    envs.map(|(key, value)| format!("{}={}", key.to_string_lossy(), quote(value)))
+        .chain(std::iter::once(quote(program)))
+        .chain(command.get_args().map(quote))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
-/// Quotes one word for display if it would otherwise be ambiguous.
-fn quote(word: &OsStr) -> String {
-    let text = word.to_string_lossy();
-    if text.is_empty() || text.contains(char::is_whitespace) || text.contains('"') {
-        format!("{:?}", text.as_ref())
-    } else {
-        text.into_owned()
+/// The directory cargo builds into, as `cargo metadata` reports it (it
+/// honours `CARGO_TARGET_DIR` and `build.target-dir`).
+pub(crate) fn target_dir() -> Result<PathBuf> {
+    let json = capture(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    let value: serde_json::Value = serde_json::from_str(&json).context("cargo metadata")?;
+    let dir = value["target_directory"]
+        .as_str()
+        .context("cargo metadata: no target_directory")?;
+    Ok(PathBuf::from(dir))
+}
+
+/// Installs the Debian package `package` (`apt-get update` first, as a
+/// fresh machine's package lists may be empty) when xtask runs as root with
+/// apt-get; otherwise fails saying what to install.
+pub(crate) fn apt_install(package: &str) -> Result<()> {
+    let root = probe(Command::new("id").arg("-u")).as_deref() == Some("0");
+    if !root || probe(Command::new("apt-get").arg("--version")).is_none() {
+        bail!("install the Debian package `{package}` (xtask does it itself as root with apt-get)");
     }
+    for args in [
+        &["update"][..],
+        &["install", "-y", "--no-install-recommends", package],
+    ] {
+        let mut apt_get = Command::new("apt-get");
+        apt_get
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null());
+        run(&mut apt_get)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The echoed line must be copy-pasteable: env first, quoted when needed.
+    /// The echoed line is copy-pasteable: env first, quoted when needed.
     #[test]
     fn describe_shows_env_program_and_quoted_args() {
         let mut command = Command::new("/opt/toolchain/bin/cargo");
@@ -195,51 +164,26 @@ mod tests {
         );
     }
 
-    /// A failing program must produce an error that names the step. Uses a
-    /// cargo subcommand that cannot exist so the test runs on any platform.
-    #[test]
-    fn run_reports_step_and_status_on_failure() {
-        let mut command = cargo();
-        // Silenced: cargo's "no such command" would look like a real error
-        // in the project's test log.
-        command
-            .arg("xtask-no-such-subcommand")
-            .stderr(Stdio::null());
-        let err = run("demo", &mut command).expect_err("unknown subcommand must fail");
-        let message = err.to_string();
-        assert!(message.contains("step `demo` failed"), "{message}");
-        assert!(message.contains("xtask-no-such-subcommand"), "{message}");
-    }
-
-    /// A quiet run succeeds silently and fails like [`run`] does. Uses
-    /// `true`/`false` because a failing cargo would print to the real stderr,
-    /// which libtest does not capture.
+    /// A failure names the command and how it ended; a missing program is
+    /// a failure to start.
     #[cfg(unix)]
     #[test]
-    fn run_quiet_reports_failure_like_run() {
-        run_quiet("demo", &mut Command::new("true")).expect("`true` must succeed");
-        let err = run_quiet("demo", &mut Command::new("false")).expect_err("`false` must fail");
-        assert!(matches!(err, XtaskError::CommandFailed { .. }), "{err}");
-        assert!(err.to_string().contains("step `demo` failed"), "{err}");
+    fn failures_name_the_command() {
+        run(&mut Command::new("true")).expect("`true` succeeds");
+        let err = run(Command::new("false").arg("x")).expect_err("`false` fails");
+        assert!(err.to_string().contains("`false x` exited with"), "{err}");
+        let err = run(&mut Command::new("xtask-no-such-program")).expect_err("missing");
+        assert!(err.to_string().contains("could not start"), "{err}");
+        assert_eq!(probe(&mut Command::new("false")), None);
+        assert_eq!(
+            probe(Command::new("echo").arg("a\nb")).as_deref(),
+            Some("a")
+        );
     }
 
-    /// A missing program is a spawn error, not a failed run.
+    /// The root is the directory holding `xtask/`.
     #[test]
-    fn run_reports_missing_program() {
-        let err = run("demo", &mut Command::new("xtask-no-such-program-anywhere"))
-            .expect_err("a missing program must fail");
-        assert!(matches!(err, XtaskError::Spawn { .. }), "{err}");
-    }
-
-    /// `probe` answers a question; failure is `None`, success the first line.
-    #[test]
-    fn probe_returns_first_line_or_none() {
-        let mut failing = cargo();
-        failing.arg("xtask-no-such-subcommand");
-        assert_eq!(probe(&mut failing), None);
-        let mut version = cargo();
-        version.arg("--version");
-        let line = probe(&mut version).expect("`cargo --version` must succeed");
-        assert!(line.starts_with("cargo "), "{line}");
+    fn root_contains_this_crate() {
+        assert!(root().join("xtask").join("Cargo.toml").is_file());
     }
 }
