@@ -4,10 +4,17 @@
 //! tail after the park) side by side; `cargo xtask bench` prints the ratio.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use loomfence_core::{AcquireOutcome, KernelKind, MemoryStore, NewEvent, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, ExecutionId, KernelKind, MemoryStore, NewEvent, ParkExpectation,
+};
 
 /// Events after the park: ignorable, so every acquire is decided by the scan.
 const TAIL: u64 = 3;
+
+/// The one execution the bench writes.
+fn bench_id() -> ExecutionId {
+    ExecutionId::new("bench").expect("a valid id")
+}
 
 /// A store holding one execution of `len` events: step records, a park, and
 /// [`TAIL`] application events after it. Returns the store and the park's
@@ -22,20 +29,23 @@ fn parked_log(len: u64) -> (MemoryStore, u64) {
             .map(|_| NewEvent::kernel(KernelKind::StepCompleted, 0))
             .collect();
         store
-            .append_many("bench", events)
+            .append_many(&bench_id(), events)
             .expect("bench log appends");
         written += chunk;
     }
     let park = store
-        .append("bench", NewEvent::kernel(KernelKind::ExecutionSuspended, 0))
+        .append(
+            &bench_id(),
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
+        )
         .expect("park appends")
         .sequence;
     for _ in 0..TAIL {
         store
-            .append("bench", NewEvent::new("app.output", 0))
+            .append(&bench_id(), NewEvent::new("app.output", 0))
             .expect("tail appends");
     }
-    assert_eq!(store.head("bench").expect("valid id"), len);
+    assert_eq!(store.head(&bench_id()), len);
     (store, park)
 }
 
@@ -45,11 +55,12 @@ fn acquire_fence_if(c: &mut Criterion) {
     let mut group = c.benchmark_group("acquire_fence_if");
     for len in [10_u64, 1_000_000] {
         let (mut store, park_seq) = parked_log(len);
+        let id = bench_id();
         let mut fence = 0;
         group.bench_with_input(BenchmarkId::new("log_len", len), &len, |b, _| {
             b.iter(|| {
                 let outcome = store
-                    .acquire_fence_if("bench", ParkExpectation { fence, park_seq })
+                    .acquire_fence_if(&id, ParkExpectation { fence, park_seq })
                     .expect("valid expectation");
                 match outcome {
                     AcquireOutcome::Acquired { fence: next } => fence = next,

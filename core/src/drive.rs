@@ -1,16 +1,17 @@
 //! Driving a [`ResumeMachine`] against the in-memory store, one step at a
-//! time: what the deterministic simulation, the doctests and single-threaded
-//! hosts use. Async hosts use the driver in `loomfence-runtime`, which does
-//! the same against any `EventStore`.
+//! time: what the deterministic simulation and the core's own tests use.
+//! Behind the `drive` feature, outside the stable API: a host writes this
+//! loop against its own store (the crate docs show it), and async hosts use
+//! the driver in `loomfence-runtime`.
 
 use crate::fence::{ConditionalAppend, InputError};
 use crate::memory::{AppendError, MemoryStore};
-pub use crate::resume::Stepped;
-use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed};
+use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed, Stepped};
 
 /// A step that could not be completed: the store refused the request as
 /// malformed, or the machine rejected the store's answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StepError {
     /// The store refused the action's arguments.
     #[error(transparent)]
@@ -27,7 +28,7 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
         Poll::Done(result) => return Ok(Stepped::Done(result)),
         Poll::Act(action) => action,
     };
-    let id = machine.execution_id().as_str().to_owned();
+    let id = machine.execution_id().clone();
     match action {
         Action::ReadFrom { from_seq } => {
             machine.handle_read(store.read_range(&id, from_seq, None)?)?
@@ -37,12 +38,7 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
             Err(InputError::ParkSeqOutOfRange { .. }) => machine.handle_park_gone()?,
             Err(input) => return Err(input.into()),
         },
-        Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id)?)?,
-        Action::Append(event) => match store.append(&id, event) {
-            Ok(envelope) => machine.handle_appended(vec![envelope])?,
-            Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
-            Err(AppendError::Input(input)) => return Err(input.into()),
-        },
+        Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
         Action::AppendIfParked { park_seq, event } => {
             match store.append_if_parked(&id, park_seq, vec![event]) {
                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,

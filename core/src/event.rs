@@ -22,6 +22,7 @@ pub const MAX_KIND_BYTES: usize = 255;
 
 /// Why an event cannot be written. Checked before a store changes anything.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EventError {
     /// The kind is the empty string, which names nothing and could never be
     /// classified.
@@ -204,6 +205,14 @@ impl Envelope {
     #[must_use]
     pub fn is_park(&self) -> bool {
         self.kernel_kind() == Some(KernelKind::ExecutionSuspended)
+    }
+
+    /// Whether this event ends the execution (a terminal kernel kind).
+    #[must_use]
+    pub fn is_terminal(&self) -> bool {
+        crate::fold::Status::Pending
+            .after(self.kernel_kind())
+            .is_terminal()
     }
 }
 

@@ -99,6 +99,7 @@ fn describe_stale(id: &ExecutionId, presented: Option<u64>, current: u64) -> Str
 
 /// Caller input a store refuses before it reads or writes anything.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InputError {
     /// The execution id is not valid.
     #[error(transparent)]

@@ -6,6 +6,7 @@ use crate::kind::KernelKind;
 
 /// How an execution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Terminal {
     /// `EXECUTION_COMPLETED`.
     Completed,
@@ -32,6 +33,7 @@ impl Terminal {
 
 /// Where an execution stands, as its log says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Status {
     /// No events yet.
     #[default]
@@ -128,7 +130,11 @@ impl ExecutionView {
         let kind = event.kernel_kind();
         self.status = self.status.after(kind);
         self.head = self.head.max(event.sequence);
-        if kind == Some(KernelKind::ExecutionSuspended) {
+        if self.status.is_terminal() {
+            // Terminal is absorbing: a park written after the end is not a
+            // park anyone may answer.
+            self.open_park = None;
+        } else if kind == Some(KernelKind::ExecutionSuspended) {
             self.open_park = Some(OpenPark {
                 sequence: event.sequence,
                 fence: event.fence().ok().flatten().unwrap_or(0),
@@ -139,12 +145,18 @@ impl ExecutionView {
     }
 }
 
-/// The newest park in `events` when no answering event follows it.
+/// The newest park in `events` when no answering event follows it and the
+/// execution has not ended.
 ///
-/// Walks back from the end and stops at the first answering event, so the
-/// cost is the tail after the park, not the log.
+/// `events` must be the log from its first event: whether the execution
+/// ended is a property of the whole log, and a park written after an end
+/// (by a buggy or unfenced writer) must not look resumable here while
+/// [`ExecutionView::fold`] of the same log calls it terminal.
 #[must_use]
 pub fn locate_park(events: &[Envelope]) -> Option<&Envelope> {
+    if events.iter().any(Envelope::is_terminal) {
+        return None;
+    }
     events
         .iter()
         .rev()
@@ -252,6 +264,19 @@ mod tests {
             ExecutionView::fold(&events).status,
             Status::Terminal(Terminal::Failed)
         );
+    }
+
+    #[test]
+    fn a_park_after_the_end_is_not_open() {
+        let events = log(&[
+            kernel(KernelKind::ExecutionStarted),
+            kernel(KernelKind::ExecutionCompleted),
+            kernel(KernelKind::ExecutionSuspended),
+        ]);
+        let view = ExecutionView::fold(&events);
+        assert_eq!(view.status, Status::Terminal(Terminal::Completed));
+        assert_eq!(view.open_park, None);
+        assert_eq!(locate_park(&events), None);
     }
 
     #[test]

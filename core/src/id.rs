@@ -17,6 +17,7 @@ pub const MAX_ID_BYTES: usize = 255;
 /// A store refuses such an id before it touches anything, so a caller that sees
 /// this error knows nothing was read or written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdError {
     /// The id is the empty string, which would address no execution at all.
     #[error("execution id is empty")]
@@ -63,7 +64,7 @@ impl ExecutionId {
 ///
 /// Stores call this on every `&str` they are handed, so bad ids are refused
 /// with the same error whichever backend sees them.
-pub fn validate(id: &str) -> Result<(), IdError> {
+pub(crate) fn validate(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
         return Err(IdError::Empty);
     }

@@ -137,7 +137,7 @@ impl KernelKind {
 /// stamp: accepting look-alikes would let application data forge kernel
 /// authority.
 #[must_use]
-pub fn has_kernel_stamp(metadata: &JsonObject) -> bool {
+pub(crate) fn has_kernel_stamp(metadata: &JsonObject) -> bool {
     matches!(metadata.get("kernel"), Some(Value::Bool(true)))
 }
 

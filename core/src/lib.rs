@@ -8,16 +8,15 @@
 //! else from outside arrive as arguments, so the same code runs natively, in
 //! WebAssembly, and inside a deterministic simulation.
 //!
-//! - [`kind`]: which events answer a park ([`is_answering`]).
-//! - [`event`]: events as written ([`NewEvent`]) and stored ([`Envelope`]).
-//! - [`id`]: execution ids, validated once at the edge.
-//! - [`fold`]: the status fold, the open park, [`locate_park`].
-//! - [`fence`]: the append guard and the conditional-acquire decision.
-//! - [`memory`]: the in-memory store as a plain value.
-//! - [`resume`]: the resume protocol as a sans-IO machine.
-//! - [`park`]: what a park waits for.
-//! - [`supervise`]: when a parent parked on children is resumed, and with what.
-//! - [`drive`]: stepping a machine against the in-memory store.
+//! Everything a host needs is at the crate root: the event model
+//! ([`NewEvent`], [`Envelope`], [`is_answering`]), execution ids
+//! ([`ExecutionId`]), the status fold and [`locate_park`], the fence answers
+//! ([`AcquireOutcome`], [`StaleFenceError`]), the in-memory store
+//! ([`MemoryStore`]), the resume protocol ([`ResumeMachine`]), what a park
+//! waits for ([`Wait`]) and the supervisor's decision ([`answer_for`]).
+//! The rules a storage adapter applies inside its own atomic step (the
+//! append guard, the conditional-acquire decision, the batch checks) are in
+//! [`backend`], for adapter authors only.
 //!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own
@@ -29,52 +28,52 @@
 //! [`Action`]; the host performs it against its store and hands the answer
 //! to the matching `handle_*` method, until `poll` says [`Poll::Done`]. Every
 //! host (the async runtime, the WebAssembly bindings, the simulation) is
-//! this loop over a different store; [`drive::step`] is it over
-//! [`MemoryStore`]:
+//! this loop over a different store. Here it is over [`MemoryStore`]:
 //!
 //! ```
 //! use loomfence_core::{
-//!     Action, AppendError, Capability, ConditionalAppend, ExecutionId, KernelKind, MemoryStore,
-//!     NewEvent, Poll, ResumeMachine, ResumeRequest,
+//!     Action, AppendError, Capability, ConditionalAppend, ExecutionId, InputError, KernelKind,
+//!     MemoryStore, NewEvent, Poll, ResumeMachine, ResumeRequest,
 //! };
 //! use serde_json::json;
 //!
+//! let id = ExecutionId::new("order-7")?;
 //! let mut store = MemoryStore::new();
-//! let written = store.append_many("order-7", vec![
+//! let written = store.append_many(&id, vec![
 //!     NewEvent::kernel(KernelKind::ExecutionStarted, 1_000),
 //!     NewEvent::kernel(KernelKind::ExecutionSuspended, 1_001),
 //! ])?;
 //! let park_seq = written[1].sequence;
 //!
-//! let id = ExecutionId::new("order-7")?;
 //! let request = ResumeRequest::new(park_seq, json!({ "paid": true }), 1_002);
 //! let mut machine = ResumeMachine::new(id.clone(), request, Capability::Conditional);
 //! let resumed = loop {
 //!     let action = match machine.poll() {
 //!         Poll::Done(result) => break result?,
 //!         Poll::Act(action) => action,
+//!         other => unimplemented!("{other:?}"),
 //!     };
 //!     match action {
 //!         Action::ReadFrom { from_seq } => {
-//!             machine.handle_read(store.read_range(id.as_str(), from_seq, None)?)?
+//!             machine.handle_read(store.read_range(&id, from_seq, None)?)?
 //!         }
 //!         Action::AcquireFenceIf(expect) => {
-//!             machine.handle_acquire_if(store.acquire_fence_if(id.as_str(), expect)?)?
+//!             machine.handle_acquire_if(store.acquire_fence_if(&id, expect)?)?
 //!         }
-//!         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(id.as_str())?)?,
-//!         Action::Append(event) => match store.append(id.as_str(), event) {
-//!             Ok(envelope) => machine.handle_appended(vec![envelope])?,
-//!             Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
-//!             Err(other) => return Err(other.into()),
-//!         },
+//!         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
 //!         Action::AppendIfParked { park_seq, event } => {
-//!             match store.append_if_parked(id.as_str(), park_seq, vec![event]) {
+//!             match store.append_if_parked(&id, park_seq, vec![event]) {
 //!                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
 //!                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
 //!                 Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
+//!                 Err(AppendError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+//!                     machine.handle_park_gone()?
+//!                 }
 //!                 Err(other) => return Err(other.into()),
 //!             }
 //!         }
+//!         // Actions are non-exhaustive: a host stops at one it does not know.
+//!         other => unimplemented!("{other:?}"),
 //!     }
 //! };
 //!
@@ -82,7 +81,7 @@
 //! assert_eq!(resumed.fence, Some(1));
 //! assert_eq!(resumed.view.head, 3);
 //! let step = NewEvent::kernel(KernelKind::StepStarted, 1_003).with_fence(1);
-//! store.append("order-7", step)?;
+//! store.append(&id, step)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -92,18 +91,22 @@
 //! the second is told it is stale.
 //!
 //! ```
-//! use loomfence_core::{AcquireOutcome, ExecutionView, KernelKind, MemoryStore, NewEvent, ParkExpectation};
+//! use loomfence_core::{
+//!     AcquireOutcome, ExecutionId, ExecutionView, KernelKind, MemoryStore, NewEvent,
+//!     ParkExpectation,
+//! };
 //!
+//! let id = ExecutionId::new("order-7")?;
 //! let mut store = MemoryStore::new();
-//! store.append_many("order-7", vec![
+//! store.append_many(&id, vec![
 //!     NewEvent::kernel(KernelKind::ExecutionStarted, 1_000),
 //!     NewEvent::kernel(KernelKind::ExecutionSuspended, 1_001),
 //! ])?;
-//! let view = ExecutionView::fold(&store.read_range("order-7", 1, None)?);
+//! let view = ExecutionView::fold(&store.read_range(&id, 1, None)?);
 //! let park = view.open_park.expect("parked");
 //! let expect = ParkExpectation { fence: park.fence, park_seq: park.sequence };
-//! let a = store.acquire_fence_if("order-7", expect)?;
-//! let b = store.acquire_fence_if("order-7", expect)?;
+//! let a = store.acquire_fence_if(&id, expect)?;
+//! let b = store.acquire_fence_if(&id, expect)?;
 //! assert_eq!(a, AcquireOutcome::Acquired { fence: 1 });
 //! assert_eq!(b, AcquireOutcome::Stale { fence: 1 });
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -111,27 +114,30 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod capability;
+pub mod backend;
+mod capability;
+#[cfg(any(test, feature = "drive"))]
 pub mod drive;
-pub mod event;
-pub mod fence;
-pub mod fold;
-pub mod id;
-pub mod kind;
-pub mod memory;
-pub mod park;
-pub mod resume;
-pub mod supervise;
+mod event;
+mod fence;
+mod fold;
+mod id;
+mod kind;
+mod memory;
+mod park;
+mod resume;
+mod supervise;
 
 pub use capability::Capability;
-pub use event::{Envelope, EventError, JsonObject, MAX_SAFE_INTEGER, NewEvent};
+pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
 pub use fold::{ExecutionView, OpenPark, Status, Terminal, locate_park};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use memory::{AppendError, MemoryStore};
-pub use park::{ParkError, Wait};
+pub use park::{ParkError, Wait, park_payload, waits_of};
 pub use resume::{
-    Action, Fencing, MachineError, Poll, RefusalReason, ResumeContendedError, ResumeError,
-    ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
+    Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
+    ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
 };
+pub use supervise::{ChildOutcome, answer_for, child_outcome};

@@ -13,11 +13,12 @@ use crate::fence::{
     self, AcquireOutcome, BatchFacts, ConditionalAppend, InputError, ParkExpectation,
     StaleFenceError, check_batch, check_park_seq, check_safe, decide_acquire_if, guard_append,
 };
-use crate::id::{self, ExecutionId};
+use crate::id::ExecutionId;
 use crate::kind::KindClass;
 
 /// Why an append was not written. Either way, nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AppendError {
     /// The writer's token is no longer good enough: someone acquired after it.
     #[error(transparent)]
@@ -58,7 +59,11 @@ impl MemoryStore {
     }
 
     /// Appends one event; see [`MemoryStore::append_many`].
-    pub fn append(&mut self, execution_id: &str, event: NewEvent) -> Result<Envelope, AppendError> {
+    pub fn append(
+        &mut self,
+        execution_id: &ExecutionId,
+        event: NewEvent,
+    ) -> Result<Envelope, AppendError> {
         let mut stored = self.append_many(execution_id, vec![event])?;
         Ok(stored.remove(0))
     }
@@ -67,12 +72,11 @@ impl MemoryStore {
     /// one guard decision for the whole batch. An empty batch writes nothing.
     pub fn append_many(
         &mut self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, AppendError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
         let (batch, facts) = check_batch(&events)?;
-        self.write(id, batch, facts, events)
+        self.write(execution_id, batch, facts, events)
     }
 
     /// Appends a batch only while the park at `park_seq` is unanswered (no
@@ -86,24 +90,26 @@ impl MemoryStore {
     /// both land.
     pub fn append_if_parked(
         &mut self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, AppendError> {
-        let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
         let (batch, facts) = check_batch(&events)?;
         if self.answered_after(execution_id, park_seq)? {
             return Ok(ConditionalAppend::ParkAnswered);
         }
-        Ok(ConditionalAppend::Appended(
-            self.write(id, batch, facts, events)?,
-        ))
+        Ok(ConditionalAppend::Appended(self.write(
+            execution_id,
+            batch,
+            facts,
+            events,
+        )?))
     }
 
     /// Guards and writes an already validated batch.
     fn write(
         &mut self,
-        id: ExecutionId,
+        id: &ExecutionId,
         batch: BatchFacts,
         facts: Vec<EventFacts>,
         events: Vec<NewEvent>,
@@ -111,8 +117,11 @@ impl MemoryStore {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        guard_append(&id, self.current_token(id.as_str()), batch)?;
-        let log = self.logs.entry(id.clone()).or_default();
+        guard_append(id, self.current_token(id), batch)?;
+        let log = match self.logs.get_mut(id) {
+            Some(log) => log,
+            None => self.logs.entry(id.clone()).or_default(),
+        };
         let first = to_u64(log.len()) + 1;
         check_safe("sequence", first + to_u64(events.len()) - 1)?;
         let mut stored = Vec::with_capacity(events.len());
@@ -128,7 +137,11 @@ impl MemoryStore {
 
     /// Whether an answering event follows `park_seq`, which must name an
     /// event of the log. Looks only at the tail after the park.
-    fn answered_after(&self, execution_id: &str, park_seq: u64) -> Result<bool, InputError> {
+    fn answered_after(
+        &self,
+        execution_id: &ExecutionId,
+        park_seq: u64,
+    ) -> Result<bool, InputError> {
         let log = self.logs.get(execution_id).map_or(&[][..], Vec::as_slice);
         check_park_seq(park_seq, to_u64(log.len()))?;
         Ok(log[to_index(park_seq)..]
@@ -140,11 +153,10 @@ impl MemoryStore {
     /// `to_seq` is `None`). An unknown execution reads as empty.
     pub fn read_range(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, InputError> {
-        id::validate(execution_id)?;
         check_safe("fromSeq", from_seq)?;
         if let Some(to) = to_seq {
             check_safe("toSeq", to)?;
@@ -165,27 +177,25 @@ impl MemoryStore {
     }
 
     /// The sequence of the last event, 0 for an empty or unknown execution.
-    pub fn head(&self, execution_id: &str) -> Result<u64, InputError> {
-        id::validate(execution_id)?;
-        Ok(self
-            .logs
+    #[must_use]
+    pub fn head(&self, execution_id: &ExecutionId) -> u64 {
+        self.logs
             .get(execution_id)
-            .map_or(0, |log| to_u64(log.len())))
+            .map_or(0, |log| to_u64(log.len()))
     }
 
     /// The execution's current token, 0 if nobody ever acquired.
-    pub fn current_fence(&self, execution_id: &str) -> Result<u64, InputError> {
-        id::validate(execution_id)?;
-        Ok(self.current_token(execution_id))
+    #[must_use]
+    pub fn current_fence(&self, execution_id: &ExecutionId) -> u64 {
+        self.current_token(execution_id)
     }
 
     /// Bumps the token unconditionally and returns the new one. Any holder of
     /// an older token is fenced out from here on.
-    pub fn acquire_fence(&mut self, execution_id: &str) -> Result<u64, InputError> {
-        id::validate(execution_id)?;
+    pub fn acquire_fence(&mut self, execution_id: &ExecutionId) -> u64 {
         let token = fence::next_token(self.current_token(execution_id));
-        self.set_token(execution_id, token)?;
-        Ok(token)
+        self.set_token(execution_id, token);
+        token
     }
 
     /// Bumps the token only if it equals `expect.fence` and no answering event
@@ -193,15 +203,14 @@ impl MemoryStore {
     /// changes nothing.
     pub fn acquire_fence_if(
         &mut self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, InputError> {
-        id::validate(execution_id)?;
         check_safe("fence", expect.fence)?;
         let answered = self.answered_after(execution_id, expect.park_seq)?;
         let outcome = decide_acquire_if(self.current_token(execution_id), expect, answered);
         if let AcquireOutcome::Acquired { fence } = outcome {
-            self.set_token(execution_id, fence)?;
+            self.set_token(execution_id, fence);
         }
         Ok(outcome)
     }
@@ -209,12 +218,11 @@ impl MemoryStore {
     /// Deletes the execution's log. A real token (above 0) is kept so a zombie
     /// writer of a re-created id stays fenced out; a 0 token carries nothing
     /// and goes. Returns whether a log existed.
-    pub fn delete_execution(&mut self, execution_id: &str) -> Result<bool, InputError> {
-        id::validate(execution_id)?;
+    pub fn delete_execution(&mut self, execution_id: &ExecutionId) -> bool {
         if self.fences.get(execution_id) == Some(&0) {
             self.fences.remove(execution_id);
         }
-        Ok(self.logs.remove(execution_id).is_some())
+        self.logs.remove(execution_id).is_some()
     }
 
     /// The ids of every execution with a log, in id order.
@@ -222,21 +230,19 @@ impl MemoryStore {
         self.logs.keys()
     }
 
-    /// Stores a token, allocating an id only the first time an execution is
+    /// Stores a token, cloning the id only the first time an execution is
     /// fenced (the acquire path stays allocation-free after that).
-    fn set_token(&mut self, execution_id: &str, token: u64) -> Result<(), InputError> {
+    fn set_token(&mut self, execution_id: &ExecutionId, token: u64) {
         match self.fences.get_mut(execution_id) {
             Some(current) => *current = token,
             None => {
-                self.fences
-                    .insert(ExecutionId::try_from(execution_id)?, token);
+                self.fences.insert(execution_id.clone(), token);
             }
         }
-        Ok(())
     }
 
-    /// The token of an already validated id.
-    fn current_token(&self, execution_id: &str) -> u64 {
+    /// The token of an execution, 0 if nobody ever acquired.
+    fn current_token(&self, execution_id: &ExecutionId) -> u64 {
         self.fences.get(execution_id).copied().unwrap_or(0)
     }
 }
@@ -256,7 +262,11 @@ mod tests {
     use super::*;
     use crate::kind::KernelKind;
 
-    fn parked(store: &mut MemoryStore, id: &str) -> u64 {
+    fn e(id: &str) -> ExecutionId {
+        ExecutionId::new(id).expect("valid id")
+    }
+
+    fn parked(store: &mut MemoryStore, id: &ExecutionId) -> u64 {
         store
             .append_many(
                 id,
@@ -272,19 +282,29 @@ mod tests {
     #[test]
     fn sequences_are_contiguous_across_batches() {
         let mut store = MemoryStore::new();
-        let first = store.append("e", NewEvent::new("a", 0)).expect("appends");
+        let first = store
+            .append(&e("e"), NewEvent::new("a", 0))
+            .expect("appends");
         let batch = store
-            .append_many("e", vec![NewEvent::new("b", 0), NewEvent::new("c", 0)])
+            .append_many(&e("e"), vec![NewEvent::new("b", 0), NewEvent::new("c", 0)])
             .expect("appends");
         assert_eq!(first.sequence, 1);
         assert_eq!(batch.iter().map(|e| e.sequence).collect::<Vec<_>>(), [2, 3]);
-        let read = store.read_range("e", 2, None).expect("reads");
+        let read = store.read_range(&e("e"), 2, None).expect("reads");
         assert_eq!(read, batch);
-        assert_eq!(store.read_range("e", 0, Some(1)).expect("reads"), [first]);
-        assert!(store.read_range("e", 3, Some(2)).expect("reads").is_empty());
+        assert_eq!(
+            store.read_range(&e("e"), 0, Some(1)).expect("reads"),
+            [first]
+        );
         assert!(
             store
-                .read_range("other", 1, None)
+                .read_range(&e("e"), 3, Some(2))
+                .expect("reads")
+                .is_empty()
+        );
+        assert!(
+            store
+                .read_range(&e("other"), 1, None)
                 .expect("reads")
                 .is_empty()
         );
@@ -293,11 +313,11 @@ mod tests {
     #[test]
     fn a_refused_batch_changes_nothing() {
         let mut store = MemoryStore::new();
-        parked(&mut store, "e");
-        assert_eq!(store.acquire_fence("e"), Ok(1));
+        parked(&mut store, &e("e"));
+        assert_eq!(store.acquire_fence(&e("e")), 1);
         let before = store.clone();
         let refused = store.append_many(
-            "e",
+            &e("e"),
             vec![
                 NewEvent::kernel(KernelKind::ExecutionDenied, 3),
                 NewEvent::kernel(KernelKind::ExecutionResumed, 3),
@@ -310,20 +330,20 @@ mod tests {
     #[test]
     fn acquire_if_ignores_answers_at_or_before_the_park() {
         let mut store = MemoryStore::new();
-        let park = parked(&mut store, "e");
+        let park = parked(&mut store, &e("e"));
         store
-            .append("e", NewEvent::kernel(KernelKind::ExecutionDenied, 3))
+            .append(&e("e"), NewEvent::kernel(KernelKind::ExecutionDenied, 3))
             .expect("audit appends pass");
         let expect = ParkExpectation {
             fence: 0,
             park_seq: park,
         };
         assert_eq!(
-            store.acquire_fence_if("e", expect),
+            store.acquire_fence_if(&e("e"), expect),
             Ok(AcquireOutcome::Acquired { fence: 1 })
         );
         assert_eq!(
-            store.acquire_fence_if("e", expect),
+            store.acquire_fence_if(&e("e"), expect),
             Ok(AcquireOutcome::Stale { fence: 1 })
         );
     }
@@ -331,20 +351,22 @@ mod tests {
     #[test]
     fn append_if_parked_lands_once_per_park() {
         let mut store = MemoryStore::new();
-        let park = parked(&mut store, "e");
+        let park = parked(&mut store, &e("e"));
         let resume = || vec![NewEvent::kernel(KernelKind::ExecutionResumed, 3)];
-        let first = store.append_if_parked("e", park, resume()).expect("valid");
+        let first = store
+            .append_if_parked(&e("e"), park, resume())
+            .expect("valid");
         assert!(
             matches!(first, ConditionalAppend::Appended(ref events) if events[0].sequence == 3)
         );
         let before = store.clone();
         assert_eq!(
-            store.append_if_parked("e", park, resume()),
+            store.append_if_parked(&e("e"), park, resume()),
             Ok(ConditionalAppend::ParkAnswered)
         );
         assert_eq!(store, before);
         assert_eq!(
-            store.append_if_parked("e", 9, resume()),
+            store.append_if_parked(&e("e"), 9, resume()),
             Err(AppendError::Input(InputError::ParkSeqOutOfRange {
                 park_seq: 9,
                 head: 3
@@ -355,17 +377,15 @@ mod tests {
     #[test]
     fn delete_keeps_real_tokens_only() {
         let mut store = MemoryStore::new();
-        parked(&mut store, "zero");
-        store
-            .fences
-            .insert(ExecutionId::try_from("zero").expect("valid"), 0);
-        parked(&mut store, "real");
-        store.acquire_fence("real").expect("acquires");
-        assert_eq!(store.delete_execution("zero"), Ok(true));
-        assert_eq!(store.delete_execution("real"), Ok(true));
-        assert_eq!(store.delete_execution("real"), Ok(false));
-        assert!(!store.fences.contains_key("zero"));
-        assert_eq!(store.current_fence("real"), Ok(1));
+        parked(&mut store, &e("zero"));
+        store.fences.insert(e("zero"), 0);
+        parked(&mut store, &e("real"));
+        let _ = store.acquire_fence(&e("real"));
+        assert!(store.delete_execution(&e("zero")));
+        assert!(store.delete_execution(&e("real")));
+        assert!(!store.delete_execution(&e("real")));
+        assert!(!store.fences.contains_key(&e("zero")));
+        assert_eq!(store.current_fence(&e("real")), 1);
         assert_eq!(store.executions().count(), 0);
     }
 }

@@ -15,6 +15,7 @@ use crate::id::{ExecutionId, IdError};
 
 /// One thing a park waits for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Wait {
     /// One child execution reaching a terminal status.
     Child(ExecutionId),
@@ -52,6 +53,7 @@ impl Wait {
 
 /// Why a park's payload cannot be read as waits.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ParkError {
     /// The envelope is not an `EXECUTION_SUSPENDED`.
     #[error("event {sequence} is a {kind}, not a park")]
@@ -95,7 +97,7 @@ pub fn waits_of(park: &Envelope) -> Result<Vec<Wait>, ParkError> {
 }
 
 /// The waits listed in a park payload.
-pub fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, ParkError> {
+pub(crate) fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, ParkError> {
     let Some(Value::Array(raw)) = payload.get("waits") else {
         return Err(ParkError::NoWaits);
     };

@@ -8,25 +8,41 @@
 //!
 //! The order of steps is the protocol:
 //!
-//! 1. Find the park: in the events the caller already holds, or with one
-//!    range read from `park_seq`. If it is not the open park (gone, answered,
-//!    superseded, not a park at all), the resume is refused
-//!    ([`RefusalReason::NotSuspended`]) before any token is taken.
+//! 1. Find the park: in the log the caller already holds, or with one range
+//!    read of the whole log. The whole log, because whether the execution
+//!    has ended is a property of all of it: a park written after a terminal
+//!    event is not open, whichever entry point is used. If the park is not
+//!    the open park (gone, answered, superseded, after the end, not a park at
+//!    all), the resume is refused ([`RefusalReason::NotSuspended`]) before
+//!    any token is taken.
 //! 2. Take the fence, as the last step before the append: a conditional
 //!    acquire expecting the park's own token (0 if it has none), or, on a
 //!    store without one, the unconditional acquire. A non-fencing store, or a
-//!    caller that asks for [`Fencing::Unfenced`], takes no token and appends
-//!    with the park-conditional append instead.
+//!    caller that asks for [`Fencing::Unfenced`], takes no token.
 //! 3. Under the acquired fence, read the tail once and check the park is
 //!    still open. The view handed to the body is advanced by that tail.
-//! 4. Append the resume under the token.
+//! 4. Append the resume with the park-conditional append, under the token
+//!    if one was taken. Conditional even under a token: a delete that ran
+//!    after the acquire (it keeps the token, by design) leaves no park, and a
+//!    plain append would recreate the log as a one-event phantom.
 //!
 //! A stale answer (the token moved, or a rival's acquire landed between ours
 //! and our append) re-reads the tail; if the same park is still open it
 //! retries on the token the store reported, which is what gets past a dead
-//! acquirer. After [`MAX_ATTEMPTS`] acquisitions the resume gives up with
+//! acquirer. After [`MAX_ATTEMPTS`] tries the resume gives up with
 //! [`ResumeContendedError`], which is retryable and is not a refusal: the park
 //! is still unanswered.
+//!
+//! A write whose outcome the store cannot know (the connection died after
+//! the commit was sent) is settled, not guessed: an acquire is simply tried
+//! again on the expected token (if it had landed, the retry is stale and the
+//! next one passes it, as for any dead acquirer); an append is settled by
+//! reading the tail. If the resume is there under this resume's token, it
+//! landed; if the park is still open, the conditional append is tried
+//! again; otherwise the park was answered and the resume is refused. A
+//! tokenless resume cannot tell its own event from an identical rival's, so
+//! it never claims one: it is refused, which at worst leaves a resumed
+//! execution without a body, as a crash right after the append would.
 
 use serde_json::Value;
 
@@ -37,8 +53,8 @@ use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
 
-/// How many times a resume takes (or tries to take) the fence before it
-/// reports contention.
+/// How many times a resume takes (or tries to take) the fence, and how many
+/// appends of unknown outcome it settles, before it reports contention.
 pub const MAX_ATTEMPTS: u32 = 3;
 
 /// Whether a resume takes a token.
@@ -112,7 +128,11 @@ fn resume_event(answer: &Value, at: i64) -> NewEvent {
 }
 
 /// One thing for the host to do against the store.
+///
+/// Non-exhaustive: a later protocol may ask for more, and a host that does
+/// not know an action must stop rather than guess.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Action {
     /// `read_range(id, from_seq, None)`; answer with
     /// [`ResumeMachine::handle_read`].
@@ -125,17 +145,15 @@ pub enum Action {
     AcquireFenceIf(ParkExpectation),
     /// `acquire_fence(id)`; answer with [`ResumeMachine::handle_acquire`].
     AcquireFence,
-    /// `append(id, event)`; answer with [`ResumeMachine::handle_appended`],
-    /// or [`ResumeMachine::handle_stale`] if the store refused it as stale.
-    Append(NewEvent),
     /// `append_if_parked(id, park_seq, [event])`; answer with
     /// [`ResumeMachine::handle_appended`],
-    /// [`ResumeMachine::handle_park_answered`] or
+    /// [`ResumeMachine::handle_park_answered`],
+    /// [`ResumeMachine::handle_park_gone`] or
     /// [`ResumeMachine::handle_stale`].
     AppendIfParked {
         /// The park the append is conditional on.
         park_seq: u64,
-        /// The resume event.
+        /// The resume event, carrying the token when one was taken.
         event: NewEvent,
     },
 }
@@ -143,6 +161,7 @@ pub enum Action {
 /// What [`ResumeMachine::poll`] says.
 #[must_use]
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Poll {
     /// Do this, then feed the answer back.
     Act(Action),
@@ -154,6 +173,7 @@ pub enum Poll {
 /// time (the simulation, crash tests) get this back from each step.
 #[must_use]
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Stepped {
     /// One action was performed and its answer handled.
     Progressed,
@@ -179,8 +199,10 @@ pub struct Resumed {
 
 /// Why a resume was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RefusalReason {
-    /// The park is gone, answered, superseded, or the sequence is not a park.
+    /// The park is gone, answered, superseded, follows the execution's end,
+    /// or the sequence is not a park.
     NotSuspended,
 }
 
@@ -197,8 +219,9 @@ pub struct ResumeRefusedError {
     pub reason: RefusalReason,
 }
 
-/// A resume that gave up after [`MAX_ATTEMPTS`] acquisitions while the park
-/// stayed open: rivals kept moving the token. Not a refusal. Nothing was
+/// A resume that gave up after [`MAX_ATTEMPTS`] tries while the park stayed
+/// open: rivals kept moving the token, or the store kept losing the
+/// outcome of the append. Not a refusal. Nothing of this resume was
 /// appended, and trying again later is expected to work.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[error(
@@ -219,8 +242,11 @@ impl ResumeContendedError {
     }
 }
 
-/// Why a resume did not land.
+/// Why a resume did not land: the protocol's own answers, which a caller
+/// matches on. Failures of the parts underneath (the store, a driver) are
+/// the host layer's to wrap around this.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResumeError {
     /// The park is not the open park; final.
     #[error(transparent)]
@@ -238,6 +264,7 @@ pub enum ResumeError {
 /// asked: a driver bug or a store breaking its contract. The input is
 /// rejected and the machine is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum MachineError {
     /// A `handle_*` call that does not answer the pending action.
     #[error("{got} does not answer the pending action ({expected})")]
@@ -277,8 +304,8 @@ pub enum MachineError {
 /// action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
-    /// Read the log from the park.
-    ReadPark,
+    /// Read the whole log.
+    ReadLog,
     /// Acquire: conditionally expecting `expect`, or unconditionally.
     Acquire {
         /// The token a conditional acquire expects.
@@ -289,10 +316,16 @@ enum State {
         /// The token just acquired.
         token: u64,
     },
-    /// Append the resume under `token` (`None`: the park-conditional,
-    /// tokenless append).
+    /// Append the resume, park-conditionally, under `token` (`None`: no
+    /// token was taken).
     Append {
         /// The token held, if any.
+        token: Option<u64>,
+    },
+    /// The append's outcome is unknown: read the tail to see whether it
+    /// landed.
+    Settle {
+        /// The token the append carried, if any.
         token: Option<u64>,
     },
     /// After a stale answer: read the tail; retry expecting `current` if the
@@ -308,11 +341,12 @@ enum State {
 /// The path a resume takes, fixed at the start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Path {
-    /// `acquire_fence_if`, then a plain append.
+    /// `acquire_fence_if`, then the conditional append under the token.
     Conditional,
-    /// `acquire_fence`, then a plain append (the documented residual window).
+    /// `acquire_fence`, then the conditional append under the token (the
+    /// documented residual window: the acquire itself is blind).
     Unconditional,
-    /// No token; `append_if_parked`.
+    /// No token; the conditional append alone.
     Unfenced,
 }
 
@@ -334,6 +368,8 @@ pub struct ResumeMachine {
     view: ExecutionView,
     /// Acquisitions made.
     attempts: u32,
+    /// Appends whose outcome the store could not tell.
+    unsettled: u32,
     /// The pending step.
     state: State,
 }
@@ -355,14 +391,16 @@ impl ResumeMachine {
             path,
             view: ExecutionView::default(),
             attempts: 0,
-            state: State::ReadPark,
+            unsettled: 0,
+            state: State::ReadLog,
         }
     }
 
-    /// A resume that starts from events the caller already holds: a
-    /// contiguous run of the log that includes the park. If they do not
-    /// include it, the machine reads the park as [`ResumeMachine::new`]
-    /// does.
+    /// A resume that starts from the log the caller already holds: the
+    /// events from sequence 1, at least up to the park. Anything else (a
+    /// run that starts later, or ends before the park) is not enough to
+    /// know whether the execution ended, so the machine reads the whole log
+    /// as [`ResumeMachine::new`] does.
     pub fn with_events(
         execution_id: ExecutionId,
         request: ResumeRequest,
@@ -372,10 +410,10 @@ impl ResumeMachine {
         let mut machine = Self::new(execution_id, request, capability);
         let first = events.first().map_or(0, |e| e.sequence);
         let last = events.last().map_or(0, |e| e.sequence);
-        if first != 0 && first <= machine.park_seq && machine.park_seq <= last {
-            machine.check_run(first, events)?;
+        if first == 1 && machine.park_seq <= last {
+            machine.check_run(1, events)?;
             machine.view = ExecutionView::fold(events);
-            machine.after_park_read();
+            machine.after_log_read();
         }
         Ok(machine)
     }
@@ -398,7 +436,9 @@ impl ResumeMachine {
     #[must_use]
     pub fn holds_fence(&self) -> Option<u64> {
         match self.state {
-            State::Recheck { token } | State::Append { token: Some(token) } => Some(token),
+            State::Recheck { token }
+            | State::Append { token: Some(token) }
+            | State::Settle { token: Some(token) } => Some(token),
             _ => None,
         }
     }
@@ -408,12 +448,12 @@ impl ResumeMachine {
     pub fn poll(&self) -> Poll {
         let action = match &self.state {
             State::Done(result) => return Poll::Done(result.clone()),
-            State::ReadPark => Action::ReadFrom {
-                from_seq: self.park_seq,
-            },
-            State::Recheck { .. } | State::Reread { .. } => Action::ReadFrom {
-                from_seq: self.view.head + 1,
-            },
+            State::ReadLog => Action::ReadFrom { from_seq: 1 },
+            State::Recheck { .. } | State::Reread { .. } | State::Settle { .. } => {
+                Action::ReadFrom {
+                    from_seq: self.view.head + 1,
+                }
+            }
             State::Acquire { expect } => match self.path {
                 Path::Conditional => Action::AcquireFenceIf(ParkExpectation {
                     fence: *expect,
@@ -421,12 +461,9 @@ impl ResumeMachine {
                 }),
                 Path::Unconditional | Path::Unfenced => Action::AcquireFence,
             },
-            State::Append { token: Some(token) } => {
-                Action::Append(self.resume_event().with_fence(*token))
-            }
-            State::Append { token: None } => Action::AppendIfParked {
+            State::Append { token } => Action::AppendIfParked {
                 park_seq: self.park_seq,
-                event: self.resume_event(),
+                event: self.resume_event(*token),
             },
         };
         Poll::Act(action)
@@ -436,14 +473,20 @@ impl ResumeMachine {
     /// requested sequence to the head, possibly none.
     pub fn handle_read(&mut self, events: Vec<Envelope>) -> Result<(), MachineError> {
         let from = match self.state {
-            State::ReadPark => self.park_seq,
-            State::Recheck { .. } | State::Reread { .. } => self.view.head + 1,
+            State::ReadLog => 1,
+            State::Recheck { .. } | State::Reread { .. } | State::Settle { .. } => {
+                self.view.head + 1
+            }
             _ => return Err(self.unexpected("handle_read")),
         };
         self.check_run(from, &events)?;
+        if let State::Settle { token } = self.state {
+            self.settle(token, &events);
+            return Ok(());
+        }
         self.view.extend(&events);
         match self.state {
-            State::ReadPark => self.after_park_read(),
+            State::ReadLog => self.after_log_read(),
             State::Recheck { token } => {
                 self.state = if self.park_is_open() {
                     State::Append { token: Some(token) }
@@ -486,8 +529,8 @@ impl ResumeMachine {
         Ok(())
     }
 
-    /// Feeds the answer to an [`Action::Append`] or
-    /// [`Action::AppendIfParked`] that landed: the stored envelopes.
+    /// Feeds the answer to an [`Action::AppendIfParked`] that landed: the
+    /// stored envelopes.
     pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), MachineError> {
         let State::Append { token } = self.state else {
             return Err(self.unexpected("handle_appended"));
@@ -536,7 +579,7 @@ impl ResumeMachine {
     /// Feeds [`ConditionalAppend::ParkAnswered`](crate::ConditionalAppend)
     /// for an [`Action::AppendIfParked`].
     pub fn handle_park_answered(&mut self) -> Result<(), MachineError> {
-        if self.state != (State::Append { token: None }) {
+        if !matches!(self.state, State::Append { .. }) {
             return Err(self.unexpected("handle_park_answered"));
         }
         self.state = self.refused();
@@ -546,19 +589,74 @@ impl ResumeMachine {
     /// Feeds a store's report that the park's sequence is no longer in the
     /// log (the execution was deleted under the resume), in answer to an
     /// [`Action::AcquireFenceIf`] or [`Action::AppendIfParked`]. The park is
-    /// gone, so the resume is refused.
+    /// gone, so the resume is refused, and nothing was written: a token
+    /// this resume took dies with it, as a delete intends.
     pub fn handle_park_gone(&mut self) -> Result<(), MachineError> {
         let conditional_acquire =
             matches!(self.state, State::Acquire { .. }) && self.path == Path::Conditional;
-        if !(conditional_acquire || self.state == (State::Append { token: None })) {
+        if !(conditional_acquire || matches!(self.state, State::Append { .. })) {
             return Err(self.unexpected("handle_park_gone"));
         }
         self.state = self.refused();
         Ok(())
     }
 
-    /// After the park has been read: refuse, or move to the fence.
-    fn after_park_read(&mut self) {
+    /// Feeds a store's report that it cannot tell whether the pending write
+    /// ([`Action::AcquireFenceIf`], [`Action::AcquireFence`] or
+    /// [`Action::AppendIfParked`]) happened: the connection died after the
+    /// commit was sent.
+    ///
+    /// An acquire counts as a try and is retried on the same expectation:
+    /// if it had landed, it is one more dead acquirer, which the retry
+    /// passes. An append is settled by reading the tail (see the module
+    /// docs).
+    pub fn handle_outcome_unknown(&mut self) -> Result<(), MachineError> {
+        self.state = match self.state {
+            State::Acquire { expect } => {
+                self.attempts += 1;
+                self.retry_or_give_up(expect)
+            }
+            State::Append { token } => {
+                self.unsettled += 1;
+                State::Settle { token }
+            }
+            _ => return Err(self.unexpected("handle_outcome_unknown")),
+        };
+        Ok(())
+    }
+
+    /// Settles an append of unknown outcome from the tail read after it.
+    fn settle(&mut self, token: Option<u64>, tail: &[Envelope]) {
+        let ours = self.resume_event(token);
+        for event in tail {
+            self.view.apply(event);
+            // Only this resume ever writes under its token, and it writes
+            // one event; a tokenless resume cannot tell its event from a
+            // rival's, so it never claims one.
+            let landed =
+                token.is_some() && event.kind == ours.kind && event.fence().ok().flatten() == token;
+            if landed {
+                self.state = State::Done(Ok(Resumed {
+                    execution_id: self.execution_id.clone(),
+                    fence: token,
+                    resumed: event.clone(),
+                    view: self.view,
+                    attempts: self.attempts,
+                }));
+                return;
+            }
+        }
+        self.state = if !self.park_is_open() {
+            self.refused()
+        } else if self.unsettled >= MAX_ATTEMPTS {
+            self.contended()
+        } else {
+            State::Append { token }
+        };
+    }
+
+    /// After the log has been read: refuse, or move to the fence.
+    fn after_log_read(&mut self) {
         self.state = match (self.park_is_open(), self.path) {
             (false, _) => self.refused(),
             (true, Path::Unfenced) => State::Append { token: None },
@@ -571,20 +669,24 @@ impl ResumeMachine {
     /// After a stale answer: retry on the store's token, or give up.
     fn retry_or_give_up(&self, current: u64) -> State {
         if self.attempts >= MAX_ATTEMPTS {
-            State::Done(Err(ResumeError::Contended(ResumeContendedError {
-                execution_id: self.execution_id.clone(),
-                attempts: self.attempts,
-            })))
+            self.contended()
         } else {
             State::Reread { current }
         }
     }
 
-    /// Whether the view's open park is the one this resume answers, on an
-    /// execution that has not ended.
+    /// Giving up while the park is still open.
+    fn contended(&self) -> State {
+        State::Done(Err(ResumeError::Contended(ResumeContendedError {
+            execution_id: self.execution_id.clone(),
+            attempts: self.attempts,
+        })))
+    }
+
+    /// Whether the view's open park is the one this resume answers (the
+    /// fold closes every park once the execution has ended).
     fn park_is_open(&self) -> bool {
-        !self.view.status.is_terminal()
-            && self.view.open_park.map(|park| park.sequence) == Some(self.park_seq)
+        self.view.open_park.map(|park| park.sequence) == Some(self.park_seq)
     }
 
     /// The final refusal.
@@ -596,9 +698,13 @@ impl ResumeMachine {
         })))
     }
 
-    /// The resume event, without a token.
-    fn resume_event(&self) -> NewEvent {
-        resume_event(&self.answer, self.at)
+    /// The resume event, under `token` when one was taken.
+    fn resume_event(&self, token: Option<u64>) -> NewEvent {
+        let event = resume_event(&self.answer, self.at);
+        match token {
+            Some(token) => event.with_fence(token),
+            None => event,
+        }
     }
 
     /// Checks that `events` are this execution's, contiguous from `from`.
@@ -631,13 +737,20 @@ impl ResumeMachine {
     fn unexpected(&self, got: &'static str) -> MachineError {
         let expected = match (&self.state, self.path) {
             (State::Done(_), _) => "nothing: the resume is over",
-            (State::ReadPark | State::Recheck { .. } | State::Reread { .. }, _) => "handle_read",
-            (State::Acquire { .. }, Path::Conditional) => "handle_acquire_if",
-            (State::Acquire { .. }, _) => "handle_acquire",
-            (State::Append { token: None }, _) => {
-                "handle_appended, handle_park_answered or handle_stale"
+            (
+                State::ReadLog
+                | State::Recheck { .. }
+                | State::Reread { .. }
+                | State::Settle { .. },
+                _,
+            ) => "handle_read",
+            (State::Acquire { .. }, Path::Conditional) => {
+                "handle_acquire_if, handle_park_gone or handle_outcome_unknown"
             }
-            (State::Append { .. }, _) => "handle_appended or handle_stale",
+            (State::Acquire { .. }, _) => "handle_acquire or handle_outcome_unknown",
+            (State::Append { .. }, _) => {
+                "handle_appended, handle_park_answered, handle_park_gone, handle_stale or handle_outcome_unknown"
+            }
         };
         MachineError::UnexpectedInput { expected, got }
     }

@@ -3,13 +3,11 @@
 use serde_json::json;
 
 use super::*;
-use crate::drive::{self, Stepped};
+use crate::drive;
 use crate::memory::MemoryStore;
 
-const ID: &str = "parent";
-
 fn id() -> ExecutionId {
-    ExecutionId::new(ID).expect("valid id")
+    ExecutionId::new("parent").expect("valid id")
 }
 
 /// A store with `ID` started and parked; returns it and the log.
@@ -17,7 +15,7 @@ fn parked() -> (MemoryStore, Vec<Envelope>) {
     let mut store = MemoryStore::new();
     let log = store
         .append_many(
-            ID,
+            &id(),
             vec![
                 NewEvent::kernel(KernelKind::ExecutionStarted, 1),
                 NewEvent::kernel(KernelKind::ExecutionSuspended, 2),
@@ -37,7 +35,7 @@ fn machine(capability: Capability) -> ResumeMachine {
 
 fn resumes(store: &MemoryStore) -> usize {
     store
-        .read_range(ID, 1, None)
+        .read_range(&id(), 1, None)
         .expect("reads")
         .iter()
         .filter(|e| e.kernel_kind() == Some(KernelKind::ExecutionResumed))
@@ -70,7 +68,7 @@ fn an_open_park_is_resumed_under_a_fresh_token() {
     assert_eq!(resumed.resumed.fence(), Ok(Some(1)));
     assert_eq!(resumed.view.head, 3);
     assert_eq!(resumed.view.status, crate::Status::Running);
-    assert_eq!(store.current_fence(ID), Ok(1));
+    assert_eq!(store.current_fence(&id()), 1);
 }
 
 #[test]
@@ -85,18 +83,22 @@ fn events_in_hand_spare_the_park_read() {
             park_seq: 2
         }))
     );
-    let partial = ResumeMachine::with_events(id(), request(), Capability::Conditional, &log[..1])
-        .expect("valid run");
-    assert_eq!(partial.poll(), Poll::Act(Action::ReadFrom { from_seq: 2 }));
+    // Not enough to decide: short of the park, or not from the start (a
+    // terminal event could hide before the run). The whole log is read.
+    for run in [&log[..1], &log[1..]] {
+        let partial = ResumeMachine::with_events(id(), request(), Capability::Conditional, run)
+            .expect("valid run");
+        assert_eq!(partial.poll(), Poll::Act(Action::ReadFrom { from_seq: 1 }));
+    }
 }
 
 #[test]
 fn the_expected_token_is_the_parks_own() {
     let mut store = MemoryStore::new();
-    store.acquire_fence(ID).expect("acquires");
+    store.acquire_fence(&id());
     let park = store
         .append(
-            ID,
+            &id(),
             NewEvent::kernel(KernelKind::ExecutionSuspended, 0).with_fence(1),
         )
         .expect("parks");
@@ -119,7 +121,7 @@ fn the_expected_token_is_the_parks_own() {
 #[test]
 fn a_dead_acquirer_is_passed_on_the_retry() {
     let (mut store, _) = parked();
-    store.acquire_fence(ID).expect("a dead acquirer");
+    store.acquire_fence(&id());
     let resumed = drive::run(&mut store, &mut machine(Capability::Conditional))
         .expect("steps")
         .expect("resumes through the retry");
@@ -132,7 +134,7 @@ fn three_dead_acquirers_make_it_contended_and_leave_the_log_alone() {
     let mut machine = machine(Capability::Conditional);
     for _ in 0..MAX_ATTEMPTS {
         step_to_acquire(&mut store, &mut machine);
-        store.acquire_fence(ID).expect("a dead acquirer cuts in");
+        store.acquire_fence(&id());
         assert_eq!(
             drive::step(&mut store, &mut machine),
             Ok(Stepped::Progressed)
@@ -145,15 +147,15 @@ fn three_dead_acquirers_make_it_contended_and_leave_the_log_alone() {
     };
     assert_eq!(result, Err(ResumeError::Contended(contended.clone())));
     assert!(contended.is_retryable());
-    assert_eq!(store.read_range(ID, 1, None).expect("reads"), log);
-    assert_eq!(store.current_fence(ID), Ok(3));
+    assert_eq!(store.read_range(&id(), 1, None).expect("reads"), log);
+    assert_eq!(store.current_fence(&id()), 3);
 }
 
 #[test]
 fn an_answered_park_is_refused_and_takes_no_token() {
     let (mut store, _) = parked();
     store
-        .append(ID, NewEvent::kernel(KernelKind::ExecutionResumed, 3))
+        .append(&id(), NewEvent::kernel(KernelKind::ExecutionResumed, 3))
         .expect("someone answered");
     let result = drive::run(&mut store, &mut machine(Capability::Conditional)).expect("steps");
     assert!(matches!(
@@ -164,7 +166,7 @@ fn an_answered_park_is_refused_and_takes_no_token() {
             ..
         }))
     ));
-    assert_eq!(store.current_fence(ID), Ok(0));
+    assert_eq!(store.current_fence(&id()), 0);
     assert_eq!(resumes(&store), 1);
 }
 
@@ -182,7 +184,7 @@ fn a_sequence_that_is_not_a_park_is_refused() {
             matches!(result, Err(ResumeError::Refused(_))),
             "park_seq {park_seq}: {result:?}"
         );
-        assert_eq!(store.current_fence(ID), Ok(0));
+        assert_eq!(store.current_fence(&id()), 0);
     }
 }
 
@@ -192,7 +194,7 @@ fn an_audit_append_after_the_callers_read_does_not_collide() {
     let mut machine = ResumeMachine::with_events(id(), request(), Capability::Conditional, &log)
         .expect("valid run");
     let denied = store
-        .append(ID, NewEvent::kernel(KernelKind::ExecutionDenied, 3))
+        .append(&id(), NewEvent::kernel(KernelKind::ExecutionDenied, 3))
         .expect("an unfenced audit append");
     let resumed = drive::run(&mut store, &mut machine)
         .expect("steps")
@@ -212,7 +214,7 @@ fn a_rival_between_acquire_and_append_is_retried_past() {
     ); // acquired 1
     let rival = store
         .acquire_fence_if(
-            ID,
+            &id(),
             ParkExpectation {
                 fence: 1,
                 park_seq: 2,
@@ -246,7 +248,7 @@ fn a_non_fencing_store_takes_no_token() {
         .expect("steps")
         .expect("resumes");
     assert_eq!((resumed.fence, resumed.attempts), (None, 0));
-    assert_eq!(store.current_fence(ID), Ok(0));
+    assert_eq!(store.current_fence(&id()), 0);
     let again = drive::run(&mut store, &mut machine(Capability::NonFencing)).expect("steps");
     assert!(matches!(again, Err(ResumeError::Refused(_))));
     assert_eq!(resumes(&store), 1);
@@ -255,7 +257,7 @@ fn a_non_fencing_store_takes_no_token() {
 #[test]
 fn an_unfenced_resume_of_a_fenced_execution_is_stale() {
     let (mut store, _) = parked();
-    store.acquire_fence(ID).expect("fenced");
+    store.acquire_fence(&id());
     let mut machine = ResumeMachine::new(id(), request().unfenced(), Capability::Conditional);
     let result = drive::run(&mut store, &mut machine).expect("steps");
     assert!(
@@ -270,7 +272,7 @@ fn a_park_deleted_under_the_resume_is_refused() {
     let (mut store, log) = parked();
     let mut machine = ResumeMachine::with_events(id(), request(), Capability::Conditional, &log)
         .expect("valid run");
-    store.delete_execution(ID).expect("deletes");
+    store.delete_execution(&id());
     let result = drive::run(&mut store, &mut machine).expect("steps");
     assert!(matches!(result, Err(ResumeError::Refused(_))), "{result:?}");
 }
@@ -301,10 +303,10 @@ fn inputs_that_answer_nothing_pending_are_rejected_and_change_nothing() {
         })
     );
     assert_eq!(
-        machine.handle_read(log.clone()),
+        machine.handle_read(log[1..].to_vec()),
         Err(MachineError::Gap {
-            expected: 2,
-            got: 1
+            expected: 1,
+            got: 2
         })
     );
     let mut stranger = log[1].clone();
@@ -345,4 +347,165 @@ fn the_held_token_is_visible_between_acquire_and_append() {
         None,
         "a finished resume holds nothing; its body does"
     );
+}
+
+/// Steps `machine` until its pending action matches `at`, then returns that
+/// action without performing it.
+fn step_until(
+    store: &mut MemoryStore,
+    machine: &mut ResumeMachine,
+    at: impl Fn(&Action) -> bool,
+) -> Action {
+    loop {
+        match machine.poll() {
+            Poll::Act(action) if at(&action) => return action,
+            Poll::Act(_) => assert_eq!(drive::step(store, machine), Ok(Stepped::Progressed)),
+            Poll::Done(result) => panic!("finished before the action: {result:?}"),
+        }
+    }
+}
+
+fn is_append(action: &Action) -> bool {
+    matches!(action, Action::AppendIfParked { .. })
+}
+
+#[test]
+fn a_delete_between_acquire_and_append_does_not_recreate_the_log() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    let _ = step_until(&mut store, &mut machine, is_append);
+    assert_eq!(machine.holds_fence(), Some(1));
+    assert!(store.delete_execution(&id()));
+    let result = drive::run(&mut store, &mut machine).expect("steps");
+    assert!(
+        matches!(&result, Err(ResumeError::Refused(refused)) if refused.reason == RefusalReason::NotSuspended),
+        "{result:?}"
+    );
+    assert_eq!(store.head(&id()), 0, "nothing was written");
+    assert_eq!(store.current_fence(&id()), 1, "the delete keeps the token");
+}
+
+#[test]
+fn a_park_after_the_end_is_refused_on_every_entry_point() {
+    let mut store = MemoryStore::new();
+    // Both appends pass the guard while the token is 0.
+    let log = store
+        .append_many(
+            &id(),
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, 1),
+                NewEvent::kernel(KernelKind::ExecutionCompleted, 2),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, 3),
+            ],
+        )
+        .expect("appends");
+    let request = || ResumeRequest::new(3, json!("late"), 10);
+    let machines = [
+        ResumeMachine::new(id(), request(), Capability::Conditional),
+        ResumeMachine::with_events(id(), request(), Capability::Conditional, &log)
+            .expect("valid run"),
+        ResumeMachine::with_events(id(), request(), Capability::Conditional, &log[2..])
+            .expect("valid run"),
+        ResumeMachine::new(id(), request().unfenced(), Capability::Conditional),
+    ];
+    for mut machine in machines {
+        let result = drive::run(&mut store, &mut machine).expect("steps");
+        assert!(matches!(result, Err(ResumeError::Refused(_))), "{result:?}");
+    }
+    assert_eq!(store.current_fence(&id()), 0, "no token taken");
+    assert_eq!(store.head(&id()), 3, "nothing appended");
+}
+
+#[test]
+fn an_append_of_unknown_outcome_that_landed_is_the_resume() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    let Action::AppendIfParked { park_seq, event } =
+        step_until(&mut store, &mut machine, is_append)
+    else {
+        unreachable!()
+    };
+    // The write commits, then the connection dies before the answer.
+    let written = store
+        .append_if_parked(&id(), park_seq, vec![event])
+        .expect("appends");
+    assert_eq!(machine.handle_outcome_unknown(), Ok(()));
+    assert_eq!(machine.holds_fence(), Some(1));
+    let resumed = drive::run(&mut store, &mut machine)
+        .expect("steps")
+        .expect("settled as landed");
+    assert_eq!(
+        crate::ConditionalAppend::Appended(vec![resumed.resumed.clone()]),
+        written
+    );
+    assert_eq!((resumed.fence, resumed.view.head), (Some(1), 3));
+    assert_eq!(resumes(&store), 1);
+}
+
+#[test]
+fn an_append_of_unknown_outcome_that_did_not_land_is_tried_again() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    let _ = step_until(&mut store, &mut machine, is_append);
+    // Nothing reached the store.
+    assert_eq!(machine.handle_outcome_unknown(), Ok(()));
+    let resumed = drive::run(&mut store, &mut machine)
+        .expect("steps")
+        .expect("resumes on the retry");
+    assert_eq!((resumed.fence, resumed.attempts), (Some(1), 1));
+    assert_eq!(resumes(&store), 1);
+}
+
+#[test]
+fn appends_that_never_settle_end_contended_with_nothing_written() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    for _ in 0..MAX_ATTEMPTS {
+        let _ = step_until(&mut store, &mut machine, is_append);
+        assert_eq!(machine.handle_outcome_unknown(), Ok(()));
+    }
+    let result = drive::run(&mut store, &mut machine).expect("steps");
+    assert!(
+        matches!(result, Err(ResumeError::Contended(_))),
+        "{result:?}"
+    );
+    assert_eq!(resumes(&store), 0);
+}
+
+#[test]
+fn a_tokenless_append_of_unknown_outcome_never_claims_a_resume() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::NonFencing);
+    let Action::AppendIfParked { park_seq, event } =
+        step_until(&mut store, &mut machine, is_append)
+    else {
+        unreachable!()
+    };
+    // Landed, but a rival's identical resume would look the same.
+    let _ = store
+        .append_if_parked(&id(), park_seq, vec![event])
+        .expect("appends");
+    assert_eq!(machine.handle_outcome_unknown(), Ok(()));
+    let result = drive::run(&mut store, &mut machine).expect("steps");
+    assert!(matches!(result, Err(ResumeError::Refused(_))), "{result:?}");
+}
+
+#[test]
+fn an_acquire_of_unknown_outcome_is_tried_again_past_itself() {
+    let (mut store, _) = parked();
+    let mut machine = machine(Capability::Conditional);
+    let Action::AcquireFenceIf(expect) = step_until(&mut store, &mut machine, |action| {
+        matches!(action, Action::AcquireFenceIf(_))
+    }) else {
+        unreachable!()
+    };
+    // The acquire lands; its answer is lost.
+    let _ = store.acquire_fence_if(&id(), expect).expect("acquires");
+    assert_eq!(machine.handle_outcome_unknown(), Ok(()));
+    let resumed = drive::run(&mut store, &mut machine)
+        .expect("steps")
+        .expect("resumes");
+    // Its own lost token is passed like any dead acquirer's.
+    assert_eq!((resumed.fence, resumed.attempts), (Some(2), 3));
+    assert_eq!(resumes(&store), 1);
 }

@@ -63,10 +63,7 @@ impl<'s, S: EventStore + ?Sized> Body<'s, S> {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         let events = events.into_iter().map(|event| self.stamp(event)).collect();
-        let written = self
-            .store
-            .append_many(self.execution_id.as_str(), events)
-            .await?;
+        let written = self.store.append_many(&self.execution_id, events).await?;
         self.view.extend(&written);
         Ok(written)
     }

@@ -6,24 +6,27 @@ use loomfence_core::{
 };
 use loomfence_store::{EventStore, StoreError};
 
-use crate::error::{DriveError, ResumeFailure};
+use crate::error::ResumeFailure;
 
 /// Performs the machine's pending action against `store` and feeds the
 /// answer back.
 ///
 /// Expected races reach the machine as answers: a stale append, a park that
-/// was answered or deleted under the resume. Everything else the store says
-/// is an error. A host that wants to stop between steps (a crash test, a
-/// cancellation point) calls this in its own loop instead of [`resume`].
+/// was answered or deleted under the resume, a write whose outcome the
+/// store lost ([`StoreError::OutcomeUnknown`], which the machine settles by
+/// reading). Everything else the store says is an error. A host that wants
+/// to stop between steps (a crash test, a cancellation point) calls this in
+/// its own loop instead of [`resume`].
 pub async fn perform<S: EventStore + ?Sized>(
     store: &S,
     machine: &mut ResumeMachine,
-) -> Result<Stepped, DriveError> {
+) -> Result<Stepped, ResumeFailure> {
     let action = match machine.poll() {
         Poll::Done(result) => return Ok(Stepped::Done(result)),
         Poll::Act(action) => action,
+        other => return Err(ResumeFailure::Unsupported(format!("{other:?}"))),
     };
-    let id = machine.execution_id().as_str().to_owned();
+    let id = machine.execution_id().clone();
     tracing::trace!(execution_id = %id, ?action, "resume step");
     match action {
         Action::ReadFrom { from_seq } => {
@@ -34,12 +37,18 @@ pub async fn perform<S: EventStore + ?Sized>(
             Err(StoreError::Input(InputError::ParkSeqOutOfRange { .. })) => {
                 machine.handle_park_gone()?
             }
+            Err(StoreError::OutcomeUnknown(lost)) => {
+                tracing::debug!(execution_id = %id, error = %lost, "acquire outcome unknown; retrying");
+                machine.handle_outcome_unknown()?
+            }
             Err(other) => return Err(other.into()),
         },
-        Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id).await?)?,
-        Action::Append(event) => match store.append(&id, event).await {
-            Ok(envelope) => machine.handle_appended(vec![envelope])?,
-            Err(StoreError::StaleFence(stale)) => machine.handle_stale(stale)?,
+        Action::AcquireFence => match store.acquire_fence(&id).await {
+            Ok(token) => machine.handle_acquire(token)?,
+            Err(StoreError::OutcomeUnknown(lost)) => {
+                tracing::debug!(execution_id = %id, error = %lost, "acquire outcome unknown; retrying");
+                machine.handle_outcome_unknown()?
+            }
             Err(other) => return Err(other.into()),
         },
         Action::AppendIfParked { park_seq, event } => {
@@ -50,9 +59,14 @@ pub async fn perform<S: EventStore + ?Sized>(
                     machine.handle_park_gone()?
                 }
                 Err(StoreError::StaleFence(stale)) => machine.handle_stale(stale)?,
+                Err(StoreError::OutcomeUnknown(lost)) => {
+                    tracing::debug!(execution_id = %id, error = %lost, "append outcome unknown; settling");
+                    machine.handle_outcome_unknown()?
+                }
                 Err(other) => return Err(other.into()),
             }
         }
+        other => return Err(ResumeFailure::Unsupported(format!("{other:?}"))),
     }
     Ok(Stepped::Progressed)
 }
@@ -76,27 +90,26 @@ pub async fn run<S: EventStore + ?Sized>(
     }
 }
 
-/// Resumes the park at `request.fence_if_parked_at`, reading it from the
-/// store, on the path the store's capability allows.
+/// Resumes the park at `request.fence_if_parked_at`, reading the log from
+/// the store, on the path the store's capability allows.
 pub async fn resume<S: EventStore + ?Sized>(
     store: &S,
-    execution_id: &str,
+    execution_id: &ExecutionId,
     request: ResumeRequest,
 ) -> Result<Resumed, ResumeFailure> {
     resume_from(store, execution_id, request, &[]).await
 }
 
-/// Like [`resume`], starting from events the caller already holds (a
-/// contiguous run of the log that includes the park), which spares the park
-/// read.
+/// Like [`resume`], starting from the log the caller already holds (from
+/// sequence 1 through at least the park), which spares the log read.
 pub async fn resume_from<S: EventStore + ?Sized>(
     store: &S,
-    execution_id: &str,
+    execution_id: &ExecutionId,
     request: ResumeRequest,
     events: &[Envelope],
 ) -> Result<Resumed, ResumeFailure> {
-    let id = ExecutionId::new(execution_id).map_err(|e| StoreError::Input(e.into()))?;
     request.check().map_err(StoreError::Input)?;
-    let mut machine = ResumeMachine::with_events(id, request, store.capability(), events)?;
+    let mut machine =
+        ResumeMachine::with_events(execution_id.clone(), request, store.capability(), events)?;
     run(store, &mut machine).await
 }

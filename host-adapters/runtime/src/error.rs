@@ -1,40 +1,31 @@
-//! Why driving a machine against a store stopped short.
+//! Why a resume did not land, as the runtime reports it.
 
-use loomfence_core::resume::MachineError;
-use loomfence_core::{ResumeContendedError, ResumeError, ResumeRefusedError, StaleFenceError};
+use loomfence_core::{MachineError, ResumeError};
 use loomfence_store::StoreError;
 
-/// One step could not be completed.
+/// Why a resume did not land: the protocol's own answer, or a failure of
+/// the part underneath it. The one error type of the runtime layer: the
+/// step-wise [`perform`](crate::perform) and the whole
+/// [`resume`](crate::resume) both report it, and the supervisor wraps it.
 #[derive(Debug, thiserror::Error)]
-pub enum DriveError {
-    /// The store failed or refused the request itself (not an expected race:
-    /// those are fed to the machine as answers).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The machine rejected the store's answer: the store broke its contract.
-    #[error(transparent)]
-    Machine(#[from] MachineError),
-}
-
-/// Why a resume did not land: the protocol's own answers first, then the
-/// failures of the parts underneath it.
-#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResumeFailure {
-    /// The park is not the open park; final, nothing appended, no token taken.
+    /// The protocol's answer: refused (final, nothing appended, no token
+    /// taken), contended (retryable, nothing appended), or an unfenced
+    /// resume that met a fenced execution (retry with a fence).
     #[error(transparent)]
-    Refused(#[from] ResumeRefusedError),
-    /// Rivals kept moving the token; retryable, nothing appended.
-    #[error(transparent)]
-    Contended(#[from] ResumeContendedError),
-    /// An unfenced resume met a fenced execution; retry with a fence.
-    #[error(transparent)]
-    StaleFence(#[from] StaleFenceError),
+    Resume(#[from] ResumeError),
     /// The store failed; [`StoreError::is_retryable`] says whether to retry.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The store answered something the machine cannot accept.
+    /// The store answered something the machine cannot accept: it broke its
+    /// contract.
     #[error(transparent)]
     Machine(#[from] MachineError),
+    /// The machine asked for a step this driver does not know: the core is
+    /// newer than the driver. Nothing more was done.
+    #[error("the resume machine asked for a step this driver does not know: {0}")]
+    Unsupported(String),
 }
 
 impl ResumeFailure {
@@ -42,30 +33,9 @@ impl ResumeFailure {
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
-            ResumeFailure::Contended(_) => true,
+            ResumeFailure::Resume(ResumeError::Contended(_)) => true,
             ResumeFailure::Store(store) => store.is_retryable(),
-            ResumeFailure::Refused(_)
-            | ResumeFailure::StaleFence(_)
-            | ResumeFailure::Machine(_) => false,
-        }
-    }
-}
-
-impl From<ResumeError> for ResumeFailure {
-    fn from(error: ResumeError) -> Self {
-        match error {
-            ResumeError::Refused(refused) => ResumeFailure::Refused(refused),
-            ResumeError::Contended(contended) => ResumeFailure::Contended(contended),
-            ResumeError::StaleFence(stale) => ResumeFailure::StaleFence(stale),
-        }
-    }
-}
-
-impl From<DriveError> for ResumeFailure {
-    fn from(error: DriveError) -> Self {
-        match error {
-            DriveError::Store(store) => ResumeFailure::Store(store),
-            DriveError::Machine(machine) => ResumeFailure::Machine(machine),
+            _ => false,
         }
     }
 }

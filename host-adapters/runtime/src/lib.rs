@@ -1,14 +1,12 @@
 //! Runs loomfence's sans-IO machines against any
 //! [`EventStore`](loomfence_store::EventStore).
 //!
-//! - [`driver`]: the resume driver ([`resume`], [`perform`] for step-wise
-//!   hosts).
-//! - [`Body`]: what a resumed body appends through, under its token.
-//! - [`supervisor`]: the child supervisor, which resumes parents parked on
-//!   their children.
+//! - the resume driver: [`resume`], and [`perform`] for step-wise hosts;
+//! - [`Body`]: what a resumed body appends through, under its token;
+//! - [`ChildSupervisor`]: resumes parents parked on their children.
 //!
 //! ```
-//! use loomfence_core::{KernelKind, NewEvent, ResumeRequest};
+//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, ResumeRequest};
 //! use loomfence_runtime::{Body, resume};
 //! use loomfence_store::{EventStore, MemoryEventStore};
 //! use serde_json::json;
@@ -16,14 +14,15 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = MemoryEventStore::new();
+//! let order = ExecutionId::new("order-7")?;
 //! let parked = store
-//!     .append_many("order-7", vec![
+//!     .append_many(&order, vec![
 //!         NewEvent::kernel(KernelKind::ExecutionStarted, 0),
 //!         NewEvent::kernel(KernelKind::ExecutionSuspended, 1),
 //!     ])
 //!     .await?;
 //!
-//! let resumed = resume(&store, "order-7", ResumeRequest::new(parked[1].sequence, json!("paid"), 2)).await?;
+//! let resumed = resume(&store, &order, ResumeRequest::new(parked[1].sequence, json!("paid"), 2)).await?;
 //! let mut body = Body::new(&store, resumed);
 //! body.append(NewEvent::kernel(KernelKind::StepCompleted, 3)).await?;
 //! body.complete(json!({ "shipped": true }), 4).await?;
@@ -32,14 +31,16 @@
 //! ```
 
 mod body;
-pub mod driver;
+mod driver;
 mod error;
-pub mod supervisor;
+mod supervisor;
 
 pub use body::Body;
 pub use driver::{perform, resume, resume_from, run};
-pub use error::{DriveError, ResumeFailure};
-pub use loomfence_core::Stepped;
+pub use error::ResumeFailure;
+pub use supervisor::{
+    ChildSupervisor, Clock, OnError, Supervised, SupervisorError, SupervisorOptions,
+};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 /// They live here because this is the crate that sees core, store and

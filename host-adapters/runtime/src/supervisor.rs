@@ -11,8 +11,9 @@
 //! - **Only a stale fence switches to the conditional resume.** If the parent
 //!   is already fenced (someone acquired), the unfenced try is refused with a
 //!   stale fence; the supervisor then resumes with `acquire_fence_if`, at most
-//!   [`SupervisorOptions::conditional_tries`] times, and reports to
-//!   `on_error` if every try was contended.
+//!   [`SupervisorOptions::conditional_tries`] times; if every try was
+//!   contended it answers with that error, which `on_error` also receives,
+//!   once.
 //! - **It is safe on several nodes at once**: every path that appends is
 //!   conditional on the park still being open, in the store.
 //! - **Its state is only a cache.** The child → parent edges come from the
@@ -23,11 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use loomfence_core::park::{ParkError, waits_of};
-use loomfence_core::resume::MachineError;
-use loomfence_core::supervise::{ChildOutcome, answer_for, child_outcome};
 use loomfence_core::{
-    Envelope, ExecutionId, ExecutionView, ResumeContendedError, ResumeRequest, Resumed, Wait,
+    ChildOutcome, Envelope, ExecutionId, ExecutionView, ParkError, ResumeError, ResumeRequest,
+    Resumed, Wait, answer_for, child_outcome, waits_of,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -47,25 +46,19 @@ pub enum Supervised {
     Waiting,
     /// The parent has no open park with a child wait; not the supervisor's.
     NotWaitingOnChildren,
-    /// Every conditional try was contended; reported to `on_error`. The
-    /// park is still open, so a later call (or [`ChildSupervisor::rebuild`])
-    /// picks it up again.
-    GaveUp(ResumeContendedError),
 }
 
 /// A failure while supervising one parent. Each is also passed to
-/// `on_error`.
+/// `on_error`, once.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SupervisorError {
-    /// The parent or child id is not valid.
+    /// Resuming the parent failed. A contended resume
+    /// ([`SupervisorError::is_contended`]) left the park open: the edges
+    /// are kept, so the next [`ChildSupervisor::child_ended`] or
+    /// [`ChildSupervisor::rebuild`] tries again.
     #[error(transparent)]
-    Id(#[from] loomfence_core::IdError),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The store answered something the resume machine cannot accept.
-    #[error(transparent)]
-    Machine(#[from] MachineError),
+    Resume(#[from] ResumeFailure),
     /// The parent's open park has a payload that cannot be read as waits.
     #[error("the park of {parent:?} is unreadable: {source}")]
     Park {
@@ -75,9 +68,24 @@ pub enum SupervisorError {
         #[source]
         source: ParkError,
     },
-    /// Every conditional try was contended.
-    #[error(transparent)]
-    Contended(#[from] ResumeContendedError),
+}
+
+impl SupervisorError {
+    /// Whether every conditional try was contended: the park is still open
+    /// and a later try is expected to work.
+    #[must_use]
+    pub fn is_contended(&self) -> bool {
+        matches!(
+            self,
+            SupervisorError::Resume(ResumeFailure::Resume(ResumeError::Contended(_)))
+        )
+    }
+}
+
+impl From<StoreError> for SupervisorError {
+    fn from(error: StoreError) -> Self {
+        SupervisorError::Resume(ResumeFailure::Store(error))
+    }
 }
 
 /// A callback that receives every supervision failure, for logging or
@@ -197,22 +205,18 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
 
     /// Starts watching `parent`: reads its park, remembers which children it
     /// waits on, and resumes it right away if they have already ended.
-    pub async fn watch(&self, parent: &str) -> Result<Supervised, SupervisorError> {
-        let parent = ExecutionId::new(parent)?;
-        let result = self.supervise(&parent).await;
-        self.report(&parent, result)
+    pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
+        let result = self.supervise(parent).await;
+        self.report(parent, result)
     }
 
     /// Tells the supervisor `child` has ended; resumes every parent whose
     /// wait that completes. Answers per parent, in id order.
     pub async fn child_ended(
         &self,
-        child: &str,
+        child: &ExecutionId,
     ) -> Vec<(ExecutionId, Result<Supervised, SupervisorError>)> {
-        let parents = match ExecutionId::new(child) {
-            Ok(child) => self.parents_waiting_on(&child),
-            Err(_) => Vec::new(),
-        };
+        let parents = self.parents_waiting_on(child);
         let mut results = Vec::with_capacity(parents.len());
         for parent in parents {
             let result = self.supervise(&parent).await;
@@ -224,19 +228,15 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// Rebuilds the edges from the logs of `parents` (after a restart, or
     /// on any node that takes over) and resumes those that became ready
     /// while nobody was watching.
-    pub async fn rebuild<I, P>(
+    pub async fn rebuild(
         &self,
-        parents: I,
-    ) -> Vec<(String, Result<Supervised, SupervisorError>)>
-    where
-        I: IntoIterator<Item = P>,
-        P: AsRef<str>,
-    {
-        *self.edges.lock().unwrap_or_else(PoisonError::into_inner) = Edges::default();
+        parents: impl IntoIterator<Item = ExecutionId>,
+    ) -> Vec<(ExecutionId, Result<Supervised, SupervisorError>)> {
+        *self.edges() = Edges::default();
         let mut results = Vec::new();
         for parent in parents {
-            let parent = parent.as_ref();
-            results.push((parent.to_owned(), self.watch(parent).await));
+            let result = self.watch(&parent).await;
+            results.push((parent, result));
         }
         results
     }
@@ -259,12 +259,8 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         parent: &ExecutionId,
         result: Result<Supervised, SupervisorError>,
     ) -> Result<Supervised, SupervisorError> {
-        match &result {
-            Err(error) => (self.options.on_error)(parent, error),
-            Ok(Supervised::GaveUp(contended)) => {
-                (self.options.on_error)(parent, &SupervisorError::Contended(contended.clone()));
-            }
-            Ok(_) => {}
+        if let Err(error) = &result {
+            (self.options.on_error)(parent, error);
         }
         result
     }
@@ -272,7 +268,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// Reads `parent`, refreshes its edges, and resumes it if a child wait
     /// is satisfied.
     async fn supervise(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
-        let events = self.store.read_range(parent.as_str(), 1, None).await?;
+        let events = self.store.read_range(parent, 1, None).await?;
         let Some((park, waits)) = child_park(parent, &events)? else {
             self.edges().forget(parent);
             return Ok(Supervised::NotWaitingOnChildren);
@@ -292,11 +288,14 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
             return Ok(Supervised::Waiting);
         };
         let request = ResumeRequest::new(park, answer, (self.options.now)());
-        let supervised = self.resume_parent(parent, request, &events).await?;
-        if !matches!(supervised, Supervised::GaveUp(_)) {
+        let supervised = self.resume_parent(parent, request, &events).await;
+        if !supervised
+            .as_ref()
+            .is_err_and(SupervisorError::is_contended)
+        {
             self.edges().forget(parent);
         }
-        Ok(supervised)
+        supervised
     }
 
     /// The unfenced first try, then conditional tries on a stale fence.
@@ -306,22 +305,16 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         request: ResumeRequest,
         events: &[Envelope],
     ) -> Result<Supervised, SupervisorError> {
-        let stale = match resume_from(
-            &*self.store,
-            parent.as_str(),
-            request.clone().unfenced(),
-            events,
-        )
-        .await
-        {
-            Err(ResumeFailure::StaleFence(stale)) => stale,
-            other => return settle(other),
-        };
+        let stale =
+            match resume_from(&*self.store, parent, request.clone().unfenced(), events).await {
+                Err(ResumeFailure::Resume(ResumeError::StaleFence(stale))) => stale,
+                other => return settle(other),
+            };
         tracing::debug!(%parent, current = stale.current, "parent is fenced; resuming conditionally");
-        let mut last = Err(ResumeFailure::StaleFence(stale));
+        let mut last = Err(ResumeFailure::Resume(ResumeError::StaleFence(stale)));
         for _ in 0..self.options.conditional_tries {
-            last = resume(&*self.store, parent.as_str(), request.clone()).await;
-            if !matches!(last, Err(ResumeFailure::Contended(_))) {
+            last = resume(&*self.store, parent, request.clone()).await;
+            if !matches!(last, Err(ResumeFailure::Resume(ResumeError::Contended(_)))) {
                 break;
             }
         }
@@ -333,7 +326,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         &self,
         child: &ExecutionId,
     ) -> Result<Option<ChildOutcome>, SupervisorError> {
-        let events = self.store.read_range(child.as_str(), 1, None).await?;
+        let events = self.store.read_range(child, 1, None).await?;
         Ok(child_outcome(&events))
     }
 
@@ -370,12 +363,7 @@ fn child_park(
 fn settle(result: Result<Resumed, ResumeFailure>) -> Result<Supervised, SupervisorError> {
     match result {
         Ok(resumed) => Ok(Supervised::Resumed(resumed)),
-        Err(ResumeFailure::Refused(_)) => Ok(Supervised::AlreadyAnswered),
-        Err(ResumeFailure::Contended(contended)) => Ok(Supervised::GaveUp(contended)),
-        Err(ResumeFailure::StaleFence(stale)) => {
-            Err(SupervisorError::Store(StoreError::StaleFence(stale)))
-        }
-        Err(ResumeFailure::Store(store)) => Err(store.into()),
-        Err(ResumeFailure::Machine(machine)) => Err(machine.into()),
+        Err(ResumeFailure::Resume(ResumeError::Refused(_))) => Ok(Supervised::AlreadyAnswered),
+        Err(other) => Err(other.into()),
     }
 }

@@ -1,17 +1,17 @@
 //! The input checks every adapter makes before a call reaches its backend,
 //! so all of them refuse the same input with the same [`StoreError::Input`].
+//! (Ids need none: they arrive as a checked
+//! [`ExecutionId`](loomfence_core::ExecutionId).)
 
-use loomfence_core::fence::{BatchFacts, check_batch, check_safe};
-use loomfence_core::{ExecutionId, InputError, MAX_SAFE_INTEGER, NewEvent, ParkExpectation, id};
+use loomfence_core::backend::{BatchFacts, check_batch, check_safe};
+use loomfence_core::{MAX_SAFE_INTEGER, NewEvent, ParkExpectation};
 
 use crate::StoreError;
 
-/// A write that passed the input checks: a valid id, well-formed events
-/// under one token, a JS-safe `park_seq`.
+/// A write that passed the input checks: well-formed events under one
+/// token, a JS-safe `park_seq`.
 #[derive(Debug)]
 pub struct CheckedWrite {
-    /// The execution.
-    pub id: ExecutionId,
     /// What the append guard needs to know about the batch.
     pub batch: BatchFacts,
     /// The events, in order.
@@ -28,11 +28,9 @@ pub struct CheckedWrite {
 /// any backend; a conditional empty batch still goes through, because its
 /// answer (park open, answered, or outside the log) is the backend's.
 pub fn check_write(
-    execution_id: &str,
     events: Vec<NewEvent>,
     park_seq: Option<u64>,
 ) -> Result<Option<CheckedWrite>, StoreError> {
-    let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
     let (batch, _) = check_batch(&events)?;
     match park_seq {
         Some(park_seq) => {
@@ -42,7 +40,6 @@ pub fn check_write(
         None => {}
     }
     Ok(Some(CheckedWrite {
-        id,
         batch,
         events,
         park_seq,
@@ -52,8 +49,6 @@ pub fn check_write(
 /// A read that passed the input checks.
 #[derive(Debug)]
 pub struct CheckedRead {
-    /// The execution.
-    pub id: ExecutionId,
     /// The first sequence to read.
     pub from_seq: u64,
     /// The last sequence to read: `to_seq`, or [`MAX_SAFE_INTEGER`] (past
@@ -61,29 +56,19 @@ pub struct CheckedRead {
     pub to_seq: u64,
 }
 
-/// Validates a `read_range`: a valid id and JS-safe bounds.
-pub fn check_read(
-    execution_id: &str,
-    from_seq: u64,
-    to_seq: Option<u64>,
-) -> Result<CheckedRead, StoreError> {
-    let id = ExecutionId::try_from(execution_id).map_err(InputError::from)?;
+/// Validates a `read_range`: JS-safe bounds.
+pub fn check_read(from_seq: u64, to_seq: Option<u64>) -> Result<CheckedRead, StoreError> {
     check_safe("fromSeq", from_seq)?;
     let to_seq = match to_seq {
         Some(to) => check_safe("toSeq", to)?,
         None => MAX_SAFE_INTEGER,
     };
-    Ok(CheckedRead {
-        id,
-        from_seq,
-        to_seq,
-    })
+    Ok(CheckedRead { from_seq, to_seq })
 }
 
-/// Validates a conditional acquire: a valid id and a JS-safe token and
-/// park sequence. Whether the park is in the log is the backend's answer.
-pub fn check_acquire_if(execution_id: &str, expect: ParkExpectation) -> Result<(), StoreError> {
-    id::validate(execution_id).map_err(InputError::from)?;
+/// Validates a conditional acquire: a JS-safe token and park sequence.
+/// Whether the park is in the log is the backend's answer.
+pub fn check_acquire_if(expect: ParkExpectation) -> Result<(), StoreError> {
     check_safe("fence", expect.fence)?;
     check_safe("parkSeq", expect.park_seq)?;
     Ok(())

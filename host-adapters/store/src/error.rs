@@ -2,8 +2,7 @@
 
 use std::error::Error;
 
-use loomfence_core::memory::AppendError;
-use loomfence_core::{Capability, InputError, StaleFenceError};
+use loomfence_core::{AppendError, Capability, InputError, StaleFenceError};
 
 /// Why a store operation did not happen.
 ///
@@ -33,18 +32,34 @@ pub enum StoreError {
         /// What the store offers.
         capability: Capability,
     },
-    /// The backend failed (connection lost, disk error, lock timeout). The
-    /// store guarantees the operation either fully happened or not at all;
+    /// The backend failed (connection lost, disk error, lock timeout)
+    /// before the operation could take effect: it did not happen.
     /// [`BackendError::retryable`] says whether trying again can help.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// A write failed after it may have been committed (the connection died
+    /// after the commit was sent, the writer went away before answering): it
+    /// happened entirely or not at all, and the store cannot say which. Only
+    /// writes report this; a read that fails is [`StoreError::Backend`].
+    ///
+    /// Retrying blindly could write twice, so it is not
+    /// [retryable](StoreError::is_retryable): read back to settle it, as
+    /// the resume driver does.
+    #[error("the write's outcome is unknown (it may have been committed): {0}")]
+    OutcomeUnknown(#[source] BackendError),
 }
 
 impl StoreError {
-    /// Whether trying the same call again may succeed.
+    /// Whether trying the same call again may succeed and cannot do harm.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Backend(backend) if backend.retryable)
+    }
+
+    /// Whether the call was a write that may or may not have happened.
+    #[must_use]
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, StoreError::OutcomeUnknown(_))
     }
 }
 
@@ -53,6 +68,7 @@ impl From<AppendError> for StoreError {
         match error {
             AppendError::Stale(stale) => StoreError::StaleFence(stale),
             AppendError::Input(input) => StoreError::Input(input),
+            other => StoreError::Backend(BackendError::permanent(other.to_string())),
         }
     }
 }

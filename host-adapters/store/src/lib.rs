@@ -8,20 +8,23 @@
 //! kit (`loomfence-conformance`), so they cannot drift apart.
 //!
 //! ```
-//! use loomfence_core::{KernelKind, NewEvent};
+//! use loomfence_core::{ExecutionId, KernelKind, NewEvent};
 //! use loomfence_store::{EventStore, MemoryEventStore, StoreError};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), StoreError> {
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Ids are checked once, where they enter the program; a store only ever
+//! // sees valid ones.
+//! let job = ExecutionId::new("job-1")?;
 //! let store = MemoryEventStore::new();
-//! store.append("job-1", NewEvent::kernel(KernelKind::ExecutionStarted, 0)).await?;
+//! store.append(&job, NewEvent::kernel(KernelKind::ExecutionStarted, 0)).await?;
 //! let zombie = 0;
-//! let token = store.acquire_fence("job-1").await?;
+//! let token = store.acquire_fence(&job).await?;
 //! assert_eq!(token, 1);
 //!
 //! // The previous holder's answering append is now refused.
 //! let late = NewEvent::kernel(KernelKind::ExecutionCompleted, 1).with_fence(zombie);
-//! let refused = store.append("job-1", late).await;
+//! let refused = store.append(&job, late).await;
 //! assert!(matches!(refused, Err(StoreError::StaleFence(_))));
 //! # Ok(())
 //! # }

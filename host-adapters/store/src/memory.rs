@@ -4,7 +4,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, MemoryStore, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, MemoryStore, NewEvent,
+    ParkExpectation,
 };
 
 use crate::{EventStore, StoreError};
@@ -91,7 +92,7 @@ impl EventStore for MemoryEventStore {
 
     async fn append_many(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         Ok(self.lock().append_many(execution_id, events)?)
@@ -99,7 +100,7 @@ impl EventStore for MemoryEventStore {
 
     async fn append_if_parked(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
@@ -110,32 +111,32 @@ impl EventStore for MemoryEventStore {
 
     async fn read_range(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
         Ok(self.lock().read_range(execution_id, from_seq, to_seq)?)
     }
 
-    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
-        Ok(self.lock().current_fence(execution_id)?)
+    async fn current_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
+        Ok(self.lock().current_fence(execution_id))
     }
 
-    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+    async fn acquire_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
         self.require("acquire_fence", self.capability.fences())?;
-        Ok(self.lock().acquire_fence(execution_id)?)
+        Ok(self.lock().acquire_fence(execution_id))
     }
 
     async fn acquire_fence_if(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
         self.require("acquire_fence_if", self.capability.is_conditional())?;
         Ok(self.lock().acquire_fence_if(execution_id, expect)?)
     }
 
-    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
-        Ok(self.lock().delete_execution(execution_id)?)
+    async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError> {
+        Ok(self.lock().delete_execution(execution_id))
     }
 }

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent, ParkExpectation,
 };
 
 use crate::StoreError;
@@ -11,9 +11,11 @@ use crate::StoreError;
 /// supervisor and the conformance kit need from storage.
 ///
 /// Every method is one atomic step at the backend: it fully happens or not at
-/// all. Ids arrive as `&str` and are validated by the store, so bad ids from
-/// any host (JS, SQL rows, command lines) get the same typed
-/// [`StoreError::Input`] and change nothing.
+/// all (a write whose answer was lost says so with
+/// [`StoreError::OutcomeUnknown`]). Ids arrive as [`ExecutionId`], checked
+/// once where they enter the program (a JS call, a command line, a row), as
+/// object_store takes a `&Path`: a store never sees an invalid id, so no
+/// adapter re-validates one or can disagree with another about it.
 #[async_trait]
 pub trait EventStore: Send + Sync {
     /// What this store offers; constant for the store's lifetime.
@@ -21,7 +23,11 @@ pub trait EventStore: Send + Sync {
 
     /// Appends one event at the next sequence, under the append guard: a
     /// batch of one, unless the adapter has a faster path.
-    async fn append(&self, execution_id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+    async fn append(
+        &self,
+        execution_id: &ExecutionId,
+        event: NewEvent,
+    ) -> Result<Envelope, StoreError> {
         let mut written = self.append_many(execution_id, vec![event]).await?;
         written.pop().ok_or_else(|| {
             StoreError::Backend(crate::BackendError::permanent(
@@ -34,7 +40,7 @@ pub trait EventStore: Send + Sync {
     /// decision for the whole batch.
     async fn append_many(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError>;
 
@@ -48,7 +54,7 @@ pub trait EventStore: Send + Sync {
     /// most one per park when several nodes race it.
     async fn append_if_parked(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError>;
@@ -57,20 +63,20 @@ pub trait EventStore: Send + Sync {
     /// in order. An unknown execution reads as empty.
     async fn read_range(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError>;
 
     /// The current token, 0 if nobody ever acquired (always 0 on a
     /// non-fencing store).
-    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError>;
+    async fn current_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError>;
 
     /// Bumps the token unconditionally and returns the new one.
     ///
     /// Offered by [`Capability::Conditional`] and [`Capability::FencingOnly`]
     /// stores; the default answers [`StoreError::Unsupported`].
-    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
+    async fn acquire_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
         let _ = execution_id;
         Err(StoreError::Unsupported {
             operation: "acquire_fence",
@@ -86,7 +92,7 @@ pub trait EventStore: Send + Sync {
     /// [`StoreError::Unsupported`].
     async fn acquire_fence_if(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
         let _ = (execution_id, expect);
@@ -99,5 +105,5 @@ pub trait EventStore: Send + Sync {
     /// Deletes the execution's log. A token above 0 survives, so a zombie
     /// writer of a re-created id stays fenced out. Returns whether a log
     /// existed.
-    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError>;
+    async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError>;
 }
