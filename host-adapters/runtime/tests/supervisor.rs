@@ -6,17 +6,13 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use common::{Hostile, Yielding, finish, park_on, resumes};
-use loomfence_core::{ExecutionId, KernelKind, Wait};
-use loomfence_runtime::supervisor::{
-    ChildSupervisor, Supervised, SupervisorError, SupervisorOptions,
+use common::{Hostile, Yielding, finish, id, park_on, resumes};
+use loomfence_core::{ExecutionId, KernelKind, ResumeError, Wait};
+use loomfence_runtime::{
+    ChildSupervisor, ResumeFailure, Supervised, SupervisorError, SupervisorOptions,
 };
 use loomfence_store::{EventStore, MemoryEventStore};
 use serde_json::json;
-
-fn id(s: &str) -> ExecutionId {
-    ExecutionId::new(s).expect("valid")
-}
 
 /// Options with a fixed clock and an `on_error` that records what it gets.
 fn recording() -> (SupervisorOptions, Arc<Mutex<Vec<String>>>) {
@@ -44,27 +40,27 @@ fn resumed(result: Result<Supervised, SupervisorError>) -> loomfence_core::Resum
 #[tokio::test]
 async fn a_parent_is_resumed_unfenced_with_its_childs_outcome() {
     let store = Arc::new(MemoryEventStore::new());
-    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
     let (options, errors) = recording();
     let supervisor = ChildSupervisor::new(store.clone(), options);
     assert_eq!(
-        supervisor.watch("parent").await.expect("watches"),
+        supervisor.watch(&id("parent")).await.expect("watches"),
         Supervised::Waiting
     );
     assert_eq!(supervisor.parents_waiting_on(&id("child")), [id("parent")]);
 
     finish(
         &*store,
-        "child",
+        &id("child"),
         KernelKind::ExecutionCompleted,
         json!({ "total": 7 }),
     )
     .await;
-    let results = supervisor.child_ended("child").await;
+    let results = supervisor.child_ended(&id("child")).await;
     assert_eq!(results.len(), 1);
     let resumed = resumed(results.into_iter().next().expect("one parent").1);
     assert_eq!(resumed.fence, None, "the first try takes no token");
-    assert_eq!(store.current_fence("parent").await.expect("reads"), 0);
+    assert_eq!(store.current_fence(&id("parent")).await.expect("reads"), 0);
     assert_eq!(
         resumed.resumed.payload["answer"],
         json!({ "wait": 0, "children": { "child": { "status": "completed", "output": { "output": { "total": 7 } } } } })
@@ -77,17 +73,28 @@ async fn a_parent_is_resumed_unfenced_with_its_childs_outcome() {
 #[tokio::test]
 async fn a_group_is_answered_only_when_every_member_has_ended() {
     let store = Arc::new(MemoryEventStore::new());
-    park_on(&*store, "parent", &[Wait::Group(vec![id("a"), id("b")])]).await;
+    park_on(
+        &*store,
+        &id("parent"),
+        &[Wait::Group(vec![id("a"), id("b")])],
+    )
+    .await;
     let supervisor = ChildSupervisor::new(store.clone(), recording().0);
     assert_eq!(
-        supervisor.watch("parent").await.expect("watches"),
+        supervisor.watch(&id("parent")).await.expect("watches"),
         Supervised::Waiting
     );
-    finish(&*store, "a", KernelKind::ExecutionCompleted, json!(1)).await;
-    let first = supervisor.child_ended("a").await;
+    finish(&*store, &id("a"), KernelKind::ExecutionCompleted, json!(1)).await;
+    let first = supervisor.child_ended(&id("a")).await;
     assert!(matches!(first[0].1, Ok(Supervised::Waiting)), "{first:?}");
-    finish(&*store, "b", KernelKind::ExecutionFailed, json!("boom")).await;
-    let answer = resumed(supervisor.child_ended("b").await.remove(0).1)
+    finish(
+        &*store,
+        &id("b"),
+        KernelKind::ExecutionFailed,
+        json!("boom"),
+    )
+    .await;
+    let answer = resumed(supervisor.child_ended(&id("b")).await.remove(0).1)
         .resumed
         .payload["answer"]
         .clone();
@@ -98,55 +105,83 @@ async fn a_group_is_answered_only_when_every_member_has_ended() {
 #[tokio::test]
 async fn a_fenced_parent_is_resumed_conditionally_past_a_dead_acquirer() {
     let store = Arc::new(MemoryEventStore::new());
-    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
     store
-        .acquire_fence("parent")
+        .acquire_fence(&id("parent"))
         .await
         .expect("a crashed node acquired once");
     finish(
         &*store,
-        "child",
+        &id("child"),
         KernelKind::ExecutionCompleted,
         json!(null),
     )
     .await;
     let supervisor = ChildSupervisor::new(store.clone(), recording().0);
-    let resumed = resumed(supervisor.watch("parent").await);
+    let resumed = resumed(supervisor.watch(&id("parent")).await);
     assert_eq!((resumed.fence, resumed.attempts), (Some(2), 2));
-    assert_eq!(resumes(&*store, "parent").await.len(), 1);
+    assert_eq!(resumes(&*store, &id("parent")).await.len(), 1);
 }
 
 #[tokio::test]
 async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
     let store = Arc::new(Hostile::default());
-    park_on(&*store, "parent", &[Wait::Child(id("child"))]).await;
+    park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
     store
-        .acquire_fence("parent")
+        .acquire_fence(&id("parent"))
         .await
         .expect("fenced, so the unfenced try is stale");
     finish(
         &*store,
-        "child",
+        &id("child"),
         KernelKind::ExecutionCompleted,
         json!(null),
     )
     .await;
     let (options, errors) = recording();
     let supervisor = ChildSupervisor::new(store.clone(), options);
-    let outcome = supervisor.watch("parent").await.expect("supervises");
-    let Supervised::GaveUp(contended) = outcome else {
-        panic!("expected to give up, got {outcome:?}");
-    };
-    assert_eq!(contended.attempts, 3);
+    let error = supervisor
+        .watch(&id("parent"))
+        .await
+        .expect_err("every try was contended");
+    assert!(error.is_contended(), "{error:?}");
+    match &error {
+        SupervisorError::Resume(ResumeFailure::Resume(ResumeError::Contended(contended))) => {
+            assert_eq!(contended.attempts, 3);
+            assert_eq!(contended.execution_id, id("parent"));
+        }
+        other => panic!("expected a contended resume, got {other:?}"),
+    }
     assert_eq!(
         store.conditional_acquires.load(Ordering::SeqCst),
         9,
         "three resumes of three attempts"
     );
-    assert!(resumes(&*store, "parent").await.is_empty());
-    let errors = errors.lock().expect("lock");
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("contended"), "{errors:?}");
+    assert!(resumes(&*store, &id("parent")).await.is_empty());
+    {
+        let errors = errors.lock().expect("lock");
+        assert_eq!(errors.len(), 1, "reported once: {errors:?}");
+        assert!(errors[0].contains("contended"), "{errors:?}");
+    }
+    assert_eq!(
+        supervisor.parents_waiting_on(&id("child")),
+        [id("parent")],
+        "still watched"
+    );
+
+    // The kept edges make the next notice try again: reported again, once.
+    let again = supervisor.child_ended(&id("child")).await;
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].0, id("parent"));
+    assert!(
+        again[0]
+            .1
+            .as_ref()
+            .is_err_and(SupervisorError::is_contended),
+        "{again:?}"
+    );
+    assert_eq!(errors.lock().expect("lock").len(), 2);
+    assert_eq!(store.conditional_acquires.load(Ordering::SeqCst), 18);
     assert_eq!(
         supervisor.parents_waiting_on(&id("child")),
         [id("parent")],
@@ -157,10 +192,10 @@ async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
 #[tokio::test]
 async fn a_park_without_child_waits_is_not_the_supervisors() {
     let store = Arc::new(MemoryEventStore::new());
-    park_on(&*store, "parent", &[Wait::Timer { wake_at: 5 }]).await;
+    park_on(&*store, &id("parent"), &[Wait::Timer { wake_at: 5 }]).await;
     let supervisor = ChildSupervisor::new(store, recording().0);
     assert_eq!(
-        supervisor.watch("parent").await.expect("watches"),
+        supervisor.watch(&id("parent")).await.expect("watches"),
         Supervised::NotWaitingOnChildren
     );
 }
@@ -170,14 +205,14 @@ async fn an_unreadable_park_is_reported() {
     let store = Arc::new(MemoryEventStore::new());
     store
         .append(
-            "parent",
+            &id("parent"),
             loomfence_core::NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
         )
         .await
         .expect("parks with no waits");
     let (options, errors) = recording();
     let supervisor = ChildSupervisor::new(store, options);
-    let result = supervisor.watch("parent").await;
+    let result = supervisor.watch(&id("parent")).await;
     assert!(
         matches!(result, Err(SupervisorError::Park { .. })),
         "{result:?}"
@@ -191,7 +226,7 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
     for n in 0..3 {
         park_on(
             &*store,
-            &format!("parent-{n}"),
+            &id(&format!("parent-{n}")),
             &[Wait::Child(id(&format!("child-{n}")))],
         )
         .await;
@@ -201,7 +236,7 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
         for n in 0..3 {
             assert_eq!(
                 before_restart
-                    .watch(&format!("parent-{n}"))
+                    .watch(&id(&format!("parent-{n}")))
                     .await
                     .expect("watches"),
                 Supervised::Waiting
@@ -210,14 +245,14 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
     }
     finish(
         &*store,
-        "child-1",
+        &id("child-1"),
         KernelKind::ExecutionCompleted,
         json!(null),
     )
     .await;
     let after_restart = ChildSupervisor::new(store.clone(), recording().0);
     let results = after_restart
-        .rebuild(["parent-0", "parent-1", "parent-2"])
+        .rebuild(["parent-0", "parent-1", "parent-2"].map(id))
         .await;
     let outcomes: Vec<bool> = results
         .iter()
@@ -239,7 +274,7 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
 async fn supervisors_on_several_nodes_resume_each_parent_once() {
     for fenced in [false, true] {
         let store = Arc::new(Yielding(MemoryEventStore::new()));
-        let parents: Vec<String> = (0..25).map(|n| format!("parent-{n}")).collect();
+        let parents: Vec<ExecutionId> = (0..25).map(|n| id(&format!("parent-{n}"))).collect();
         for (n, parent) in parents.iter().enumerate() {
             park_on(&*store, parent, &[Wait::Child(id(&format!("child-{n}")))]).await;
             if fenced {
@@ -247,7 +282,7 @@ async fn supervisors_on_several_nodes_resume_each_parent_once() {
             }
             finish(
                 &*store,
-                &format!("child-{n}"),
+                &id(&format!("child-{n}")),
                 KernelKind::ExecutionCompleted,
                 json!(n),
             )
@@ -259,16 +294,14 @@ async fn supervisors_on_several_nodes_resume_each_parent_once() {
                 tokio::spawn(async move {
                     let node = ChildSupervisor::new(store, recording().0);
                     let mut landed = 0;
-                    for (_, result) in node.rebuild(&parents).await {
+                    for (_, result) in node.rebuild(parents).await {
                         match result {
                             Ok(Supervised::Resumed(_)) => landed += 1,
                             // A parent another node resumed before this one read it has no
                             // open park left: not waiting on children any more.
-                            Ok(
-                                Supervised::AlreadyAnswered
-                                | Supervised::NotWaitingOnChildren
-                                | Supervised::GaveUp(_),
-                            ) => {}
+                            Ok(Supervised::AlreadyAnswered | Supervised::NotWaitingOnChildren) => {}
+                            // Rival nodes kept the token moving; the park is still open.
+                            Err(error) if error.is_contended() => {}
                             other => panic!("unexpected {other:?}"),
                         }
                     }

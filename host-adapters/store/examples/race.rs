@@ -1,12 +1,17 @@
 //! Two resumers race to resume one parked execution over the in-memory
 //! store, on real threads, many times over. Exactly one wins each race; the
 //! other is told "stale", re-reads, and finds the park already answered.
+//! (This is the protocol by hand; `loomfence-runtime`'s `resume` does it,
+//! with the re-reads and retries, against any store.)
 //!
 //! Run it with `cargo run -p loomfence-store --example race [ROUNDS]`.
 
 use std::sync::Arc;
 
-use loomfence_core::{AcquireOutcome, ExecutionView, KernelKind, NewEvent, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, ConditionalAppend, ExecutionId, ExecutionView, KernelKind, NewEvent,
+    ParkExpectation,
+};
 use loomfence_store::{EventStore, MemoryEventStore, StoreError};
 use tokio::sync::Barrier;
 
@@ -20,10 +25,12 @@ enum Outcome {
 }
 
 /// One resumer: read the park, acquire conditionally, append the resume
-/// under the new token, or re-read after a stale answer.
+/// under the new token (conditional on the park, so that a delete after the
+/// acquire cannot make it recreate the log), or re-read after a stale
+/// answer.
 async fn resumer(
     store: Arc<MemoryEventStore>,
-    id: String,
+    id: ExecutionId,
     start: Arc<Barrier>,
 ) -> Result<Outcome, StoreError> {
     let view = ExecutionView::fold(&store.read_range(&id, 1, None).await?);
@@ -36,7 +43,13 @@ async fn resumer(
     match store.acquire_fence_if(&id, expect).await? {
         AcquireOutcome::Acquired { fence } => {
             let resume = NewEvent::kernel(KernelKind::ExecutionResumed, 0).with_fence(fence);
-            store.append(&id, resume).await?;
+            let appended = store
+                .append_if_parked(&id, park.sequence, vec![resume])
+                .await?;
+            assert!(
+                matches!(appended, ConditionalAppend::Appended(_)),
+                "the winner's park is still open: {appended:?}"
+            );
             Ok(Outcome::Resumed { fence })
         }
         AcquireOutcome::Stale { fence } => {
@@ -56,7 +69,7 @@ async fn main() -> Result<(), StoreError> {
     let store = Arc::new(MemoryEventStore::new());
     let (mut a_wins, mut b_wins) = (0_u32, 0_u32);
     for round in 0..rounds {
-        let id = format!("order-{round}");
+        let id = ExecutionId::new(format!("order-{round}")).expect("a valid id");
         store
             .append_many(
                 &id,

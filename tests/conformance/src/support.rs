@@ -1,7 +1,9 @@
-//! Small helpers the cases share: event builders, park set-up and the
+//! Small helpers the cases share: ids, event builders, park set-up and the
 //! "nothing changed" witness.
 
-use loomfence_core::{AcquireOutcome, Envelope, InputError, KernelKind, NewEvent, ParkExpectation};
+use loomfence_core::{
+    AcquireOutcome, Envelope, ExecutionId, InputError, KernelKind, NewEvent, ParkExpectation,
+};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::Value;
 
@@ -10,6 +12,14 @@ use crate::Store;
 /// The timestamp every kit event carries; the kernel never reads a clock, so
 /// any fixed value will do.
 pub const AT: i64 = 1_700_000_000_000;
+
+/// The execution id `text`; panics if it is not a valid id, which is a bug
+/// in the case. Ids are checked where they enter the program, so a store
+/// only ever sees valid ones.
+#[must_use]
+pub fn id(text: &str) -> ExecutionId {
+    ExecutionId::new(text).unwrap_or_else(|e| panic!("{text:?} is not a valid execution id: {e}"))
+}
 
 /// An unfenced event of `kind`.
 #[must_use]
@@ -35,7 +45,7 @@ pub fn object(value: Value) -> loomfence_core::JsonObject {
 
 /// Starts `id` and parks it, unfenced, in one batch. Returns the park's
 /// sequence. Takes any store, so adapters' own tests use it too.
-pub async fn park(store: &dyn EventStore, id: &str) -> u64 {
+pub async fn park(store: &dyn EventStore, id: &ExecutionId) -> u64 {
     let written = store
         .append_many(
             id,
@@ -51,7 +61,12 @@ pub async fn park(store: &dyn EventStore, id: &str) -> u64 {
 
 /// Acquires conditionally and returns the outcome, failing the case on an
 /// error (the kit's happy paths never expect one).
-pub async fn acquire_if(store: &Store, id: &str, fence: u64, park_seq: u64) -> AcquireOutcome {
+pub async fn acquire_if(
+    store: &Store,
+    id: &ExecutionId,
+    fence: u64,
+    park_seq: u64,
+) -> AcquireOutcome {
     store
         .acquire_fence_if(id, ParkExpectation { fence, park_seq })
         .await
@@ -59,7 +74,7 @@ pub async fn acquire_if(store: &Store, id: &str, fence: u64, park_seq: u64) -> A
 }
 
 /// Appends and fails the case if the store refuses.
-pub async fn append_ok(store: &Store, id: &str, event: NewEvent) -> Envelope {
+pub async fn append_ok(store: &Store, id: &ExecutionId, event: NewEvent) -> Envelope {
     store
         .append(id, event)
         .await
@@ -100,7 +115,7 @@ pub fn expect_input<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &st
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Witness {
     /// The execution observed.
-    pub id: String,
+    pub id: ExecutionId,
     /// Its whole log.
     pub events: Vec<Envelope>,
     /// Its token.
@@ -109,9 +124,9 @@ pub struct Witness {
 
 impl Witness {
     /// Observes `id` now.
-    pub async fn capture(store: &dyn EventStore, id: &str) -> Self {
+    pub async fn capture(store: &dyn EventStore, id: &ExecutionId) -> Self {
         Self {
-            id: id.to_owned(),
+            id: id.clone(),
             events: store
                 .read_range(id, 1, None)
                 .await

@@ -2,19 +2,23 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use loomfence_core::park::park_payload;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, JsonObject, KernelKind, NewEvent,
-    ParkExpectation, Wait,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind,
+    NewEvent, ParkExpectation, Wait, park_payload,
 };
-use loomfence_store::{EventStore, MemoryEventStore, StoreError};
+use loomfence_store::{BackendError, EventStore, MemoryEventStore, StoreError};
 use serde_json::Value;
 
+/// The execution id `text`; panics if it is invalid (a bug in the test).
+pub fn id(text: &str) -> ExecutionId {
+    ExecutionId::new(text).expect("a valid id")
+}
+
 /// Starts `id` and parks it on `waits`; returns the park's sequence.
-pub async fn park_on(store: &dyn EventStore, id: &str, waits: &[Wait]) -> u64 {
+pub async fn park_on(store: &dyn EventStore, id: &ExecutionId, waits: &[Wait]) -> u64 {
     let written = store
         .append_many(
             id,
@@ -30,7 +34,7 @@ pub async fn park_on(store: &dyn EventStore, id: &str, waits: &[Wait]) -> u64 {
 }
 
 /// Runs `id` to completion with `output`, unfenced.
-pub async fn finish(store: &dyn EventStore, id: &str, kind: KernelKind, output: Value) {
+pub async fn finish(store: &dyn EventStore, id: &ExecutionId, kind: KernelKind, output: Value) {
     let mut payload = JsonObject::new();
     payload.insert("output".to_owned(), output);
     store
@@ -46,7 +50,7 @@ pub async fn finish(store: &dyn EventStore, id: &str, kind: KernelKind, output: 
 }
 
 /// The `EXECUTION_RESUMED` events of `id`.
-pub async fn resumes(store: &dyn EventStore, id: &str) -> Vec<Envelope> {
+pub async fn resumes(store: &dyn EventStore, id: &ExecutionId) -> Vec<Envelope> {
     store
         .read_range(id, 1, None)
         .await
@@ -70,19 +74,19 @@ impl EventStore for Hostile {
     fn capability(&self) -> Capability {
         self.inner.capability()
     }
-    async fn append(&self, id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
         self.inner.append(id, event).await
     }
     async fn append_many(
         &self,
-        id: &str,
+        id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         self.inner.append_many(id, events).await
     }
     async fn append_if_parked(
         &self,
-        id: &str,
+        id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
@@ -90,28 +94,28 @@ impl EventStore for Hostile {
     }
     async fn read_range(
         &self,
-        id: &str,
+        id: &ExecutionId,
         from: u64,
         to: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
         self.inner.read_range(id, from, to).await
     }
-    async fn current_fence(&self, id: &str) -> Result<u64, StoreError> {
+    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
         self.inner.current_fence(id).await
     }
-    async fn acquire_fence(&self, id: &str) -> Result<u64, StoreError> {
+    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
         self.inner.acquire_fence(id).await
     }
     async fn acquire_fence_if(
         &self,
-        id: &str,
+        id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
         self.conditional_acquires.fetch_add(1, Ordering::SeqCst);
         self.inner.acquire_fence(id).await?;
         self.inner.acquire_fence_if(id, expect).await
     }
-    async fn delete_execution(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
         self.inner.delete_execution(id).await
     }
 }
@@ -126,13 +130,13 @@ impl<S: EventStore> EventStore for Yielding<S> {
     fn capability(&self) -> Capability {
         self.0.capability()
     }
-    async fn append(&self, id: &str, event: NewEvent) -> Result<Envelope, StoreError> {
+    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
         tokio::task::yield_now().await;
         self.0.append(id, event).await
     }
     async fn append_many(
         &self,
-        id: &str,
+        id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         tokio::task::yield_now().await;
@@ -140,7 +144,7 @@ impl<S: EventStore> EventStore for Yielding<S> {
     }
     async fn append_if_parked(
         &self,
-        id: &str,
+        id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
@@ -149,31 +153,153 @@ impl<S: EventStore> EventStore for Yielding<S> {
     }
     async fn read_range(
         &self,
-        id: &str,
+        id: &ExecutionId,
         from: u64,
         to: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
         tokio::task::yield_now().await;
         self.0.read_range(id, from, to).await
     }
-    async fn current_fence(&self, id: &str) -> Result<u64, StoreError> {
+    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
         tokio::task::yield_now().await;
         self.0.current_fence(id).await
     }
-    async fn acquire_fence(&self, id: &str) -> Result<u64, StoreError> {
+    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
         tokio::task::yield_now().await;
         self.0.acquire_fence(id).await
     }
     async fn acquire_fence_if(
         &self,
-        id: &str,
+        id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
         tokio::task::yield_now().await;
         self.0.acquire_fence_if(id, expect).await
     }
-    async fn delete_execution(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
         tokio::task::yield_now().await;
         self.0.delete_execution(id).await
+    }
+}
+
+/// Which write a [`LosesAnswer`] store loses the answer of, the first time
+/// it is called: what a connection that dies after the commit was sent
+/// looks like from the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lost {
+    /// `append_if_parked` is written, then reported outcome-unknown.
+    AppendWritten,
+    /// `append_if_parked` is not written, and reported outcome-unknown.
+    AppendNotWritten,
+    /// `acquire_fence_if` takes the token, then is reported outcome-unknown.
+    AcquireIfTaken,
+    /// `acquire_fence` takes the token, then is reported outcome-unknown.
+    AcquireTaken,
+}
+
+/// What a write whose answer was lost reports.
+pub fn connection_lost() -> StoreError {
+    StoreError::OutcomeUnknown(BackendError::retryable("connection lost"))
+}
+
+/// A memory store that loses the answer of one write, once, after or
+/// instead of performing it. Counts the calls of the write it targets.
+pub struct LosesAnswer {
+    pub inner: MemoryEventStore,
+    pub lost: Lost,
+    armed: AtomicBool,
+    pub calls: AtomicU32,
+}
+
+impl LosesAnswer {
+    pub fn new(capability: Capability, lost: Lost) -> Self {
+        Self {
+            inner: MemoryEventStore::with_capability(capability),
+            lost,
+            armed: AtomicBool::new(true),
+            calls: AtomicU32::new(0),
+        }
+    }
+
+    /// Counts a call of `write` and says whether this one loses its answer.
+    fn loses(&self, write: &[Lost]) -> Option<Lost> {
+        if !write.contains(&self.lost) {
+            return None;
+        }
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.armed
+            .swap(false, Ordering::SeqCst)
+            .then_some(self.lost)
+    }
+}
+
+#[async_trait]
+impl EventStore for LosesAnswer {
+    fn capability(&self) -> Capability {
+        self.inner.capability()
+    }
+    async fn append_many(
+        &self,
+        id: &ExecutionId,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.append_many(id, events).await
+    }
+    async fn append_if_parked(
+        &self,
+        id: &ExecutionId,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        match self.loses(&[Lost::AppendWritten, Lost::AppendNotWritten]) {
+            Some(Lost::AppendWritten) => {
+                let landed = self.inner.append_if_parked(id, park_seq, events).await?;
+                assert!(
+                    matches!(landed, ConditionalAppend::Appended(_)),
+                    "the lost append landed: {landed:?}"
+                );
+                Err(connection_lost())
+            }
+            Some(_) => Err(connection_lost()),
+            None => self.inner.append_if_parked(id, park_seq, events).await,
+        }
+    }
+    async fn read_range(
+        &self,
+        id: &ExecutionId,
+        from: u64,
+        to: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.read_range(id, from, to).await
+    }
+    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        self.inner.current_fence(id).await
+    }
+    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        let token = self.inner.acquire_fence(id).await?;
+        match self.loses(&[Lost::AcquireTaken]) {
+            Some(_) => Err(connection_lost()),
+            None => Ok(token),
+        }
+    }
+    async fn acquire_fence_if(
+        &self,
+        id: &ExecutionId,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        let outcome = self.inner.acquire_fence_if(id, expect).await?;
+        match self.loses(&[Lost::AcquireIfTaken]) {
+            Some(_) => {
+                assert!(
+                    outcome.is_acquired(),
+                    "the lost acquire landed: {outcome:?}"
+                );
+                Err(connection_lost())
+            }
+            None => Ok(outcome),
+        }
+    }
+    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
+        self.inner.delete_execution(id).await
     }
 }

@@ -3,29 +3,24 @@
 use loomfence_core::KernelKind;
 
 use crate::Store;
-use crate::support::{Witness, append_ok, assert_stale, kernel, park};
+use crate::support::{Witness, append_ok, assert_stale, id, kernel, park};
 
 /// Each acquire returns the next token, from 1, with or without a log.
 pub async fn acquire_returns_the_next_token(store: Store) {
-    let id = "acquire-next";
+    let logged = &id("acquire-next-logged");
+    let id = &id("acquire-next");
     assert_eq!(store.current_fence(id).await.expect("reads"), 0);
     assert_eq!(store.acquire_fence(id).await.expect("acquires"), 1);
     assert_eq!(store.acquire_fence(id).await.expect("acquires"), 2);
     assert_eq!(store.current_fence(id).await.expect("reads"), 2);
-    park(&*store, "acquire-next-logged").await;
-    assert_eq!(
-        store
-            .acquire_fence("acquire-next-logged")
-            .await
-            .expect("acquires"),
-        1
-    );
+    park(&*store, logged).await;
+    assert_eq!(store.acquire_fence(logged).await.expect("acquires"), 1);
 }
 
 /// After a rival acquires, the old holder's appends are refused and the new
 /// holder's land.
 pub async fn acquire_fences_out_the_old_holder(store: Store) {
-    let id = "acquire-fence-out";
+    let id = &id("acquire-fence-out");
     park(&*store, id).await;
     let holder = store.acquire_fence(id).await.expect("acquires");
     append_ok(

@@ -7,11 +7,11 @@ use loomfence_store::StoreError;
 use tokio::sync::Barrier;
 
 use crate::Store;
-use crate::support::{Witness, acquire_if, append_ok, kernel, park};
+use crate::support::{Witness, acquire_if, append_ok, id, kernel, park};
 
 /// The matching token on an unanswered park acquires the next token.
 pub async fn a_matching_expectation_acquires_the_next_token(store: Store) {
-    let id = "if-match";
+    let id = &id("if-match");
     let park_seq = park(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, 0, park_seq).await,
@@ -22,7 +22,7 @@ pub async fn a_matching_expectation_acquires_the_next_token(store: Store) {
 
 /// A moved token answers `{stale, current}` and changes nothing.
 pub async fn a_moved_token_is_stale_and_changes_nothing(store: Store) {
-    let id = "if-moved";
+    let id = &id("if-moved");
     let park_seq = park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
     let before = Witness::capture(&*store, id).await;
@@ -42,15 +42,15 @@ pub async fn a_moved_token_is_stale_and_changes_nothing(store: Store) {
 /// Eight callers with the same expectation, started together: exactly one
 /// wins, the rest are told the winner's token.
 pub async fn eight_concurrent_callers_one_winner(store: Store) {
-    let id = "if-eight";
-    let park_seq = park(&*store, id).await;
+    let id = id("if-eight");
+    let park_seq = park(&*store, &id).await;
     let start = Arc::new(Barrier::new(8));
     let callers: Vec<_> = (0..8)
         .map(|_| {
-            let (store, start) = (store.clone(), start.clone());
+            let (store, start, id) = (store.clone(), start.clone(), id.clone());
             tokio::spawn(async move {
                 start.wait().await;
-                acquire_if(&store, id, 0, park_seq).await
+                acquire_if(&store, &id, 0, park_seq).await
             })
         })
         .collect();
@@ -64,13 +64,13 @@ pub async fn eight_concurrent_callers_one_winner(store: Store) {
         outcomes.iter().all(|o| o.fence() == 1),
         "outcomes: {outcomes:?}"
     );
-    assert_eq!(store.current_fence(id).await.expect("reads"), 1);
+    assert_eq!(store.current_fence(&id).await.expect("reads"), 1);
 }
 
 /// A dead acquirer strands the park's token forever; a retry on the token
 /// the store reports (not the envelope's) gets through.
 pub async fn a_dead_acquirer_is_passed_by_retrying_on_the_current_token(store: Store) {
-    let id = "if-dead";
+    let id = &id("if-dead");
     let park_seq = park(&*store, id).await;
     let dead = store.acquire_fence(id).await.expect("acquires and dies");
     let stale = acquire_if(&store, id, 0, park_seq).await;
@@ -85,7 +85,7 @@ pub async fn a_dead_acquirer_is_passed_by_retrying_on_the_current_token(store: S
 /// is stale even though the token matches: the resume does not move the
 /// token, so only the park condition protects the running body.
 pub async fn a_landed_resume_makes_a_retry_stale(store: Store) {
-    let id = "if-landed";
+    let id = &id("if-landed");
     let park_seq = park(&*store, id).await;
     let winner = acquire_if(&store, id, 0, park_seq).await.fence();
     append_ok(
@@ -113,7 +113,8 @@ pub async fn a_landed_resume_makes_a_retry_stale(store: Store) {
 /// A park written with no fence expects token 0; one written under token t
 /// expects t.
 pub async fn a_park_written_without_a_fence_expects_zero(store: Store) {
-    let id = "if-zero";
+    let fenced = &id("if-zero-fenced");
+    let id = &id("if-zero");
     let park_seq = park(&*store, id).await;
     assert_eq!(
         acquire_if(&store, id, 1, park_seq).await,
@@ -124,7 +125,6 @@ pub async fn a_park_written_without_a_fence_expects_zero(store: Store) {
         AcquireOutcome::Acquired { fence: 1 }
     );
 
-    let fenced = "if-zero-fenced";
     store
         .append(fenced, kernel(KernelKind::ExecutionStarted))
         .await
@@ -150,7 +150,7 @@ pub async fn a_park_written_without_a_fence_expects_zero(store: Store) {
 /// stale, or the acquire wins and the append is refused; never both.
 pub async fn answering_appends_race_the_acquire_never_both(store: Store) {
     for trial in 0..25 {
-        let id = format!("if-race-{trial}");
+        let id = id(&format!("if-race-{trial}"));
         let park_seq = park(&*store, &id).await;
         let token = acquire_if(&store, &id, 0, park_seq).await.fence();
         let start = Arc::new(Barrier::new(2));

@@ -5,18 +5,18 @@ use loomfence_store::{Capability, StoreError};
 use serde_json::json;
 
 use crate::Store;
-use crate::support::{AT, event, kernel, object, park};
+use crate::support::{AT, event, id, kernel, object, park};
 
 /// Single appends get 1, 2, 3 and the envelope echoes the event exactly.
 pub async fn sequences_start_at_one_and_echo_the_event(store: Store) {
-    let id = "append-echo";
+    let id = &id("append-echo");
     for expected in 1..=3_u64 {
         let written = event("app.output")
             .with_payload(object(json!({ "n": expected })))
             .with_meta("trace", json!("t-1"));
         let stored = store.append(id, written.clone()).await.expect("appends");
         assert_eq!(stored.sequence, expected);
-        assert_eq!(stored.execution_id.as_str(), id);
+        assert_eq!(&stored.execution_id, id);
         assert_eq!(
             (stored.kind, stored.payload, stored.metadata, stored.at),
             (written.kind, written.payload, written.metadata, written.at)
@@ -26,7 +26,7 @@ pub async fn sequences_start_at_one_and_echo_the_event(store: Store) {
 
 /// A batch takes the next contiguous sequences and reads back in order.
 pub async fn batches_are_contiguous(store: Store) {
-    let id = "append-batch";
+    let id = &id("append-batch");
     store.append(id, event("first")).await.expect("appends");
     let batch = store
         .append_many(id, vec![event("a"), event("b"), event("c")])
@@ -42,29 +42,25 @@ pub async fn batches_are_contiguous(store: Store) {
 
 /// An empty batch is a no-op, not an error, and creates nothing.
 pub async fn an_empty_batch_writes_nothing(store: Store) {
-    let written = store
-        .append_many("append-empty", Vec::new())
-        .await
-        .expect("accepts");
+    let id = &id("append-empty");
+    let written = store.append_many(id, Vec::new()).await.expect("accepts");
     assert!(written.is_empty());
     assert!(
         store
-            .read_range("append-empty", 1, None)
+            .read_range(id, 1, None)
             .await
             .expect("reads")
             .is_empty()
     );
-    let next = store
-        .append("append-empty", event("x"))
-        .await
-        .expect("appends");
+    let next = store.append(id, event("x")).await.expect("appends");
     assert_eq!(next.sequence, 1);
 }
 
 /// `read_range` is inclusive at both ends, clamps to the log, and reads an
 /// unknown execution as empty.
 pub async fn read_range_bounds_are_inclusive(store: Store) {
-    let id = "append-range";
+    let never = &id("append-never-written");
+    let id = &id("append-range");
     let names = ["e1", "e2", "e3", "e4", "e5"];
     store
         .append_many(id, names.iter().map(|n| event(n)).collect())
@@ -75,7 +71,8 @@ pub async fn read_range_bounds_are_inclusive(store: Store) {
     };
     let read = |from, to| {
         let store = store.clone();
-        async move { store.read_range(id, from, to).await.expect("reads") }
+        let id = id.clone();
+        async move { store.read_range(&id, from, to).await.expect("reads") }
     };
     assert_eq!(seqs(read(2, Some(4)).await), [2, 3, 4]);
     assert_eq!(seqs(read(4, None).await), [4, 5]);
@@ -85,7 +82,7 @@ pub async fn read_range_bounds_are_inclusive(store: Store) {
     assert!(read(3, Some(2)).await.is_empty());
     assert!(
         store
-            .read_range("append-never-written", 1, None)
+            .read_range(never, 1, None)
             .await
             .expect("reads")
             .is_empty()
@@ -95,7 +92,8 @@ pub async fn read_range_bounds_are_inclusive(store: Store) {
 /// Payloads, metadata, kinds and ids come back exactly as written: quotes,
 /// backslashes, unicode, nesting and extreme numbers included.
 pub async fn payloads_round_trip_verbatim(store: Store) {
-    let id = "append-verbatim 'quoted' \"double\" \\back\\ é 🦀 ; DROP TABLE events; --";
+    let text = "append-verbatim 'quoted' \"double\" \\back\\ é 🦀 ; DROP TABLE events; --";
+    let id = &id(text);
     let payload = object(json!({
         "text": "it's \"quoted\" \\ and \u{1F980} and \u{7f}",
         "nested": { "list": [1, -2, 3.5, true, null, [], {}], "empty": "" },
@@ -110,7 +108,7 @@ pub async fn payloads_round_trip_verbatim(store: Store) {
     store.append(id, written.clone()).await.expect("appends");
     let read = store.read_range(id, 1, None).await.expect("reads");
     assert_eq!(read.len(), 1);
-    assert_eq!(read[0].execution_id.as_str(), id);
+    assert_eq!(read[0].execution_id.as_str(), text);
     assert_eq!(read[0].kind, written.kind);
     assert_eq!(read[0].payload, written.payload);
     assert_eq!(read[0].metadata, written.metadata);
@@ -120,7 +118,7 @@ pub async fn payloads_round_trip_verbatim(store: Store) {
 /// A store refuses exactly the operations its capability leaves out, with
 /// [`StoreError::Unsupported`], and its unsupported calls change nothing.
 pub async fn capability_is_honest(store: Store) {
-    let id = "append-capability";
+    let id = &id("append-capability");
     let park_seq = park(&*store, id).await;
     let capability = store.capability();
     let acquired = store.acquire_fence(id).await;

@@ -2,15 +2,20 @@
 
 use std::sync::Arc;
 
-use loomfence_core::{ConditionalAppend, Envelope, KernelKind, NewEvent};
+use loomfence_core::{ConditionalAppend, Envelope, ExecutionId, KernelKind, NewEvent};
 use tokio::sync::Barrier;
 
 use crate::Store;
-use crate::support::{Witness, append_ok, assert_stale, event, kernel, park};
+use crate::support::{Witness, append_ok, assert_stale, event, id, kernel, park};
 
 /// Appends `events` conditionally and returns the stored envelopes, failing
 /// the case if the park was reported answered.
-async fn appended(store: &Store, id: &str, park_seq: u64, events: Vec<NewEvent>) -> Vec<Envelope> {
+async fn appended(
+    store: &Store,
+    id: &ExecutionId,
+    park_seq: u64,
+    events: Vec<NewEvent>,
+) -> Vec<Envelope> {
     match store.append_if_parked(id, park_seq, events).await {
         Ok(ConditionalAppend::Appended(written)) => written,
         other => panic!("expected the park to be open, got {other:?}"),
@@ -20,7 +25,7 @@ async fn appended(store: &Store, id: &str, park_seq: u64, events: Vec<NewEvent>)
 /// Ignorable events after the park leave it open: the conditional append
 /// lands at the next sequence.
 pub async fn lands_while_the_park_is_open(store: Store) {
-    let id = "if-parked-open";
+    let id = &id("if-parked-open");
     let park_seq = park(&*store, id).await;
     append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
     append_ok(&store, id, event("app.output")).await;
@@ -45,7 +50,7 @@ pub async fn is_refused_once_the_park_is_answered(store: Store) {
     .into_iter()
     .enumerate()
     {
-        let id = format!("if-parked-answered-{n}");
+        let id = id(&format!("if-parked-answered-{n}"));
         let park_seq = park(&*store, &id).await;
         append_ok(&store, &id, answer).await;
         let before = Witness::capture(&*store, &id).await;
@@ -64,7 +69,7 @@ pub async fn is_refused_once_the_park_is_answered(store: Store) {
 /// execution an unfenced answering batch is still refused, and the holder's
 /// batch lands.
 pub async fn still_applies_the_guard(store: Store) {
-    let id = "if-parked-guard";
+    let id = &id("if-parked-guard");
     let park_seq = park(&*store, id).await;
     let token = store.acquire_fence(id).await.expect("acquires");
     let before = Witness::capture(&*store, id).await;
@@ -90,16 +95,16 @@ pub async fn still_applies_the_guard(store: Store) {
 
 /// Eight unfenced resumers started together: exactly one resume lands.
 pub async fn eight_unfenced_resumers_one_lands(store: Store) {
-    let id = "if-parked-eight";
+    let id = &id("if-parked-eight");
     let park_seq = park(&*store, id).await;
     let start = Arc::new(Barrier::new(8));
     let resumers: Vec<_> = (0..8)
         .map(|_| {
-            let (store, start) = (store.clone(), start.clone());
+            let (store, start, id) = (store.clone(), start.clone(), id.clone());
             tokio::spawn(async move {
                 start.wait().await;
                 store
-                    .append_if_parked(id, park_seq, vec![kernel(KernelKind::ExecutionResumed)])
+                    .append_if_parked(&id, park_seq, vec![kernel(KernelKind::ExecutionResumed)])
                     .await
                     .expect("a valid conditional append")
             })

@@ -1,18 +1,17 @@
 //! Bad input: every malformed id, token, event or argument gets a typed
 //! error, and nothing changes.
 
-use loomfence_core::event::EventError;
-use loomfence_core::fence::InputError;
 use loomfence_core::{
-    IdError, KernelKind, MAX_ID_BYTES, MAX_SAFE_INTEGER, NewEvent, ParkExpectation,
+    EventError, ExecutionId, IdError, InputError, KernelKind, MAX_ID_BYTES, MAX_SAFE_INTEGER,
+    NewEvent, ParkExpectation,
 };
 use serde_json::{Value, json};
 
 use crate::Store;
-use crate::support::{Witness, event, expect_input, kernel, object, park};
+use crate::support::{Witness, event, expect_input, id, kernel, object, park};
 
 /// Sets up a parked, fenced witness execution `id` and captures it.
-async fn witness(store: &Store, id: &str) -> Witness {
+async fn witness(store: &Store, id: &ExecutionId) -> Witness {
     park(&**store, id).await;
     if store.capability().fences() {
         store.acquire_fence(id).await.expect("acquires");
@@ -20,79 +19,73 @@ async fn witness(store: &Store, id: &str) -> Witness {
     Witness::capture(&**store, id).await
 }
 
-/// Empty, over-long and NUL-bearing ids are refused by every operation with
-/// the id's own error. The witness `a` is what a backend that truncated at
-/// the NUL of `a\0b` would hit; it stays untouched.
+/// Empty, over-long and NUL-bearing ids cannot become an [`ExecutionId`]:
+/// each is refused where it enters the program, by every way of building
+/// one, with the id's own [`IdError`] (which a store call at an edge reports
+/// as [`InputError::Id`]). A store only takes an `ExecutionId`, so it never
+/// sees one of these ids; the JavaScript port checks the same refusals at
+/// the JS store's edge. Lengths are bytes, not characters. The witness `a`
+/// is what a backend that truncated at the NUL of `a\0b` would hit; it stays
+/// untouched.
 pub async fn bad_ids_are_refused_and_change_nothing(store: Store) {
-    let before = witness(&store, "a").await;
-    let too_long = "x".repeat(MAX_ID_BYTES + 1);
+    let before = witness(&store, &id("a")).await;
     let cases = [
-        ("", IdError::Empty),
+        (String::new(), IdError::Empty),
         (
-            too_long.as_str(),
+            "x".repeat(MAX_ID_BYTES + 1),
             IdError::TooLong {
                 len: MAX_ID_BYTES + 1,
             },
         ),
-        ("a\0b", IdError::Nul { at: 1 }),
+        (
+            "é".repeat(MAX_ID_BYTES / 2 + 1),
+            IdError::TooLong {
+                len: MAX_ID_BYTES + 1,
+            },
+        ),
+        ("a\0b".to_owned(), IdError::Nul { at: 1 }),
+        ("\0".to_owned(), IdError::Nul { at: 0 }),
     ];
-    let expect = ParkExpectation {
-        fence: 1,
-        park_seq: 2,
-    };
-    for (id, error) in cases {
-        let want = InputError::Id(error);
-        let resumed = kernel(KernelKind::ExecutionResumed).with_fence(1);
+    for (text, error) in cases {
         assert_eq!(
-            expect_input(store.append(id, resumed.clone()).await, "append"),
-            want
+            ExecutionId::new(text.clone()),
+            Err(error.clone()),
+            "{text:?}"
         );
         assert_eq!(
-            expect_input(store.append_many(id, vec![resumed]).await, "append_many"),
-            want
+            ExecutionId::try_from(text.as_str()),
+            Err(error.clone()),
+            "{text:?}"
         );
+        assert_eq!(text.parse::<ExecutionId>(), Err(error.clone()), "{text:?}");
+        let parsed = serde_json::from_value::<ExecutionId>(Value::String(text.clone()));
+        assert!(parsed.is_err(), "serde accepted {text:?}");
         assert_eq!(
-            expect_input(store.read_range(id, 1, None).await, "read_range"),
-            want
+            InputError::from(error.clone()),
+            InputError::Id(error),
+            "{text:?}"
         );
-        assert_eq!(
-            expect_input(store.current_fence(id).await, "current_fence"),
-            want
-        );
-        assert_eq!(
-            expect_input(store.delete_execution(id).await, "delete_execution"),
-            want
-        );
-        if store.capability().fences() {
-            assert_eq!(
-                expect_input(store.acquire_fence(id).await, "acquire_fence"),
-                want
-            );
-        }
-        if store.capability().is_conditional() {
-            assert_eq!(
-                expect_input(store.acquire_fence_if(id, expect).await, "acquire_fence_if"),
-                want
-            );
-        }
     }
     before
-        .assert_unchanged(&*store, "operations on bad ids")
+        .assert_unchanged(&*store, "refusing bad ids at the edge")
         .await;
 }
 
 /// An id of exactly 255 bytes (multi-byte characters included) is valid and
 /// is stored and read back byte for byte.
 pub async fn the_longest_id_is_stored_verbatim(store: Store) {
-    let id = format!("{}{}", "é".repeat(127), "x");
-    assert_eq!(id.len(), MAX_ID_BYTES);
-    let stored = store.append(&id, event("app.x")).await.expect("appends");
-    assert_eq!(stored.execution_id.as_str(), id);
-    let read = store.read_range(&id, 1, None).await.expect("reads");
+    let text = format!("{}{}", "é".repeat(127), "x");
+    assert_eq!(text.len(), MAX_ID_BYTES);
+    let stored = store
+        .append(&id(&text), event("app.x"))
+        .await
+        .expect("appends");
+    assert_eq!(stored.execution_id.as_str(), text);
+    let read = store.read_range(&id(&text), 1, None).await.expect("reads");
     assert_eq!(read, [stored]);
     assert!(
         store
-            .read_range(&id[..MAX_ID_BYTES - 1], 1, None)
+            .read_range(&id(&text[..MAX_ID_BYTES - 1]), 1, None)
             .await
             .expect("reads")
             .is_empty()
@@ -103,7 +96,7 @@ pub async fn the_longest_id_is_stored_verbatim(store: Store) {
 /// fractional, string, null and too-large tokens are refused on the single
 /// and the batch path, naming the bad event, and nothing is written.
 pub async fn bad_fences_are_refused_and_change_nothing(store: Store) {
-    let id = "bad-fence";
+    let id = &id("bad-fence");
     let before = witness(&store, id).await;
     let bad: [Value; 6] = [
         json!(-1),
@@ -142,7 +135,7 @@ pub async fn bad_fences_are_refused_and_change_nothing(store: Store) {
 
 /// A batch is written under one token or none; a mix is refused.
 pub async fn mixed_fences_in_a_batch_are_refused(store: Store) {
-    let id = "bad-mixed";
+    let id = &id("bad-mixed");
     let before = witness(&store, id).await;
     let token = before.fence;
     let mixed = vec![
@@ -179,7 +172,7 @@ pub async fn mixed_fences_in_a_batch_are_refused(store: Store) {
 /// Empty kinds, NUL characters and out-of-range timestamps are refused with
 /// the event error that names them.
 pub async fn malformed_events_are_refused_and_change_nothing(store: Store) {
-    let id = "bad-event";
+    let id = &id("bad-event");
     let before = witness(&store, id).await;
     let too_late = MAX_SAFE_INTEGER as i64 + 1;
     let cases: [(NewEvent, EventError); 5] = [
@@ -208,7 +201,8 @@ pub async fn malformed_events_are_refused_and_change_nothing(store: Store) {
 /// A `parkSeq` of 0 or past the head, including on an unknown execution, is
 /// refused by both conditional operations and takes no token.
 pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
-    let id = "bad-park-seq";
+    let never = &id("bad-never-written");
+    let id = &id("bad-park-seq");
     let before = witness(&store, id).await;
     let head = before.events.len() as u64;
     for park_seq in [0, head + 1, u64::from(u32::MAX)] {
@@ -224,7 +218,7 @@ pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
         park_seq: 1,
     };
     let error = expect_input(
-        store.acquire_fence_if("bad-never-written", unknown).await,
+        store.acquire_fence_if(never, unknown).await,
         "acquire_fence_if",
     );
     assert_eq!(
@@ -234,13 +228,7 @@ pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
             head: 0
         }
     );
-    assert_eq!(
-        store
-            .current_fence("bad-never-written")
-            .await
-            .expect("reads"),
-        0
-    );
+    assert_eq!(store.current_fence(never).await.expect("reads"), 0);
     before
         .assert_unchanged(&*store, "acquires outside the log")
         .await;
@@ -249,7 +237,7 @@ pub async fn a_park_seq_outside_the_log_is_refused(store: Store) {
 /// Numbers past 2^53-1 (what a JavaScript number holds exactly) are refused
 /// as arguments on every backend alike.
 pub async fn out_of_range_numbers_are_refused(store: Store) {
-    let id = "bad-range";
+    let id = &id("bad-range");
     let before = witness(&store, id).await;
     let huge = MAX_SAFE_INTEGER + 1;
     let error = expect_input(store.read_range(id, huge, None).await, "read_range from");

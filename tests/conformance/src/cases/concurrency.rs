@@ -3,32 +3,37 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use loomfence_core::Envelope;
+use loomfence_core::{Envelope, ExecutionId};
 use serde_json::json;
 use tokio::sync::Barrier;
 
 use crate::Store;
-use crate::support::{event, object};
+use crate::support::{event, id, object};
 
 /// Writers started together.
 const WRITERS: usize = 8;
 
-/// Runs `WRITERS` tasks that each call `write(store, writer, round)` for
-/// `rounds` rounds, and returns every envelope they were handed back.
-async fn race_writers<F, Fut>(store: &Store, rounds: u64, write: F) -> Vec<Envelope>
+/// Runs `WRITERS` tasks that each call `write(store, id, writer, round)`
+/// for `rounds` rounds, and returns every envelope they were handed back.
+async fn race_writers<F, Fut>(
+    store: &Store,
+    id: &ExecutionId,
+    rounds: u64,
+    write: F,
+) -> Vec<Envelope>
 where
-    F: Fn(Store, u64, u64) -> Fut + Send + Sync + Copy + 'static,
+    F: Fn(Store, ExecutionId, u64, u64) -> Fut + Send + Sync + Copy + 'static,
     Fut: std::future::Future<Output = Vec<Envelope>> + Send,
 {
     let start = Arc::new(Barrier::new(WRITERS));
     let tasks: Vec<_> = (0..WRITERS as u64)
         .map(|writer| {
-            let (store, start) = (store.clone(), start.clone());
+            let (store, start, id) = (store.clone(), start.clone(), id.clone());
             tokio::spawn(async move {
                 start.wait().await;
                 let mut mine = Vec::new();
                 for round in 0..rounds {
-                    mine.extend(write(store.clone(), writer, round).await);
+                    mine.extend(write(store.clone(), id.clone(), writer, round).await);
                 }
                 mine
             })
@@ -43,7 +48,7 @@ where
 
 /// Checks that the log is exactly `1..=n`, that every handed-back envelope is
 /// in it at its sequence, and that no sequence was handed out twice.
-async fn assert_log_matches(store: &Store, id: &str, returned: &[Envelope]) {
+async fn assert_log_matches(store: &Store, id: &ExecutionId, returned: &[Envelope]) {
     let log = store.read_range(id, 1, None).await.expect("reads");
     let n = log.len() as u64;
     assert_eq!(returned.len() as u64, n, "every append is in the log once");
@@ -65,13 +70,13 @@ async fn assert_log_matches(store: &Store, id: &str, returned: &[Envelope]) {
 /// Eight tasks append single events to one execution at once: the log ends
 /// up 1..=200 with no gap and no duplicate.
 pub async fn concurrent_appenders_get_contiguous_unique_sequences(store: Store) {
-    let id = "concurrent-single";
-    let returned = race_writers(&store, 25, move |store, writer, round| async move {
+    let id = &id("concurrent-single");
+    let returned = race_writers(&store, id, 25, |store, id, writer, round| async move {
         let written =
             event("app.tick").with_payload(object(json!({ "writer": writer, "round": round })));
         vec![
             store
-                .append(id, written)
+                .append(&id, written)
                 .await
                 .expect("a concurrent append"),
         ]
@@ -84,8 +89,8 @@ pub async fn concurrent_appenders_get_contiguous_unique_sequences(store: Store) 
 /// Eight tasks append four-event batches at once: each batch occupies four
 /// consecutive sequences, never interleaved with another's.
 pub async fn concurrent_batches_are_never_interleaved(store: Store) {
-    let id = "concurrent-batch";
-    let returned = race_writers(&store, 5, move |store, writer, round| async move {
+    let id = &id("concurrent-batch");
+    let returned = race_writers(&store, id, 5, |store, id, writer, round| async move {
         let batch = (0..4)
             .map(|part| {
                 event("app.part").with_payload(object(
@@ -94,7 +99,7 @@ pub async fn concurrent_batches_are_never_interleaved(store: Store) {
             })
             .collect();
         let written = store
-            .append_many(id, batch)
+            .append_many(&id, batch)
             .await
             .expect("a concurrent batch");
         let first = written[0].sequence;

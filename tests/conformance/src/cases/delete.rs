@@ -1,14 +1,16 @@
 //! Deleting an execution.
 
-use loomfence_core::KernelKind;
+use loomfence_core::{AcquireOutcome, InputError, KernelKind};
 
 use crate::Store;
-use crate::support::{append_ok, assert_stale, event, kernel, park};
+use crate::support::{
+    Witness, acquire_if, append_ok, assert_stale, event, expect_input, id, kernel, park,
+};
 
 /// Deleting drops the log but keeps a real token: a zombie holder of an old
 /// token stays fenced out of a re-created id, whose sequences restart at 1.
 pub async fn delete_keeps_a_real_token_against_zombies(store: Store) {
-    let id = "delete-fenced";
+    let id = &id("delete-fenced");
     park(&*store, id).await;
     let zombie = store.acquire_fence(id).await.expect("acquires");
     let current = store.acquire_fence(id).await.expect("acquires");
@@ -40,14 +42,15 @@ pub async fn delete_keeps_a_real_token_against_zombies(store: Store) {
 /// Deleting an unfenced execution leaves nothing behind; a second delete
 /// reports there was nothing to delete.
 pub async fn delete_of_an_unfenced_execution_leaves_nothing(store: Store) {
-    let id = "delete-unfenced";
+    let never = &id("delete-never-written");
+    let id = &id("delete-unfenced");
     park(&*store, id).await;
     store.append(id, event("app.x")).await.expect("appends");
     assert!(store.delete_execution(id).await.expect("deletes"));
     assert!(!store.delete_execution(id).await.expect("deletes again"));
     assert!(
         !store
-            .delete_execution("delete-never-written")
+            .delete_execution(never)
             .await
             .expect("deletes nothing")
     );
@@ -60,4 +63,61 @@ pub async fn delete_of_an_unfenced_execution_leaves_nothing(store: Store) {
             .is_empty()
     );
     assert_eq!(append_ok(&store, id, event("app.y")).await.sequence, 1);
+}
+
+/// A resume racing a delete must not recreate the log. The resumer's
+/// acquire wins (token 1); the execution is deleted, which keeps the token
+/// by design; the resumer's append, fenced and conditional on its park, is
+/// then refused with `ParkSeqOutOfRange` (the park is no longer in the log)
+/// and writes nothing: no phantom one-event log, the token still 1. The
+/// same holds once the id is reborn with a log shorter than the park.
+pub async fn a_delete_under_a_fenced_resume_writes_nothing(store: Store) {
+    let id = &id("delete-under-resume");
+    let park_seq = park(&*store, id).await;
+    let token = if store.capability().is_conditional() {
+        let outcome = acquire_if(&store, id, 0, park_seq).await;
+        assert_eq!(outcome, AcquireOutcome::Acquired { fence: 1 });
+        outcome.fence()
+    } else {
+        store.acquire_fence(id).await.expect("acquires")
+    };
+    assert_eq!(token, 1);
+    assert!(store.delete_execution(id).await.expect("deletes"));
+    let deleted = Witness::capture(&*store, id).await;
+    assert_eq!((deleted.events.len(), deleted.fence), (0, token));
+    let resume = || vec![kernel(KernelKind::ExecutionResumed).with_fence(token)];
+    let refused = store.append_if_parked(id, park_seq, resume()).await;
+    assert_eq!(
+        expect_input(refused, "a fenced resume of a deleted park"),
+        InputError::ParkSeqOutOfRange { park_seq, head: 0 }
+    );
+    deleted
+        .assert_unchanged(&*store, "a fenced resume of a deleted park")
+        .await;
+    assert!(
+        store
+            .read_range(id, 1, None)
+            .await
+            .expect("reads")
+            .is_empty(),
+        "no phantom log"
+    );
+    assert_eq!(store.current_fence(id).await.expect("reads"), token);
+
+    let reborn = append_ok(
+        &store,
+        id,
+        kernel(KernelKind::ExecutionStarted).with_fence(token),
+    )
+    .await;
+    assert_eq!(reborn.sequence, 1);
+    let before = Witness::capture(&*store, id).await;
+    let refused = store.append_if_parked(id, park_seq, resume()).await;
+    assert_eq!(
+        expect_input(refused, "a fenced resume of a park past a reborn log"),
+        InputError::ParkSeqOutOfRange { park_seq, head: 1 }
+    );
+    before
+        .assert_unchanged(&*store, "a fenced resume of a park past a reborn log")
+        .await;
 }

@@ -3,12 +3,12 @@
 use loomfence_core::KernelKind;
 
 use crate::Store;
-use crate::support::{Witness, append_ok, assert_stale, event, kernel, park};
+use crate::support::{Witness, append_ok, assert_stale, event, id, kernel, park};
 
 /// A batch under a lower token than the current one is refused, whatever
 /// its kinds, and nothing is written.
 pub async fn a_lower_token_is_refused(store: Store) {
-    let id = "guard-lower";
+    let id = &id("guard-lower");
     park(&*store, id).await;
     store.acquire_fence(id).await.expect("acquires");
     let current = store.acquire_fence(id).await.expect("acquires");
@@ -31,7 +31,7 @@ pub async fn a_lower_token_is_refused(store: Store) {
 
 /// A batch under the current token passes, answering or not.
 pub async fn the_current_token_passes(store: Store) {
-    let id = "guard-current";
+    let id = &id("guard-current");
     park(&*store, id).await;
     let token = store.acquire_fence(id).await.expect("acquires");
     let written = store
@@ -53,7 +53,7 @@ pub async fn the_current_token_passes(store: Store) {
 /// Once anyone has acquired, an unfenced batch holding an answering event is
 /// refused for good, alone or mixed with audit events.
 pub async fn an_unfenced_answering_batch_is_refused_once_fenced(store: Store) {
-    let id = "guard-unfenced-answer";
+    let id = &id("guard-unfenced-answer");
     park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
     let before = Witness::capture(&*store, id).await;
@@ -77,7 +77,7 @@ pub async fn an_unfenced_answering_batch_is_refused_once_fenced(store: Store) {
 /// While nobody has acquired (token 0), unfenced answering appends pass: this
 /// is how an engine without fencing, or a supervisor's first try, resumes.
 pub async fn an_unfenced_answering_append_passes_before_any_acquire(store: Store) {
-    let id = "guard-unfenced-zero";
+    let id = &id("guard-unfenced-zero");
     park(&*store, id).await;
     let resumed = append_ok(&store, id, kernel(KernelKind::ExecutionResumed)).await;
     assert_eq!(resumed.sequence, 3);
@@ -86,7 +86,7 @@ pub async fn an_unfenced_answering_append_passes_before_any_acquire(store: Store
 /// Unfenced audit appends (denials, step failures, application events) pass
 /// on a fenced execution: they never answer a park.
 pub async fn an_unfenced_audit_append_passes_when_fenced(store: Store) {
-    let id = "guard-audit";
+    let id = &id("guard-audit");
     park(&*store, id).await;
     store.acquire_fence(id).await.expect("acquires");
     append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
@@ -107,7 +107,7 @@ pub async fn an_unfenced_audit_append_passes_when_fenced(store: Store) {
 /// One decision for the whole batch: a refused batch writes none of its
 /// events, including the ones that alone would have passed.
 pub async fn a_refused_batch_writes_none_of_its_events(store: Store) {
-    let id = "guard-batch";
+    let id = &id("guard-batch");
     park(&*store, id).await;
     let current = store.acquire_fence(id).await.expect("acquires");
     let before = Witness::capture(&*store, id).await;

@@ -1,14 +1,14 @@
 //! Which events after a park make a conditional acquire stale.
 
-use loomfence_core::{AcquireOutcome, KernelKind, KindClass, NewEvent};
+use loomfence_core::{AcquireOutcome, ExecutionId, KernelKind, KindClass, NewEvent};
 use serde_json::{Value, json};
 
 use crate::Store;
-use crate::support::{Witness, acquire_if, append_ok, event, kernel, park};
+use crate::support::{Witness, acquire_if, append_ok, event, id, kernel, park};
 
 /// Parks `id`, appends `after` (unfenced, at token 0), and returns what a
 /// conditional acquire with the park's own expectation answers.
-async fn acquire_after(store: &Store, id: &str, after: NewEvent) -> AcquireOutcome {
+async fn acquire_after(store: &Store, id: &ExecutionId, after: NewEvent) -> AcquireOutcome {
     let park_seq = park(&**store, id).await;
     append_ok(store, id, after).await;
     let before = Witness::capture(&**store, id).await;
@@ -25,7 +25,7 @@ pub async fn each_answering_kind_after_the_park_is_stale(store: Store) {
     let answering: Vec<KernelKind> = KernelKind::answering().collect();
     assert_eq!(answering.len(), 6, "the design's six answering kinds");
     for kind in answering {
-        let id = format!("kinds-answer-{}", kind.as_str());
+        let id = id(&format!("kinds-answer-{}", kind.as_str()));
         let outcome = acquire_after(&store, &id, kernel(kind)).await;
         assert_eq!(
             outcome,
@@ -38,7 +38,7 @@ pub async fn each_answering_kind_after_the_park_is_stale(store: Store) {
 /// Answering events at or before the park do not count; the same events do
 /// make an older park's acquire stale.
 pub async fn answering_events_at_or_before_the_park_are_not(store: Store) {
-    let id = "kinds-before";
+    let id = &id("kinds-before");
     let written = store
         .append_many(
             id,
@@ -82,7 +82,7 @@ pub async fn ignorable_kinds_after_the_park_are_not(store: Store) {
         assert!(ignorable.contains(&kind), "{kind:?} must be ignorable");
     }
     for kind in ignorable {
-        let id = format!("kinds-ignore-{}", kind.as_str());
+        let id = id(&format!("kinds-ignore-{}", kind.as_str()));
         let outcome = acquire_after(&store, &id, kernel(kind)).await;
         assert_eq!(
             outcome,
@@ -104,7 +104,7 @@ pub async fn application_events_after_the_park_are_not(store: Store) {
     .into_iter()
     .enumerate()
     {
-        let outcome = acquire_after(&store, &format!("kinds-app-{n}"), event(kind)).await;
+        let outcome = acquire_after(&store, &id(&format!("kinds-app-{n}")), event(kind)).await;
         assert_eq!(
             outcome,
             AcquireOutcome::Acquired { fence: 1 },
@@ -117,7 +117,7 @@ pub async fn application_events_after_the_park_are_not(store: Store) {
 /// answering, fail-closed.
 pub async fn an_unknown_kind_stamped_kernel_is_stale(store: Store) {
     let newer = event("EXECUTION_PAUSED").with_kernel_stamp();
-    let outcome = acquire_after(&store, "kinds-stamped", newer).await;
+    let outcome = acquire_after(&store, &id("kinds-stamped"), newer).await;
     assert_eq!(outcome, AcquireOutcome::Stale { fence: 0 });
 }
 
@@ -136,7 +136,7 @@ pub async fn unknown_kinds_without_the_boolean_stamp_are_not(store: Store) {
         if let Some(stamp) = stamp.clone() {
             newer = newer.with_meta("kernel", stamp);
         }
-        let outcome = acquire_after(&store, &format!("kinds-unstamped-{n}"), newer).await;
+        let outcome = acquire_after(&store, &id(&format!("kinds-unstamped-{n}")), newer).await;
         assert_eq!(
             outcome,
             AcquireOutcome::Acquired { fence: 1 },
@@ -149,6 +149,6 @@ pub async fn unknown_kinds_without_the_boolean_stamp_are_not(store: Store) {
 /// ignorable one.
 pub async fn a_stamp_does_not_reclassify_a_kernel_kind(store: Store) {
     let stamped_denial = kernel(KernelKind::ExecutionDenied).with_kernel_stamp();
-    let outcome = acquire_after(&store, "kinds-stamped-denial", stamped_denial).await;
+    let outcome = acquire_after(&store, &id("kinds-stamped-denial"), stamped_denial).await;
     assert_eq!(outcome, AcquireOutcome::Acquired { fence: 1 });
 }

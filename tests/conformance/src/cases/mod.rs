@@ -11,6 +11,7 @@ pub mod delete;
 pub mod guard;
 pub mod hostile;
 pub mod kinds;
+pub mod resume;
 
 use crate::{Case, Needs};
 
@@ -124,4 +125,12 @@ pub const ALL: &[Case] = &[
     case!(Any, hostile::a_16_mb_payload_round_trips_verbatim),
     case!(Fencing, delete::delete_keeps_a_real_token_against_zombies),
     case!(Any, delete::delete_of_an_unfenced_execution_leaves_nothing),
+    case!(
+        Fencing,
+        delete::a_delete_under_a_fenced_resume_writes_nothing
+    ),
+    case!(
+        Fencing,
+        resume::a_delete_under_a_fenced_resume_is_refused_and_writes_nothing
+    ),
 ];

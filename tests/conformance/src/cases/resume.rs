@@ -1,0 +1,127 @@
+//! The real resume driver (`loomfence-runtime`) against the store: what the
+//! store-level cases guarantee, seen from the protocol.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use async_trait::async_trait;
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    ParkExpectation, RefusalReason, ResumeError, ResumeRefusedError, ResumeRequest,
+};
+use loomfence_runtime::{ResumeFailure, resume};
+use loomfence_store::{EventStore, StoreError};
+use serde_json::json;
+
+use crate::Store;
+use crate::support::{AT, Witness, id, park};
+
+/// The store under test, with a deleter that runs right after every
+/// acquire that takes a token: the widest window a delete can hit a
+/// resume in, between its acquire and its append.
+struct DeletesAfterAcquire {
+    /// The store under test.
+    inner: Store,
+    /// Deletes made.
+    deletes: AtomicU32,
+}
+
+impl DeletesAfterAcquire {
+    /// Deletes `id`, which must have had a log.
+    async fn delete(&self, id: &ExecutionId) -> Result<(), StoreError> {
+        assert!(
+            self.inner.delete_execution(id).await?,
+            "the deleter found a log"
+        );
+        self.deletes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl EventStore for DeletesAfterAcquire {
+    fn capability(&self) -> Capability {
+        self.inner.capability()
+    }
+    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
+        self.inner.append(id, event).await
+    }
+    async fn append_many(
+        &self,
+        id: &ExecutionId,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.append_many(id, events).await
+    }
+    async fn append_if_parked(
+        &self,
+        id: &ExecutionId,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        self.inner.append_if_parked(id, park_seq, events).await
+    }
+    async fn read_range(
+        &self,
+        id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.inner.read_range(id, from_seq, to_seq).await
+    }
+    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        self.inner.current_fence(id).await
+    }
+    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        let token = self.inner.acquire_fence(id).await?;
+        self.delete(id).await?;
+        Ok(token)
+    }
+    async fn acquire_fence_if(
+        &self,
+        id: &ExecutionId,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        let outcome = self.inner.acquire_fence_if(id, expect).await?;
+        if outcome.is_acquired() {
+            self.delete(id).await?;
+        }
+        Ok(outcome)
+    }
+    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
+        self.inner.delete_execution(id).await
+    }
+}
+
+/// A resume whose execution is deleted between its winning acquire and its
+/// append (the delete keeps the token, by design) is refused as not
+/// suspended, final and not retryable, and writes nothing: no phantom
+/// one-event log, the token it took still 1. The store-level half is
+/// `delete::a_delete_under_a_fenced_resume_writes_nothing`.
+pub async fn a_delete_under_a_fenced_resume_is_refused_and_writes_nothing(store: Store) {
+    let id = &id("resume-delete-under");
+    let park_seq = park(&*store, id).await;
+    let deleting = DeletesAfterAcquire {
+        inner: store.clone(),
+        deletes: AtomicU32::new(0),
+    };
+    let request = ResumeRequest::new(park_seq, json!({ "paid": true }), AT + 1);
+    let failure = resume(&deleting, id, request)
+        .await
+        .expect_err("the park was deleted under the resume");
+    assert!(!failure.is_retryable(), "{failure:?}");
+    match failure {
+        ResumeFailure::Resume(ResumeError::Refused(refused)) => assert_eq!(
+            refused,
+            ResumeRefusedError {
+                execution_id: id.clone(),
+                park_seq,
+                reason: RefusalReason::NotSuspended,
+            }
+        ),
+        other => panic!("expected a NotSuspended refusal, got {other:?}"),
+    }
+    assert_eq!(deleting.deletes.load(Ordering::SeqCst), 1, "one acquire");
+    let after = Witness::capture(&*store, id).await;
+    assert_eq!(after.events, [], "no phantom log");
+    assert_eq!(after.fence, 1, "the delete kept the resume's token");
+}
