@@ -19,17 +19,56 @@ pub enum ConfigError {
         /// hold a password).
         reason: String,
     },
+    /// The schema name is a key word PostgreSQL reserves (`select`,
+    /// `table`, `user`, `order`…), which the server refuses as an
+    /// unquoted name.
+    #[error("schema {name:?} is a reserved SQL key word in PostgreSQL; choose another name")]
+    ReservedSchema {
+        /// The name given.
+        name: String,
+    },
+    /// The schema name starts with `pg_`, which PostgreSQL reserves for its
+    /// system schemas.
+    #[error("schema {name:?} starts with \"pg_\", which PostgreSQL reserves for system schemas")]
+    SystemSchema {
+        /// The name given.
+        name: String,
+    },
     /// The pool size is zero.
     #[error("the pool needs at least one connection")]
     PoolSize,
 }
+
+/// PostgreSQL 15's reserved key words, sorted: those its documentation
+/// (Appendix C, "SQL Key Words") marks "reserved" and "reserved (can be
+/// function or type)", which are `pg_get_keywords()`'s categories `R` and
+/// `T`. Neither can be an unquoted schema name (the grammar's `ColId`), so
+/// the server would refuse every statement naming one; a test checks this
+/// list against the server's own.
+#[rustfmt::skip]
+const RESERVED_KEY_WORDS: &[&str] = &[
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric", "authorization",
+    "binary", "both", "case", "cast", "check", "collate", "collation", "column", "concurrently",
+    "constraint", "create", "cross", "current_catalog", "current_date", "current_role",
+    "current_schema", "current_time", "current_timestamp", "current_user", "default", "deferrable",
+    "desc", "distinct", "do", "else", "end", "except", "false", "fetch", "for", "foreign",
+    "freeze", "from", "full", "grant", "group", "having", "ilike", "in", "initially", "inner",
+    "intersect", "into", "is", "isnull", "join", "lateral", "leading", "left", "like", "limit",
+    "localtime", "localtimestamp", "natural", "not", "notnull", "null", "offset", "on", "only",
+    "or", "order", "outer", "overlaps", "placing", "primary", "references", "returning", "right",
+    "select", "session_user", "similar", "some", "symmetric", "table", "tablesample", "then", "to",
+    "trailing", "true", "union", "unique", "user", "using", "variadic", "verbose", "when", "where",
+    "window", "with",
+];
 
 /// The schema that holds loomfence's tables, so two applications can share
 /// one database without sharing logs.
 ///
 /// Only plain lowercase identifiers are accepted: the name is the one piece
 /// of SQL text that is not a bound parameter, so it is validated instead,
-/// once, here.
+/// once, here. Reserved key words (`select`, `user`, `order`…) and names
+/// starting with `pg_` (reserved for system schemas) are refused too: the
+/// server would refuse them, later and less clearly.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Schema(String);
 
@@ -42,10 +81,14 @@ impl Schema {
             .next()
             .is_some_and(|b| b.is_ascii_lowercase() || b == b'_');
         let rest_ok = bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if first_ok && rest_ok && name.len() <= 63 {
-            Ok(Self(name))
-        } else {
+        if !(first_ok && rest_ok && name.len() <= 63) {
             Err(ConfigError::Schema { name })
+        } else if RESERVED_KEY_WORDS.binary_search(&name.as_str()).is_ok() {
+            Err(ConfigError::ReservedSchema { name })
+        } else if name.starts_with("pg_") {
+            Err(ConfigError::SystemSchema { name })
+        } else {
+            Ok(Self(name))
         }
     }
 
@@ -157,6 +200,87 @@ mod tests {
                     name: bad.to_owned()
                 })
             );
+        }
+    }
+
+    #[test]
+    fn the_reserved_list_is_sorted_for_binary_search() {
+        assert!(RESERVED_KEY_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(RESERVED_KEY_WORDS.len(), 100);
+    }
+
+    #[test]
+    fn reserved_key_words_are_refused_as_schema_names() {
+        for word in [
+            "select",
+            "table",
+            "user",
+            "order",
+            "group",
+            "from",
+            "where",
+            "all",
+            "check",
+            "default",
+            "limit",
+            "offset",
+            "returning",
+            "window",
+            "with",
+            "true",
+            "null",
+            "current_user",
+            // "reserved (can be function or type)": not an unquoted name either.
+            "authorization",
+            "join",
+            "left",
+            "like",
+            "verbose",
+            "concurrently",
+        ] {
+            assert_eq!(
+                Schema::new(word),
+                Err(ConfigError::ReservedSchema {
+                    name: word.to_owned()
+                }),
+                "{word}"
+            );
+        }
+        // Key words PostgreSQL does not reserve, and names that only
+        // contain or extend a reserved one, are plain names.
+        for fine in [
+            "events",
+            "schema",
+            "name",
+            "value",
+            "values",
+            "between",
+            "int",
+            "public",
+            "users",
+            "selected",
+            "table_1",
+            "_select",
+            "orders",
+            "loomfence",
+        ] {
+            assert!(Schema::new(fine).is_ok(), "{fine}");
+        }
+    }
+
+    #[test]
+    fn pg_prefixed_names_are_refused_as_system_schemas() {
+        for system in ["pg_", "pg_catalog", "pg_toast", "pg_temp_1", "pg_loomfence"] {
+            assert_eq!(
+                Schema::new(system),
+                Err(ConfigError::SystemSchema {
+                    name: system.to_owned()
+                }),
+                "{system}"
+            );
+        }
+        for fine in ["pg", "pgx", "pg2_x", "my_pg_", "_pg_x"] {
+            assert!(Schema::new(fine).is_ok(), "{fine}");
         }
     }
 }

@@ -7,6 +7,11 @@
 //! failover) would then fail one more, innocent, call. Every error that
 //! means the session is gone marks the connection, and a marked connection
 //! is detached from the pool when it is dropped.
+//!
+//! Writes go through [`Conn::write_row`] (or [`Conn::write_failed`]): a
+//! write whose connection is lost once its statement was handed over may
+//! have committed, and is reported as
+//! [`StoreError::OutcomeUnknown`](loomfence_store::StoreError::OutcomeUnknown).
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +53,39 @@ impl Conn {
     pub(crate) fn store(&self, e: tokio_postgres::Error) -> StoreError {
         StoreError::Backend(self.backend(e))
     }
+
+    /// Classifies the failure of a write statement already handed to the
+    /// connection. With no answer from the server (the connection closed or
+    /// failed), the statement may have run and committed before the answer
+    /// was lost: [`StoreError::OutcomeUnknown`]. A server error (one with a
+    /// SQLSTATE: a serialisation failure, a deadlock, a lock timeout, a
+    /// FATAL) comes back before the statement's implicit commit, which is
+    /// then not made: [`StoreError::Backend`], as for any other call.
+    pub(crate) fn write_failed(&self, e: tokio_postgres::Error) -> StoreError {
+        let lost = error::answer_lost(&e);
+        let backend = self.backend(e);
+        if lost {
+            StoreError::OutcomeUnknown(backend)
+        } else {
+            StoreError::Backend(backend)
+        }
+    }
+
+    /// Refuses to send a write on a connection already known closed: that
+    /// write certainly did not happen, so it is a plain retryable failure
+    /// (and the connection is not handed back to the pool). A connection
+    /// that closes after this check makes the write
+    /// [`StoreError::OutcomeUnknown`]: whether its bytes left cannot be
+    /// told, so the answer errs on the side that is never wrong.
+    pub(crate) fn ready_to_write(&self) -> Result<(), StoreError> {
+        if self.deref().is_closed() {
+            self.dead.store(true, Ordering::Relaxed);
+            return Err(StoreError::Backend(BackendError::retryable(
+                "the connection closed before the write was sent",
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Conn {
@@ -64,17 +102,21 @@ impl Conn {
             .map_err(|e| self.store(e))
     }
 
-    /// Runs a cached statement that returns exactly one row.
-    pub(crate) async fn row(
+    /// Runs a cached write statement that returns exactly one row. Preparing
+    /// it sends nothing of the write, so a failure there is a plain backend
+    /// error; a failure once the statement was handed to the connection is
+    /// classified by [`Conn::write_failed`].
+    pub(crate) async fn write_row(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Row, StoreError> {
         let statement = self.prepare_cached(sql).await.map_err(|e| self.store(e))?;
+        self.ready_to_write()?;
         self.deref()
             .query_one(&statement, params)
             .await
-            .map_err(|e| self.store(e))
+            .map_err(|e| self.write_failed(e))
     }
 
     /// Runs a cached statement that returns at most one row.

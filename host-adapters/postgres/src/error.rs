@@ -114,6 +114,15 @@ pub(crate) fn store(error: tokio_postgres::Error) -> StoreError {
     StoreError::Backend(backend(error))
 }
 
+/// Whether `error` ended a request with no answer from the server: the
+/// connection closed or failed (an I/O error) and no SQLSTATE came back.
+/// For a write that was already handed to the connection, the server may
+/// have committed it before the answer was lost.
+pub(crate) fn answer_lost(error: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>());
+    error.as_db_error().is_none() && (error.is_closed() || io)
+}
+
 /// Whether `error` is the primary-key collision of two appenders that
 /// computed the same head: the loser retries.
 pub(crate) fn is_sequence_collision(error: &tokio_postgres::Error) -> bool {

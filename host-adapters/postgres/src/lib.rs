@@ -30,6 +30,11 @@
 //! Every value is a bound parameter; the only text spliced into SQL is the
 //! validated [`Schema`] name.
 //!
+//! A write whose connection is lost after its statement was sent (no answer
+//! from the server) may have committed: it fails with
+//! [`StoreError::OutcomeUnknown`](loomfence_store::StoreError::OutcomeUnknown),
+//! never with a retryable backend error, which says nothing happened.
+//!
 //! ```no_run
 //! use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 //!

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, InputError, JsonObject, KernelKind,
-    NewEvent, ParkExpectation, StaleFenceError, id,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
+    KernelKind, NewEvent, ParkExpectation, StaleFenceError,
 };
 use loomfence_store::{
     CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read, check_write,
@@ -168,18 +168,20 @@ impl PostgresEventStore {
 
     /// The append statement for all three append operations: validate, run,
     /// retry on a lost sequence, and read the verdict.
+    ///
+    /// A connection lost after the statement was sent makes the append
+    /// [`StoreError::OutcomeUnknown`] (see [`Conn::write_failed`]).
     async fn write(
         &self,
-        execution_id: &str,
+        id: &ExecutionId,
         events: Vec<NewEvent>,
         park_seq: Option<u64>,
     ) -> Result<ConditionalAppend, StoreError> {
         let Some(CheckedWrite {
-            id,
             batch,
             events,
             park_seq,
-        }) = check_write(execution_id, events, park_seq)?
+        }) = check_write(events, park_seq)?
         else {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         };
@@ -219,13 +221,14 @@ impl PostgresEventStore {
         // store); retrying with a fresh snapshot still keeps the log whole.
         let mut retries = 0;
         let row = loop {
+            client.ready_to_write()?;
             match client.query_one(&statement, &params).await {
                 Ok(row) => break row,
                 Err(e) if error::is_sequence_collision(&e) && retries < MAX_SEQUENCE_RETRIES => {
                     retries += 1;
                     tokio::task::yield_now().await;
                 }
-                Err(e) => return Err(client.store(e)),
+                Err(e) => return Err(client.write_failed(e)),
             }
         };
         let token: i64 = row.try_get(0).map_err(error::store)?;
@@ -245,7 +248,7 @@ impl PostgresEventStore {
         }
         if to_u64(inserted) != events.len() as u64 {
             return Err(StaleFenceError {
-                execution_id: id,
+                execution_id: id.clone(),
                 presented: batch.fence,
                 current: to_u64(token),
             }
@@ -270,7 +273,7 @@ impl PostgresEventStore {
         let row = self
             .client()
             .await?
-            .row(
+            .write_row(
                 &self.sql.acquire_fence_if_call,
                 &[&id, &fence, &park, &answering_kinds(), &kernel_kinds()],
             )
@@ -312,6 +315,7 @@ impl PostgresEventStore {
             .await
             .map_err(|e| client.store(e))?;
         let (answering, kernel) = (answering_kinds(), kernel_kinds());
+        client.ready_to_write()?;
         let ensure_params: [&(dyn ToSql + Sync); 2] = [&id, &park];
         let lock_params: [&(dyn ToSql + Sync); 1] = [&id];
         let bump_params: [&(dyn ToSql + Sync); 5] = [&id, &fence, &park, &answering, &kernel];
@@ -324,14 +328,17 @@ impl PostgresEventStore {
         );
         // Every reply is read before any error is returned: an error in the
         // middle aborts the transaction, and the COMMIT then rolls it back.
-        began.map_err(|e| client.store(e))?;
-        ensured.map_err(|e| client.store(e))?;
-        let current: Option<i64> = match locked.map_err(|e| client.store(e))? {
+        // Replies come in order, so the first failure decides: a server
+        // error means nothing committed; a lost connection with no server
+        // error before it may have lost the COMMIT's answer.
+        began.map_err(|e| client.write_failed(e))?;
+        ensured.map_err(|e| client.write_failed(e))?;
+        let current: Option<i64> = match locked.map_err(|e| client.write_failed(e))? {
             Some(row) => Some(row.try_get(0).map_err(error::store)?),
             None => None,
         };
-        let bumped = bumped.map_err(|e| client.store(e))?;
-        committed.map_err(|e| client.store(e))?;
+        let bumped = bumped.map_err(|e| client.write_failed(e))?;
+        committed.map_err(|e| client.write_failed(e))?;
         let new_token: Option<i64> = bumped.try_get(0).map_err(error::store)?;
         let head: i64 = bumped.try_get(1).map_err(error::store)?;
         match new_token {
@@ -399,7 +406,7 @@ impl EventStore for PostgresEventStore {
 
     async fn append_many(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         match self.write(execution_id, events, None).await? {
@@ -412,7 +419,7 @@ impl EventStore for PostgresEventStore {
 
     async fn append_if_parked(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
@@ -421,15 +428,12 @@ impl EventStore for PostgresEventStore {
 
     async fn read_range(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let CheckedRead {
-            id,
-            from_seq,
-            to_seq,
-        } = check_read(execution_id, from_seq, to_seq)?;
+        let CheckedRead { from_seq, to_seq } = check_read(from_seq, to_seq)?;
+        let id = execution_id;
         let rows = self
             .client()
             .await?
@@ -453,12 +457,11 @@ impl EventStore for PostgresEventStore {
             .collect()
     }
 
-    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
+    async fn current_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
         let row = self
             .client()
             .await?
-            .row_opt(&self.sql.current_fence, &[&execution_id])
+            .row_opt(&self.sql.current_fence, &[&execution_id.as_str()])
             .await?;
         match row {
             Some(row) => Ok(to_u64(row.try_get(0).map_err(error::store)?)),
@@ -466,22 +469,22 @@ impl EventStore for PostgresEventStore {
         }
     }
 
-    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
+    async fn acquire_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
         let row = self
             .client()
             .await?
-            .row(&self.sql.acquire_fence, &[&execution_id])
+            .write_row(&self.sql.acquire_fence, &[&execution_id.as_str()])
             .await?;
         Ok(to_u64(row.try_get(0).map_err(error::store)?))
     }
 
     async fn acquire_fence_if(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        check_acquire_if(execution_id, expect)?;
+        check_acquire_if(expect)?;
+        let execution_id = execution_id.as_str();
         let fence = to_i64(expect.fence);
         let park = to_i64(expect.park_seq);
         let verdict = match self.options.acquire {
@@ -507,12 +510,11 @@ impl EventStore for PostgresEventStore {
         }
     }
 
-    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
+    async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError> {
         let row = self
             .client()
             .await?
-            .row(&self.sql.delete_call, &[&execution_id])
+            .write_row(&self.sql.delete_call, &[&execution_id.as_str()])
             .await?;
         let deleted: i64 = row.try_get(0).map_err(error::store)?;
         Ok(deleted > 0)

@@ -45,6 +45,7 @@ enum Shape {
 impl Shape {
     /// Writes the log; returns the sequence of the open park, if any.
     async fn write(self, store: &PostgresEventStore, id: &str) -> Option<u64> {
+        let id = &common::id(id);
         if self == Shape::Running {
             store
                 .append(id, kernel(KernelKind::ExecutionStarted))

@@ -66,7 +66,7 @@ async fn nul_refusals_write_no_row_anywhere() {
     let Some(url) = common::url() else { return };
     let store = common::store(&url).await;
     let admin = common::admin(&url).await;
-    let target = "nul-target";
+    let target = &common::id("nul-target");
     let park_seq = common::park(&store, target).await;
     let counts = row_counts(&admin, &store).await;
     refuse_nul_everywhere(&store, target, park_seq).await;
@@ -80,7 +80,7 @@ async fn nul_refusals_write_no_row_anywhere() {
 async fn a_string_over_the_jsonb_limit_is_refused_permanently_and_changes_nothing() {
     let Some(url) = common::url() else { return };
     let store = common::store(&url).await;
-    let id = "too-big";
+    let id = &common::id("too-big");
     let park_seq = common::park(&store, id).await;
     let before = common::Witness::capture(&store, id).await;
     let huge = object(json!({ "huge": "x".repeat(270_000_000) }));

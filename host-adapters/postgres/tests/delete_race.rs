@@ -55,7 +55,7 @@ impl HeldDelete {
             )
             .await,
         );
-        common::park(&*store, ID).await;
+        common::park(&*store, &common::id(ID)).await;
         let admin = common::admin(url).await;
         let monitor = common::admin(url).await;
         admin.batch_execute("BEGIN").await.expect("begins");
@@ -71,7 +71,7 @@ impl HeldDelete {
             .expect("holds the event rows");
         let delete = {
             let store = store.clone();
-            tokio::spawn(async move { store.delete_execution(ID).await })
+            tokio::spawn(async move { store.delete_execution(&common::id(ID)).await })
         };
         let waiting =
             common::wait_for_waiters(&monitor, &app, |w| w.len() == 1, || delete.is_finished())
@@ -126,12 +126,15 @@ async fn append_during_delete(event: NewEvent) {
     let held = HeldDelete::start(&url, AcquireStrategy::Function).await;
     let append = {
         let store = held.store.clone();
-        tokio::spawn(async move { store.append(ID, event).await })
+        tokio::spawn(async move { store.append(&common::id(ID), event).await })
     };
     let (store, appended) = held.release(append).await;
     println!("{what} appended during a delete: {appended:?}");
     appended.expect("the append is not refused");
-    let log = store.read_range(ID, 1, None).await.expect("reads");
+    let log = store
+        .read_range(&common::id(ID), 1, None)
+        .await
+        .expect("reads");
     assert_contiguous(&log, &what);
 }
 
@@ -159,7 +162,7 @@ async fn acquire_during_delete(acquire: AcquireStrategy) {
         tokio::spawn(async move {
             store
                 .acquire_fence_if(
-                    ID,
+                    &common::id(ID),
                     ParkExpectation {
                         fence: 0,
                         park_seq: 2,
@@ -180,7 +183,7 @@ async fn acquire_during_delete(acquire: AcquireStrategy) {
         ),
         "{acquire:?}: the park was deleted under the acquire: {acquired:?}"
     );
-    let after = common::Witness::capture(&*store, ID).await;
+    let after = common::Witness::capture(&*store, &common::id(ID)).await;
     assert_eq!((after.events.len(), after.fence), (0, 0), "{acquire:?}");
     let admin = common::admin(&url).await;
     let rows: i64 = admin
@@ -221,7 +224,7 @@ async fn a_delete_racing_appends_never_leaves_a_gap() {
     for kind in [KernelKind::StepStarted, KernelKind::ExecutionResumed] {
         let (mut appended_first, mut deleted_first, mut gaps) = (0, 0, 0);
         for trial in 0..TRIALS {
-            let id = format!("raced-{}-{trial}", kind.as_str());
+            let id = common::id(&format!("raced-{}-{trial}", kind.as_str()));
             common::park(&*store, &id).await;
             let start = Arc::new(tokio::sync::Barrier::new(2));
             let delete = {

@@ -123,7 +123,8 @@ async fn the_race_keeps_one_winner_on_a_repeatable_read_database() {
 async fn the_function_fails_closed_outside_read_committed() {
     in_repeatable_read_database(|url| async move {
         let store = common::store_with(&url, common::options()).await;
-        let id = "rr-by-hand";
+        let text = "rr-by-hand";
+        let id = &common::id(text);
         let park_seq = common::park(&store, id).await;
         let before = common::Witness::capture(&store, id).await;
         let call = format!(
@@ -143,7 +144,7 @@ async fn the_function_fails_closed_outside_read_committed() {
             .get(0);
         assert_eq!(isolation, "repeatable read");
         let refused = plain
-            .query_one(call.as_str(), &[&id, &0_i64, &park, &answering, &kernel])
+            .query_one(call.as_str(), &[&text, &0_i64, &park, &answering, &kernel])
             .await
             .expect_err("the function must refuse a REPEATABLE READ transaction");
         assert_eq!(refused.code(), Some(&SqlState::INVALID_TRANSACTION_STATE));
@@ -151,7 +152,7 @@ async fn the_function_fails_closed_outside_read_committed() {
 
         // Autocommit is a transaction at the database default too.
         let refused = plain
-            .query_one(call.as_str(), &[&id, &0_i64, &park, &answering, &kernel])
+            .query_one(call.as_str(), &[&text, &0_i64, &park, &answering, &kernel])
             .await
             .expect_err("an autocommit call runs at REPEATABLE READ too");
         assert_eq!(refused.code(), Some(&SqlState::INVALID_TRANSACTION_STATE));
@@ -167,7 +168,7 @@ async fn the_function_fails_closed_outside_read_committed() {
             .await
             .expect("begins");
         let row = plain
-            .query_one(call.as_str(), &[&id, &0_i64, &park, &answering, &kernel])
+            .query_one(call.as_str(), &[&text, &0_i64, &park, &answering, &kernel])
             .await
             .expect("the function runs under READ COMMITTED");
         assert_eq!(

@@ -65,9 +65,9 @@ async fn concurrent_migrations_all_succeed_and_another_is_idempotent() {
         assert_eq!(backfills, expected, "exactly one ran the (empty) backfill");
         let again = stores[0].migrate().await.expect("migrates again");
         assert_eq!((again.version, again.backfilled), (SCHEMA_VERSION, None));
-        common::park(&stores[0], "after-migrate").await;
+        common::park(&stores[0], &common::id("after-migrate")).await;
         let log = stores[NODES - 1]
-            .read_range("after-migrate", 1, None)
+            .read_range(&common::id("after-migrate"), 1, None)
             .await
             .expect("reads");
         assert_eq!(log.len(), 2);
@@ -84,9 +84,9 @@ async fn concurrent_connects_all_succeed() {
             ..common::options()
         };
         let stores = open_together(&url, &options).await;
-        common::park(&stores[0], "all-booted").await;
+        common::park(&stores[0], &common::id("all-booted")).await;
         let log = stores[NODES - 1]
-            .read_range("all-booted", 1, None)
+            .read_range(&common::id("all-booted"), 1, None)
             .await
             .expect("reads");
         assert_eq!(log.len(), 2);
@@ -150,7 +150,7 @@ async fn a_held_migration_lock_times_out_retryably_then_migrates() {
         .await
         .expect("migrates once the lock is free");
     assert_eq!(report.version, SCHEMA_VERSION);
-    common::park(&store, "after-the-wait").await;
+    common::park(&store, &common::id("after-the-wait")).await;
 }
 
 /// A schema whose version ledger says 99 was written by a newer loomfence:
@@ -161,7 +161,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
     let Some(url) = common::url() else { return };
     let store = common::store_with(&url, common::options()).await;
     let schema = store.schema().clone();
-    common::park(&store, "parked-before").await;
+    common::park(&store, &common::id("parked-before")).await;
     let admin = common::admin(&url).await;
     admin
         .batch_execute(&format!(

@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::kernel;
-use loomfence_core::{AcquireOutcome, KernelKind, ParkExpectation};
+use loomfence_core::{AcquireOutcome, ExecutionId, KernelKind, ParkExpectation};
 use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions};
 use loomfence_store::{EventStore, StoreError};
 
@@ -34,7 +34,7 @@ impl Op {
     async fn run(
         self,
         store: &PostgresEventStore,
-        id: &str,
+        id: &ExecutionId,
         park_seq: u64,
     ) -> Result<String, StoreError> {
         match self {
@@ -102,6 +102,7 @@ async fn kill_once(
     id: &str,
 ) {
     let schema = store.schema().to_string();
+    let (text, id) = (id, &common::id(id));
     let park_seq = common::park(&**store, id).await;
     assert_eq!(
         store
@@ -116,7 +117,7 @@ async fn kill_once(
     let locked = admin
         .query_opt(
             &format!("SELECT token FROM {schema}.fences WHERE execution_id = $1 FOR UPDATE"),
-            &[&id],
+            &[&text],
         )
         .await
         .expect("locks the fence row");

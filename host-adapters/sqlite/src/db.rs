@@ -126,6 +126,13 @@ impl Db {
         self.writer.run(prepare, apply).await
     }
 
+    /// The writer thread's handle, for tests that queue jobs beside the
+    /// store's own.
+    #[cfg(test)]
+    pub(crate) fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
     /// Runs `work` with a reader, on the blocking pool. For `:memory:`,
     /// whose only connection is the writer, it queues on the writer thread
     /// instead and is answered with the group it ran in.
@@ -135,7 +142,7 @@ impl Db {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         if self.readers.is_empty() {
-            return self.writer.run(|| Ok(()), move |conn, ()| work(conn)).await;
+            return self.writer.read(work).await;
         }
         let index = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
         run(self.readers[index].clone(), work).await

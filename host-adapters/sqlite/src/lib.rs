@@ -24,13 +24,15 @@
 //!   refused, unchanged, with a typed [`OpenError`].
 //!
 //! ```
+//! use loomfence_core::ExecutionId;
 //! use loomfence_sqlite::SqliteEventStore;
 //! use loomfence_store::EventStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let store = SqliteEventStore::open_in_memory().await?;
-//! assert_eq!(store.acquire_fence("job-1").await?, 1);
+//! let id = ExecutionId::try_from("job-1")?;
+//! assert_eq!(store.acquire_fence(&id).await?, 1);
 //! # Ok(())
 //! # }
 //! ```

@@ -7,7 +7,7 @@
 //! core's (`guard_append`, `decide_acquire_if`, `is_answering`), not a SQL
 //! copy of them.
 
-use loomfence_core::fence::{BatchFacts, check_park_seq, decide_acquire_if, guard_append};
+use loomfence_core::backend::{BatchFacts, check_park_seq, decide_acquire_if, guard_append};
 use loomfence_core::{
     AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, KindClass,
     NewEvent, ParkExpectation, is_answering,

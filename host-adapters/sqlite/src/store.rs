@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, InputError, NewEvent, ParkExpectation,
-    id,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent, ParkExpectation,
 };
 use loomfence_store::{
     BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,
@@ -68,23 +67,29 @@ impl SqliteEventStore {
         &self.path
     }
 
+    /// The connections, for tests inside the crate.
+    #[cfg(test)]
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// The shared part of the three append operations: validate and encode
     /// off the lock, then write.
     async fn write(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
         park_seq: Option<u64>,
     ) -> Result<ConditionalAppend, StoreError> {
         let Some(CheckedWrite {
-            id,
             batch,
             events,
             park_seq,
-        }) = check_write(execution_id, events, park_seq)?
+        }) = check_write(events, park_seq)?
         else {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         };
+        let id = execution_id.clone();
         self.db
             .write(
                 move || events.into_iter().map(Encoded::new).collect(),
@@ -104,7 +109,7 @@ impl EventStore for SqliteEventStore {
 
     async fn append_many(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         match self.write(execution_id, events, None).await? {
@@ -117,7 +122,7 @@ impl EventStore for SqliteEventStore {
 
     async fn append_if_parked(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
@@ -126,58 +131,55 @@ impl EventStore for SqliteEventStore {
 
     async fn read_range(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        let CheckedRead {
-            id,
-            from_seq,
-            to_seq,
-        } = check_read(execution_id, from_seq, to_seq)?;
+        let CheckedRead { from_seq, to_seq } = check_read(from_seq, to_seq)?;
+        let id = execution_id.clone();
         self.db
             .read(move |reader| ops::read_range(reader, &id, from_seq, to_seq))
             .await
     }
 
-    async fn current_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
-        let id = execution_id.to_owned();
+    async fn current_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
+        let id = execution_id.clone();
         self.db
-            .read(move |reader| ops::current_fence(reader, &id))
+            .read(move |reader| ops::current_fence(reader, id.as_str()))
             .await
     }
 
-    async fn acquire_fence(&self, execution_id: &str) -> Result<u64, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
-        let id = execution_id.to_owned();
+    async fn acquire_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
+        let id = execution_id.clone();
         self.db
-            .write(|| Ok(()), move |writer, ()| ops::acquire_fence(writer, &id))
+            .write(
+                || Ok(()),
+                move |writer, ()| ops::acquire_fence(writer, id.as_str()),
+            )
             .await
     }
 
     async fn acquire_fence_if(
         &self,
-        execution_id: &str,
+        execution_id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        check_acquire_if(execution_id, expect)?;
-        let id = execution_id.to_owned();
+        check_acquire_if(expect)?;
+        let id = execution_id.clone();
         self.db
             .write(
                 || Ok(()),
-                move |writer, ()| ops::acquire_fence_if(writer, &id, expect),
+                move |writer, ()| ops::acquire_fence_if(writer, id.as_str(), expect),
             )
             .await
     }
 
-    async fn delete_execution(&self, execution_id: &str) -> Result<bool, StoreError> {
-        id::validate(execution_id).map_err(InputError::from)?;
-        let id = execution_id.to_owned();
+    async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError> {
+        let id = execution_id.clone();
         self.db
             .write(
                 || Ok(()),
-                move |writer, ()| ops::delete_execution(writer, &id),
+                move |writer, ()| ops::delete_execution(writer, id.as_str()),
             )
             .await
     }

@@ -18,6 +18,17 @@
 //!
 //! No job waits for a group to fill: a write that finds the queue empty is
 //! committed alone at once, so a lone writer sees no added latency.
+//!
+//! If the thread goes away between taking a write and answering it (a panic
+//! outside a job's own guard, after the group may have committed), the
+//! write's caller hears [`StoreError::OutcomeUnknown`]: its job is dropped
+//! unanswered, and the job answers for itself on drop. A write that never
+//! reached the thread (the queue was already closed, or it was still queued
+//! when the thread died) did not happen and is a plain
+//! [`StoreError::Backend`]; a job that had failed on its own (a stale
+//! fence, bad input) wrote nothing whatever the group did, and keeps its
+//! own answer. Reads queued here (`:memory:`) never report an unknown
+//! outcome.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -50,8 +61,11 @@ trait Job: Send {
 struct Typed<P, T, Prep, Apply> {
     /// Where the write is.
     stage: Stage<P, T, Prep, Apply>,
-    /// Where its answer goes.
-    reply: oneshot::Sender<Result<T, StoreError>>,
+    /// Where its answer goes; `None` once answered.
+    reply: Option<oneshot::Sender<Result<T, StoreError>>>,
+    /// Whether the job writes (a read queued on the writer of a `:memory:`
+    /// database does not).
+    writes: bool,
 }
 
 /// Where a [`Typed`] job is.
@@ -91,8 +105,8 @@ where
         matches!(self.stage, Stage::Done(Ok(_)))
     }
 
-    fn answer(self: Box<Self>, failure: Option<&GroupFailure>) {
-        let result = match (failure, self.stage) {
+    fn answer(mut self: Box<Self>, failure: Option<&GroupFailure>) {
+        let result = match (failure, std::mem::replace(&mut self.stage, Stage::Moving)) {
             (Some(failure), _) => Err(failure.to_store()),
             (None, Stage::Done(result)) => result,
             (None, _) => Err(StoreError::Backend(BackendError::permanent(
@@ -101,8 +115,41 @@ where
         };
         // A caller that stopped waiting (its future was dropped) needs no
         // answer; its write has the same fate as if it had waited.
-        let _ = self.reply.send(result);
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(result);
+        }
     }
+}
+
+impl<P, T, Prep, Apply> Drop for Typed<P, T, Prep, Apply> {
+    /// A job dropped unanswered: the writer thread went away (it panicked
+    /// outside a job's guard, or its queue was dropped with jobs in it).
+    fn drop(&mut self) {
+        let Some(reply) = self.reply.take() else {
+            return;
+        };
+        let result = match std::mem::replace(&mut self.stage, Stage::Moving) {
+            // Never taken by the writer: nothing happened.
+            Stage::Queued(..) => Err(stopped()),
+            // It failed on its own and its savepoint was rolled back, so it
+            // wrote nothing whatever became of its group.
+            Stage::Done(Err(refused)) => Err(refused),
+            // Taken, and perhaps in a group that committed.
+            _ if self.writes => Err(StoreError::OutcomeUnknown(BackendError::permanent(
+                "the SQLite writer thread went away after taking this write and before \
+                 answering: it may be in a committed group",
+            ))),
+            _ => Err(stopped()),
+        };
+        let _ = reply.send(result);
+    }
+}
+
+/// The answer to a call the writer thread will never run.
+fn stopped() -> StoreError {
+    StoreError::Backend(BackendError::permanent(
+        "the SQLite writer thread has stopped",
+    ))
 }
 
 /// Runs `f`, turning a panic into a permanent failure of this job alone.
@@ -177,22 +224,57 @@ impl Writer {
         P: Send + 'static,
         T: Send + 'static,
     {
+        self.queue(prepare, apply, true).await
+    }
+
+    /// Queues a read (of a `:memory:` database, whose only connection is
+    /// the writer's) and waits for its answer.
+    pub(crate) async fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+    {
+        self.queue(|| Ok(()), move |conn, ()| work(conn), false)
+            .await
+    }
+
+    /// Queues a job and waits for its answer.
+    async fn queue<P, T>(
+        &self,
+        prepare: impl FnOnce() -> Result<P, StoreError> + Send + 'static,
+        apply: impl FnOnce(&Connection, P) -> Result<T, StoreError> + Send + 'static,
+        writes: bool,
+    ) -> Result<T, StoreError>
+    where
+        P: Send + 'static,
+        T: Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(Typed {
             stage: Stage::Queued(prepare, apply),
-            reply,
+            reply: Some(reply),
+            writes,
         });
-        let stopped = || {
-            StoreError::Backend(BackendError::permanent(
-                "the SQLite writer thread has stopped",
-            ))
-        };
+        // A refused send drops the job, which answers for itself; the
+        // answer is not awaited, though: nothing reached the thread.
         self.jobs
             .as_ref()
             .ok_or_else(stopped)?
             .send(job)
             .map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        // Every job answers, if only from its drop; a reply lost anyway (a
+        // job leaked on a dying thread) is judged as if it had been taken.
+        answer.await.unwrap_or_else(|_| {
+            Err(if writes {
+                StoreError::OutcomeUnknown(BackendError::permanent(
+                    "the SQLite writer thread went away without answering this write",
+                ))
+            } else {
+                stopped()
+            })
+        })
     }
 }
 
@@ -313,6 +395,194 @@ mod tests {
             started,
             job,
         }
+    }
+
+    /// A result that panics when it is dropped on the writer thread. That
+    /// happens only when its caller stopped waiting (the reply cannot be
+    /// delivered, so the writer drops it): the writer thread then dies
+    /// answering, after its group committed and before it answered the jobs
+    /// behind it in the group. No switch inside the writer: a real panic on
+    /// its answering path.
+    struct PanicsOnWriterThread;
+
+    impl Drop for PanicsOnWriterThread {
+        fn drop(&mut self) {
+            if std::thread::current().name() == Some("loomfence-sqlite-writer") {
+                panic!("the writer thread dies answering a caller that left");
+            }
+        }
+    }
+
+    /// Queues a job whose answer kills the writer thread, and stops waiting
+    /// for it (its future is polled once, which queues it, then dropped).
+    async fn queue_poison(writer: &Writer) {
+        let mut poison = Box::pin(writer.run(|| Ok(()), |_, ()| Ok(PanicsOnWriterThread)));
+        std::future::poll_fn(|cx| {
+            assert!(
+                poison.as_mut().poll(cx).is_pending(),
+                "queued, not answered"
+            );
+            std::task::Poll::Ready(())
+        })
+        .await;
+    }
+
+    /// A temporary database file, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(label: &str) -> Self {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            Self(std::env::temp_dir().join(format!(
+                "loomfence-sqlite-writer-{label}-{}-{nanos}.db",
+                std::process::id()
+            )))
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = self.0.as_os_str().to_owned();
+                name.push(suffix);
+                let _ignored = std::fs::remove_file(std::path::PathBuf::from(name));
+            }
+        }
+    }
+
+    /// The numbers in the table of the file at `path`, read by a fresh
+    /// connection.
+    fn rows_in(path: &std::path::Path) -> Vec<i64> {
+        let conn = Connection::open(path).unwrap();
+        let mut s = conn.prepare("SELECT n FROM t ORDER BY n").unwrap();
+        let rows = s.query_map([], |r| r.get(0)).unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_that_dies_after_the_commit_leaves_the_outcome_unknown_not_failed() {
+        let file = TempFile::new("dies");
+        let conn = Connection::open(&file.0).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER PRIMARY KEY)")
+            .unwrap();
+        let writer = Writer::spawn(conn).unwrap();
+        let Hold {
+            release,
+            started,
+            job,
+        } = hold(&writer);
+        let group = async {
+            started.await.unwrap();
+            // The next group: the poisoned job, then ours.
+            queue_poison(&writer).await;
+            let ours = writer.run(|| Ok(()), insert(7, Ok(())));
+            tokio::join!(ours, async {
+                release.send(()).unwrap();
+            })
+        };
+        let (held, (ours, ())) = tokio::join!(job, group);
+        held.unwrap();
+        match ours {
+            Err(StoreError::OutcomeUnknown(lost)) => {
+                assert!(
+                    lost.to_string().contains("may be in a committed group"),
+                    "{lost}"
+                );
+            }
+            other => panic!("expected OutcomeUnknown, got {other:?}"),
+        }
+        assert_eq!(
+            rows_in(&file.0),
+            [7],
+            "the group committed: our write landed"
+        );
+        // A write that never reached the writer did not happen, and says so.
+        match writer.run(|| Ok(()), insert(8, Ok(()))).await {
+            Err(StoreError::Backend(stopped)) => {
+                assert!(stopped.to_string().contains("stopped"), "{stopped}");
+            }
+            other => panic!("expected a backend error, got {other:?}"),
+        }
+        assert_eq!(rows_in(&file.0), [7]);
+        drop(writer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_write_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
+        use loomfence_core::{ConditionalAppend, ExecutionId, KernelKind, NewEvent};
+        use loomfence_store::EventStore;
+
+        use crate::{SqliteEventStore, SqliteOptions};
+
+        let file = TempFile::new("store");
+        let id = ExecutionId::new("job-1").unwrap();
+        let at = 1_700_000_000_000;
+        let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        let parked = store
+            .append_many(
+                &id,
+                vec![
+                    NewEvent::kernel(KernelKind::ExecutionStarted, at),
+                    NewEvent::kernel(KernelKind::ExecutionSuspended, at),
+                ],
+            )
+            .await
+            .unwrap();
+        let park_seq = parked[1].sequence;
+        let writer = store.db().writer();
+        let Hold {
+            release,
+            started,
+            job,
+        } = hold(writer);
+        let group = async {
+            started.await.unwrap();
+            queue_poison(writer).await;
+            let resume = store.append_if_parked(
+                &id,
+                park_seq,
+                vec![NewEvent::kernel(KernelKind::ExecutionResumed, at)],
+            );
+            tokio::join!(resume, async {
+                release.send(()).unwrap();
+            })
+        };
+        let (held, (resume, ())) = tokio::join!(job, group);
+        held.unwrap();
+        assert!(
+            matches!(resume, Err(StoreError::OutcomeUnknown(_))),
+            "expected OutcomeUnknown, got {resume:?}"
+        );
+        drop(store);
+        let reopened = SqliteEventStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        let log = reopened.read_range(&id, 1, None).await.unwrap();
+        let kinds: Vec<&str> = log.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "EXECUTION_STARTED",
+                "EXECUTION_SUSPENDED",
+                "EXECUTION_RESUMED"
+            ],
+            "the resume landed in the committed group"
+        );
+        // The write is settled: the park is answered.
+        assert!(matches!(
+            reopened
+                .append_if_parked(
+                    &id,
+                    park_seq,
+                    vec![NewEvent::kernel(KernelKind::ExecutionResumed, at)]
+                )
+                .await,
+            Ok(ConditionalAppend::ParkAnswered)
+        ));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,7 +58,7 @@ async fn awkward_ids_are_stored_verbatim_and_inject_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nul_refusals_write_no_row_anywhere() {
     let (store, dir) = fresh("nul").await;
-    let target = "nul-target";
+    let target = &common::id("nul-target");
     let park_seq = common::park(&store, target).await;
     let counts = files::row_counts(&dir.file("store.db"));
     refuse_nul_everywhere(&store, target, park_seq).await;

@@ -26,7 +26,7 @@ async fn real_database(path: &Path) -> Vec<u8> {
         let store = common::open(path).await;
         let filler = "x".repeat(1000);
         for execution in 0..40 {
-            let id = format!("real-{execution}");
+            let id = common::id(&format!("real-{execution}"));
             common::park(&store, &id).await;
             let first = store
                 .acquire_fence_if(
@@ -174,7 +174,7 @@ async fn damaged_pages_give_a_permanent_backend_error() {
             return;
         }
     };
-    let id = "real-3";
+    let id = &common::id("real-3");
     let outcomes = [
         (
             "read_range",
@@ -248,7 +248,7 @@ async fn damage_in_some_pages_never_returns_wrong_rows() {
     let (mut intact, mut failed) = (0, 0);
     for execution in 0..40 {
         let id = format!("real-{execution}");
-        match store.read_range(&id, 1, None).await {
+        match store.read_range(&common::id(&id), 1, None).await {
             Ok(log) => {
                 let steps: Vec<_> = log[2..].iter().map(|e| e.payload["n"].clone()).collect();
                 assert_eq!(log.len(), 6, "{id}: all its rows or an error");

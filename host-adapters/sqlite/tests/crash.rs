@@ -130,7 +130,7 @@ fn append_forever(path: &Path, id: &str, writer: &str) {
         for n in 0_u64.. {
             let written = store
                 .append(
-                    id,
+                    &common::id(id),
                     kernel(KernelKind::StepStarted)
                         .with_payload(object(json!({ "writer": writer, "n": n }))),
                 )
@@ -152,7 +152,7 @@ fn abort_in_a_transaction(commit: bool) {
     });
     let path = dir.file("crash.db");
     let rt = common::runtime();
-    let id = "crashed";
+    let id = &common::id("crashed");
     let before = rt.block_on(async {
         let store = common::open(&path).await;
         let park_seq = common::park(&store, id).await;
@@ -361,7 +361,10 @@ fn sigkill_mid_append_loses_nothing_acknowledged() {
 
         let log = rt.block_on(async {
             let store = common::open(&path).await;
-            store.read_range(&id, 1, None).await.expect("reads")
+            store
+                .read_range(&common::id(&id), 1, None)
+                .await
+                .expect("reads")
         });
         let sequences: Vec<u64> = log.iter().map(|e| e.sequence).collect();
         let contiguous: Vec<u64> = (1..=log.len() as u64).collect();

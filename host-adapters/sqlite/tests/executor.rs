@@ -102,7 +102,7 @@ async fn large_appends_do_not_stall_a_current_thread_executor() {
     for n in 0..APPENDS {
         store
             .append(
-                "big",
+                &common::id("big"),
                 kernel(KernelKind::StepStarted)
                     .with_payload(object(json!({ "n": n, "blob": blob }))),
             )
@@ -118,7 +118,11 @@ async fn large_appends_do_not_stall_a_current_thread_executor() {
         100.0 * tick_share(ticks, took)
     );
     assert_eq!(
-        store.read_range("big", 1, None).await.expect("reads").len(),
+        store
+            .read_range(&common::id("big"), 1, None)
+            .await
+            .expect("reads")
+            .len(),
         APPENDS
     );
     assert!(
@@ -156,7 +160,7 @@ async fn an_append_waiting_for_the_write_lock_does_not_stall_the_executor() {
     let ticker = Ticker::start().await;
     let started = Instant::now();
     let written = store
-        .append("waiting", kernel(KernelKind::ExecutionStarted))
+        .append(&common::id("waiting"), kernel(KernelKind::ExecutionStarted))
         .await
         .expect("appends once the lock is free");
     let took = started.elapsed();

@@ -38,10 +38,7 @@ fn child() {
     let Some(command) = child::command() else {
         return;
     };
-    let id = command
-        .strip_prefix("GO ")
-        .expect("a GO command")
-        .to_owned();
+    let id = common::id(command.strip_prefix("GO ").expect("a GO command"));
     let rt = common::runtime();
     let answer = rt.block_on(async {
         let store = SqliteEventStore::open(child::path(), SqliteOptions::default())
@@ -109,7 +106,10 @@ fn processes_opening_one_new_file_at_once_all_boot_and_lose_nothing() {
             let store = common::open(&path).await;
             for &n in &booted {
                 let id = format!("opener-{n}");
-                let log = store.read_range(&id, 1, None).await.expect("reads");
+                let log = store
+                    .read_range(&common::id(&id), 1, None)
+                    .await
+                    .expect("reads");
                 let seen: Vec<_> = log
                     .iter()
                     .map(|e| (e.sequence, e.payload["n"].clone()))
@@ -146,8 +146,14 @@ async fn opening_again_is_idempotent() {
     let dir = TempDir::new("reopen");
     let path = dir.file("store.db");
     let first = common::open(&path).await;
-    let park_seq = common::park(&first, "kept").await;
-    assert_eq!(first.acquire_fence("kept").await.expect("acquires"), 1);
+    let park_seq = common::park(&first, &common::id("kept")).await;
+    assert_eq!(
+        first
+            .acquire_fence(&common::id("kept"))
+            .await
+            .expect("acquires"),
+        1
+    );
     let schema = || {
         let conn = files::raw(&path);
         let mut statement = conn
@@ -166,19 +172,34 @@ async fn opening_again_is_idempotent() {
             .expect("reads the schema")
     };
     let tables = schema();
-    let before = common::Witness::capture(&first, "kept").await;
+    let before = common::Witness::capture(&first, &common::id("kept")).await;
 
     // Again while the first is open, then both write.
     let second = common::open(&path).await;
-    assert_eq!(common::Witness::capture(&second, "kept").await, before);
-    assert_eq!(second.acquire_fence("kept").await.expect("acquires"), 2);
-    assert_eq!(first.current_fence("kept").await.expect("reads"), 2);
+    assert_eq!(
+        common::Witness::capture(&second, &common::id("kept")).await,
+        before
+    );
+    assert_eq!(
+        second
+            .acquire_fence(&common::id("kept"))
+            .await
+            .expect("acquires"),
+        2
+    );
+    assert_eq!(
+        first
+            .current_fence(&common::id("kept"))
+            .await
+            .expect("reads"),
+        2
+    );
     drop((first, second));
 
     // And again after both are closed, several times.
     for _ in 0..3 {
         let again = common::open(&path).await;
-        let now = common::Witness::capture(&again, "kept").await;
+        let now = common::Witness::capture(&again, &common::id("kept")).await;
         assert_eq!((&now.events, now.fence), (&before.events, 2));
         assert_eq!(log_len(&again).await, park_seq);
     }
@@ -193,7 +214,7 @@ async fn opening_again_is_idempotent() {
 /// The length of `kept`'s log.
 async fn log_len(store: &SqliteEventStore) -> u64 {
     store
-        .read_range("kept", 1, None)
+        .read_range(&common::id("kept"), 1, None)
         .await
         .expect("reads")
         .len() as u64
@@ -211,7 +232,7 @@ async fn a_newer_schema_is_refused_and_left_untouched() {
     let wal = dir.file("wal.db");
     {
         let store = common::open(&wal).await;
-        common::park(&store, "old").await;
+        common::park(&store, &common::id("old")).await;
     }
     files::raw(&wal)
         .pragma_update(None, "user_version", 99)

@@ -22,8 +22,10 @@ use std::time::Instant;
 
 use common::child::{self, Child};
 use common::{TempDir, kernel};
-use loomfence_core::fence::decide_acquire_if;
-use loomfence_core::{AcquireOutcome, ConditionalAppend, Envelope, KernelKind, ParkExpectation};
+use loomfence_core::backend::decide_acquire_if;
+use loomfence_core::{
+    AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, KernelKind, ParkExpectation,
+};
 use loomfence_sqlite::SqliteEventStore;
 use loomfence_store::{EventStore, StoreError};
 
@@ -59,22 +61,23 @@ fn child() {
 async fn answer(store: &SqliteEventStore, role: &str, line: &str) -> String {
     let words: Vec<&str> = line.split(' ').collect();
     let number = |word: &str| -> u64 { word.parse().expect("a number") };
+    let id = |word: &str| common::id(word);
     match (role, words.as_slice()) {
-        ("appender", ["APPEND", id, token]) => appended(
+        ("appender", ["APPEND", execution, token]) => appended(
             store
                 .append(
-                    id,
+                    &id(execution),
                     kernel(KernelKind::ExecutionResumed).with_fence(number(token)),
                 )
                 .await
                 .map(|written| vec![written]),
         ),
-        ("appender", ["APPEND_BATCH", id, token]) => {
+        ("appender", ["APPEND_BATCH", execution, token]) => {
             let token = number(token);
             appended(
                 store
                     .append_many(
-                        id,
+                        &id(execution),
                         vec![
                             kernel(KernelKind::MessageConsumed).with_fence(token),
                             kernel(KernelKind::ExecutionResumed).with_fence(token),
@@ -83,9 +86,9 @@ async fn answer(store: &SqliteEventStore, role: &str, line: &str) -> String {
                     .await,
             )
         }
-        ("appender", ["APPEND_IF_PARKED", id, park_seq]) => match store
+        ("appender", ["APPEND_IF_PARKED", execution, park_seq]) => match store
             .append_if_parked(
-                id,
+                &id(execution),
                 number(park_seq),
                 vec![kernel(KernelKind::ExecutionResumed)],
             )
@@ -95,10 +98,10 @@ async fn answer(store: &SqliteEventStore, role: &str, line: &str) -> String {
             Ok(ConditionalAppend::ParkAnswered) => "PARK_ANSWERED".to_owned(),
             Err(e) => appended(Err(e)),
         },
-        ("acquirer", ["ACQUIRE", id, fence, park_seq]) => acquired(
+        ("acquirer", ["ACQUIRE", execution, fence, park_seq]) => acquired(
             store
                 .acquire_fence_if(
-                    id,
+                    &id(execution),
                     ParkExpectation {
                         fence: number(fence),
                         park_seq: number(park_seq),
@@ -106,10 +109,10 @@ async fn answer(store: &SqliteEventStore, role: &str, line: &str) -> String {
                 )
                 .await,
         ),
-        ("unsafe-acquirer", ["ACQUIRE", id, fence, park_seq]) => acquired(
+        ("unsafe-acquirer", ["ACQUIRE", execution, fence, park_seq]) => acquired(
             unsafe_acquire(
                 store,
-                id,
+                &id(execution),
                 ParkExpectation {
                     fence: number(fence),
                     park_seq: number(park_seq),
@@ -126,7 +129,7 @@ async fn answer(store: &SqliteEventStore, role: &str, line: &str) -> String {
 /// are two transactions, so an answer can land between them.
 async fn unsafe_acquire(
     store: &SqliteEventStore,
-    id: &str,
+    id: &ExecutionId,
     expect: ParkExpectation,
 ) -> Result<AcquireOutcome, StoreError> {
     let current = store.current_fence(id).await?;
@@ -285,13 +288,14 @@ impl Race {
 
     /// One trial on the fresh execution `id`.
     fn trial(&mut self, id: &str, path: Path, appender_first: bool) -> Result<Winner, String> {
+        let execution = common::id(id);
         let (park_seq, token) = self.rt.block_on(async {
-            let park_seq = common::park(&self.store, id).await;
+            let park_seq = common::park(&self.store, &execution).await;
             let token = if path == Path::IfParked {
                 0
             } else {
                 self.store
-                    .acquire_fence_if(id, ParkExpectation { fence: 0, park_seq })
+                    .acquire_fence_if(&execution, ParkExpectation { fence: 0, park_seq })
                     .await
                     .expect("the first, uncontended acquire")
                     .fence()
@@ -331,7 +335,9 @@ impl Race {
         // The log and the token must agree with what each side was told.
         let common::Witness {
             events: log, fence, ..
-        } = self.rt.block_on(common::Witness::capture(&self.store, id));
+        } = self
+            .rt
+            .block_on(common::Witness::capture(&self.store, &execution));
         let tail: Vec<_> = log.iter().filter(|e| e.sequence > park_seq).collect();
         let count = |kind: KernelKind| tail.iter().filter(|e| e.kind == kind.as_str()).count();
         let resumes = count(KernelKind::ExecutionResumed);

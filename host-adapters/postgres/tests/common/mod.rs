@@ -14,7 +14,7 @@ pub mod race;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use loomfence_conformance::support::{AT, Witness, kernel, object, park};
+pub use loomfence_conformance::support::{AT, Witness, id, kernel, object, park};
 use loomfence_conformance::{Store, cases, run_all};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
 use tokio_postgres::NoTls;

@@ -12,12 +12,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use loomfence_core::{AcquireOutcome, ConditionalAppend, KernelKind, ParkExpectation};
+use loomfence_core::{AcquireOutcome, ConditionalAppend, ExecutionId, KernelKind, ParkExpectation};
 use loomfence_postgres::PostgresEventStore;
 use loomfence_store::{EventStore, StoreError};
 use tokio::sync::Barrier;
 
-use super::{kernel, park};
+use super::{id, kernel, park};
 
 /// Which answering write races the conditional acquire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +159,7 @@ impl fmt::Display for Tally {
 
 /// Parks `id` and, on fenced paths, takes the first token with a conditional
 /// acquire (A's own acquire, before the race).
-pub async fn prepare(store: &PostgresEventStore, id: &str, path: Path) -> Setup {
+pub async fn prepare(store: &PostgresEventStore, id: &ExecutionId, path: Path) -> Setup {
     let park_seq = park(store, id).await;
     let token = if path.fenced() {
         match store
@@ -180,7 +180,7 @@ pub async fn prepare(store: &PostgresEventStore, id: &str, path: Path) -> Setup 
 /// append found the park answered.
 async fn answer(
     store: &PostgresEventStore,
-    id: &str,
+    id: &ExecutionId,
     setup: Setup,
     path: Path,
 ) -> Result<bool, StoreError> {
@@ -217,7 +217,12 @@ async fn answer(
 
 /// Runs one race on a prepared execution and classifies it, checking that
 /// the log and the token agree with what each side was told.
-pub async fn race(store: &Arc<PostgresEventStore>, id: &str, setup: Setup, path: Path) -> Outcome {
+pub async fn race(
+    store: &Arc<PostgresEventStore>,
+    id: &ExecutionId,
+    setup: Setup,
+    path: Path,
+) -> Outcome {
     let start = Arc::new(Barrier::new(2));
     let appender = {
         let (store, start, id) = (store.clone(), start.clone(), id.to_owned());
@@ -312,11 +317,12 @@ pub async fn run(
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
+                    let execution = id(&trial.id);
                     let setup = match trial.setup {
                         Some(setup) => setup,
-                        None => prepare(&store, &trial.id, trial.path).await,
+                        None => prepare(&store, &execution, trial.path).await,
                     };
-                    let outcome = race(&store, &trial.id, setup, trial.path).await;
+                    let outcome = race(&store, &execution, setup, trial.path).await;
                     if stop_at_double && outcome == Outcome::BothWon {
                         stop.store(true, Ordering::SeqCst);
                     }

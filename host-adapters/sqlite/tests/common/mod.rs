@@ -12,7 +12,7 @@ use std::path::Path;
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 
 pub use files::TempDir;
-pub use loomfence_conformance::support::{AT, Witness, kernel, object, park};
+pub use loomfence_conformance::support::{AT, Witness, id, kernel, object, park};
 
 /// A runtime for a test that also does blocking work (child processes,
 /// raw connections) between store calls.
