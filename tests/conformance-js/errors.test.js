@@ -22,7 +22,7 @@ import * as loomfence from 'loomfence';
 import { PlainEventStore } from './plain-store.js';
 import { AT, Witness, assertRejects, describe as describeError, event, expect, fenced, park, show, wrap } from './support.js';
 
-const { InputError, MemoryEventStore, ResumeContendedError, ResumeRefusedError, StaleFenceError, resume } = loomfence;
+const { InputError, MemoryEventStore, ResumeContendedError, ResumeRefusedError, StaleFenceError, isAnsweringKind, resume } = loomfence;
 const CLASSES = { StaleFenceError, ResumeRefusedError, ResumeContendedError, InputError };
 
 // ---------------------------------------------------------------------------
@@ -118,21 +118,22 @@ describe('error classes', () => {
 // ---------------------------------------------------------------------------
 // resume over host stores that refuse in their own words.
 
-/** A host store over a plain store whose first EXECUTION_RESUMED append is
- * refused: a rival acquires, and the store throws `makeError(current)`. */
+/** A host store over a plain store whose first resume append (the
+ * park-conditional one) is refused: a rival acquires, and the store throws
+ * `makeError(current)`. */
 function refusingOnce(makeError) {
   const inner = new PlainEventStore();
   let refused = false;
   return {
     inner,
     store: wrap(inner, {
-      async append(id, ev) {
-        if (ev.kind === 'EXECUTION_RESUMED' && !refused) {
+      async appendIfParked(id, parkSeq, events) {
+        if (!refused) {
           refused = true;
           const current = await inner.acquireFence(id);
-          throw makeError(current, id, ev.metadata?.fence);
+          throw makeError(current, id, events[0].metadata?.fence);
         }
-        return inner.append(id, ev);
+        return inner.appendIfParked(id, parkSeq, events);
       },
     }),
   };
@@ -186,7 +187,7 @@ describe('resume understands a host store', () => {
     const parkSeq = await park(inner, 'f');
     const failures = [new Error('disk on fire'), { name: 'SomethingElse', current: 7 }, 'a thrown string'];
     for (const failure of failures) {
-      for (const method of ['readRange', 'acquireFenceIf', 'append']) {
+      for (const method of ['readRange', 'acquireFenceIf', 'appendIfParked']) {
         const store = wrap(inner, {
           async [method]() {
             throw failure;
@@ -215,10 +216,11 @@ describe('resume understands a host store', () => {
         fences.set(id, current + 1);
         return { fence: current + 1 };
       },
-      append: (id, ev) => {
+      appendIfParked: (id, parkSeq, [ev]) => {
+        if (log.slice(parkSeq).some(isAnsweringKind)) return { parkAnswered: true };
         const envelope = { executionId: id, sequence: log.length + 1, payload: {}, metadata: {}, ...ev };
         log.push(envelope);
-        return envelope;
+        return [envelope];
       },
     };
     const resumed = await resume(store, 's', { fenceIfParkedAt: parkSeq, answer: 1, at: AT });

@@ -5,7 +5,7 @@
 //
 //   import { conformance } from './kit.js';
 //   conformance('memory', () => new MemoryEventStore(),
-//     { fencing: true, conditional: true, appendIfParked: false });
+//     { fencing: true, conditional: true, appendIfParked: true });
 //
 // Like object_store's shared integration suite (and the Rust kit), adapter
 // differences are capability flags, never forked cases: each case declares
@@ -17,13 +17,14 @@
 // Capabilities:
 //   fencing         the store has acquireFence (tokens and the append guard)
 //   conditional     the store has acquireFenceIf (implies fencing)
-//   appendIfParked  the store has the park-conditional append
+//   appendIfParked  the store has the park-conditional append, which
+//                   `resume` requires of every store it drives
 //
 // Each case gets a fresh store from the factory.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ResumeContendedError, ResumeRefusedError, resume } from 'loomfence';
+import { ResumeContendedError, ResumeRefusedError, locatePark, resume } from 'loomfence';
 
 import {
   ANSWERING_KINDS,
@@ -50,14 +51,15 @@ const needs = {
   conditional: { admits: (c) => c.conditional, label: 'conditional' },
   appendIfParked: { admits: (c) => c.appendIfParked, label: 'appendIfParked' },
   fencedAppendIfParked: { admits: (c) => c.appendIfParked && c.fencing, label: 'fencing and appendIfParked' },
-  atMostOnceResume: {
-    admits: (c) => c.fencing || c.appendIfParked,
-    label: 'fencing or appendIfParked (otherwise resume trusts one resumer at a time)',
+  // `resume` drives only stores with appendIfParked (its one append is the
+  // park-conditional one, whatever the store's fencing), and refuses the
+  // others up front: the resume cases need it on top of their fencing.
+  resumable: { admits: (c) => c.appendIfParked, label: 'appendIfParked (resume refuses a store without it)' },
+  conditionalResumable: {
+    admits: (c) => c.conditional && c.appendIfParked,
+    label: 'conditional and appendIfParked (resume refuses a store without it)',
   },
-  conditionalParkCheck: {
-    admits: (c) => c.conditional || (!c.fencing && c.appendIfParked),
-    label: 'a conditional acquire, or appendIfParked on a non-fencing store',
-  },
+  notResumable: { admits: (c) => !c.appendIfParked, label: 'a store without appendIfParked' },
 };
 
 /** Every case: [name, needs, run(store, capabilities)]. */
@@ -803,6 +805,40 @@ kase('delete::delete_of_an_unfenced_execution_leaves_nothing', needs.any, async 
   assert.equal((await store.append(id, event('app.y'))).sequence, 1);
 });
 
+kase('delete::a_delete_under_a_fenced_resume_writes_nothing', needs.fencedAppendIfParked, async (store, caps) => {
+  // A resume racing a delete must not recreate the log. The resumer's
+  // acquire wins (token 1); the execution is deleted, which keeps the token
+  // by design; the resumer's append, fenced and conditional on its park, is
+  // then refused as PARK_SEQ_OUT_OF_RANGE (the park is no longer in the log)
+  // and writes nothing: no phantom one-event log, the token still 1. The
+  // same holds once the id is reborn with a log shorter than the park.
+  const id = 'delete-under-resume';
+  const parkSeq = await park(store, id);
+  let token;
+  if (caps.conditional) {
+    const outcome = await acquireIf(store, id, 0, parkSeq);
+    assert.deepEqual(outcome, { fence: 1 });
+    token = outcome.fence;
+  } else {
+    token = await store.acquireFence(id);
+  }
+  assert.equal(token, 1);
+  assert.equal(await store.deleteExecution(id), true);
+  const deleted = await Witness.capture(store, id);
+  assert.deepEqual({ events: deleted.events.length, fence: deleted.fence }, { events: 0, fence: token });
+  const resumed = () => [fenced(event('EXECUTION_RESUMED'), token)];
+  await assertRejects(store.appendIfParked(id, parkSeq, resumed()), expect.parkSeqOutOfRange, 'a fenced resume of a deleted park');
+  await deleted.assertUnchanged(store, 'a fenced resume of a deleted park');
+  assert.deepEqual(await store.readRange(id, 1), [], 'no phantom log');
+  assert.equal(await store.currentFence(id), token);
+
+  const reborn = await store.append(id, fenced(event('EXECUTION_STARTED'), token));
+  assert.equal(reborn.sequence, 1);
+  const before = await Witness.capture(store, id);
+  await assertRejects(store.appendIfParked(id, parkSeq, resumed()), expect.parkSeqOutOfRange, 'a fenced resume of a park past a reborn log');
+  await before.assertUnchanged(store, 'a fenced resume of a park past a reborn log');
+});
+
 // ---------------------------------------------------------------------------
 // resume: the runtime's resume scenarios (host-adapters/runtime/tests and the
 // core's resume tests), driven through the package's `resume` against the
@@ -836,7 +872,7 @@ async function assertContended(promise, id, attempts, what) {
   });
 }
 
-kase('resume::a_resume_lands_and_its_body_appends_under_the_token', needs.any, async (store, caps) => {
+kase('resume::a_resume_lands_and_its_body_appends_under_the_token', needs.resumable, async (store, caps) => {
   const id = 'resume-lands';
   const parkSeq = await park(store, id);
   const resumed = await resume(store, id, { fenceIfParkedAt: parkSeq, answer: { child: 'done' }, at: AT + 11 });
@@ -859,7 +895,7 @@ kase('resume::a_resume_lands_and_its_body_appends_under_the_token', needs.any, a
   await assertRefused(resume(store, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT }), id, parkSeq, 'a second resume of the same park');
 });
 
-kase('resume::a_dead_acquirer_is_passed_on_the_retry', needs.fencing, async (store, caps) => {
+kase('resume::a_dead_acquirer_is_passed_on_the_retry', needs.fencedAppendIfParked, async (store, caps) => {
   const id = 'resume-dead';
   const parkSeq = await park(store, id);
   const dead = await store.acquireFence(id);
@@ -873,7 +909,7 @@ kase('resume::a_dead_acquirer_is_passed_on_the_retry', needs.fencing, async (sto
   assert.equal((await resumesOf(store, id)).length, 1);
 });
 
-kase('resume::three_dead_acquirers_make_it_contended_and_leave_the_log_alone', needs.conditional, async (store) => {
+kase('resume::three_dead_acquirers_make_it_contended_and_leave_the_log_alone', needs.conditionalResumable, async (store) => {
   const id = 'resume-three-dead';
   const parkSeq = await park(store, id);
   const before = await store.readRange(id);
@@ -896,16 +932,17 @@ kase('resume::three_dead_acquirers_make_it_contended_and_leave_the_log_alone', n
   assert.equal(resumed.fence, 4);
 });
 
-kase('resume::a_rival_behind_every_append_makes_it_contended', needs.fencing, async (store) => {
+kase('resume::a_rival_behind_every_append_makes_it_contended', needs.fencedAppendIfParked, async (store) => {
   const id = 'resume-rival-append';
   const parkSeq = await park(store, id);
   const before = await store.readRange(id);
-  // A rival that acquires between the resumer's acquire and its append,
-  // every time: each append is stale, on either fencing path.
+  // A rival that acquires between the resumer's acquire and its append (the
+  // park-conditional one, under its token), every time: each append is
+  // stale, on either fencing path.
   const hostile = wrap(store, {
-    async append(executionId, ev) {
-      if (ev.kind === 'EXECUTION_RESUMED') await store.acquireFence(executionId);
-      return store.append(executionId, ev);
+    async appendIfParked(executionId, seq, events) {
+      await store.acquireFence(executionId);
+      return store.appendIfParked(executionId, seq, events);
     },
   });
   await assertContended(resume(hostile, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT }), id, 3, 'a rival behind every append');
@@ -913,7 +950,7 @@ kase('resume::a_rival_behind_every_append_makes_it_contended', needs.fencing, as
   assert.equal(await store.currentFence(id), 6, 'three acquires by the resumer, three by the rival');
 });
 
-kase('resume::an_answered_park_is_refused_and_takes_no_token', needs.any, async (store) => {
+kase('resume::an_answered_park_is_refused_and_takes_no_token', needs.resumable, async (store) => {
   const id = 'resume-answered';
   const parkSeq = await park(store, id);
   await store.append(id, event('EXECUTION_RESUMED'));
@@ -924,7 +961,7 @@ kase('resume::an_answered_park_is_refused_and_takes_no_token', needs.any, async 
   assert.equal((await resumesOf(store, id)).length, 1);
 });
 
-kase('resume::a_sequence_that_is_not_a_park_is_refused', needs.any, async (store) => {
+kase('resume::a_sequence_that_is_not_a_park_is_refused', needs.resumable, async (store) => {
   const id = 'resume-not-a-park';
   await park(store, id);
   const before = await Witness.capture(store, id);
@@ -934,7 +971,7 @@ kase('resume::a_sequence_that_is_not_a_park_is_refused', needs.any, async (store
   await before.assertUnchanged(store, 'resumes of sequences that are not the open park');
 });
 
-kase('resume::an_unfenced_denial_after_the_park_does_not_block_the_resume', needs.any, async (store) => {
+kase('resume::an_unfenced_denial_after_the_park_does_not_block_the_resume', needs.resumable, async (store) => {
   const id = 'resume-after-denial';
   const parkSeq = await park(store, id);
   await store.append(id, event('EXECUTION_DENIED'));
@@ -944,7 +981,7 @@ kase('resume::an_unfenced_denial_after_the_park_does_not_block_the_resume', need
   assert.equal(resumed.head, parkSeq + 3);
 });
 
-kase('resume::sixteen_concurrent_resumers_one_lands', needs.atMostOnceResume, async (store) => {
+kase('resume::sixteen_concurrent_resumers_one_lands', needs.resumable, async (store) => {
   const id = 'resume-sixteen';
   const parkSeq = await park(store, id);
   const results = await Promise.allSettled(
@@ -963,7 +1000,7 @@ kase('resume::sixteen_concurrent_resumers_one_lands', needs.atMostOnceResume, as
   assert.deepEqual(resumes[0], landed[0].value.resumed);
 });
 
-kase('resume::a_body_fenced_out_by_a_rival_learns_it_on_its_next_append', needs.fencing, async (store) => {
+kase('resume::a_body_fenced_out_by_a_rival_learns_it_on_its_next_append', needs.fencedAppendIfParked, async (store) => {
   const id = 'resume-fenced-out';
   const parkSeq = await park(store, id);
   const resumed = await resume(store, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT });
@@ -972,11 +1009,14 @@ kase('resume::a_body_fenced_out_by_a_rival_learns_it_on_its_next_append', needs.
   await assertStale(store.append(id, fenced(event('STEP_STARTED'), resumed.fence)), 1, 2, "the fenced-out body's append");
 });
 
-kase('resume::a_park_deleted_under_the_resume_is_refused', needs.conditionalParkCheck, async (store, caps) => {
+kase('resume::a_park_deleted_under_the_resume_is_refused', needs.resumable, async (store, caps) => {
   const id = 'resume-deleted';
   const parkSeq = await park(store, id);
   // The execution is deleted between the resumer's read and its conditional
-  // step, which then reports PARK_SEQ_OUT_OF_RANGE: the park is gone.
+  // step, which then reports PARK_SEQ_OUT_OF_RANGE: the park is gone. On a
+  // conditional store that step is the acquire (no token taken); otherwise
+  // it is the park-conditional append, after a fencing-only store's acquire
+  // (whose token the delete keeps).
   const method = caps.conditional ? 'acquireFenceIf' : 'appendIfParked';
   const deleting = wrap(store, {
     async [method](...args) {
@@ -986,7 +1026,92 @@ kase('resume::a_park_deleted_under_the_resume_is_refused', needs.conditionalPark
   });
   await assertRefused(resume(deleting, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT }), id, parkSeq, 'a deleted park');
   assert.deepEqual(await store.readRange(id), [], 'nothing was appended to a reborn log');
-  assert.equal(await store.currentFence(id), 0, 'no token was taken');
+  const taken = caps.fencing && !caps.conditional ? 1 : 0;
+  assert.equal(await store.currentFence(id), taken, 'no token beyond the one a fencing-only acquire took before the delete');
+});
+
+/**
+ * A view of `store` that deletes `id` right after every acquire that takes
+ * a token (conditional or not), the widest window a delete can hit a resume
+ * in: between its acquire and its append. `deletes` counts them.
+ */
+function deletingAfterAcquire(store, id) {
+  const view = wrap(store, {
+    async acquireFence(executionId) {
+      const token = await store.acquireFence(executionId);
+      await deleteFound();
+      return token;
+    },
+    async acquireFenceIf(executionId, expectation) {
+      const outcome = await store.acquireFenceIf(executionId, expectation);
+      if (outcome.stale !== true) await deleteFound();
+      return outcome;
+    },
+  });
+  async function deleteFound() {
+    assert.equal(await store.deleteExecution(id), true, 'the deleter found a log');
+    view.deletes++;
+  }
+  view.deletes = 0;
+  return view;
+}
+
+kase('resume::a_delete_under_a_fenced_resume_is_refused_and_writes_nothing', needs.fencedAppendIfParked, async (store) => {
+  // The resume's acquire wins (token 1); the execution is deleted, which
+  // keeps the token by design; the resume's append, under token 1 and
+  // conditional on its park, is refused (the park is gone): not suspended,
+  // final, and nothing written (no phantom one-event log).
+  const id = 'resume-delete-under';
+  const parkSeq = await park(store, id);
+  const deleting = deletingAfterAcquire(store, id);
+  await assertRefused(
+    resume(deleting, id, { fenceIfParkedAt: parkSeq, answer: { paid: true }, at: AT + 1 }),
+    id,
+    parkSeq,
+    'a delete between the acquire and the append',
+  );
+  assert.equal(deleting.deletes, 1, 'one acquire');
+  assert.deepEqual(await store.readRange(id), [], 'no phantom log');
+  assert.equal(await store.currentFence(id), 1, "the delete kept the resume's token");
+});
+
+kase('resume::a_park_after_the_end_is_refused_and_takes_no_token', needs.resumable, async (store) => {
+  // Both appends pass while the token is 0, so a buggy or unfenced writer can
+  // leave a park after the execution's end. Terminal is absorbing: that park
+  // is not open, for resume as for locatePark, whatever the entry point.
+  const id = 'resume-after-the-end';
+  const written = await store.appendMany(id, [
+    event('EXECUTION_STARTED'),
+    event('EXECUTION_COMPLETED'),
+    event('EXECUTION_SUSPENDED'),
+  ]);
+  const parkSeq = written[2].sequence;
+  const before = await Witness.capture(store, id);
+  assert.equal(locatePark(before.events), undefined, 'locatePark finds no open park after the end');
+  await assertRefused(resume(store, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT }), id, parkSeq, 'a park after the end');
+  await before.assertUnchanged(store, 'a resume of a park after the end');
+  assert.equal(before.fence, 0, 'no token was taken');
+});
+
+kase('resume::a_store_without_append_if_parked_is_refused_up_front', needs.notResumable, async (store) => {
+  // Without the park-conditional append, a non-fencing store would let two
+  // resumers both land, and any store would let a delete during the resume
+  // recreate the log: resume refuses it before calling it at all.
+  const id = 'resume-no-append-if-parked';
+  const parkSeq = await park(store, id);
+  const before = await Witness.capture(store, id);
+  const calls = [];
+  const watched = wrap(store, Object.fromEntries(
+    Object.entries(wrap(store)).map(([name, method]) => [name, (...args) => (calls.push(name), method(...args))]),
+  ));
+  await assertRejects(
+    resume(watched, id, { fenceIfParkedAt: parkSeq, answer: null, at: AT }),
+    { type: TypeError, code: 'NOT_A_STORE' },
+    'resume of a store without appendIfParked',
+  );
+  await assert.rejects(resume(watched, id, { fenceIfParkedAt: parkSeq, at: AT }), /appendIfParked/, 'the error names the missing method');
+  assert.deepEqual(calls, [], 'resume called nothing on the store');
+  await before.assertUnchanged(store, 'a refused resume');
 });
 
 // ---------------------------------------------------------------------------

@@ -10,8 +10,9 @@
 // - `acquireFenceIf`, the conditional acquire, using the package's
 //   `isAnsweringKind` so this store classifies events exactly as every other
 //   backend does;
-// - `appendIfParked`, the park-conditional append a resumer without a token
-//   uses to answer a park at most once;
+// - `appendIfParked`, the park-conditional append every resume lands with
+//   (under its token when it took one): at most once per park without
+//   tokens, and never into a log deleted under the resume;
 // - the same typed errors as the package on bad input, thrown before anything
 //   changes: `InputError` (a TypeError) for a bad id or a malformed event,
 //   `RangeError` for a number out of range, `TypeError` for a value that is
@@ -26,8 +27,9 @@
 //
 // Capabilities are read off the methods by `resume`: a store with
 // `acquireFenceIf` is conditional, one with only `acquireFence` is
-// fencing-only, one with neither takes no tokens. `withCapability` below
-// builds the weaker variants from a full store.
+// fencing-only, one with neither takes no tokens; one without
+// `appendIfParked` is refused by `resume`. `withCapability` below builds the
+// weaker variants from a full store.
 
 import { InputError, StaleFenceError, isAnsweringKind } from 'loomfence';
 
@@ -300,7 +302,7 @@ const OPTIONAL = {
  * ('conditional' | 'fencing-only' | 'non-fencing'); pass
  * `{ appendIfParked: false }` to leave that one out too. This is how a host
  * whose database cannot do the conditional acquire (or cannot fence at all)
- * looks to `resume`.
+ * looks to `resume`, which refuses one without `appendIfParked`.
  */
 export function withCapability(store, capability, { appendIfParked = true } = {}) {
   const optional = OPTIONAL[capability];

@@ -2,7 +2,8 @@
 // each capability a host store can have: the full store (conditional acquire
 // and appendIfParked), a fencing-only one (no acquireFenceIf), a non-fencing
 // one (no tokens at all, appendIfParked only), and a non-fencing one with
-// nothing but reads and appends. Same kit, capability flags, no forked cases.
+// nothing but reads and appends, which `resume` refuses up front. Same kit,
+// capability flags, no forked cases.
 
 import { PlainEventStore, withCapability } from './plain-store.js';
 import { conformance } from './kit.js';

@@ -83,6 +83,13 @@ export function typeError(message, code) {
   return error;
 }
 
+/** A bug in the binding (a core answer it does not know), never bad input. */
+export function internalError(message) {
+  const error = new Error(message);
+  error.code = 'INTERNAL';
+  return error;
+}
+
 /** The classes, for the package's entry points to re-export. */
 export function errorClasses() {
   return { StaleFenceError, ResumeRefusedError, ResumeContendedError, InputError };

@@ -36,21 +36,41 @@ export interface ParkExpectation {
   parkSeq: number;
 }
 
-/** `{ fence }`: acquired, `fence` is the new token. `{ stale: true, fence }`: lost, `fence` is the current token. */
+/**
+ * What `acquireFenceIf` resolves to, exactly one of two shapes:
+ * `{ fence }`: acquired, `fence` is the new token, the expected one plus one;
+ * `{ stale: true, fence }`: lost, `fence` is the current token. `fence` is a
+ * safe non-negative integer; `stale` is absent or the boolean `true` (not
+ * `false`, not another truthy value). `resume` refuses any other reply with
+ * an `InputError` whose `code` is `'STORE_CONTRACT'`, having appended nothing.
+ */
 export type AcquireIfResult = { fence: number; stale?: undefined } | { fence: number; stale: true };
 
 /**
- * The store interface `resume` drives. Only `readRange` and `append` are
- * required; the rest decide the resume path:
+ * The store interface `resume` drives. `readRange` and `appendIfParked` are
+ * required: a resume's one append is `appendIfParked(id, parkSeq, [event])`,
+ * with the resume's token in `event.metadata.fence` when it took one, so a
+ * park answered or deleted meanwhile is refused with nothing written. `resume`
+ * refuses a store without it up front (`TypeError`, `code: 'NOT_A_STORE'`),
+ * whatever its fencing: without the park-conditional append, two tokenless
+ * resumers would both land, and a delete between a resume's acquire and its
+ * append would recreate the log. The fencing methods decide the path:
  * - `acquireFenceIf`: the conditional acquire (both race windows closed);
  * - `acquireFence` alone: fencing-only (the documented residual window);
- * - neither: no tokens; `appendIfParked`, when present, still lands a
- *   resume at most once.
+ * - neither: no tokens; `appendIfParked` lands a resume at most once.
+ *
+ * `append` is what a resumed body writes through; `resume` itself never
+ * calls it.
  *
  * A store refuses a stale append by throwing `StaleFenceError` (or any error
- * whose `name` is `'StaleFenceError'`, with `current` set to the current
- * token), and a `parkSeq` past the log's head by throwing an error whose
- * `code` is `'PARK_SEQ_OUT_OF_RANGE'`.
+ * whose `name` is `'StaleFenceError'`), with `current` set to the current
+ * token, above the one the append carried; and a `parkSeq` that is not in the
+ * log by throwing an error whose `code` is `'PARK_SEQ_OUT_OF_RANGE'`. Every
+ * answer is checked: one outside this interface (see `AcquireIfResult`; an
+ * `acquireFence` token below 1; an `appendIfParked` envelope that is not the
+ * event sent, token included; a `parkAnswered` that is not `true`; a stale
+ * refusal without such a `current`) rejects `resume` with an `InputError`
+ * whose `code` is `'STORE_CONTRACT'`, and nothing more is written.
  */
 export interface EventStore {
   readRange(executionId: string, fromSeq?: number, toSeq?: number): Promise<Envelope[]>;
@@ -58,7 +78,7 @@ export interface EventStore {
   appendMany?(executionId: string, events: NewEvent[]): Promise<Envelope[]>;
   acquireFence?(executionId: string): Promise<number>;
   acquireFenceIf?(executionId: string, expect: ParkExpectation): Promise<AcquireIfResult>;
-  appendIfParked?(
+  appendIfParked(
     executionId: string,
     parkSeq: number,
     events: NewEvent[],
@@ -119,17 +139,24 @@ export interface Resumed {
 
 /**
  * Answers the park at `options.fenceIfParkedAt` with one `EXECUTION_RESUMED`
- * under a fresh token. Rejects with `ResumeRefusedError` (the park is not
- * open; nothing appended, no token taken), `ResumeContendedError` (rivals
- * kept the token moving; retry later), a typed input error, or whatever the
- * store threw.
+ * under a fresh token, appended with `store.appendIfParked`. Rejects with
+ * `ResumeRefusedError` (the park is not open: answered, superseded, after the
+ * execution ended, or deleted under the resume; nothing appended),
+ * `ResumeContendedError` (rivals kept the token moving; retry later), a typed
+ * input error, an `InputError` with `code: 'STORE_CONTRACT'` (the store
+ * answered outside the interface), a `TypeError` with `code: 'NOT_A_STORE'`
+ * (no `readRange` or `appendIfParked`), or whatever the store threw.
  */
 export function resume(store: EventStore, executionId: string, options: ResumeOptions): Promise<Resumed>;
 
 /** Whether the event answers a park: a kernel answering kind, or an unknown kind stamped `metadata.kernel === true`. */
 export function isAnsweringKind(event: { kind: string; metadata?: JsonObject }): boolean;
 
-/** The newest `EXECUTION_SUSPENDED` with no answering event after it. */
+/**
+ * The newest `EXECUTION_SUSPENDED` with no answering event after it, in a log
+ * given from its first event; `undefined` when there is none, or when the
+ * execution has ended (terminal is absorbing: a park after the end is not open).
+ */
 export function locatePark(events: Envelope[]): Envelope | undefined;
 
 /** Every kernel event kind. */
@@ -162,9 +189,9 @@ export class ResumeContendedError extends Error {
   attempts: number;
 }
 
-/** Malformed input other than a bad number: an execution id, an event, a batch. */
+/** Malformed input other than a bad number: an execution id, an event, a batch, or a host store's answer outside the interface (`code: 'STORE_CONTRACT'`). */
 export class InputError extends TypeError {
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'STORE_CONTRACT'`, … */
   code: string;
 }

@@ -1,16 +1,32 @@
 //! A store implemented in JavaScript, as the resume driver sees it: any
 //! object with the `EventStore` methods, called and awaited one at a time.
+//!
+//! The store's answers are checked, not trusted: an answer outside the
+//! interface (an `acquireFenceIf` reply that is not `{ fence }` with the
+//! next token or `{ stale: true, fence }`, a stale refusal without a
+//! consistent `current`, an append acknowledgement that is not the event
+//! sent) is an `InputError` with code `STORE_CONTRACT`, and the resume stops
+//! there without appending anything.
 
 use js_sys::{Array, Function, Promise, Reflect};
+use loomfence_core::backend::fence_of;
 use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, NewEvent, ParkExpectation, StaleFenceError,
 };
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::events::{envelope, envelopes};
+use crate::events::envelopes;
 use crate::js_errors::{self, PARK_SEQ_OUT_OF_RANGE, number};
 use crate::values::{counter, property, to_js};
+
+/// The `code` of every answer a store gives outside the interface.
+pub(crate) const STORE_CONTRACT: &str = "STORE_CONTRACT";
+
+/// A store that broke the interface's contract.
+pub(crate) fn contract(message: &str) -> JsValue {
+    js_errors::invalid(message, STORE_CONTRACT)
+}
 
 /// What a host store call ended in, beyond success.
 pub(crate) enum Refusal {
@@ -34,6 +50,16 @@ pub(crate) struct HostStore {
     store: JsValue,
 }
 
+/// Whether `error.key` is the string `value` (a host's own error, a plain
+/// object or one of the package's classes alike).
+fn is_named(error: &JsValue, key: &str, value: &str) -> bool {
+    property(error, key)
+        .ok()
+        .and_then(|v| v.as_string())
+        .as_deref()
+        == Some(value)
+}
+
 /// A method of `store`, if it has one.
 fn method(store: &JsValue, name: &str) -> Option<Function> {
     Reflect::get(store, &JsValue::from_str(name))
@@ -42,7 +68,13 @@ fn method(store: &JsValue, name: &str) -> Option<Function> {
 }
 
 impl HostStore {
-    /// Wraps `store`, which must at least read and append.
+    /// Wraps `store`, which must read and append park-conditionally.
+    ///
+    /// `appendIfParked` is required of every store `resume` drives, whatever
+    /// its fencing: it is how the resume lands at most once without a token,
+    /// and how a resume under a token meets a delete that ran after its
+    /// acquire (the park is gone: refused) instead of recreating the log. A
+    /// store without it is refused here, before any call.
     pub(crate) fn new(store: JsValue) -> Result<Self, JsValue> {
         if !store.is_object() {
             return Err(js_errors::wrong_type(
@@ -50,10 +82,14 @@ impl HostStore {
                 "NOT_A_STORE",
             ));
         }
-        for name in ["readRange", "append"] {
+        for name in ["readRange", "appendIfParked"] {
             if method(&store, name).is_none() {
                 return Err(js_errors::wrong_type(
-                    &format!("store has no {name}() method"),
+                    &format!(
+                        "store has no {name}() method; resume needs readRange() and \
+                         appendIfParked() (without the park-conditional append two resumers \
+                         could both land, and a delete during the resume would recreate the log)"
+                    ),
                     "NOT_A_STORE",
                 ));
             }
@@ -87,25 +123,31 @@ impl HostStore {
         JsFuture::from(Promise::resolve(&returned)).await
     }
 
-    /// Classifies a failed call: a stale fence (by class or by `name`), a
-    /// park that is gone (by `code`), or something to pass on.
-    fn refusal(id: &ExecutionId, error: JsValue) -> Refusal {
-        let text = |key: &str| property(&error, key).ok().and_then(|v| v.as_string());
-        if text("name").as_deref() == Some("StaleFenceError") {
-            let presented = property(&error, "presented")
-                .ok()
-                .and_then(|v| counter("presented", &v).ok());
+    /// Classifies a failed append: a stale fence (by class or by `name`),
+    /// a park that is gone (by `code`), or something to pass on. A stale
+    /// refusal must say which token is current (`current`), above the one
+    /// presented (none: above 0), for that is the only case the guard
+    /// refuses.
+    fn refusal(id: &ExecutionId, presented: Option<u64>, error: JsValue) -> Refusal {
+        if is_named(&error, "name", "StaleFenceError") {
             let current = property(&error, "current")
                 .ok()
-                .and_then(|v| counter("current", &v).ok())
-                .unwrap_or_default();
-            return Refusal::Stale(StaleFenceError {
-                execution_id: id.clone(),
-                presented,
-                current,
-            });
+                .and_then(|v| counter("current", &v).ok());
+            return match current {
+                Some(current) if current > presented.unwrap_or(0) => {
+                    Refusal::Stale(StaleFenceError {
+                        execution_id: id.clone(),
+                        presented,
+                        current,
+                    })
+                }
+                _ => Refusal::Other(contract(
+                    "appendIfParked() threw a StaleFenceError whose `current` is not a token \
+                     above the one the resume presented",
+                )),
+            };
         }
-        if text("code").as_deref() == Some(PARK_SEQ_OUT_OF_RANGE) {
+        if is_named(&error, "code", PARK_SEQ_OUT_OF_RANGE) {
             return Refusal::ParkGone;
         }
         Refusal::Other(error)
@@ -126,72 +168,80 @@ impl HostStore {
                 ],
             )
             .await?;
-        envelopes("readRange() result", "STORE_CONTRACT", &read)
+        envelopes("readRange() result", STORE_CONTRACT, &read)
     }
 
-    /// `acquireFenceIf(id, { fence, parkSeq })`.
+    /// `acquireFenceIf(id, { fence, parkSeq })`. The reply must be
+    /// `{ fence }` with `fence` the expected token plus one, or
+    /// `{ stale: true, fence }` (`stale` the boolean `true`); `fence` a safe
+    /// non-negative integer either way. `None`: the store threw
+    /// `PARK_SEQ_OUT_OF_RANGE`, the park is gone.
     pub(crate) async fn acquire_fence_if(
         &self,
         id: &ExecutionId,
         expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, Refusal> {
-        let expect = to_js(&expect)?;
-        let answer = self
-            .call("acquireFenceIf", &[JsValue::from_str(id.as_str()), expect])
+    ) -> Result<Option<AcquireOutcome>, JsValue> {
+        let expected = to_js(&expect)?;
+        let answer = match self
+            .call(
+                "acquireFenceIf",
+                &[JsValue::from_str(id.as_str()), expected],
+            )
             .await
-            .map_err(|e| Self::refusal(id, e))?;
-        let fence = counter(
-            "acquireFenceIf() result .fence",
-            &property(&answer, "fence")?,
-        )?;
-        Ok(if property(&answer, "stale")?.is_truthy() {
-            AcquireOutcome::Stale { fence }
+        {
+            Ok(answer) => answer,
+            Err(error) if is_named(&error, "code", PARK_SEQ_OUT_OF_RANGE) => return Ok(None),
+            Err(error) if is_named(&error, "name", "StaleFenceError") => {
+                return Err(contract(
+                    "acquireFenceIf() threw StaleFenceError; it answers { stale: true, fence } instead",
+                ));
+            }
+            Err(error) => return Err(error),
+        };
+        let wrong = || {
+            contract(
+                "acquireFenceIf() must resolve to { fence } holding the expected token + 1, \
+                 or to { stale: true, fence }",
+            )
+        };
+        if !answer.is_object() {
+            return Err(wrong());
+        }
+        let fence = counter("fence", &property(&answer, "fence")?).map_err(|_| wrong())?;
+        let stale = property(&answer, "stale")?;
+        if stale.is_undefined() && Some(fence) == expect.fence.checked_add(1) {
+            Ok(Some(AcquireOutcome::Acquired { fence }))
+        } else if stale == JsValue::TRUE {
+            Ok(Some(AcquireOutcome::Stale { fence }))
         } else {
-            AcquireOutcome::Acquired { fence }
-        })
+            Err(wrong())
+        }
     }
 
-    /// `acquireFence(id)`.
+    /// `acquireFence(id)`: the new token, a safe integer of at least 1.
     pub(crate) async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, JsValue> {
         let token = self
             .call("acquireFence", &[JsValue::from_str(id.as_str())])
             .await?;
-        counter("acquireFence() result", &token)
+        counter("token", &token)
+            .ok()
+            .filter(|token| *token > 0)
+            .ok_or_else(|| {
+                contract("acquireFence() must resolve to the new token, a safe integer from 1")
+            })
     }
 
-    /// `append(id, event)`.
-    pub(crate) async fn append(
-        &self,
-        id: &ExecutionId,
-        event: &NewEvent,
-    ) -> Result<Vec<Envelope>, Refusal> {
-        let stored = self
-            .call("append", &[JsValue::from_str(id.as_str()), to_js(event)?])
-            .await
-            .map_err(|e| Self::refusal(id, e))?;
-        Ok(vec![envelope(
-            "append() result",
-            "STORE_CONTRACT",
-            &stored,
-        )?])
-    }
-
-    /// `appendIfParked(id, parkSeq, [event])` when the store has it: resolves
-    /// to the envelopes, or to `{ parkAnswered: true }`. `None` when the
-    /// park was answered.
-    ///
-    /// A store without it gets a plain `append`: like the reference
-    /// design's non-fencing stores, it then trusts that one process resumes
-    /// at a time.
+    /// `appendIfParked(id, parkSeq, [event])`, the resume's one append:
+    /// `event.metadata.fence` is the resume's token when it took one.
+    /// Resolves to the stored envelopes, or to `None` when the store answers
+    /// `{ parkAnswered: true }`. The stored event must carry the token sent.
     pub(crate) async fn append_if_parked(
         &self,
         id: &ExecutionId,
         park_seq: u64,
         event: &NewEvent,
     ) -> Result<Option<Vec<Envelope>>, Refusal> {
-        if method(&self.store, "appendIfParked").is_none() {
-            return self.append(id, event).await.map(Some);
-        }
+        let token = fence_of(&event.metadata).ok().flatten();
         let batch = to_js(std::slice::from_ref(event))?;
         let answer = self
             .call(
@@ -203,20 +253,24 @@ impl HostStore {
                 ],
             )
             .await
-            .map_err(|e| Self::refusal(id, e))?;
+            .map_err(|e| Self::refusal(id, token, e))?;
         if Array::is_array(&answer) {
-            return Ok(Some(envelopes(
-                "appendIfParked() result",
-                "STORE_CONTRACT",
-                &answer,
-            )?));
+            let stored = envelopes("appendIfParked() result", STORE_CONTRACT, &answer)?;
+            if stored
+                .iter()
+                .any(|envelope| envelope.fence().ok().flatten() != token)
+            {
+                return Err(Refusal::Other(contract(
+                    "appendIfParked() stored the resume without the token it carried",
+                )));
+            }
+            return Ok(Some(stored));
         }
-        if property(&answer, "parkAnswered")?.is_truthy() {
+        if property(&answer, "parkAnswered")? == JsValue::TRUE {
             return Ok(None);
         }
-        Err(Refusal::Other(js_errors::wrong_type(
+        Err(Refusal::Other(contract(
             "appendIfParked() must resolve to the envelopes or { parkAnswered: true }",
-            "STORE_CONTRACT",
         )))
     }
 }

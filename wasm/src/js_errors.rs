@@ -9,7 +9,11 @@
 //!   `InputError`, a `TypeError` subclass with a `code`;
 //! - a stale writer: `StaleFenceError`;
 //! - a resume refused or contended: `ResumeRefusedError` /
-//!   `ResumeContendedError`.
+//!   `ResumeContendedError`;
+//! - a host store's answer outside the interface: `InputError` with code
+//!   `STORE_CONTRACT` (`host_store.rs`);
+//! - a core answer this binding does not know (a newer core's variant of a
+//!   non-exhaustive enum): a plain `Error` with code `INTERNAL`.
 
 use loomfence_core::{
     EventError, IdError, InputError, ResumeContendedError, ResumeError, ResumeRefusedError,
@@ -37,6 +41,8 @@ extern "C" {
     fn range_error(message: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = typeError)]
     fn type_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = internalError)]
+    fn internal_error(message: &str) -> JsValue;
     #[wasm_bindgen(js_name = errorClasses)]
     fn error_classes_js() -> JsValue;
 }
@@ -66,6 +72,13 @@ pub(crate) fn show(value: f64) -> String {
 /// A `TypeError` with `code`.
 pub(crate) fn wrong_type(message: &str, code: &str) -> JsValue {
     type_error(message, code)
+}
+
+/// A plain `Error` with code `INTERNAL`: the core answered something this
+/// binding does not know (a newer core's variant). A bug, never the
+/// caller's input.
+pub(crate) fn internal(message: &str) -> JsValue {
+    internal_error(message)
 }
 
 /// A `RangeError` with `code`.
@@ -115,6 +128,7 @@ pub(crate) fn resume(error: &ResumeError) -> JsValue {
         ResumeError::Refused(refused_error) => refused(refused_error),
         ResumeError::Contended(contended_error) => contended(contended_error),
         ResumeError::StaleFence(stale_error) => stale(stale_error),
+        other => internal(&format!("unknown resume outcome: {other}")),
     }
 }
 
@@ -147,6 +161,7 @@ pub(crate) fn input(error: &InputError) -> JsValue {
         InputError::MixedFences { .. } => invalid(&message, "MIXED_FENCES"),
         InputError::ParkSeqOutOfRange { .. } => out_of_range(&message, PARK_SEQ_OUT_OF_RANGE),
         InputError::OutOfRange { .. } => out_of_range(&message, "OUT_OF_RANGE"),
+        _ => invalid(&message, "INVALID_INPUT"),
     }
 }
 

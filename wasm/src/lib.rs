@@ -13,6 +13,10 @@
 //!   `InputError` (a `TypeError`) for other malformed input.
 //! - `MemoryEventStore` settles every call synchronously, so concurrent
 //!   calls never overlap inside it.
+//! - `resume` drives any JavaScript object with `readRange` and
+//!   `appendIfParked` (refused up front without them), and checks every
+//!   answer against the interface: one outside it is an `InputError` with
+//!   code `STORE_CONTRACT`, and nothing more is written.
 
 mod events;
 mod host_store;

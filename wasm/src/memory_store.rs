@@ -59,6 +59,7 @@ fn append_error(error: &AppendError) -> JsValue {
     match error {
         AppendError::Stale(stale) => js_errors::stale(stale),
         AppendError::Input(input) => js_errors::input(input),
+        other => js_errors::internal(&other.to_string()),
     }
 }
 
@@ -81,7 +82,7 @@ impl MemoryEventStore {
             let stored = self
                 .store
                 .borrow_mut()
-                .append(id.as_str(), event)
+                .append(&id, event)
                 .map_err(|e| append_error(&e))?;
             to_js(&stored)
         })())
@@ -97,7 +98,7 @@ impl MemoryEventStore {
             let stored = self
                 .store
                 .borrow_mut()
-                .append_many(id.as_str(), events)
+                .append_many(&id, events)
                 .map_err(|e| append_error(&e))?;
             to_js(&stored)
         })())
@@ -121,7 +122,7 @@ impl MemoryEventStore {
             let outcome = self
                 .store
                 .borrow_mut()
-                .append_if_parked(id.as_str(), park_seq, events)
+                .append_if_parked(&id, park_seq, events)
                 .map_err(|e| append_error(&e))?;
             match outcome {
                 ConditionalAppend::Appended(stored) => to_js(&stored),
@@ -143,7 +144,7 @@ impl MemoryEventStore {
             let events = self
                 .store
                 .borrow()
-                .read_range(id.as_str(), from, to)
+                .read_range(&id, from, to)
                 .map_err(|e| js_errors::input(&e))?;
             to_js(&events)
         })())
@@ -154,11 +155,7 @@ impl MemoryEventStore {
     pub fn acquire_fence(&self, execution_id: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let token = self
-                .store
-                .borrow_mut()
-                .acquire_fence(id.as_str())
-                .map_err(|e| js_errors::input(&e))?;
+            let token = self.store.borrow_mut().acquire_fence(&id);
             Ok(JsValue::from_f64(js_errors::number(token)))
         })())
     }
@@ -182,7 +179,7 @@ impl MemoryEventStore {
             let outcome = self
                 .store
                 .borrow_mut()
-                .acquire_fence_if(id.as_str(), expect)
+                .acquire_fence_if(&id, expect)
                 .map_err(|e| js_errors::input(&e))?;
             to_js(&match outcome {
                 AcquireOutcome::Acquired { fence } => AcquireAnswer {
@@ -199,11 +196,7 @@ impl MemoryEventStore {
     pub fn current_fence(&self, execution_id: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let token = self
-                .store
-                .borrow()
-                .current_fence(id.as_str())
-                .map_err(|e| js_errors::input(&e))?;
+            let token = self.store.borrow().current_fence(&id);
             Ok(JsValue::from_f64(js_errors::number(token)))
         })())
     }
@@ -214,11 +207,7 @@ impl MemoryEventStore {
     pub fn delete_execution(&self, execution_id: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let existed = self
-                .store
-                .borrow_mut()
-                .delete_execution(id.as_str())
-                .map_err(|e| js_errors::input(&e))?;
+            let existed = self.store.borrow_mut().delete_execution(&id);
             Ok(JsValue::from_bool(existed))
         })())
     }

@@ -308,15 +308,37 @@ async fn a_host_store_missing_methods_or_throwing_objects_is_understood() {
         get(&not_a_store, "code").as_string().as_deref(),
         Some("NOT_A_STORE")
     );
-    // A fencing-only host store whose append always throws a plain object
-    // named StaleFenceError: three acquisitions, then contention.
+    // Reads and a plain append are not enough: the resume's one append is
+    // the park-conditional one, required of every store, refused up front.
+    let no_append_if_parked = resume(
+        js(
+            "{ readRange() { throw 'never called'; }, append() { throw 'never called'; }, \
+            acquireFence() { throw 'never called'; } }",
+        ),
+        "a".into(),
+        js("{ fenceIfParkedAt: 1 }"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        get(&no_append_if_parked, "code").as_string().as_deref(),
+        Some("NOT_A_STORE")
+    );
+    assert!(
+        get(&no_append_if_parked, "message")
+            .as_string()
+            .unwrap()
+            .contains("appendIfParked()")
+    );
+    // A fencing-only host store whose resume append always throws a plain
+    // object named StaleFenceError: three acquisitions, then contention.
     let host = js(
         "{
           log: [{ executionId: 'a', sequence: 1, kind: 'EXECUTION_SUSPENDED', payload: {}, metadata: {}, at: 1 }],
           token: 0,
           async readRange(id, from = 1) { return this.log.filter(e => e.sequence >= from); },
           async acquireFence(id) { return ++this.token; },
-          async append(id, event) { throw { name: 'StaleFenceError', current: this.token + 1 }; },
+          async appendIfParked(id, parkSeq, events) { throw { name: 'StaleFenceError', current: this.token + 1 }; },
         }",
     );
     let error = resume(host.clone(), "a".into(), js("{ fenceIfParkedAt: 1 }"))
@@ -351,4 +373,33 @@ fn kinds_and_parks_follow_the_core() {
         get(&error, "code").as_string().as_deref(),
         Some("INVALID_EVENT")
     );
+}
+
+#[wasm_bindgen_test]
+async fn a_host_store_answer_outside_the_interface_is_a_store_contract_input_error() {
+    // acquireFenceIf claims a token that is not the expected one plus one.
+    let host = js(
+        "{
+          appended: 0,
+          async readRange(id, from = 1) {
+            return [{ executionId: 'a', sequence: 1, kind: 'EXECUTION_SUSPENDED', payload: {}, metadata: {}, at: 1 }]
+              .filter(e => e.sequence >= from);
+          },
+          async acquireFenceIf(id, expect) { return { fence: expect.fence + 2 }; },
+          async appendIfParked() { this.appended++; return []; },
+        }",
+    );
+    let error = resume(host.clone(), "a".into(), js("{ fenceIfParkedAt: 1 }"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        get(&error, "name").as_string().as_deref(),
+        Some("InputError")
+    );
+    assert!(error.is_instance_of::<js_sys::TypeError>());
+    assert_eq!(
+        get(&error, "code").as_string().as_deref(),
+        Some("STORE_CONTRACT")
+    );
+    assert_eq!(get(&host, "appended").as_f64(), Some(0.0));
 }

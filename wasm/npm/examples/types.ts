@@ -60,6 +60,10 @@ async function main(): Promise<void> {
   const host: EventStore = {
     async readRange() { return []; },
     async append(id: string, e: NewEvent) { return { executionId: id, sequence: 1, kind: e.kind, payload: {}, metadata: {}, at: e.at }; },
+    async appendIfParked(id: string, parkSeq: number, events: NewEvent[]) {
+      if (parkSeq > 1) return { parkAnswered: true as const };
+      return events.map((e, i) => ({ executionId: id, sequence: parkSeq + 1 + i, kind: e.kind, payload: {}, metadata: e.metadata ?? {}, at: e.at }));
+    },
   };
   await resume(host, 't', { fenceIfParkedAt: 1 });
   throw new StaleFenceError('stale', { executionId: 't', presented: 1, current: 2 });
