@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
-use loomfence_core::park::{Wait, park_payload};
-use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent};
+use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent, Wait, park_payload};
 use loomfence_store::{EventStore, StoreError};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
@@ -134,7 +133,7 @@ async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, R
             ]));
         let written = store
             .append_many(
-                id.as_str(),
+                &id,
                 vec![NewEvent::kernel(KernelKind::ExecutionStarted, at), park],
             )
             .await?;
@@ -149,7 +148,7 @@ async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, R
 async fn verify(store: &dyn EventStore, parked: &[Parked]) -> Result<LogCounts, RaceError> {
     let mut counts = LogCounts::default();
     for execution in parked {
-        let events = store.read_range(execution.id.as_str(), 1, None).await?;
+        let events = store.read_range(&execution.id, 1, None).await?;
         let count = |kind: KernelKind| {
             events
                 .iter()

@@ -17,9 +17,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use indicatif::ProgressBar;
 use loomfence_core::{
     Action, Capability, ExecutionId, ExecutionView, JsonObject, KernelKind, MachineError, NewEvent,
-    Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed,
+    Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, Stepped,
 };
-use loomfence_runtime::{Body, DriveError, Stepped, perform};
+use loomfence_runtime::{Body, ResumeFailure, perform};
 use loomfence_store::{EventStore, StoreError};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -47,9 +47,10 @@ pub(crate) enum ResumerError {
     #[error("store: {0}")]
     Store(#[from] StoreError),
     /// A resume step failed: the store refused the request or the machine
-    /// rejected its answer.
+    /// rejected its answer (or the resume ended in a way this CLI does not
+    /// know, which it will not guess how to count).
     #[error("resume step: {0}")]
-    Drive(#[from] DriveError),
+    Resume(#[from] ResumeFailure),
     /// The machine rejected the events it was started from.
     #[error("resume machine: {0}")]
     Machine(#[from] MachineError),
@@ -146,6 +147,7 @@ impl Resumer {
                 // never asks for one; count it with the refusals rather
                 // than stop the run over it.
                 Attempt::Lost(ResumeError::StaleFence(_)) => tally.refused += 1,
+                Attempt::Lost(other) => return Err(ResumeFailure::Resume(other).into()),
                 Attempt::Crashed(Crash::AfterAcquire) => tally.crashed_after_acquire += 1,
                 Attempt::Crashed(Crash::BeforeAppend) => tally.crashed_before_append += 1,
             }
@@ -164,8 +166,7 @@ impl Resumer {
                 Crash::BeforeAppend
             }
         });
-        let id = execution.id.as_str();
-        let events = self.arena.store.read_range(id, 1, None).await?;
+        let events = self.arena.store.read_range(&execution.id, 1, None).await?;
         yield_now().await;
         let park_seq = ExecutionView::fold(&events)
             .open_park
@@ -180,18 +181,21 @@ impl Resumer {
         )?;
         loop {
             let acquiring = match machine.poll() {
-                Poll::Act(Action::Append(_) | Action::AppendIfParked { .. })
-                    if crash == Some(Crash::BeforeAppend) =>
-                {
+                // Every resume, fenced or not, is appended park-conditionally.
+                Poll::Act(Action::AppendIfParked { .. }) if crash == Some(Crash::BeforeAppend) => {
                     return Ok(Attempt::Crashed(Crash::BeforeAppend));
                 }
                 Poll::Act(Action::AcquireFenceIf(_) | Action::AcquireFence) => true,
-                Poll::Act(_) | Poll::Done(_) => false,
+                _ => false,
             };
             match perform(&*self.arena.store, &mut machine).await? {
                 Stepped::Progressed => {}
                 Stepped::Done(Ok(resumed)) => return Ok(Attempt::Won(resumed)),
                 Stepped::Done(Err(lost)) => return Ok(Attempt::Lost(lost)),
+                other => {
+                    let unknown = ResumeFailure::Unsupported(format!("{other:?}"));
+                    return Err(unknown.into());
+                }
             }
             // Only an acquire that won leaves a dead acquirer behind; after a
             // stale answer the crash waits for the retry's acquire.

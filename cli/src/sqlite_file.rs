@@ -335,6 +335,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn open_creates_a_fresh_file_and_remove_leaves_nothing() {
+        use loomfence_core::ExecutionId;
         use loomfence_store::EventStore;
 
         let dir = scratch("open");
@@ -342,7 +343,8 @@ mod tests {
         let target = SqliteTarget::File(path.clone());
         let (store, file) = target.open(Durability::Normal).await.unwrap();
         assert_eq!(file.as_deref(), Some(path.as_path()));
-        assert_eq!(store.acquire_fence("x").await.unwrap(), 1);
+        let x = ExecutionId::new("x").unwrap();
+        assert_eq!(store.acquire_fence(&x).await.unwrap(), 1);
         // Made by this run: a second open of the same target is refused.
         assert!(matches!(
             target.open(Durability::Full).await,
@@ -357,7 +359,8 @@ mod tests {
 
         let (memory, none) = SqliteTarget::Memory.open(Durability::Full).await.unwrap();
         assert!(none.is_none());
-        assert_eq!(memory.acquire_fence("y").await.unwrap(), 1);
+        let y = ExecutionId::new("y").unwrap();
+        assert_eq!(memory.acquire_fence(&y).await.unwrap(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -105,6 +105,19 @@ fn every_attempt_crashing_leaves_every_park_parked() {
         stdout.contains("resumed 0 of 10 (10 left parked)"),
         "{stdout}"
     );
+    // Both crash points were reached: a resumer that never met its crash
+    // point would have resumed the park.
+    let crashed = |point: &str| -> u64 {
+        let (before, _) = stdout
+            .split_once(&format!(" {point}"))
+            .unwrap_or_else(|| panic!("the summary counts crashes {point}: {stdout}"));
+        let count = before.rsplit([' ', '(']).next().unwrap_or_default();
+        count
+            .parse()
+            .unwrap_or_else(|_| panic!("{count:?}: {stdout}"))
+    };
+    assert!(crashed("after acquire") > 0, "{stdout}");
+    assert!(crashed("before append") > 0, "{stdout}");
 }
 
 #[test]

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
+use loomfence_core::ExecutionId;
 use loomfence_postgres::AcquireStrategy;
 use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore};
@@ -281,7 +282,8 @@ async fn phase(
                 if i >= executions {
                     return Ok::<_, WorkloadError>(samples);
                 }
-                samples.push(workload.execute(&*store, &format!("{prefix}{i}")).await?);
+                let id = ExecutionId::new(format!("{prefix}{i}"))?;
+                samples.push(workload.execute(&*store, &id).await?);
                 // The memory store never awaits: without this a task would
                 // run execution after execution without letting the others
                 // in, and the concurrency would be nominal.

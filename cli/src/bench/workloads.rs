@@ -9,10 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use loomfence_core::park::{Wait, park_payload};
 use loomfence_core::{
     Capability, Envelope, ExecutionId, IdError, JsonObject, KernelKind, MachineError, NewEvent,
-    ResumeMachine, ResumeRequest, Resumed,
+    ResumeMachine, ResumeRequest, Resumed, Wait, park_payload,
 };
 use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
 use loomfence_store::{EventStore, StoreError};
@@ -123,7 +122,7 @@ impl Workload {
     pub(crate) async fn execute(
         self,
         store: &dyn EventStore,
-        id: &str,
+        id: &ExecutionId,
     ) -> Result<Sample, WorkloadError> {
         let began = Instant::now();
         let resume = match self {
@@ -155,7 +154,7 @@ impl Workload {
 /// carrying `token` when there is one.
 async fn straight(
     store: &dyn EventStore,
-    id: &str,
+    id: &ExecutionId,
     token: Option<u64>,
 ) -> Result<(), WorkloadError> {
     let stamp = |event: NewEvent| match token {
@@ -181,7 +180,7 @@ async fn straight(
 /// how long the resume took.
 async fn park_resume(
     store: &dyn EventStore,
-    id: &str,
+    id: &ExecutionId,
     fencing: Option<Capability>,
 ) -> Result<Duration, WorkloadError> {
     let started = store
@@ -203,8 +202,7 @@ async fn park_resume(
     let resumed: Resumed = match fencing {
         None => resume_from(store, id, request.unfenced(), &held).await?,
         Some(capability) => {
-            let execution = ExecutionId::new(id)?;
-            let mut machine = ResumeMachine::with_events(execution, request, capability, &held)?;
+            let mut machine = ResumeMachine::with_events(id.clone(), request, capability, &held)?;
             run(store, &mut machine).await?
         }
     };
@@ -240,7 +238,7 @@ mod tests {
     async fn every_workload_writes_a_completed_log() {
         let store = MemoryEventStore::new();
         for workload in Workload::ALL {
-            let id = format!("{}-1", workload.key());
+            let id = ExecutionId::new(format!("{}-1", workload.key())).unwrap();
             let sample = workload.execute(&store, &id).await.unwrap();
             assert_eq!(sample.resume.is_some(), workload.resumes(), "{workload:?}");
             let log = store.read_range(&id, 1, None).await.unwrap();

@@ -6,14 +6,16 @@
 //! crashed at that point; [`Actor::crashed`] makes a crash explicit for the
 //! random mode, where the scheduler decides it.
 
-use loomfence_core::drive::{self, Stepped};
+use loomfence_core::drive::{self, StepError};
 use loomfence_core::{
-    AcquireOutcome, Action, AppendError, Capability, ExecutionId, KernelKind, MemoryStore,
-    NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine, ResumeRequest, StaleFenceError,
+    AcquireOutcome, Action, AppendError, Capability, ExecutionId, InputError, KernelKind,
+    MachineError, MemoryStore, NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine,
+    ResumeRequest, StaleFenceError,
 };
 use serde_json::json;
 
 use crate::error::SimError;
+use crate::world::StoreMode;
 
 /// The timestamp of every resume (the kernel reads no clock, so any fixed
 /// value will do; fixed values keep worlds comparable).
@@ -48,6 +50,9 @@ pub enum Role {
     /// An unfenced audit (or application) append after the park, which must
     /// not block the resume.
     Auditor(Auditor),
+    /// Retention deleting the execution's log (the store keeps a real
+    /// token, by design), at whatever step the schedule puts it.
+    Deleter(DeletePhase),
 }
 
 /// A resumer: a real [`ResumeMachine`] and, once it has won, the body that
@@ -93,6 +98,10 @@ pub enum ResumerPhase {
     },
     /// The resume ended without landing (refused, contended). Finished.
     Lost(ResumeError),
+    /// The machine rejected the store's answer: the store broke its
+    /// contract, or the machine has a bug. Reported as a breach (with the
+    /// schedule that led here) rather than stopping the search. Finished.
+    Rejected(MachineError),
 }
 
 /// A supervisor that acquires once and dies.
@@ -121,6 +130,18 @@ pub enum DeadPhase {
     Dead {
         /// The token it took, if it took one.
         took: Option<u64>,
+    },
+}
+
+/// Progress of a deleter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeletePhase {
+    /// Not deleted yet.
+    Ready,
+    /// Deleted. Finished.
+    Deleted {
+        /// Whether there was a log to delete.
+        existed: bool,
     },
 }
 
@@ -215,6 +236,12 @@ impl Actor {
         )
     }
 
+    /// Retention, deleting the execution's log once.
+    #[must_use]
+    pub fn deleter(label: char) -> Self {
+        Self::new(label, Role::Deleter(DeletePhase::Ready))
+    }
+
     /// An actor that has not acted.
     fn new(label: char, role: Role) -> Self {
         Self {
@@ -234,6 +261,7 @@ impl Actor {
             ),
             Role::DeadAcquirer(dead) => matches!(dead.phase, DeadPhase::Dead { .. }),
             Role::Auditor(auditor) => auditor.phase != AuditPhase::Ready,
+            Role::Deleter(phase) => *phase != DeletePhase::Ready,
         }
     }
 
@@ -269,10 +297,29 @@ impl Actor {
                 ..
             }) => match machine.poll() {
                 Poll::Act(action) => Some(action),
-                Poll::Done(_) => None,
+                _ => None,
             },
             _ => None,
         }
+    }
+
+    /// The token a resumer holds mid-resume: acquired, not yet used by its
+    /// append (see [`ResumeMachine::holds_fence`]).
+    #[must_use]
+    pub fn holds_fence(&self) -> Option<u64> {
+        match &self.role {
+            Role::Resumer(Resumer {
+                phase: ResumerPhase::Resuming(machine),
+                ..
+            }) => machine.holds_fence(),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a deleter that has not deleted yet.
+    #[must_use]
+    pub fn is_pending_deleter(&self) -> bool {
+        self.role == Role::Deleter(DeletePhase::Ready)
     }
 
     /// How the resume ended, for a resumer whose machine has finished
@@ -289,20 +336,27 @@ impl Actor {
     }
 
     /// Performs one step against `store` if the actor is enabled; returns
-    /// whether it acted. `park_seq` is the park the world is about.
+    /// whether it acted. `park_seq` is the park the world is about; `mode`
+    /// how the store answers a resume's append.
     pub fn step(
         &mut self,
         store: &mut MemoryStore,
         execution: &ExecutionId,
         park_seq: u64,
+        mode: StoreMode,
     ) -> Result<bool, SimError> {
         if !self.is_enabled() {
             return Ok(false);
         }
         match &mut self.role {
-            Role::Resumer(resumer) => resumer.step(store, execution)?,
+            Role::Resumer(resumer) => resumer.step(store, execution, mode)?,
             Role::DeadAcquirer(dead) => dead.step(store, execution, park_seq)?,
             Role::Auditor(auditor) => auditor.step(store, execution)?,
+            Role::Deleter(phase) => {
+                *phase = DeletePhase::Deleted {
+                    existed: store.delete_execution(execution),
+                };
+            }
         }
         Ok(true)
     }
@@ -310,12 +364,20 @@ impl Actor {
 
 impl Resumer {
     /// One machine step, or the body's one append.
-    fn step(&mut self, store: &mut MemoryStore, execution: &ExecutionId) -> Result<(), SimError> {
+    fn step(
+        &mut self,
+        store: &mut MemoryStore,
+        execution: &ExecutionId,
+        mode: StoreMode,
+    ) -> Result<(), SimError> {
         match &mut self.phase {
             ResumerPhase::Resuming(machine) => {
-                // `Stepped::Done` cannot happen (a finished machine is turned
-                // into the next phase below); it is handled all the same.
-                let _: Stepped = drive::step(store, machine)?;
+                // A finished machine is turned into the next phase below, so
+                // a step always has an action to perform.
+                if let Some(rejected) = machine_step(store, machine, mode)? {
+                    self.phase = ResumerPhase::Rejected(rejected);
+                    return Ok(());
+                }
                 if let Poll::Done(result) = machine.poll() {
                     self.phase = match result {
                         Ok(resumed) => ResumerPhase::Running(Landed {
@@ -333,15 +395,48 @@ impl Resumer {
                 if let Some(token) = landed.fence {
                     event = event.with_fence(token);
                 }
-                self.phase = match store.append(execution.as_str(), event) {
+                self.phase = match store.append(execution, event) {
                     Ok(_) => ResumerPhase::Appended(landed),
                     Err(AppendError::Stale(stale)) => ResumerPhase::FencedOut { landed, stale },
                     Err(AppendError::Input(input)) => return Err(input.into()),
+                    Err(other) => return Err(SimError::Setup(other)),
                 };
             }
-            ResumerPhase::Appended(_) | ResumerPhase::FencedOut { .. } | ResumerPhase::Lost(_) => {}
+            ResumerPhase::Appended(_)
+            | ResumerPhase::FencedOut { .. }
+            | ResumerPhase::Lost(_)
+            | ResumerPhase::Rejected(_) => {}
         }
         Ok(())
+    }
+}
+
+/// Performs the machine's pending action as the store in `mode` would.
+/// Returns the machine's rejection of the store's answer, if it rejected
+/// it (a finding, recorded by the caller); an error is a request the store
+/// refused as malformed, which stops the simulation.
+fn machine_step(
+    store: &mut MemoryStore,
+    machine: &mut ResumeMachine,
+    mode: StoreMode,
+) -> Result<Option<MachineError>, SimError> {
+    if mode == StoreMode::PlainFencedAppend
+        && let Poll::Act(Action::AppendIfParked { event, .. }) = machine.poll()
+        && event.check().is_ok_and(|facts| facts.fence.is_some())
+    {
+        let id = machine.execution_id().clone();
+        let answered = match store.append(&id, event) {
+            Ok(envelope) => machine.handle_appended(vec![envelope]),
+            Err(AppendError::Stale(stale)) => machine.handle_stale(stale),
+            Err(AppendError::Input(input)) => return Err(input.into()),
+            Err(other) => return Err(SimError::Setup(other)),
+        };
+        return Ok(answered.err());
+    }
+    match drive::step(store, machine) {
+        Ok(_) => Ok(None),
+        Err(StepError::Machine(rejected)) => Ok(Some(rejected)),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -353,20 +448,22 @@ impl DeadAcquirer {
         execution: &ExecutionId,
         park_seq: u64,
     ) -> Result<(), SimError> {
-        let id = execution.as_str();
         let took = match self.via {
-            Capability::FencingOnly => Some(store.acquire_fence(id)?),
-            Capability::NonFencing => None,
+            Capability::FencingOnly => Some(store.acquire_fence(execution)),
             Capability::Conditional => {
                 let expect = ParkExpectation {
-                    fence: store.current_fence(id)?,
+                    fence: store.current_fence(execution),
                     park_seq,
                 };
-                match store.acquire_fence_if(id, expect)? {
-                    AcquireOutcome::Acquired { fence } => Some(fence),
-                    AcquireOutcome::Stale { .. } => None,
+                match store.acquire_fence_if(execution, expect) {
+                    Ok(AcquireOutcome::Acquired { fence }) => Some(fence),
+                    // Stale, or the log was deleted under it: nothing taken.
+                    Ok(AcquireOutcome::Stale { .. })
+                    | Err(InputError::ParkSeqOutOfRange { .. }) => None,
+                    Err(input) => return Err(input.into()),
                 }
             }
+            Capability::NonFencing => None,
         };
         self.phase = DeadPhase::Dead { took };
         Ok(())
@@ -376,12 +473,13 @@ impl DeadAcquirer {
 impl Auditor {
     /// The one unfenced append.
     fn step(&mut self, store: &mut MemoryStore, execution: &ExecutionId) -> Result<(), SimError> {
-        self.phase = match store.append(execution.as_str(), self.event.event()) {
+        self.phase = match store.append(execution, self.event.event()) {
             Ok(envelope) => AuditPhase::Appended {
                 sequence: envelope.sequence,
             },
             Err(AppendError::Stale(stale)) => AuditPhase::Refused(stale),
             Err(AppendError::Input(input)) => return Err(input.into()),
+            Err(other) => return Err(SimError::Setup(other)),
         };
         Ok(())
     }

@@ -4,10 +4,16 @@
 //! every schedule means a schedule that stops anywhere (a crash, a pause, the
 //! end of the bound) is judged as it stands, which is what "a node may die
 //! between any two store calls" demands.
+//!
+//! A deleter (retention) adds one: after a delete, no resume writes into a
+//! log the workload did not write ([`Breach::PhantomLog`]). The others hold
+//! across a delete as before: the park is answered at most once
+//! ([`Breach::TwoWinners`], [`Breach::DoubleResume`]) and a winner's body is
+//! never fenced out (the delete keeps the token, so it does not move it).
 
 use std::fmt;
 
-use loomfence_core::KernelKind;
+use loomfence_core::{KernelKind, MachineError};
 
 /// The wire name compared against: a string comparison is all the check
 /// needs, and it runs after every step of every schedule.
@@ -15,7 +21,7 @@ const RESUMED: &str = KernelKind::ExecutionResumed.as_str();
 
 use crate::actor::{AuditPhase, ResumerPhase, Role};
 use crate::error::SimError;
-use crate::world::{EXECUTION, World};
+use crate::world::World;
 
 /// One thing wrong with a world.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -25,6 +31,22 @@ pub enum Breach {
     DoubleResume {
         /// The sequences of the resumes.
         sequences: Vec<u64>,
+    },
+    /// After a delete, the log holds an `EXECUTION_RESUMED` but does not
+    /// start with what the workload wrote: a resume recreated the deleted
+    /// log (a one-event `[EXECUTION_RESUMED]` log is the classic phantom) or
+    /// answered a "park" in a log written since the delete.
+    PhantomLog {
+        /// The kinds of the log, in order.
+        kinds: Vec<String>,
+    },
+    /// A resumer's machine rejected the store's answer (a store breaking its
+    /// contract, or a machine bug).
+    Rejected {
+        /// The resumer.
+        actor: char,
+        /// What the machine said.
+        error: MachineError,
     },
     /// A landed resume's token is below the current one: the winner's body
     /// is fenced out, whether or not it has tried to append yet (its next
@@ -52,7 +74,8 @@ pub enum Breach {
         winners: Vec<char>,
     },
     /// The resumes in the log and the resumers that landed one disagree: a
-    /// resume nobody owns, or a win with no resume stored.
+    /// resume nobody owns, or a win with no resume stored (unless the log was
+    /// deleted since: a delete takes the winner's resume with it).
     Unaccounted {
         /// Resume sequences written since the world was built.
         in_log: Vec<u64>,
@@ -146,11 +169,11 @@ pub fn render(world: &World, moves: &[Move]) -> String {
 /// Everything wrong with `world`, in a fixed order (empty when it is sound).
 pub fn breaches(world: &World) -> Result<Vec<Breach>, SimError> {
     let mut found = Vec::new();
-    let current = world.store().current_fence(EXECUTION)?;
+    let current = world.current_fence();
     let after_park =
         world
             .store()
-            .read_range(EXECUTION, world.park_seq().saturating_add(1), None)?;
+            .read_range(world.execution(), world.park_seq().saturating_add(1), None)?;
     let resumes: Vec<u64> = after_park
         .iter()
         .filter(|event| event.kind == RESUMED)
@@ -160,6 +183,10 @@ pub fn breaches(world: &World) -> Result<Vec<Breach>, SimError> {
         found.push(Breach::DoubleResume {
             sequences: resumes.clone(),
         });
+    }
+    let deleted = world.deleted();
+    if deleted && let Some(kinds) = phantom(world)? {
+        found.push(Breach::PhantomLog { kinds });
     }
 
     let mut winners = Vec::new();
@@ -177,15 +204,20 @@ pub fn breaches(world: &World) -> Result<Vec<Breach>, SimError> {
             }
         }
         match &actor.role {
-            Role::Resumer(resumer) => {
-                if let ResumerPhase::FencedOut { landed, stale } = &resumer.phase {
+            Role::Resumer(resumer) => match &resumer.phase {
+                ResumerPhase::FencedOut { landed, stale } => {
                     found.push(Breach::BodyRefused {
                         victim: actor.label,
                         held: landed.fence.unwrap_or(0),
                         current: stale.current,
                     });
                 }
-            }
+                ResumerPhase::Rejected(error) => found.push(Breach::Rejected {
+                    actor: actor.label,
+                    error: error.clone(),
+                }),
+                _ => {}
+            },
             Role::Auditor(auditor) => {
                 if let AuditPhase::Refused(_) = auditor.phase {
                     found.push(Breach::AuditRefused {
@@ -193,7 +225,7 @@ pub fn breaches(world: &World) -> Result<Vec<Breach>, SimError> {
                     });
                 }
             }
-            Role::DeadAcquirer(_) => {}
+            Role::DeadAcquirer(_) | Role::Deleter(_) => {}
         }
     }
     if winners.len() > 1 {
@@ -205,11 +237,36 @@ pub fn breaches(world: &World) -> Result<Vec<Breach>, SimError> {
         .collect();
     in_log.sort_unstable();
     landed_at.sort_unstable();
-    if in_log != landed_at {
+    let accounted = if deleted {
+        in_log.iter().all(|sequence| landed_at.contains(sequence))
+    } else {
+        in_log == landed_at
+    };
+    if !accounted {
         found.push(Breach::Unaccounted {
             in_log,
             landed: landed_at,
         });
     }
     Ok(found)
+}
+
+/// The kinds of the log if it is a phantom: it holds a resume but does not
+/// start with the workload's events.
+///
+/// Writes that are not a resume's may recreate a deleted log without being
+/// the kernel's doing: an unfenced audit append, or a winner's body still
+/// running under its token (the delete keeps the token, by design). Those
+/// logs are not phantoms by themselves; a resume landing in one is.
+fn phantom(world: &World) -> Result<Option<Vec<String>>, SimError> {
+    let log = world.log()?;
+    let recreated = log
+        .iter()
+        .zip(world.workload())
+        .any(|(stored, written)| stored != written);
+    if recreated && log.iter().any(|event| event.kind == RESUMED) {
+        Ok(Some(log.into_iter().map(|event| event.kind).collect()))
+    } else {
+        Ok(None)
+    }
 }

@@ -14,12 +14,14 @@ use loomfence_core::{AppendError, IdError, InputError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SimError {
     /// `drive::step` failed: the store refused the machine's request as
-    /// malformed, or the machine rejected the store's answer. Either is a core
-    /// bug in this setting, so it must stop the run loudly.
+    /// malformed. That is a core bug in this setting, so it stops the run
+    /// loudly. (The machine rejecting the store's answer is a finding,
+    /// [`crate::check::Breach::Rejected`], reported with its schedule.)
     Step(StepError),
     /// A store call made by a non-machine actor was refused as malformed.
     Input(InputError),
-    /// An append the harness made while preparing a world was refused.
+    /// An append was refused other than as stale: while the harness
+    /// prepared a world, or in a way this harness does not know yet.
     Setup(AppendError),
     /// The simulated execution id was refused.
     Id(IdError),

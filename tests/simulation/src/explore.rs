@@ -48,6 +48,10 @@ pub struct Exploration {
     /// level for [`explore`], the longest path of the state graph for
     /// [`explore_full`].
     pub max_depth: usize,
+    /// Transitions in which a deleter deleted the log while a resumer held a
+    /// token it had not appended under yet (see
+    /// [`World::deletes_under_token`]).
+    pub deletes_under_token: usize,
     /// Whether every reachable world was expanded (no depth bound cut in).
     pub complete: bool,
     /// Every violating transition, breadth-first order.
@@ -86,6 +90,7 @@ pub fn explore(initial: &World, depth_limit: Option<usize>) -> Result<Exploratio
     let mut terminal_unresumed = 0;
     let mut max_depth = 0;
     let mut complete = true;
+    let mut deletes_under_token = 0;
 
     while let Some((world, at)) = queue.pop_front() {
         let depth = nodes[at].depth;
@@ -100,6 +105,7 @@ pub fn explore(initial: &World, depth_limit: Option<usize>) -> Result<Exploratio
             continue;
         }
         for actor in enabled {
+            deletes_under_token += usize::from(world.deletes_under_token(actor));
             let mut next = World::clone(&world);
             next.step(actor)?;
             transitions += 1;
@@ -132,6 +138,7 @@ pub fn explore(initial: &World, depth_limit: Option<usize>) -> Result<Exploratio
         terminal_states,
         terminal_unresumed,
         max_depth,
+        deletes_under_token,
         complete,
         violations,
     })
@@ -207,6 +214,7 @@ pub fn explore_full(initial: &World) -> Result<Exploration, SimError> {
     let mut transitions = 0;
     let mut terminal_states = 0;
     let mut terminal_unresumed = 0;
+    let mut deletes_under_token = 0;
 
     while let Some(top) = stack.last_mut() {
         let Some(&actor) = top.enabled.get(top.tried) else {
@@ -224,6 +232,7 @@ pub fn explore_full(initial: &World) -> Result<Exploration, SimError> {
             continue;
         };
         top.tried += 1;
+        deletes_under_token += usize::from(top.world.deletes_under_token(actor));
         let mut next = top.world.clone();
         next.step(actor)?;
         transitions += 1;
@@ -258,6 +267,7 @@ pub fn explore_full(initial: &World) -> Result<Exploration, SimError> {
         terminal_states,
         terminal_unresumed,
         max_depth: done.get(&fingerprint(initial)).copied().unwrap_or(0),
+        deletes_under_token,
         complete: true,
         violations,
     })

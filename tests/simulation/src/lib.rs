@@ -10,6 +10,13 @@
 //! with no threads, no clock and no async, so every run is reproducible from
 //! its schedule alone.
 //!
+//! Besides resumers, a world may hold dead acquirers (a supervisor that took
+//! a token and died), auditors (unfenced appends after the park) and a
+//! deleter (retention deleting the log at any step, issue 10's first item).
+//! [`StoreMode::PlainFencedAppend`] is the delete race's negative control:
+//! the store performs the resume's fenced append without the park check, as
+//! the machine asked before that fix, and the searches find the phantom log.
+//!
 //! - [`world`]: the simulated state (store plus actors), a plain value that
 //!   can be cloned, compared and hashed so a search can deduplicate it.
 //! - [`actor`]: what each kind of participant does in one step.
@@ -26,10 +33,13 @@
 //!
 //! `cargo test -p loomfence-sim -- --nocapture` runs the ADR's sweep, its
 //! named scenarios, a bounded and a full exhaustive search of the
-//! three-resumer world, and 100 000 random schedules, printing what each
-//! explored. Random runs print `SIM_SEED=<n>`; setting `SIM_SEED` replays a
-//! run, and `SIM_INDEX` one schedule of it. The full search of the
-//! fencing-only negative control is `#[ignore]`d for time:
+//! three-resumer world, full searches of smaller worlds racing a delete, and
+//! 100 000 random schedules (30 000 more racing a delete), printing what
+//! each explored. Random runs print `SIM_SEED=<n>`; setting `SIM_SEED`
+//! replays a run, and `SIM_INDEX` one schedule of it. The full searches of
+//! the fencing-only negative control and of the biggest delete world are
+//! `#[ignore]`d for time, with a known-hole scenario that fails until the
+//! stores check that a park is still a park:
 //! `cargo test --release -p loomfence-sim -- --ignored --nocapture`.
 
 pub mod actor;
@@ -41,7 +51,7 @@ pub mod random;
 pub mod trace;
 pub mod world;
 
-pub use actor::{Actor, AuditEvent, Landed, ResumerPhase, Role};
+pub use actor::{Actor, AuditEvent, DeletePhase, Landed, ResumerPhase, Role};
 pub use check::{Breach, Move, Violation, breaches};
 pub use error::SimError;
-pub use world::{EXECUTION, World};
+pub use world::{EXECUTION, StoreMode, World, execution_id};

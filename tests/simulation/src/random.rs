@@ -12,10 +12,10 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
 use crate::actor::AuditEvent;
-use crate::check::{Move, Violation};
+use crate::check::{Breach, Move, Violation};
 use crate::error::SimError;
 use crate::trace::Trace;
-use crate::world::World;
+use crate::world::{StoreMode, World};
 
 /// The generator behind every schedule. A named algorithm rather than
 /// `StdRng`, whose algorithm rand may swap in a later release: a seed printed
@@ -50,24 +50,50 @@ pub struct RandomConfig {
     pub dead_acquirers: RangeInclusive<usize>,
     /// How many unfenced audit appenders.
     pub auditors: RangeInclusive<usize>,
+    /// How many deleters (retention deleting the log at some move).
+    pub deleters: RangeInclusive<usize>,
     /// Which acquire paths they take.
     pub mix: CapabilityMix,
     /// Chance, per move, that the picked actor crashes instead of stepping.
     pub crash_chance: f64,
+    /// How the store answers resume appends.
+    pub mode: StoreMode,
 }
 
 impl RandomConfig {
-    /// 2 to 4 resumers, 0 to 2 dead acquirers, 0 to 2 auditors, a 1-in-20
-    /// crash chance per move: bigger than the exhaustive worlds, small
-    /// enough that a run of 100 000 stays within a test's budget.
+    /// 2 to 4 resumers, 0 to 2 dead acquirers, 0 to 2 auditors, no
+    /// deleter, a 1-in-20 crash chance per move: bigger than the exhaustive
+    /// worlds, small enough that a run of 100 000 stays within a test's
+    /// budget.
     #[must_use]
     pub fn standard(mix: CapabilityMix) -> Self {
         Self {
             resumers: 2..=4,
             dead_acquirers: 0..=2,
             auditors: 0..=2,
+            deleters: 0..=0,
             mix,
             crash_chance: 0.05,
+            mode: StoreMode::Faithful,
+        }
+    }
+
+    /// The resume racing a delete: 2 to 4 resumers, 0 to 2 dead acquirers
+    /// and one deleter, which deletes the log at a random move.
+    ///
+    /// No auditors: after a delete, unfenced appends recreate the log, and
+    /// once it grows back past the park's sequence the stores take it for
+    /// the park (they check that `park_seq` is in the log and unanswered,
+    /// not that it is still the park), a hole of its own that
+    /// `tests/scenarios.rs` shows (`known_hole_…`). With auditors the
+    /// random runs would find that hole rather than the race this config is
+    /// about.
+    #[must_use]
+    pub fn deleting(mix: CapabilityMix) -> Self {
+        Self {
+            auditors: 0..=0,
+            deleters: 1..=1,
+            ..Self::standard(mix)
         }
     }
 }
@@ -83,6 +109,9 @@ pub struct RandomRun {
     pub moves: Vec<Move>,
     /// What broke, in order.
     pub violations: Vec<Violation>,
+    /// Whether a deleter deleted the log while a resumer held a token it had
+    /// not appended under yet.
+    pub delete_under_token: bool,
 }
 
 /// A violating schedule, with everything needed to replay it.
@@ -111,6 +140,11 @@ pub struct Summary {
     pub violating: u64,
     /// Schedules where a winner's body was fenced out.
     pub fenced_out: u64,
+    /// Schedules where a resume recreated a deleted log.
+    pub phantom: u64,
+    /// Schedules whose delete came while a resumer held an unused token:
+    /// the race the deleter is there for.
+    pub deletes_under_token: u64,
     /// Schedules that ended with every resumer given up, none crashed, and
     /// the park still open (see [`World::every_resumer_gave_up`]).
     pub unresumed: u64,
@@ -146,12 +180,20 @@ fn capability(mix: CapabilityMix, rng: &mut Rng64) -> Capability {
 }
 
 /// Draws a world: resumers `A, B, …`, dead acquirers `P, Q, …`, auditors
-/// `X, Y, …`.
+/// `X, Y, …`, deleters `r, s, …` (retention, lower case so that no count of
+/// dead acquirers can reach its letters).
 fn generate_world(config: &RandomConfig, rng: &mut Rng64) -> Result<World, SimError> {
-    let mut world = World::parked()?;
+    let mut world = World::parked()?.in_mode(config.mode);
     let resumers = rng.random_range(config.resumers.clone());
     let dead = rng.random_range(config.dead_acquirers.clone());
     let auditors = rng.random_range(config.auditors.clone());
+    // Drawn only when the range is not fixed, so a config without
+    // deleters draws the same worlds from a seed as before they existed.
+    let deleters = if config.deleters.start() == config.deleters.end() {
+        *config.deleters.start()
+    } else {
+        rng.random_range(config.deleters.clone())
+    };
     for label in ('A'..='O').take(resumers) {
         world = world.with_resumer(label, capability(config.mix, rng));
     }
@@ -166,6 +208,9 @@ fn generate_world(config: &RandomConfig, rng: &mut Rng64) -> Result<World, SimEr
         };
         world = world.with_auditor(label, event);
     }
+    for label in ('r'..='w').take(deleters) {
+        world = world.with_deleter(label);
+    }
     Ok(world)
 }
 
@@ -177,6 +222,7 @@ pub fn run_one(config: &RandomConfig, seed: u64, index: u64) -> Result<RandomRun
     let initial = generate_world(config, &mut rng)?;
     let mut trace = Trace::new(initial.clone())?;
     let mut enabled = Vec::new();
+    let mut delete_under_token = false;
     loop {
         enabled.clear();
         enabled.extend(trace.world().enabled());
@@ -192,6 +238,7 @@ pub fn run_one(config: &RandomConfig, seed: u64, index: u64) -> Result<RandomRun
         let step = if rng.random_bool(config.crash_chance) {
             Move::Crash(actor)
         } else {
+            delete_under_token |= trace.world().deletes_under_token(actor);
             Move::Step(actor)
         };
         trace.apply(step)?;
@@ -203,6 +250,7 @@ pub fn run_one(config: &RandomConfig, seed: u64, index: u64) -> Result<RandomRun
         last,
         moves,
         violations,
+        delete_under_token,
     })
 }
 
@@ -215,6 +263,8 @@ pub fn run_many(config: &RandomConfig, seed: u64, count: u64) -> Result<Summary,
         longest: 0,
         violating: 0,
         fenced_out: 0,
+        phantom: 0,
+        deletes_under_token: 0,
         unresumed: 0,
         first_unresumed: None,
         first: None,
@@ -229,6 +279,7 @@ pub fn run_many(config: &RandomConfig, seed: u64, count: u64) -> Result<Summary,
             .filter(|step| matches!(step, Move::Crash(_)))
             .count() as u64;
         summary.longest = summary.longest.max(run.moves.len());
+        summary.deletes_under_token += u64::from(run.delete_under_token);
         if run.last.every_resumer_gave_up() {
             summary.unresumed += 1;
             summary.first_unresumed = summary.first_unresumed.or(Some(index));
@@ -237,6 +288,13 @@ pub fn run_many(config: &RandomConfig, seed: u64, count: u64) -> Result<Summary,
             summary.violating += 1;
             if run.violations.iter().any(|v| v.breach.is_fence_out()) {
                 summary.fenced_out += 1;
+            }
+            if run
+                .violations
+                .iter()
+                .any(|v| matches!(v.breach, Breach::PhantomLog { .. }))
+            {
+                summary.phantom += 1;
             }
             if summary.first.is_none() {
                 summary.first = Some(Failure {

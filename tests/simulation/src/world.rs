@@ -5,13 +5,46 @@
 //! deduplicates states by it: two schedules that reach equal worlds have the
 //! same futures, so only one of them needs exploring.
 
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
 use loomfence_core::{Capability, Envelope, ExecutionId, KernelKind, MemoryStore, NewEvent};
 
-use crate::actor::{Actor, AuditEvent, Role};
+use crate::actor::{Actor, AuditEvent, DeletePhase, Role};
 use crate::error::SimError;
 
 /// The one execution every actor works on.
 pub const EXECUTION: &str = "parent";
+
+/// [`EXECUTION`] as an id, for store calls.
+pub fn execution_id() -> Result<ExecutionId, SimError> {
+    Ok(ExecutionId::new(EXECUTION)?)
+}
+
+/// How the store answers a resume's append.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StoreMode {
+    /// As [`MemoryStore`] does: every action as the machine asks for it.
+    #[default]
+    Faithful,
+    /// The negative control of the delete race: an
+    /// [`Action::AppendIfParked`](loomfence_core::Action) that carries a
+    /// token is performed as a plain fenced append, without the park check,
+    /// which is what the machine asked for before issue 10 (`Action::Append`
+    /// under the token). A delete between the acquire and that append then
+    /// lets the resume recreate the log.
+    PlainFencedAppend,
+}
+
+/// The log the world was built with: what "the workload wrote". Shared by
+/// every world of a search, so it hashes to nothing (equal worlds still have
+/// equal hashes) and is compared only when a delete makes it matter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Workload(Arc<[Envelope]>);
+
+impl Hash for Workload {
+    fn hash<H: Hasher>(&self, _state: &mut H) {}
+}
 
 /// A store, the park being raced for, and the actors.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -20,6 +53,10 @@ pub struct World {
     execution: ExecutionId,
     /// All logs and tokens.
     store: MemoryStore,
+    /// How the store answers resume appends.
+    mode: StoreMode,
+    /// The log when the world was built.
+    workload: Workload,
     /// The sequence of the park the resumers answer.
     park_seq: u64,
     /// The log's head when the world was built: resumes at or before it were
@@ -35,7 +72,7 @@ impl World {
     pub fn parked() -> Result<Self, SimError> {
         let mut store = MemoryStore::new();
         let written = store.append_many(
-            EXECUTION,
+            &execution_id()?,
             vec![
                 NewEvent::kernel(KernelKind::ExecutionStarted, 1),
                 NewEvent::kernel(KernelKind::ExecutionSuspended, 2),
@@ -48,11 +85,14 @@ impl World {
     /// A world over a store a scenario prepared by hand (an answered park,
     /// tokens already taken), whose resumers answer `park_seq`.
     pub fn from_store(store: MemoryStore, park_seq: u64) -> Result<Self, SimError> {
-        let execution = ExecutionId::new(EXECUTION)?;
-        let start_head = store.head(EXECUTION)?;
+        let execution = execution_id()?;
+        let workload = Workload(store.read_range(&execution, 1, None)?.into());
+        let start_head = store.head(&execution);
         Ok(Self {
             execution,
             store,
+            mode: StoreMode::Faithful,
+            workload,
             park_seq,
             start_head,
             actors: Vec::new(),
@@ -88,6 +128,58 @@ impl World {
     pub fn with_auditor(mut self, label: char, event: AuditEvent) -> Self {
         self.actors.push(Actor::auditor(label, event));
         self
+    }
+
+    /// Adds a deleter: retention deleting the execution's log in one step.
+    #[must_use]
+    pub fn with_deleter(mut self, label: char) -> Self {
+        self.actors.push(Actor::deleter(label));
+        self
+    }
+
+    /// The same world over a store answering as `mode` says.
+    #[must_use]
+    pub fn in_mode(mut self, mode: StoreMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How the store answers resume appends.
+    #[must_use]
+    pub fn mode(&self) -> StoreMode {
+        self.mode
+    }
+
+    /// The log the world was built with.
+    #[must_use]
+    pub fn workload(&self) -> &[Envelope] {
+        &self.workload.0
+    }
+
+    /// Whether a deleter has deleted the log (whatever was written since).
+    #[must_use]
+    pub fn deleted(&self) -> bool {
+        self.actors.iter().any(|actor| {
+            matches!(
+                actor.role,
+                Role::Deleter(DeletePhase::Deleted { existed: true })
+            )
+        })
+    }
+
+    /// Whether stepping actor `index` now deletes the log while some resumer
+    /// holds a token it acquired and has not appended under yet: the race
+    /// of issue 10's first item, which the searches count to show they
+    /// reach it.
+    #[must_use]
+    pub fn deletes_under_token(&self, index: usize) -> bool {
+        self.actors
+            .get(index)
+            .is_some_and(Actor::is_pending_deleter)
+            && self
+                .actors
+                .iter()
+                .any(|actor| actor.holds_fence().is_some())
     }
 
     /// The store as it stands.
@@ -143,9 +235,13 @@ impl World {
 
     /// Whether every resumer has given up (refused or contended) without a
     /// crash and none landed: a finished race that left the park open. Safe,
-    /// but it needs a later retry, so the searches count it.
+    /// but it needs a later retry, so the searches count it. A deleted log
+    /// has no park left to retry, so it never counts.
     #[must_use]
     pub fn every_resumer_gave_up(&self) -> bool {
+        if self.deleted() {
+            return false;
+        }
         let mut resumers = self
             .actors
             .iter()
@@ -157,12 +253,19 @@ impl World {
 
     /// The whole log.
     pub fn log(&self) -> Result<Vec<Envelope>, SimError> {
-        Ok(self.store.read_range(EXECUTION, 1, None)?)
+        Ok(self.store.read_range(&self.execution, 1, None)?)
     }
 
     /// The execution's current token.
-    pub fn current_fence(&self) -> Result<u64, SimError> {
-        Ok(self.store.current_fence(EXECUTION)?)
+    #[must_use]
+    pub fn current_fence(&self) -> u64 {
+        self.store.current_fence(&self.execution)
+    }
+
+    /// The execution being raced for.
+    #[must_use]
+    pub fn execution(&self) -> &ExecutionId {
+        &self.execution
     }
 
     /// Steps actor `index` once; a finished or crashed actor is a no-op
@@ -174,7 +277,7 @@ impl World {
             actor: index,
             actors,
         })?;
-        actor.step(&mut self.store, &self.execution, self.park_seq)
+        actor.step(&mut self.store, &self.execution, self.park_seq, self.mode)
     }
 
     /// Steps the actor labelled `label` once.

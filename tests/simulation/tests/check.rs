@@ -4,7 +4,7 @@
 use loomfence_core::{Capability, KernelKind, MemoryStore, NewEvent};
 use loomfence_sim::check::Move;
 use loomfence_sim::trace::Trace;
-use loomfence_sim::{Breach, EXECUTION, World, breaches};
+use loomfence_sim::{Breach, World, breaches, execution_id};
 
 #[test]
 fn a_parked_world_is_sound() {
@@ -20,7 +20,7 @@ fn a_park_answered_twice_is_a_double_resume() {
     let mut store = MemoryStore::new();
     store
         .append_many(
-            EXECUTION,
+            &execution_id().expect("valid"),
             vec![
                 NewEvent::kernel(KernelKind::ExecutionStarted, 1),
                 NewEvent::kernel(KernelKind::ExecutionSuspended, 2),

@@ -1,6 +1,6 @@
 //! Seeded random schedules past the exhaustive bound: bigger worlds (2 to 4
-//! resumers, 0 to 2 dead acquirers, 0 to 2 auditors), explicit crashes,
-//! schedules run to the end.
+//! resumers, 0 to 2 dead acquirers, 0 to 2 auditors; or, racing a delete,
+//! no auditor and one deleter), explicit crashes, schedules run to the end.
 //!
 //! Each run prints `SIM_SEED=<n>`. `SIM_SEED=<n> cargo test -p loomfence-sim
 //! --test random` replays a run exactly; adding `SIM_INDEX=<i>` replays only
@@ -12,12 +12,16 @@ use std::time::{Instant, SystemTime};
 
 use loomfence_sim::random::{CapabilityMix, RandomConfig, Summary, run_many, run_one};
 use loomfence_sim::trace::Trace;
+use loomfence_sim::{Breach, StoreMode};
 
 /// Schedules per run of the main test.
 const SCHEDULES: u64 = 100_000;
 
 /// Schedules per run of the negative controls, which only need to find one.
 const CONTROL_SCHEDULES: u64 = 5_000;
+
+/// Schedules per run racing a delete.
+const DELETE_SCHEDULES: u64 = 30_000;
 
 /// The run's seed: `SIM_SEED` if set, else a fresh one.
 fn seed() -> u64 {
@@ -42,13 +46,15 @@ fn run(name: &str, config: &RandomConfig, seed: u64, count: u64) -> Summary {
     let started = Instant::now();
     let summary = run_many(config, seed, count).expect("the schedules run");
     println!(
-        "{name}: {} schedules, {} moves ({} crashes), longest {} moves, {} violating, {} with a fenced-out body, {} ended with every resumer contended ({:.2?})",
+        "{name}: {} schedules, {} moves ({} crashes), longest {} moves, {} violating, {} with a fenced-out body, {} with a phantom log, {} deleting under a token, {} ended with every resumer contended ({:.2?})",
         summary.schedules,
         summary.moves,
         summary.crashes,
         summary.longest,
         summary.violating,
         summary.fenced_out,
+        summary.phantom,
+        summary.deletes_under_token,
         summary.unresumed,
         started.elapsed()
     );
@@ -100,6 +106,67 @@ fn random_conditional_schedules_never_fence_out_a_body() {
         println!("first schedule ending with every resumer contended:");
         replay_one(&config, seed, index);
     }
+}
+
+/// The resume racing a delete, on the real store: no violation at all.
+#[test]
+fn random_schedules_racing_a_delete_never_recreate_the_log() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig::deleting(CapabilityMix::AllConditional);
+    if let Some(index) = index() {
+        assert!(
+            replay_one(&config, seed, index),
+            "SIM_SEED={seed} SIM_INDEX={index}"
+        );
+        return;
+    }
+    let summary = run("racing a delete", &config, seed, DELETE_SCHEDULES);
+    if let Some(failure) = &summary.first {
+        panic!(
+            "SIM_SEED={} schedule index {} broke an invariant: {}\nreplay: SIM_SEED={} SIM_INDEX={} cargo test -p loomfence-sim --test random -- --nocapture racing_a_delete",
+            failure.seed, failure.index, failure.violation, failure.seed, failure.index
+        );
+    }
+    assert!(
+        summary.deletes_under_token > 0,
+        "some deletes land between an acquire and its append"
+    );
+}
+
+/// The same worlds with the resume's fenced append performed as a plain
+/// append (the machine before the fix): phantom logs, and nothing else.
+#[test]
+fn random_plain_fenced_appends_racing_a_delete_recreate_the_log() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig {
+        mode: StoreMode::PlainFencedAppend,
+        ..RandomConfig::deleting(CapabilityMix::AllConditional)
+    };
+    let summary = run(
+        "plain fenced append, racing a delete",
+        &config,
+        seed,
+        CONTROL_SCHEDULES,
+    );
+    let failure = summary
+        .first
+        .as_ref()
+        .expect("the control breaks something");
+    println!(
+        "first: SIM_SEED={} SIM_INDEX={}: {}",
+        failure.seed, failure.index, failure.violation
+    );
+    assert!(summary.phantom > 0, "a resume recreates the deleted log");
+    assert_eq!(
+        summary.violating, summary.phantom,
+        "and breaks nothing else"
+    );
+    assert!(matches!(
+        failure.violation.breach,
+        Breach::PhantomLog { .. } | Breach::Rejected { .. }
+    ));
 }
 
 #[test]

@@ -9,8 +9,8 @@
 //! imports nothing from `"env"`: no clock, no libc, nothing platform-specific.
 
 use loomfence_core::{
-    AcquireOutcome, Envelope, ExecutionView, KernelKind, MemoryStore, NewEvent, ParkExpectation,
-    locate_park,
+    AcquireOutcome, Envelope, ExecutionId, ExecutionView, KernelKind, MemoryStore, NewEvent,
+    ParkExpectation, locate_park,
 };
 use serde_json::json;
 
@@ -26,7 +26,8 @@ pub extern "C" fn loomfence_probe(n: u32) -> u64 {
 /// The probe's body, with `?` for every step.
 fn run(n: u32) -> Option<u64> {
     let mut store = MemoryStore::new();
-    let id = format!("probe-{n}");
+    // Validated once, at the edge, as every store call takes it.
+    let id = ExecutionId::new(format!("probe-{n}")).ok()?;
     let park = NewEvent::kernel(KernelKind::ExecutionSuspended, i64::from(n)).with_payload(
         json!({ "waits": [{ "kind": "TIMER", "wakeAt": n }] })
             .as_object()?
@@ -61,8 +62,8 @@ fn run(n: u32) -> Option<u64> {
         NewEvent::kernel(KernelKind::ExecutionResumed, 0).with_fence(0),
     );
     let refusal = zombie.err()?.to_string();
-    let bumped = store.acquire_fence(&id).ok()?;
-    let deleted = store.delete_execution(&id).ok()?;
+    let bumped = store.acquire_fence(&id);
+    let deleted = store.delete_execution(&id);
 
     Some(
         u64::from(won)
