@@ -8,7 +8,7 @@
 
 pub use crate::event::{EventFacts, fence_of};
 pub use crate::fence::{
-    BatchFacts, check_batch, check_park_seq, check_safe, decide_acquire_if, guard_append,
-    next_token,
+    BatchFacts, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if,
+    guard_append, next_token,
 };
 pub use crate::kind::classify;

@@ -35,7 +35,7 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
         }
         Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect) {
             Ok(outcome) => machine.handle_acquire_if(outcome)?,
-            Err(InputError::ParkSeqOutOfRange { .. }) => machine.handle_park_gone()?,
+            Err(input) if input.is_park_gone() => machine.handle_park_gone()?,
             Err(input) => return Err(input.into()),
         },
         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
@@ -43,7 +43,7 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
             match store.append_if_parked(&id, park_seq, vec![event]) {
                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
-                Err(AppendError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+                Err(AppendError::Input(input)) if input.is_park_gone() => {
                     machine.handle_park_gone()?
                 }
                 Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::{Envelope, EventError, EventFacts, MAX_SAFE_INTEGER, NewEvent};
 use crate::id::{ExecutionId, IdError};
-use crate::kind::KindClass;
+use crate::kind::{KernelKind, KindClass};
 
 /// What a caller expects when it acquires conditionally: the token under which
 /// the park it answers was written, and that park's sequence.
@@ -135,6 +135,18 @@ pub enum InputError {
         /// The log's last sequence, 0 when empty.
         head: u64,
     },
+    /// The event at `parkSeq` is not a park (`EXECUTION_SUSPENDED`). The
+    /// park the caller read is gone: the log was deleted and has grown
+    /// again past that sequence, or the sequence never was a park. Judged
+    /// by the store in the same atomic step as the decision, because only
+    /// the store sees the log as it is at that moment.
+    #[error("parkSeq {park_seq} is not a park: the event there is {kind:?}")]
+    NotAPark {
+        /// The sequence given.
+        park_seq: u64,
+        /// The kind of the event at that sequence.
+        kind: String,
+    },
     /// A token or sequence argument exceeds what a JavaScript number holds
     /// exactly ([`MAX_SAFE_INTEGER`]); every backend refuses it alike.
     #[error("{what} = {value} exceeds 2^53-1")]
@@ -145,6 +157,19 @@ pub enum InputError {
         /// Its value.
         value: u64,
     },
+}
+
+impl InputError {
+    /// Whether this says the park a conditional operation named is not in
+    /// the log (outside it, or not a park any more): for a resumer, the park
+    /// is gone, which is a refusal, not a bug.
+    #[must_use]
+    pub fn is_park_gone(&self) -> bool {
+        matches!(
+            self,
+            InputError::ParkSeqOutOfRange { .. } | InputError::NotAPark { .. }
+        )
+    }
 }
 
 /// What the append guard needs to know about a whole batch.
@@ -249,8 +274,8 @@ pub fn check_safe(what: &'static str, value: u64) -> Result<u64, InputError> {
 }
 
 /// Checks that `park_seq` names an event of a log whose last sequence is
-/// `head`: a conditional operation about a park that is not there is a
-/// caller bug, not a race.
+/// `head`: a conditional operation about a park that is not there is
+/// refused before anything changes.
 pub fn check_park_seq(park_seq: u64, head: u64) -> Result<(), InputError> {
     check_safe("parkSeq", park_seq)?;
     if park_seq == 0 || park_seq > head {
@@ -259,10 +284,24 @@ pub fn check_park_seq(park_seq: u64, head: u64) -> Result<(), InputError> {
     Ok(())
 }
 
+/// Checks that the event at `park_seq`, of kind `kind`, is a park. Together
+/// with [`check_park_seq`] this is what every store checks, in the same
+/// atomic step, before a conditional acquire or append: after a delete, a
+/// log can grow back past the sequence a resumer read as its park.
+pub fn check_is_park(park_seq: u64, kind: &str) -> Result<(), InputError> {
+    if KernelKind::from_name(kind) == Some(KernelKind::ExecutionSuspended) {
+        Ok(())
+    } else {
+        Err(InputError::NotAPark {
+            park_seq,
+            kind: kind.to_owned(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kind::KernelKind;
 
     fn id() -> ExecutionId {
         ExecutionId::new("e").expect("valid")
@@ -382,6 +421,27 @@ mod tests {
                 what: "parkSeq",
                 value: MAX_SAFE_INTEGER + 1
             })
+        );
+    }
+
+    #[test]
+    fn only_a_suspension_is_a_park() {
+        assert_eq!(check_is_park(2, "EXECUTION_SUSPENDED"), Ok(()));
+        let refused = check_is_park(2, "STEP_COMPLETED");
+        assert_eq!(
+            refused,
+            Err(InputError::NotAPark {
+                park_seq: 2,
+                kind: "STEP_COMPLETED".to_owned()
+            })
+        );
+        assert!(refused.is_err_and(|e| e.is_park_gone()));
+        assert!(
+            InputError::ParkSeqOutOfRange {
+                park_seq: 1,
+                head: 0
+            }
+            .is_park_gone()
         );
     }
 

@@ -57,16 +57,18 @@
 //!         Action::ReadFrom { from_seq } => {
 //!             machine.handle_read(store.read_range(&id, from_seq, None)?)?
 //!         }
-//!         Action::AcquireFenceIf(expect) => {
-//!             machine.handle_acquire_if(store.acquire_fence_if(&id, expect)?)?
-//!         }
+//!         Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect) {
+//!             Ok(outcome) => machine.handle_acquire_if(outcome)?,
+//!             Err(input) if input.is_park_gone() => machine.handle_park_gone()?,
+//!             Err(other) => return Err(other.into()),
+//!         },
 //!         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
 //!         Action::AppendIfParked { park_seq, event } => {
 //!             match store.append_if_parked(&id, park_seq, vec![event]) {
 //!                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
 //!                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
 //!                 Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
-//!                 Err(AppendError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+//!                 Err(AppendError::Input(input)) if input.is_park_gone() => {
 //!                     machine.handle_park_gone()?
 //!                 }
 //!                 Err(other) => return Err(other.into()),

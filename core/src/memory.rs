@@ -11,7 +11,7 @@ use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{
     self, AcquireOutcome, BatchFacts, ConditionalAppend, InputError, ParkExpectation,
-    StaleFenceError, check_batch, check_park_seq, check_safe, decide_acquire_if, guard_append,
+    StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if, guard_append,
 };
 use crate::id::ExecutionId;
 use crate::kind::KindClass;
@@ -135,8 +135,8 @@ impl MemoryStore {
         Ok(stored)
     }
 
-    /// Whether an answering event follows `park_seq`, which must name an
-    /// event of the log. Looks only at the tail after the park.
+    /// Whether an answering event follows `park_seq`, which must name a park
+    /// in the log. Looks only at the park and the tail after it.
     fn answered_after(
         &self,
         execution_id: &ExecutionId,
@@ -144,6 +144,7 @@ impl MemoryStore {
     ) -> Result<bool, InputError> {
         let log = self.logs.get(execution_id).map_or(&[][..], Vec::as_slice);
         check_park_seq(park_seq, to_u64(log.len()))?;
+        check_is_park(park_seq, &log[to_index(park_seq - 1)].event.kind)?;
         Ok(log[to_index(park_seq)..]
             .iter()
             .any(|record| record.answering))
@@ -372,6 +373,31 @@ mod tests {
                 head: 3
             }))
         );
+    }
+
+    #[test]
+    fn conditional_operations_need_a_park_at_park_seq() {
+        let mut store = MemoryStore::new();
+        parked(&mut store, &e("e"));
+        let before = store.clone();
+        let expect = ParkExpectation {
+            fence: 0,
+            park_seq: 1,
+        };
+        let not_a_park = InputError::NotAPark {
+            park_seq: 1,
+            kind: "EXECUTION_STARTED".to_owned(),
+        };
+        assert_eq!(
+            store.acquire_fence_if(&e("e"), expect),
+            Err(not_a_park.clone())
+        );
+        let resume = vec![NewEvent::kernel(KernelKind::ExecutionResumed, 3)];
+        assert_eq!(
+            store.append_if_parked(&e("e"), 1, resume),
+            Err(AppendError::Input(not_a_park))
+        );
+        assert_eq!(store, before);
     }
 
     #[test]

@@ -182,6 +182,26 @@ describe('resume understands a host store', () => {
     assert.equal(await inner.currentFence('g'), 0);
   });
 
+  for (const method of ['acquireFenceIf', 'appendIfParked']) {
+    test(`that reports a park gone from ${method}() with a plain object { code: 'NOT_A_PARK' }`, async () => {
+      const inner = new PlainEventStore();
+      const parkSeq = await park(inner, 'n');
+      const before = await Witness.capture(inner, 'n');
+      const store = wrap(inner, {
+        async [method]() {
+          throw { code: 'NOT_A_PARK' };
+        },
+      });
+      await assert.rejects(resume(store, 'n', { fenceIfParkedAt: parkSeq, answer: null, at: AT }), (error) => {
+        assert.ok(error instanceof ResumeRefusedError, describeError(error));
+        assert.equal(error.reason, 'not-suspended');
+        return true;
+      });
+      const after = await Witness.capture(inner, 'n');
+      assert.deepEqual(after.events, before.events, 'nothing appended');
+    });
+  }
+
   test("whose other errors reach the caller unchanged (the very same value)", async () => {
     const inner = new PlainEventStore();
     const parkSeq = await park(inner, 'f');

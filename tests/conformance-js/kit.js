@@ -228,6 +228,35 @@ kase('append_if_parked::eight_unfenced_resumers_one_lands', needs.appendIfParked
   assert.equal((await resumesOf(store, id)).length, 1);
 });
 
+kase('append_if_parked::a_park_seq_naming_no_park_is_refused_and_writes_nothing', needs.appendIfParked, async (store) => {
+  // The start before the park, an audit record and an application event
+  // after it: none is a park, so the append is refused (NOT_A_PARK) before
+  // anything else is judged, and writes nothing; the real park still takes
+  // the resume, and after it the start is still not a park (not "answered").
+  const id = 'if-parked-not-a-park';
+  const parkSeq = await park(store, id);
+  await store.append(id, event('EXECUTION_DENIED'));
+  await store.append(id, event('app.output'));
+  let before = await Witness.capture(store, id);
+  for (const [notAPark, kind] of [[parkSeq - 1, 'EXECUTION_STARTED'], [parkSeq + 1, 'EXECUTION_DENIED'], [parkSeq + 2, 'app.output']]) {
+    await assertRejects(
+      store.appendIfParked(id, notAPark, [event('EXECUTION_RESUMED')]),
+      expect.notAPark,
+      `appendIfParked(${notAPark}) on ${kind}`,
+    );
+  }
+  await before.assertUnchanged(store, 'conditional appends on sequences that are not a park');
+  const written = await appendedIfParked(store, id, parkSeq, [event('EXECUTION_RESUMED')]);
+  assert.equal(written[0].sequence, parkSeq + 3);
+  before = await Witness.capture(store, id);
+  await assertRejects(
+    store.appendIfParked(id, parkSeq - 1, [event('EXECUTION_RESUMED')]),
+    expect.notAPark,
+    'appendIfParked on the start, answered after',
+  );
+  await before.assertUnchanged(store, 'a conditional append on the start of an answered log');
+});
+
 // ---------------------------------------------------------------------------
 // acquire.rs: the unconditional acquire.
 
@@ -346,6 +375,29 @@ kase('acquire_if::answering_appends_race_the_acquire_never_both', needs.conditio
     assert.equal(resumes, appended.status === 'fulfilled' ? 1 : 0, `trial ${trial}`);
   }
   assert.equal(outcomes.appendWon + outcomes.acquireWon, 25);
+});
+
+kase('acquire_if::a_park_seq_naming_no_park_is_refused_and_changes_nothing', needs.conditional, async (store) => {
+  // The start before the park, an audit record and an application event
+  // after it: none is a park, so the acquire is refused (NOT_A_PARK)
+  // whatever the expected token, and takes no token; the real park still
+  // acquires.
+  const id = 'if-not-a-park';
+  const parkSeq = await park(store, id);
+  await store.append(id, event('EXECUTION_DENIED'));
+  await store.append(id, event('app.output'));
+  const before = await Witness.capture(store, id);
+  for (const [notAPark, kind] of [[parkSeq - 1, 'EXECUTION_STARTED'], [parkSeq + 1, 'EXECUTION_DENIED'], [parkSeq + 2, 'app.output']]) {
+    for (const fence of [0, 7]) {
+      await assertRejects(
+        store.acquireFenceIf(id, { fence, parkSeq: notAPark }),
+        expect.notAPark,
+        `acquireFenceIf({ fence: ${fence}, parkSeq: ${notAPark} }) on ${kind}`,
+      );
+    }
+  }
+  await before.assertUnchanged(store, 'acquires of sequences that are not a park');
+  assert.deepEqual(await acquireIf(store, id, 0, parkSeq), { fence: 1 });
 });
 
 // ---------------------------------------------------------------------------
@@ -839,8 +891,44 @@ kase('delete::a_delete_under_a_fenced_resume_writes_nothing', needs.fencedAppend
   await before.assertUnchanged(store, 'a fenced resume of a park past a reborn log');
 });
 
+kase('delete::a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park', needs.fencedAppendIfParked, async (store, caps) => {
+  // After a delete (which keeps a real token, by design) a log can grow back
+  // past the sequence a slow resumer read as its park: the body that won
+  // token 1 writes its step at 1, an unfenced audit record lands at 2, where
+  // the park was. A conditional acquire or a park-conditional append naming
+  // "park" 2 must not take that log for the park: both are refused
+  // (NOT_A_PARK), the token stays 1 (the live body is not fenced out) and no
+  // resume is written on the regrown log.
+  const id = 'delete-regrown';
+  const parkSeq = await park(store, id);
+  assert.equal(parkSeq, 2);
+  const token = caps.conditional ? (await acquireIf(store, id, 0, parkSeq)).fence : await store.acquireFence(id);
+  assert.equal(token, 1);
+  assert.equal(await store.deleteExecution(id), true);
+  const step = await store.append(id, fenced(event('STEP_COMPLETED'), token));
+  const audit = await store.append(id, event('EXECUTION_DENIED'));
+  assert.deepEqual([step.sequence, audit.sequence], [1, parkSeq]);
+  const regrown = await Witness.capture(store, id);
+  assert.equal(regrown.fence, token, 'the delete kept the token');
+  if (caps.conditional) {
+    await assertRejects(
+      store.acquireFenceIf(id, { fence: token, parkSeq }),
+      expect.notAPark,
+      'a late acquire of a park the regrown log covers',
+    );
+    await regrown.assertUnchanged(store, 'a late acquire on the regrown log');
+  }
+  await assertRejects(
+    store.appendIfParked(id, parkSeq, [fenced(event('EXECUTION_RESUMED'), token)]),
+    expect.notAPark,
+    'a late resume of a park the regrown log covers',
+  );
+  await regrown.assertUnchanged(store, 'a late resume on the regrown log');
+  await store.append(id, fenced(event('STEP_COMPLETED'), token));
+});
+
 // ---------------------------------------------------------------------------
-// resume: the runtime's resume scenarios (host-adapters/runtime/tests and the
+// resume: the runtime's resume scenarios (host-adapters/drivers/tests and the
 // core's resume tests), driven through the package's `resume` against the
 // store under test. The path resume takes is read off the store's methods.
 
@@ -1073,6 +1161,46 @@ kase('resume::a_delete_under_a_fenced_resume_is_refused_and_writes_nothing', nee
   assert.equal(deleting.deletes, 1, 'one acquire');
   assert.deepEqual(await store.readRange(id), [], 'no phantom log');
   assert.equal(await store.currentFence(id), 1, "the delete kept the resume's token");
+});
+
+kase('resume::a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_nothing', needs.resumable, async (store, caps) => {
+  // A slow resumer reads the park; before it goes on, another resume lands,
+  // the execution is deleted (which keeps a real token, by design) and its
+  // log grows back past the park: the body's step at 1, under its token,
+  // and an unfenced audit record at 2, where the park was. Going on from
+  // what it read, the slow resumer is refused as not suspended and writes
+  // nothing (no resume on the regrown log); except on a fencing-only store,
+  // whose unconditional acquire is the documented residual window, it takes
+  // no token either, so the live body is not fenced out.
+  const id = 'resume-regrown';
+  const parkSeq = await park(store, id);
+  let regrown;
+  const slow = wrap(store, {
+    async readRange(executionId, ...range) {
+      const read = await store.readRange(executionId, ...range);
+      if (regrown === undefined) {
+        const winner = await resume(store, id, { fenceIfParkedAt: parkSeq, answer: { first: true }, at: AT + 1 });
+        assert.equal(await store.deleteExecution(id), true);
+        const step = event('STEP_COMPLETED');
+        await store.append(id, winner.fence === null ? step : fenced(step, winner.fence));
+        const audit = await store.append(id, event('EXECUTION_DENIED'));
+        assert.equal(audit.sequence, parkSeq, 'the log has grown back to the park');
+        regrown = await Witness.capture(store, id);
+      }
+      return read;
+    },
+  });
+  await assertRefused(
+    resume(slow, id, { fenceIfParkedAt: parkSeq, answer: { late: true }, at: AT + 2 }),
+    id,
+    parkSeq,
+    'a late resume on the regrown log',
+  );
+  if (caps.fencing && !caps.conditional) {
+    assert.deepEqual((await Witness.capture(store, id)).events, regrown.events, 'no resume on the regrown log');
+  } else {
+    await regrown.assertUnchanged(store, 'a late resume on the regrown log');
+  }
 });
 
 kase('resume::a_park_after_the_end_is_refused_and_takes_no_token', needs.resumable, async (store) => {

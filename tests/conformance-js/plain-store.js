@@ -13,6 +13,9 @@
 // - `appendIfParked`, the park-conditional append every resume lands with
 //   (under its token when it took one): at most once per park without
 //   tokens, and never into a log deleted under the resume;
+// - in both conditional operations, the check that `parkSeq` is in the log
+//   AND that its event is a park: after a delete (which keeps a real token)
+//   a log can grow back past the sequence a slow resumer read as its park;
 // - the same typed errors as the package on bad input, thrown before anything
 //   changes: `InputError` (a TypeError) for a bad id or a malformed event,
 //   `RangeError` for a number out of range, `TypeError` for a value that is
@@ -42,6 +45,13 @@ const utf8 = new TextEncoder();
 /** The `code` a store puts on the error for a park sequence outside the log;
  * `resume` reads it as "the park is gone". */
 export const PARK_SEQ_OUT_OF_RANGE = 'PARK_SEQ_OUT_OF_RANGE';
+
+/** The `code` a store puts on the error for a park sequence whose event is
+ * not a park; `resume` reads it as "the park is gone" too. */
+export const NOT_A_PARK = 'NOT_A_PARK';
+
+/** The one kind that is a park. */
+const PARK_KIND = 'EXECUTION_SUSPENDED';
 
 function rangeError(message, code) {
   return Object.assign(new RangeError(message), { code });
@@ -188,11 +198,16 @@ export class PlainEventStore {
     return this.#logs.get(id) ?? [];
   }
 
-  /** Whether an answering event follows `parkSeq`, which must be in the log. */
+  /** Whether an answering event follows `parkSeq`, which must be in the log
+   * (else PARK_SEQ_OUT_OF_RANGE) and be a park (else NOT_A_PARK). */
   #answeredAfter(id, parkSeq) {
     const log = this.#log(id);
     if (parkSeq === 0 || parkSeq > log.length) {
       throw rangeError(`parkSeq ${parkSeq} is not in the log, whose head is ${log.length}`, PARK_SEQ_OUT_OF_RANGE);
+    }
+    const { kind } = log[parkSeq - 1].envelope;
+    if (kind !== PARK_KIND) {
+      throw new InputError(`parkSeq ${parkSeq} is not a park: the event there is ${JSON.stringify(kind)}`, NOT_A_PARK);
     }
     for (let i = parkSeq; i < log.length; i++) if (log[i].answering) return true;
     return false;
@@ -230,7 +245,8 @@ export class PlainEventStore {
     return this.#write(id, checkBatch(events));
   }
 
-  /** Appends `events` only while nothing has answered the park at `parkSeq`;
+  /** Appends `events` only while the event at `parkSeq` is a park and nothing
+   * has answered it;
    * resolves to the envelopes, or `{ parkAnswered: true }` and writes nothing.
    * The guard still applies. */
   async appendIfParked(executionId, parkSeq, events) {
@@ -265,8 +281,10 @@ export class PlainEventStore {
     return token;
   }
 
-  /** Bumps the token only if it is `fence` and no answering event follows
-   * `parkSeq`; otherwise `{ stale: true, fence: current }`, nothing changed. */
+  /** Bumps the token only if it is `fence`, the event at `parkSeq` is a park
+   * and no answering event follows it; otherwise `{ stale: true, fence:
+   * current }` (or a PARK_SEQ_OUT_OF_RANGE / NOT_A_PARK error), nothing
+   * changed. */
   async acquireFenceIf(executionId, expect) {
     const id = checkId(executionId);
     if (typeof expect !== 'object' || expect === null) {

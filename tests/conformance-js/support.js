@@ -124,6 +124,7 @@ export const expect = {
   notANumber: { type: TypeError, code: 'NOT_A_NUMBER' },
   outOfRange: { type: RangeError, code: 'OUT_OF_RANGE' },
   parkSeqOutOfRange: { type: RangeError, code: 'PARK_SEQ_OUT_OF_RANGE' },
+  notAPark: { type: InputError, code: 'NOT_A_PARK' },
   invalidEvent: { type: InputError, code: 'INVALID_EVENT' },
   mixedFences: { type: InputError, code: 'MIXED_FENCES' },
   atOutOfRange: { type: RangeError, code: 'AT_OUT_OF_RANGE' },

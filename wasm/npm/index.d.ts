@@ -64,8 +64,13 @@ export type AcquireIfResult = { fence: number; stale?: undefined } | { fence: nu
  *
  * A store refuses a stale append by throwing `StaleFenceError` (or any error
  * whose `name` is `'StaleFenceError'`), with `current` set to the current
- * token, above the one the append carried; and a `parkSeq` that is not in the
- * log by throwing an error whose `code` is `'PARK_SEQ_OUT_OF_RANGE'`. Every
+ * token, above the one the append carried; a `parkSeq` that is not in the
+ * log by throwing an error whose `code` is `'PARK_SEQ_OUT_OF_RANGE'`; and a
+ * `parkSeq` whose event is not an `EXECUTION_SUSPENDED` (after a delete, a
+ * log can grow back past the sequence a resumer read as its park) by throwing
+ * an error whose `code` is `'NOT_A_PARK'`, checked in the same atomic step as
+ * the rest of `acquireFenceIf` / `appendIfParked`; `resume` reads either as
+ * "the park is gone" and refuses (`ResumeRefusedError`). Every
  * answer is checked: one outside this interface (see `AcquireIfResult`; an
  * `acquireFence` token below 1; an `appendIfParked` envelope that is not the
  * event sent, token included; a `parkAnswered` that is not `true`; a stale
@@ -102,9 +107,9 @@ export class MemoryEventStore implements EventStore {
   readRange(executionId: string, fromSeq?: number, toSeq?: number): Promise<Envelope[]>;
   /** Bumps the token unconditionally; resolves to the new one. */
   acquireFence(executionId: string): Promise<number>;
-  /** Bumps the token only if it is `fence` and nothing answered the park at `parkSeq`. */
+  /** Bumps the token only if it is `fence` and nothing answered the park at `parkSeq`. Rejects with a `RangeError` `PARK_SEQ_OUT_OF_RANGE` when `parkSeq` is not in the log, and an `InputError` `NOT_A_PARK` when its event is not a park. */
   acquireFenceIf(executionId: string, expect: ParkExpectation): Promise<AcquireIfResult>;
-  /** Appends only while the park at `parkSeq` is unanswered; `{ parkAnswered: true }` otherwise, with nothing written. */
+  /** Appends only while the park at `parkSeq` is unanswered; `{ parkAnswered: true }` otherwise, with nothing written. Rejects like `acquireFenceIf` when `parkSeq` is not in the log or not a park. */
   appendIfParked(
     executionId: string,
     parkSeq: number,
@@ -192,6 +197,6 @@ export class ResumeContendedError extends Error {
 /** Malformed input other than a bad number: an execution id, an event, a batch, or a host store's answer outside the interface (`code: 'STORE_CONTRACT'`). */
 export class InputError extends TypeError {
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'STORE_CONTRACT'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'STORE_CONTRACT'`, … */
   code: string;
 }

@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::events::envelopes;
-use crate::js_errors::{self, PARK_SEQ_OUT_OF_RANGE, number};
+use crate::js_errors::{self, NOT_A_PARK, PARK_SEQ_OUT_OF_RANGE, number};
 use crate::values::{counter, property, to_js};
 
 /// The `code` of every answer a store gives outside the interface.
@@ -32,7 +32,7 @@ pub(crate) fn contract(message: &str) -> JsValue {
 pub(crate) enum Refusal {
     /// The store refused the append as stale.
     Stale(StaleFenceError),
-    /// The store said `parkSeq` is not in the log.
+    /// The store said `parkSeq` is not in the log, or not a park.
     ParkGone,
     /// Anything else: passed to the caller unchanged.
     Other(JsValue),
@@ -58,6 +58,12 @@ fn is_named(error: &JsValue, key: &str, value: &str) -> bool {
         .and_then(|v| v.as_string())
         .as_deref()
         == Some(value)
+}
+
+/// Whether a store's refusal says the park at `parkSeq` is gone: outside
+/// the log (`PARK_SEQ_OUT_OF_RANGE`) or not a park (`NOT_A_PARK`).
+fn is_park_gone(error: &JsValue) -> bool {
+    is_named(error, "code", PARK_SEQ_OUT_OF_RANGE) || is_named(error, "code", NOT_A_PARK)
 }
 
 /// A method of `store`, if it has one.
@@ -124,7 +130,8 @@ impl HostStore {
     }
 
     /// Classifies a failed append: a stale fence (by class or by `name`),
-    /// a park that is gone (by `code`), or something to pass on. A stale
+    /// a park that is gone (by `code`: `PARK_SEQ_OUT_OF_RANGE` or
+    /// `NOT_A_PARK`), or something to pass on. A stale
     /// refusal must say which token is current (`current`), above the one
     /// presented (none: above 0), for that is the only case the guard
     /// refuses.
@@ -147,7 +154,7 @@ impl HostStore {
                 )),
             };
         }
-        if is_named(&error, "code", PARK_SEQ_OUT_OF_RANGE) {
+        if is_park_gone(&error) {
             return Refusal::ParkGone;
         }
         Refusal::Other(error)
@@ -175,7 +182,7 @@ impl HostStore {
     /// `{ fence }` with `fence` the expected token plus one, or
     /// `{ stale: true, fence }` (`stale` the boolean `true`); `fence` a safe
     /// non-negative integer either way. `None`: the store threw
-    /// `PARK_SEQ_OUT_OF_RANGE`, the park is gone.
+    /// `PARK_SEQ_OUT_OF_RANGE` or `NOT_A_PARK`, the park is gone.
     pub(crate) async fn acquire_fence_if(
         &self,
         id: &ExecutionId,
@@ -190,7 +197,7 @@ impl HostStore {
             .await
         {
             Ok(answer) => answer,
-            Err(error) if is_named(&error, "code", PARK_SEQ_OUT_OF_RANGE) => return Ok(None),
+            Err(error) if is_park_gone(&error) => return Ok(None),
             Err(error) if is_named(&error, "name", "StaleFenceError") => {
                 return Err(contract(
                     "acquireFenceIf() threw StaleFenceError; it answers { stale: true, fence } instead",

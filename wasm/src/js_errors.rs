@@ -6,7 +6,9 @@
 //! - a number that is not a safe non-negative integer: `RangeError`
 //!   (`TypeError` when it is not a number at all);
 //! - any other malformed input (an execution id, an event, a batch):
-//!   `InputError`, a `TypeError` subclass with a `code`;
+//!   `InputError`, a `TypeError` subclass with a `code`; a `parkSeq` whose
+//!   event is not a park is one too (`NOT_A_PARK`), while a `parkSeq`
+//!   outside the log is a `RangeError` (`PARK_SEQ_OUT_OF_RANGE`);
 //! - a stale writer: `StaleFenceError`;
 //! - a resume refused or contended: `ResumeRefusedError` /
 //!   `ResumeContendedError`;
@@ -160,6 +162,7 @@ pub(crate) fn input(error: &InputError) -> JsValue {
         InputError::Event { .. } => invalid(&message, "INVALID_EVENT"),
         InputError::MixedFences { .. } => invalid(&message, "MIXED_FENCES"),
         InputError::ParkSeqOutOfRange { .. } => out_of_range(&message, PARK_SEQ_OUT_OF_RANGE),
+        InputError::NotAPark { .. } => invalid(&message, NOT_A_PARK),
         InputError::OutOfRange { .. } => out_of_range(&message, "OUT_OF_RANGE"),
         _ => invalid(&message, "INVALID_INPUT"),
     }
@@ -168,3 +171,9 @@ pub(crate) fn input(error: &InputError) -> JsValue {
 /// The `code` of the error a store throws when `parkSeq` is not in the log:
 /// the resume driver reads it as "the park is gone".
 pub(crate) const PARK_SEQ_OUT_OF_RANGE: &str = "PARK_SEQ_OUT_OF_RANGE";
+
+/// The `code` of the error a store throws when the event at `parkSeq` is
+/// not a park (after a delete, a log can grow back past the sequence a
+/// resumer read as its park): the resume driver reads it as "the park is
+/// gone" too.
+pub(crate) const NOT_A_PARK: &str = "NOT_A_PARK";

@@ -509,3 +509,25 @@ fn an_acquire_of_unknown_outcome_is_tried_again_past_itself() {
     assert_eq!((resumed.fence, resumed.attempts), (Some(2), 3));
     assert_eq!(resumes(&store), 1);
 }
+
+#[test]
+fn a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park() {
+    // B reads the park; A resumes it and its body runs under token 1.
+    let (mut store, log) = parked();
+    let mut late = ResumeMachine::with_events(id(), request(), Capability::Conditional, &log)
+        .expect("valid run");
+    let winner = drive::run(&mut store, &mut machine(Capability::Conditional))
+        .expect("steps")
+        .expect("resumes");
+    // The log is deleted (the token is kept), and grows back: the body's
+    // step at 1, an unfenced audit at 2, where the park used to be.
+    assert!(store.delete_execution(&id()));
+    let step = NewEvent::kernel(KernelKind::StepCompleted, 11).with_fence(1);
+    store.append(&id(), step).expect("the body writes");
+    let audit = NewEvent::kernel(KernelKind::ExecutionDenied, 12);
+    store.append(&id(), audit).expect("an audit lands");
+    let result = drive::run(&mut store, &mut late).expect("steps");
+    assert!(matches!(result, Err(ResumeError::Refused(_))), "{result:?}");
+    assert_eq!(store.current_fence(&id()), winner.fence.expect("fenced"));
+    assert_eq!(resumes(&store), 0, "no resume on the regrown log");
+}

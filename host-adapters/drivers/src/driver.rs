@@ -1,8 +1,8 @@
 //! The resume driver: the core's drive loop, against any [`EventStore`].
 
 use loomfence_core::{
-    Action, ConditionalAppend, Envelope, ExecutionId, InputError, Poll, ResumeMachine,
-    ResumeRequest, Resumed, Stepped,
+    Action, ConditionalAppend, Envelope, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed,
+    Stepped,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -34,9 +34,7 @@ pub async fn perform<S: EventStore + ?Sized>(
         }
         Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect).await {
             Ok(outcome) => machine.handle_acquire_if(outcome)?,
-            Err(StoreError::Input(InputError::ParkSeqOutOfRange { .. })) => {
-                machine.handle_park_gone()?
-            }
+            Err(StoreError::Input(input)) if input.is_park_gone() => machine.handle_park_gone()?,
             Err(StoreError::OutcomeUnknown(lost)) => {
                 tracing::debug!(execution_id = %id, error = %lost, "acquire outcome unknown; retrying");
                 machine.handle_outcome_unknown()?
@@ -55,7 +53,7 @@ pub async fn perform<S: EventStore + ?Sized>(
             match store.append_if_parked(&id, park_seq, vec![event]).await {
                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
-                Err(StoreError::Input(InputError::ParkSeqOutOfRange { .. })) => {
+                Err(StoreError::Input(input)) if input.is_park_gone() => {
                     machine.handle_park_gone()?
                 }
                 Err(StoreError::StaleFence(stale)) => machine.handle_stale(stale)?,

@@ -12,7 +12,14 @@ use crate::error::{self, MigrateError};
 use crate::sql::schema_ddl;
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 1;
+///
+/// 2: the `append` and `acquire_fence_if` functions check that the event at
+/// `parkSeq` is a park (and return its kind). A version-1 build booting
+/// against a version-2 database is refused with
+/// [`MigrateError::NewerSchema`] instead of putting back the functions
+/// without the check (its `CREATE OR REPLACE` would fail with a raw SQL
+/// error anyway: the result columns changed).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The ledger row that marks the park-fence backfill as done, whichever
 /// path (in `migrate`, or offline) did it.

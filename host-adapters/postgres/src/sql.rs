@@ -1,11 +1,34 @@
 //! Every SQL statement the store sends, and the functions `migrate`
 //! installs, built once per schema.
 //!
-//! The schema name is the only text spliced in, and it is a validated
-//! identifier ([`Schema`]). Ids, kinds, payloads, tokens and sequences are
-//! always bound parameters.
+//! The schema name is the only text spliced in that varies, and it is a
+//! validated identifier ([`Schema`]); the one other is the park kind's name,
+//! a constant of the core ([`park_kind`]). Ids, kinds, payloads, tokens and
+//! sequences are always bound parameters.
+
+use loomfence_core::KernelKind;
 
 use crate::config::Schema;
+
+/// The park kind (`EXECUTION_SUSPENDED`) as a SQL string literal. The event
+/// at a conditional operation's `p_park` must be of this kind: after a
+/// delete, a log can grow back past the sequence a resumer read as its park.
+/// The kind is the core's constant, upper-case letters and underscores, so
+/// it needs no escaping; it is spliced rather than bound so that the
+/// functions' argument lists (their identity) stay as they were.
+fn park_kind() -> String {
+    let kind = KernelKind::ExecutionSuspended.as_str();
+    debug_assert!(kind.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+    format!("'{kind}'")
+}
+
+/// The input signature of the append function, as `DROP FUNCTION` and
+/// `to_regprocedure` name it.
+const APPEND_SIGNATURE: &str = "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, \
+                                boolean, boolean, bigint, text[], text[])";
+
+/// The input signature of the conditional acquire function.
+const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint, text[], text[])";
 
 /// The answering test over an `events` row aliased `e`, given the answering
 /// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
@@ -35,7 +58,8 @@ pub(crate) struct Sql {
     /// and `COMMIT`: make sure the fence row of an existing park exists
     /// (`$1` id, `$2` park), lock it, then bump it only if the token and the
     /// park still match (`$1` id, `$2` expected token, `$3` park, `$4`/`$5`
-    /// the kind lists).
+    /// the kind lists), answering the new token, the head and the kind of
+    /// the event at `$3`, all from the bump's snapshot.
     pub(crate) acquire_fence_if_pipelined: [String; 3],
     /// The delete function's call.
     pub(crate) delete_call: String,
@@ -45,9 +69,10 @@ impl Sql {
     /// Builds every statement for `schema`.
     pub(crate) fn new(schema: &Schema) -> Self {
         let s = schema.as_str();
+        let park = park_kind();
         Self {
             append_call: format!(
-                "SELECT token, in_range, open, head, inserted FROM {s}.append( \
+                "SELECT token, in_range, open, head, inserted, park_kind FROM {s}.append( \
                    $1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], $6::int8, $7::bool, \
                    $8::bool, $9::bool, $10::int8, $11::text[], $12::text[])"
             ),
@@ -61,12 +86,14 @@ impl Sql {
                  ON CONFLICT (execution_id) DO UPDATE SET token = f.token + 1 RETURNING token"
             ),
             acquire_fence_if_call: format!(
-                "SELECT acquired, token, head FROM {s}.acquire_fence_if($1, $2, $3, $4::text[], $5::text[])"
+                "SELECT acquired, token, head, park_kind \
+                 FROM {s}.acquire_fence_if($1, $2, $3, $4::text[], $5::text[])"
             ),
             acquire_fence_if_pipelined: [
                 format!(
                     "INSERT INTO {s}.fences (execution_id, token) SELECT $1, 0 \
-                     WHERE EXISTS (SELECT 1 FROM {s}.events WHERE execution_id = $1 AND sequence = $2) \
+                     WHERE EXISTS (SELECT 1 FROM {s}.events \
+                                   WHERE execution_id = $1 AND sequence = $2 AND kind = {park}) \
                      ON CONFLICT DO NOTHING"
                 ),
                 format!("SELECT token FROM {s}.fences WHERE execution_id = $1 FOR UPDATE"),
@@ -75,11 +102,13 @@ impl Sql {
                      bumped AS ( \
                        UPDATE {s}.fences SET token = token + 1 \
                        WHERE execution_id = $1 AND token = $2::int8 \
-                         AND $3::int8 BETWEEN 1 AND (SELECT head FROM head) \
+                         AND EXISTS (SELECT 1 FROM {s}.events e \
+                                     WHERE e.execution_id = $1 AND e.sequence = $3::int8 AND e.kind = {park}) \
                          AND NOT EXISTS (SELECT 1 FROM {s}.events e \
                                          WHERE e.execution_id = $1 AND e.sequence > $3::int8 AND {answering}) \
                        RETURNING token) \
-                     SELECT (SELECT token FROM bumped), (SELECT head FROM head)",
+                     SELECT (SELECT token FROM bumped), (SELECT head FROM head), \
+                            (SELECT e.kind FROM {s}.events e WHERE e.execution_id = $1 AND e.sequence = $3::int8)",
                     answering = answering("$4::text[]", "$5::text[]")
                 ),
             ],
@@ -113,10 +142,29 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
                detail text, \
                applied_at timestamptz NOT NULL DEFAULT now())"
         ),
+        drop_if_outdated(s, APPEND_SIGNATURE, "park_kind"),
         append_function(s),
+        drop_if_outdated(s, ACQUIRE_FENCE_IF_SIGNATURE, "park_kind"),
         acquire_fence_if_function(s),
         delete_function(s),
     ]
+}
+
+/// Drops the function `{s}.{signature}` if it is installed without the
+/// result column `column`, which a function of an older version lacks:
+/// `CREATE OR REPLACE` cannot change a function's result columns, so such a
+/// function must go first (in the migration's transaction, so callers see
+/// the old one or the new one, never none). A function that is already
+/// current is left alone, so a boot does not drop it for nothing.
+fn drop_if_outdated(s: &str, signature: &str, column: &str) -> String {
+    format!(
+        "DO $do$ BEGIN \
+           IF EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = to_regprocedure('{s}.{signature}') \
+                      AND NOT ('{column}' = ANY(p.proargnames))) THEN \
+             DROP FUNCTION {s}.{signature}; \
+           END IF; \
+         END $do$"
+    )
 }
 
 /// Fails a function called outside READ COMMITTED, whose fresh snapshot per
@@ -154,12 +202,14 @@ fn execution_lock(s: &str) -> String {
 ///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
 ///   left it: "append lands" and "acquire wins" cannot both happen. Other
 ///   batches read it without a lock, keeping step and audit appends cheap;
-/// - a conditional append (`p_park` not null) inserts only while no
-///   answering event follows the park.
+/// - a conditional append (`p_park` not null) inserts only while the event
+///   at `p_park` is a park and no answering event follows it.
 ///
 /// Returns the token the guard compared against, whether `p_park` is inside
-/// the log, whether the park is open, the head before the insert and how
-/// many rows were inserted (the new sequences are `head + 1 ..`).
+/// the log, whether the park is open (false too when the event at `p_park`
+/// is not a park, so a caller that does not read `park_kind` still refuses),
+/// the head before the insert, how many rows were inserted (the new
+/// sequences are `head + 1 ..`) and the kind of the event at `p_park`.
 fn append_function(s: &str) -> String {
     let statement = |lock: &str| {
         format!(
@@ -169,13 +219,16 @@ fn append_function(s: &str) -> String {
                locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
                cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
                head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
+               parked AS (SELECT (SELECT e.kind FROM {s}.events e \
+                                  WHERE e.execution_id = p_id AND e.sequence = p_park) AS kind), \
                verdict AS ( \
                  SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
-                        (p_park IS NULL OR NOT EXISTS (SELECT 1 FROM {s}.events e \
-                           WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering})) AS open, \
+                        (p_park IS NULL OR (parked.kind IS NOT DISTINCT FROM {park} \
+                           AND NOT EXISTS (SELECT 1 FROM {s}.events e \
+                             WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}))) AS open, \
                         (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
                               ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
-                 FROM cur, head), \
+                 FROM cur, head, parked), \
                ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
                        SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
                        FROM head, verdict, \
@@ -185,8 +238,9 @@ fn append_function(s: &str) -> String {
                        RETURNING 1) \
              SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
                     (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
-                    (SELECT count(*) FROM ins);",
-            answering = answering("p_answering_kinds", "p_kernel_kinds")
+                    (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
+            answering = answering("p_answering_kinds", "p_kernel_kinds"),
+            park = park_kind(),
         )
     };
     format!(
@@ -194,7 +248,8 @@ fn append_function(s: &str) -> String {
            p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
            p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, p_park bigint, \
            p_answering_kinds text[], p_kernel_kinds text[]) \
-         RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint) \
+         RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
+                        park_kind text) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \
          BEGIN \
            {rc} \
@@ -213,16 +268,19 @@ fn append_function(s: &str) -> String {
 ///
 /// It locks the fence row first (creating the token-0 row of an existing
 /// park that predates fence rows), then decides and bumps in ONE guarded
-/// `UPDATE`. That statement takes a fresh snapshot after the lock was
-/// granted (READ COMMITTED, a volatile function), so it sees every answering
-/// append that committed before it, and a park deleted or answered while the
-/// lock was awaited makes it refuse. The head is read only on refusal, to
-/// tell a park outside the log from a stale expectation.
+/// `UPDATE`: the token matches, the event at `p_park` is a park, and no
+/// answering event follows it. That statement takes a fresh snapshot after
+/// the lock was granted (READ COMMITTED, a volatile function), so it sees
+/// every answering append that committed before it, and a park deleted,
+/// answered, or deleted and grown over while the lock was awaited makes it
+/// refuse. The head and the kind at `p_park` are read (in one statement)
+/// only on refusal, to tell a park outside the log, or a sequence that is
+/// not a park, from a stale expectation.
 fn acquire_fence_if_function(s: &str) -> String {
     format!(
         "CREATE OR REPLACE FUNCTION {s}.acquire_fence_if( \
            p_id text, p_fence bigint, p_park bigint, p_answering text[], p_kernel text[], \
-           OUT acquired boolean, OUT token bigint, OUT head bigint) \
+           OUT acquired boolean, OUT token bigint, OUT head bigint, OUT park_kind text) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \
          DECLARE v_bumped bigint; \
          BEGIN \
@@ -230,13 +288,15 @@ fn acquire_fence_if_function(s: &str) -> String {
            SELECT f.token INTO token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
            IF NOT FOUND THEN \
              INSERT INTO {s}.fences AS f (execution_id, token) SELECT p_id, 0 \
-               WHERE EXISTS (SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence = p_park) \
+               WHERE EXISTS (SELECT 1 FROM {s}.events e \
+                             WHERE e.execution_id = p_id AND e.sequence = p_park AND e.kind = {park}) \
                ON CONFLICT DO NOTHING; \
              SELECT f.token INTO token FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
            END IF; \
            UPDATE {s}.fences f SET token = f.token + 1 \
              WHERE f.execution_id = p_id AND f.token = p_fence \
-               AND EXISTS (SELECT 1 FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence = p_park) \
+               AND EXISTS (SELECT 1 FROM {s}.events e \
+                           WHERE e.execution_id = p_id AND e.sequence = p_park AND e.kind = {park}) \
                AND NOT EXISTS (SELECT 1 FROM {s}.events e \
                                WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}) \
              RETURNING f.token INTO v_bumped; \
@@ -244,11 +304,14 @@ fn acquire_fence_if_function(s: &str) -> String {
            IF acquired THEN \
              token := v_bumped; \
            ELSE \
-             SELECT COALESCE(max(e.sequence), 0) INTO head FROM {s}.events e WHERE e.execution_id = p_id; \
+             SELECT (SELECT COALESCE(max(e.sequence), 0) FROM {s}.events e WHERE e.execution_id = p_id), \
+                    (SELECT e.kind FROM {s}.events e WHERE e.execution_id = p_id AND e.sequence = p_park) \
+               INTO head, park_kind; \
            END IF; \
          END $fn$",
         rc = require_read_committed("acquire_fence_if"),
         answering = answering("p_answering", "p_kernel"),
+        park = park_kind(),
     )
 }
 

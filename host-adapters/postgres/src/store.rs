@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use loomfence_core::backend::check_is_park;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
     KernelKind, NewEvent, ParkExpectation, StaleFenceError,
@@ -236,12 +237,16 @@ impl PostgresEventStore {
         let open: bool = row.try_get(2).map_err(error::store)?;
         let head: i64 = row.try_get(3).map_err(error::store)?;
         let inserted: i64 = row.try_get(4).map_err(error::store)?;
-        if !in_range {
-            return Err(InputError::ParkSeqOutOfRange {
-                park_seq: park_seq.unwrap_or_default(),
-                head: to_u64(head),
+        let kind: Option<String> = row.try_get(5).map_err(error::store)?;
+        if let Some(park_seq) = park_seq {
+            if !in_range {
+                return Err(InputError::ParkSeqOutOfRange {
+                    park_seq,
+                    head: to_u64(head),
+                }
+                .into());
             }
-            .into());
+            check_is_park(park_seq, &park_kind(kind, park_seq)?)?;
         }
         if !open {
             return Ok(ConditionalAppend::ParkAnswered);
@@ -281,7 +286,8 @@ impl PostgresEventStore {
         let acquired: bool = row.try_get(0).map_err(error::store)?;
         let token: Option<i64> = row.try_get(1).map_err(error::store)?;
         let head: Option<i64> = row.try_get(2).map_err(error::store)?;
-        Verdict::new(acquired, token, head)
+        let kind: Option<String> = row.try_get(3).map_err(error::store)?;
+        Verdict::new(acquired, token, head, kind)
     }
 
     /// The conditional acquire as an explicit READ COMMITTED transaction,
@@ -341,9 +347,10 @@ impl PostgresEventStore {
         committed.map_err(|e| client.write_failed(e))?;
         let new_token: Option<i64> = bumped.try_get(0).map_err(error::store)?;
         let head: i64 = bumped.try_get(1).map_err(error::store)?;
+        let kind: Option<String> = bumped.try_get(2).map_err(error::store)?;
         match new_token {
-            Some(_) => Verdict::new(true, new_token, Some(head)),
-            None => Verdict::new(false, current, Some(head)),
+            Some(_) => Verdict::new(true, new_token, Some(head), kind),
+            None => Verdict::new(false, current, Some(head), kind),
         }
     }
 }
@@ -354,27 +361,50 @@ enum Verdict {
     /// The token moved to this value.
     Acquired(u64),
     /// Nothing changed: the current token (none if the execution has no
-    /// fence row) and the log's head.
+    /// fence row), the log's head and the kind of the event at the park
+    /// sequence (none when it is outside the log).
     Refused {
         /// The token as it stands.
         current: Option<i64>,
         /// The last sequence of the log.
         head: i64,
+        /// The kind of the event at the park sequence.
+        kind: Option<String>,
     },
 }
 
 impl Verdict {
     /// Reads a verdict row; an acquire without a token, or a refusal
     /// without a head, is a row this store did not write.
-    fn new(acquired: bool, token: Option<i64>, head: Option<i64>) -> Result<Self, StoreError> {
+    fn new(
+        acquired: bool,
+        token: Option<i64>,
+        head: Option<i64>,
+        kind: Option<String>,
+    ) -> Result<Self, StoreError> {
         match (acquired, token, head) {
             (true, Some(token), _) => Ok(Verdict::Acquired(to_u64(token))),
-            (false, current, Some(head)) => Ok(Verdict::Refused { current, head }),
+            (false, current, Some(head)) => Ok(Verdict::Refused {
+                current,
+                head,
+                kind,
+            }),
             (acquired, token, head) => Err(error::corrupt(format!(
                 "acquire_fence_if answered acquired={acquired}, token={token:?}, head={head:?}"
             ))),
         }
     }
+}
+
+/// The kind of the event at `park_seq`, which the server read inside the
+/// log: a sequence inside the log without an event is a row this store did
+/// not write (a log's sequences are contiguous from 1).
+fn park_kind(kind: Option<String>, park_seq: u64) -> Result<String, StoreError> {
+    kind.ok_or_else(|| {
+        error::corrupt(format!(
+            "no event at parkSeq {park_seq}, inside the log's range"
+        ))
+    })
 }
 
 /// Tokens and sequences are at most 2^53-1 (checked before any statement),
@@ -504,9 +534,12 @@ impl EventStore for PostgresEventStore {
                 }
                 .into())
             }
-            Verdict::Refused { current, .. } => Ok(AcquireOutcome::Stale {
-                fence: to_u64(current.unwrap_or_default()),
-            }),
+            Verdict::Refused { current, kind, .. } => {
+                check_is_park(expect.park_seq, &park_kind(kind, expect.park_seq)?)?;
+                Ok(AcquireOutcome::Stale {
+                    fence: to_u64(current.unwrap_or_default()),
+                })
+            }
         }
     }
 

@@ -233,3 +233,156 @@ async fn a_newer_schema_is_refused_and_left_alone() {
         "connect refuses too: {connect:?}"
     );
 }
+
+/// The append and conditional acquire functions exactly as the previous
+/// version installed them (before the park-kind check; read back with
+/// `pg_get_functiondef`), `{schema}` standing for the schema's name.
+const FUNCTIONS_BEFORE_THE_PARK_CHECK: &str =
+    include_str!("fixtures/functions_before_the_park_check.sql");
+
+/// The two functions whose result columns the park-kind check changed.
+const CHANGED: [&str; 2] = [
+    "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, boolean, boolean, bigint, text[], text[])",
+    "acquire_fence_if(text, bigint, bigint, text[], text[])",
+];
+
+/// The installed function `{schema}.{signature}`: its oid and its argument
+/// names (result columns included), or `None` when it is not there.
+async fn function(
+    admin: &tokio_postgres::Client,
+    schema: &loomfence_postgres::Schema,
+    signature: &str,
+) -> Option<(u32, Vec<String>)> {
+    admin
+        .query_opt(
+            "SELECT oid, proargnames FROM pg_proc WHERE oid = to_regprocedure($1)",
+            &[&format!("{schema}.{signature}")],
+        )
+        .await
+        .expect("reads the catalog")
+        .map(|row| (row.get(0), row.get(1)))
+}
+
+/// A schema whose functions the previous version installed (their results
+/// have no `park_kind`, and they take any event for a park) migrates
+/// cleanly: `CREATE OR REPLACE` cannot change a function's result columns,
+/// so `migrate` drops such a function first, in its one transaction, and
+/// the new ones refuse a sequence that is not a park. A second migration
+/// leaves the current functions in place (same oids). And an older build's
+/// migration (its `CREATE OR REPLACE` of the old functions) now fails
+/// instead of silently taking the check away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn functions_of_the_previous_version_are_replaced_by_the_park_check() {
+    let Some(url) = common::url() else { return };
+    let store = common::store_with(&url, common::options()).await;
+    let schema = store.schema().clone();
+    let id = &common::id("upgraded");
+    let park_seq = common::park(&store, id).await;
+    let hole = &common::id("upgraded-hole");
+    common::park(&store, hole).await;
+    let denied = common::kernel(loomfence_core::KernelKind::ExecutionDenied);
+    let audit = store.append(hole, denied).await.expect("appends");
+    let admin = common::admin(&url).await;
+    let previous = FUNCTIONS_BEFORE_THE_PARK_CHECK.replace("{schema}", schema.as_str());
+    let drop_current: String = CHANGED
+        .iter()
+        .map(|signature| format!("DROP FUNCTION {schema}.{signature}; "))
+        .collect();
+    admin
+        .batch_execute(&format!("{drop_current}{previous}"))
+        .await
+        .expect("installs the previous version's functions");
+    for signature in CHANGED {
+        let (_, names) = function(&admin, &schema, signature)
+            .await
+            .expect("installed");
+        assert!(!names.contains(&"park_kind".to_owned()), "{names:?}");
+    }
+    // What the previous function did: it took an audit record for a park.
+    let answering: Vec<&str> = loomfence_core::KernelKind::answering()
+        .map(loomfence_core::KernelKind::as_str)
+        .collect();
+    let kernel: Vec<&str> = loomfence_core::KernelKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let acquired: bool = admin
+        .query_one(
+            &format!(
+                "SELECT acquired FROM {schema}.acquire_fence_if($1, 0, $2, $3::text[], $4::text[])"
+            ),
+            &[
+                &hole.as_str(),
+                &i64::try_from(audit.sequence).expect("a small sequence"),
+                &answering,
+                &kernel,
+            ],
+        )
+        .await
+        .expect("the previous function runs")
+        .get(0);
+    assert!(
+        acquired,
+        "the previous function took an audit record for a park"
+    );
+
+    let report = store
+        .migrate()
+        .await
+        .expect("migrates a schema with the previous functions");
+    assert_eq!(report.version, SCHEMA_VERSION);
+    let mut oids = Vec::new();
+    for signature in CHANGED {
+        let (oid, names) = function(&admin, &schema, signature)
+            .await
+            .expect("installed");
+        assert!(names.contains(&"park_kind".to_owned()), "{names:?}");
+        oids.push(oid);
+    }
+    let before = common::Witness::capture(&store, id).await;
+    let not_a_park = loomfence_core::InputError::NotAPark {
+        park_seq: 1,
+        kind: "EXECUTION_STARTED".to_owned(),
+    };
+    let expect = loomfence_core::ParkExpectation {
+        fence: 0,
+        park_seq: 1,
+    };
+    match store.acquire_fence_if(id, expect).await {
+        Err(loomfence_store::StoreError::Input(input)) => assert_eq!(input, not_a_park),
+        other => panic!("expected NotAPark, got {other:?}"),
+    }
+    let resume = vec![common::kernel(loomfence_core::KernelKind::ExecutionResumed)];
+    match store.append_if_parked(id, 1, resume).await {
+        Err(loomfence_store::StoreError::Input(input)) => assert_eq!(input, not_a_park),
+        other => panic!("expected NotAPark, got {other:?}"),
+    }
+    before
+        .assert_unchanged(&store, "conditional operations on the start")
+        .await;
+    let expect = loomfence_core::ParkExpectation { fence: 0, park_seq };
+    assert_eq!(
+        store
+            .acquire_fence_if(id, expect)
+            .await
+            .expect("acquires the park"),
+        loomfence_core::AcquireOutcome::Acquired { fence: 1 }
+    );
+
+    store.migrate().await.expect("migrates again");
+    for (signature, oid) in CHANGED.into_iter().zip(oids) {
+        let (again, _) = function(&admin, &schema, signature)
+            .await
+            .expect("installed");
+        assert_eq!(again, oid, "a current {signature} is left in place");
+    }
+    let downgrade = admin
+        .batch_execute(&previous)
+        .await
+        .expect_err("an older build cannot reinstall the previous functions");
+    assert_eq!(
+        downgrade.code(),
+        Some(&tokio_postgres::error::SqlState::INVALID_FUNCTION_DEFINITION),
+        "{downgrade}"
+    );
+}

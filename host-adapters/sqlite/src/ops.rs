@@ -4,10 +4,12 @@
 //! taken up front, so the read, the decision and the write cannot
 //! interleave with any other writer, in this process or another, and a
 //! failed write leaves nothing behind. The decisions themselves are the
-//! core's (`guard_append`, `decide_acquire_if`, `is_answering`), not a SQL
-//! copy of them.
+//! core's (`guard_append`, `decide_acquire_if`, `is_answering`,
+//! `check_park_seq`, `check_is_park`), not a SQL copy of them.
 
-use loomfence_core::backend::{BatchFacts, check_park_seq, decide_acquire_if, guard_append};
+use loomfence_core::backend::{
+    BatchFacts, check_is_park, check_park_seq, decide_acquire_if, guard_append,
+};
 use loomfence_core::{
     AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, KindClass,
     NewEvent, ParkExpectation, is_answering,
@@ -43,6 +45,23 @@ fn token(conn: &Connection, id: &str) -> Result<u64, StoreError> {
         .and_then(|mut statement| statement.query_row([id], |row| row.get(0)).optional())
         .map_err(error::store)?;
     Ok(token.map_or(0, to_u64))
+}
+
+/// Checks, with the core's checks, that `park_seq` names an event of the log
+/// whose last sequence is `head`, and that the event is a park: after a
+/// delete, a log can grow back past the sequence a resumer read as its
+/// park. Out of range is reported first, then not a park, as every store
+/// does.
+fn check_park(conn: &Connection, id: &str, park_seq: u64, head: u64) -> Result<(), StoreError> {
+    check_park_seq(park_seq, head)?;
+    let kind: String = conn
+        .prepare_cached("SELECT kind FROM events WHERE execution_id = ?1 AND sequence = ?2")
+        .and_then(|mut statement| {
+            statement.query_row(params![id, to_i64(park_seq)], |row| row.get(0))
+        })
+        .map_err(error::store)?;
+    check_is_park(park_seq, &kind)?;
+    Ok(())
 }
 
 /// Whether an answering event follows `park_seq`, judged by the core's own
@@ -109,7 +128,7 @@ pub(crate) fn append(
 ) -> Result<ConditionalAppend, StoreError> {
     let head = head(conn, id.as_str())?;
     if let Some(park_seq) = park_seq {
-        check_park_seq(park_seq, head)?;
+        check_park(conn, id.as_str(), park_seq, head)?;
         if answered_after(conn, id.as_str(), park_seq)? {
             return Ok(ConditionalAppend::ParkAnswered);
         }
@@ -159,13 +178,14 @@ pub(crate) fn acquire_fence(conn: &Connection, id: &str) -> Result<u64, StoreErr
     Ok(to_u64(token))
 }
 
-/// The conditional acquire: check the park, decide with the core, bump.
+/// The conditional acquire: check the park (inside the log, and a park),
+/// decide with the core, bump.
 pub(crate) fn acquire_fence_if(
     conn: &Connection,
     id: &str,
     expect: ParkExpectation,
 ) -> Result<AcquireOutcome, StoreError> {
-    check_park_seq(expect.park_seq, head(conn, id)?)?;
+    check_park(conn, id, expect.park_seq, head(conn, id)?)?;
     let answered = answered_after(conn, id, expect.park_seq)?;
     let outcome = decide_acquire_if(token(conn, id)?, expect, answered);
     if let AcquireOutcome::Acquired { fence } = outcome {

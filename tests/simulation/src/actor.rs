@@ -6,11 +6,12 @@
 //! crashed at that point; [`Actor::crashed`] makes a crash explicit for the
 //! random mode, where the scheduler decides it.
 
+use loomfence_core::backend::decide_acquire_if;
 use loomfence_core::drive::{self, StepError};
 use loomfence_core::{
-    AcquireOutcome, Action, AppendError, Capability, ExecutionId, InputError, KernelKind,
-    MachineError, MemoryStore, NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine,
-    ResumeRequest, StaleFenceError,
+    AcquireOutcome, Action, AppendError, Capability, ExecutionId, KernelKind, MachineError,
+    MemoryStore, NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine, ResumeRequest,
+    StaleFenceError,
 };
 use serde_json::json;
 
@@ -350,7 +351,7 @@ impl Actor {
         }
         match &mut self.role {
             Role::Resumer(resumer) => resumer.step(store, execution, mode)?,
-            Role::DeadAcquirer(dead) => dead.step(store, execution, park_seq)?,
+            Role::DeadAcquirer(dead) => dead.step(store, execution, park_seq, mode)?,
             Role::Auditor(auditor) => auditor.step(store, execution)?,
             Role::Deleter(phase) => {
                 *phase = DeletePhase::Deleted {
@@ -433,11 +434,81 @@ fn machine_step(
         };
         return Ok(answered.err());
     }
+    if mode == StoreMode::NoParkKindCheck
+        && let Poll::Act(action) = machine.poll()
+    {
+        let id = machine.execution_id().clone();
+        match action {
+            Action::AcquireFenceIf(expect) => {
+                if let Some(outcome) = acquire_over_a_non_park(store, &id, expect)? {
+                    return Ok(machine.handle_acquire_if(outcome).err());
+                }
+            }
+            Action::AppendIfParked { park_seq, event } => {
+                if let Some(answered) = answered_after_a_non_park(store, &id, park_seq)? {
+                    let fed = if answered {
+                        machine.handle_park_answered()
+                    } else {
+                        match store.append(&id, event) {
+                            Ok(envelope) => machine.handle_appended(vec![envelope]),
+                            Err(AppendError::Stale(stale)) => machine.handle_stale(stale),
+                            Err(AppendError::Input(input)) => return Err(input.into()),
+                            Err(other) => return Err(SimError::Setup(other)),
+                        }
+                    };
+                    return Ok(fed.err());
+                }
+            }
+            _ => {}
+        }
+    }
     match drive::step(store, machine) {
         Ok(_) => Ok(None),
         Err(StepError::Machine(rejected)) => Ok(Some(rejected)),
         Err(other) => Err(other.into()),
     }
+}
+
+/// For [`StoreMode::NoParkKindCheck`]: whether an answering event follows
+/// `park_seq`, when `park_seq` names an event of the log that is not a park;
+/// `None` otherwise (a park, or outside the log), where the store's own
+/// answer stands.
+fn answered_after_a_non_park(
+    store: &MemoryStore,
+    execution: &ExecutionId,
+    park_seq: u64,
+) -> Result<Option<bool>, SimError> {
+    let log = store.read_range(execution, park_seq, None)?;
+    match log.split_first() {
+        Some((at, after))
+            if at.sequence == park_seq
+                && at.kernel_kind() != Some(KernelKind::ExecutionSuspended) =>
+        {
+            Ok(Some(
+                after.iter().any(loomfence_core::Envelope::is_answering),
+            ))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// For [`StoreMode::NoParkKindCheck`]: the conditional acquire over a
+/// `park_seq` that names an event of the log that is not a park, decided
+/// as the stores decided before they checked the kind there; `None` when
+/// the store's own answer stands.
+fn acquire_over_a_non_park(
+    store: &mut MemoryStore,
+    execution: &ExecutionId,
+    expect: ParkExpectation,
+) -> Result<Option<AcquireOutcome>, SimError> {
+    let Some(answered) = answered_after_a_non_park(store, execution, expect.park_seq)? else {
+        return Ok(None);
+    };
+    let outcome = decide_acquire_if(store.current_fence(execution), expect, answered);
+    if outcome.is_acquired() {
+        store.acquire_fence(execution);
+    }
+    Ok(Some(outcome))
 }
 
 impl DeadAcquirer {
@@ -447,6 +518,7 @@ impl DeadAcquirer {
         store: &mut MemoryStore,
         execution: &ExecutionId,
         park_seq: u64,
+        mode: StoreMode,
     ) -> Result<(), SimError> {
         let took = match self.via {
             Capability::FencingOnly => Some(store.acquire_fence(execution)),
@@ -455,11 +527,21 @@ impl DeadAcquirer {
                     fence: store.current_fence(execution),
                     park_seq,
                 };
-                match store.acquire_fence_if(execution, expect) {
+                let emulated = if mode == StoreMode::NoParkKindCheck {
+                    acquire_over_a_non_park(store, execution, expect)?
+                } else {
+                    None
+                };
+                let outcome = match emulated {
+                    Some(outcome) => Ok(outcome),
+                    None => store.acquire_fence_if(execution, expect),
+                };
+                match outcome {
                     Ok(AcquireOutcome::Acquired { fence }) => Some(fence),
-                    // Stale, or the log was deleted under it: nothing taken.
-                    Ok(AcquireOutcome::Stale { .. })
-                    | Err(InputError::ParkSeqOutOfRange { .. }) => None,
+                    // Stale, or the park is gone (deleted, or deleted and
+                    // grown over): nothing taken.
+                    Ok(AcquireOutcome::Stale { .. }) => None,
+                    Err(input) if input.is_park_gone() => None,
                     Err(input) => return Err(input.into()),
                 }
             }

@@ -16,6 +16,10 @@
 //! [`StoreMode::PlainFencedAppend`] is the delete race's negative control:
 //! the store performs the resume's fenced append without the park check, as
 //! the machine asked before that fix, and the searches find the phantom log.
+//! [`StoreMode::NoParkKindCheck`] is the regrown log's: the store's
+//! conditional operations take any event at `park_seq` for the park, as
+//! they did before they checked its kind, and after a delete a log grown
+//! back past the park (a body's step, an audit record) is resumed.
 //!
 //! - [`world`]: the simulated state (store plus actors), a plain value that
 //!   can be cloned, compared and hashed so a search can deduplicate it.
@@ -38,8 +42,7 @@
 //! each explored. Random runs print `SIM_SEED=<n>`; setting `SIM_SEED`
 //! replays a run, and `SIM_INDEX` one schedule of it. The full searches of
 //! the fencing-only negative control and of the biggest delete world are
-//! `#[ignore]`d for time, with a known-hole scenario that fails until the
-//! stores check that a park is still a park:
+//! `#[ignore]`d for time:
 //! `cargo test --release -p loomfence-sim -- --ignored --nocapture`.
 
 pub mod actor;

@@ -78,20 +78,15 @@ impl RandomConfig {
         }
     }
 
-    /// The resume racing a delete: 2 to 4 resumers, 0 to 2 dead acquirers
-    /// and one deleter, which deletes the log at a random move.
-    ///
-    /// No auditors: after a delete, unfenced appends recreate the log, and
-    /// once it grows back past the park's sequence the stores take it for
-    /// the park (they check that `park_seq` is in the log and unanswered,
-    /// not that it is still the park), a hole of its own that
-    /// `tests/scenarios.rs` shows (`known_hole_…`). With auditors the
-    /// random runs would find that hole rather than the race this config is
-    /// about.
+    /// The resume racing a delete: 2 to 4 resumers, 0 to 2 dead acquirers,
+    /// 0 to 2 auditors and one deleter, which deletes the log at a random
+    /// move. With auditors, a winner's body and an audit record can grow a
+    /// new log back past the park's sequence after the delete, which the
+    /// stores must not take for the park (they check that the event at
+    /// `park_seq` is a park; [`StoreMode::NoParkKindCheck`] is the control).
     #[must_use]
     pub fn deleting(mix: CapabilityMix) -> Self {
         Self {
-            auditors: 0..=0,
             deleters: 1..=1,
             ..Self::standard(mix)
         }

@@ -21,7 +21,8 @@ pub fn execution_id() -> Result<ExecutionId, SimError> {
     Ok(ExecutionId::new(EXECUTION)?)
 }
 
-/// How the store answers a resume's append.
+/// How the store answers a resume's append, and for the regrown-log
+/// control its conditional operations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StoreMode {
     /// As [`MemoryStore`] does: every action as the machine asks for it.
@@ -34,6 +35,14 @@ pub enum StoreMode {
     /// under the token). A delete between the acquire and that append then
     /// lets the resume recreate the log.
     PlainFencedAppend,
+    /// The negative control of the regrown log: `acquire_fence_if` and
+    /// `append_if_parked` whose `park_seq` names an event of the log that
+    /// is not a park are answered as the stores answered before they
+    /// checked the kind there (inside the log with no answering event after
+    /// it was enough). After a delete, a body's step and an audit record
+    /// grow a new log back past the park's sequence, and a resumer whose
+    /// view predates the delete takes it for the park.
+    NoParkKindCheck,
 }
 
 /// The log the world was built with: what "the workload wrote". Shared by

@@ -11,12 +11,13 @@
 //!
 //! Then the resume racing a delete: retention `R` deletes the log at any
 //! step. Those worlds are smaller (three resumers alone, or two with a dead
-//! acquirer) so that the deleter adds about 50 000 states to the 815 000
-//! above; three resumers with a dead acquirer and the deleter (360 000
-//! states) is `#[ignore]`d with the other long search. They have no
-//! auditor: with one, a winner's body and the audit grow a new log past
-//! the park's sequence after the delete, which is a separate hole (see
-//! `known_hole_…` in `tests/scenarios.rs`).
+//! acquirer and an auditor) so that the deleter adds about 60 000 states to
+//! the 815 000 above; three resumers with a dead acquirer and the deleter
+//! (360 000 states) is `#[ignore]`d with the other long search. The
+//! auditor is what lets a log grow back past the park's sequence after the
+//! delete (a winner's body and the audit record), which the stores must not
+//! take for the park: the same world on a store without that check
+//! ([`StoreMode::NoParkKindCheck`]) is searched too, and breaks.
 
 use std::time::Instant;
 
@@ -193,6 +194,12 @@ fn deleting(resumers: &[char], dead: &[char], mode: StoreMode) -> World {
     world.with_deleter('R')
 }
 
+/// Two conditional resumers, a dead acquirer, auditor `X` and retention
+/// `R`, on a store answering as `mode` says.
+fn deleting_with_an_auditor(mode: StoreMode) -> World {
+    deleting(&['A', 'B'], &['P'], mode).with_auditor('X', AuditEvent::Denied)
+}
+
 fn assert_sound_and_raced(explored: &Exploration, floor: usize) {
     assert!(explored.complete);
     assert!(
@@ -218,13 +225,42 @@ fn full_search_three_conditional_resumers_racing_a_delete() {
     assert_sound_and_raced(&explored, 40_000);
 }
 
-/// The same with a dead acquirer, so the delete also meets retries on a
-/// stranded token (measured: 4 314 worlds).
+/// Two resumers with a dead acquirer, so the delete also meets retries on a
+/// stranded token, and an auditor, so that after the delete a winner's
+/// body and the audit record can grow a new log back past the park's
+/// sequence, where no conditional acquire or append may take it for the
+/// park (measured: 20 761 worlds; 4 314 without the auditor).
 #[test]
-fn full_search_two_conditional_resumers_a_dead_acquirer_and_a_delete() {
-    let world = deleting(&['A', 'B'], &['P'], StoreMode::Faithful);
-    let explored = full("two resumers, P and a delete, full", &world);
-    assert_sound_and_raced(&explored, 4_000);
+fn full_search_two_conditional_resumers_a_dead_acquirer_an_auditor_and_a_delete() {
+    let world = deleting_with_an_auditor(StoreMode::Faithful);
+    let explored = full("two resumers, P, X and a delete, full", &world);
+    assert_sound_and_raced(&explored, 20_000);
+}
+
+/// The same world on a store that does not check that the event at
+/// `park_seq` is a park (the stores before the fix): the search finds a
+/// regrown log taken for the park, first by the dead acquirer fencing the
+/// winner's body out over the audit record, and a resume landing in the
+/// regrown log (a phantom).
+#[test]
+fn without_the_park_kind_check_a_regrown_log_is_taken_for_the_park() {
+    let world = deleting_with_an_auditor(StoreMode::NoParkKindCheck);
+    let explored = full(
+        "no park-kind check: two resumers, P, X and a delete, full",
+        &world,
+    );
+    let first = explored
+        .violations
+        .first()
+        .expect("the control breaks something");
+    println!("first: {first}");
+    let phantom = phantoms(&explored)
+        .next()
+        .expect("a resume lands in the regrown log");
+    println!("first phantom: {phantom}");
+    assert!(explored.violations.iter().any(|v| {
+        matches!(v.breach, Breach::FencedOut { .. }) && matches!(v.culprit(&world), Some('A' | 'B'))
+    }));
 }
 
 /// The deleter bites: with the resume's fenced append performed as a plain

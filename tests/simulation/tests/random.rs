@@ -1,6 +1,6 @@
 //! Seeded random schedules past the exhaustive bound: bigger worlds (2 to 4
-//! resumers, 0 to 2 dead acquirers, 0 to 2 auditors; or, racing a delete,
-//! no auditor and one deleter), explicit crashes, schedules run to the end.
+//! resumers, 0 to 2 dead acquirers, 0 to 2 auditors; racing a delete, one
+//! deleter too), explicit crashes, schedules run to the end.
 //!
 //! Each run prints `SIM_SEED=<n>`. `SIM_SEED=<n> cargo test -p loomfence-sim
 //! --test random` replays a run exactly; adding `SIM_INDEX=<i>` replays only
@@ -167,6 +167,35 @@ fn random_plain_fenced_appends_racing_a_delete_recreate_the_log() {
         failure.violation.breach,
         Breach::PhantomLog { .. } | Breach::Rejected { .. }
     ));
+}
+
+/// The same worlds on a store that does not check that the event at
+/// `park_seq` is a park (the stores before the fix): after a delete, a log
+/// regrown past the park's sequence by a body and an audit record is taken
+/// for the park, and a resume lands in it.
+#[test]
+fn random_schedules_without_the_park_kind_check_resume_a_regrown_log() {
+    let seed = seed();
+    println!("SIM_SEED={seed}");
+    let config = RandomConfig {
+        mode: StoreMode::NoParkKindCheck,
+        ..RandomConfig::deleting(CapabilityMix::AllConditional)
+    };
+    let summary = run(
+        "no park-kind check, racing a delete",
+        &config,
+        seed,
+        CONTROL_SCHEDULES,
+    );
+    let failure = summary
+        .first
+        .as_ref()
+        .expect("the control breaks something");
+    println!(
+        "first: SIM_SEED={} SIM_INDEX={}: {}",
+        failure.seed, failure.index, failure.violation
+    );
+    assert!(summary.phantom > 0, "a resume lands in the regrown log");
 }
 
 #[test]

@@ -511,34 +511,75 @@ fn a_delete_after_the_resume_landed_leaves_the_body_writing_a_new_log() {
     assert_sound(&trace);
 }
 
-/// A known hole, found by the simulation's deleter: after a delete, writes
-/// that are not resumes (a winner's body, an unfenced audit) grow a new log
-/// back past the park's sequence, and the stores take whatever now sits at
-/// that sequence for the park: `acquire_fence_if` and `append_if_parked`
-/// check only that `park_seq` is in the log with no answering event after
-/// it, not that it is (still) a park. A loser whose view predates the delete
-/// then acquires (fencing out the winner) and resumes in the new log: two
-/// winners, a fence-out and a phantom.
-///
-/// Schedule: A reads, acquires 1, re-checks; B reads; A's resume lands; B's
-/// acquire is stale (1); R deletes; A's body appends (sequence 1); B
-/// re-reads from 3 (nothing), X appends (sequence 2), B acquires 2 over
-/// "park" 2, re-checks and resumes at 3.
-///
-/// Ignored until the stores check that `park_seq` names a park; run it with
-/// `-- --ignored` to see it fail.
-#[test]
-#[ignore = "known hole: stores do not check that park_seq is still a park after a delete"]
-fn known_hole_a_log_regrown_past_the_park_after_a_delete_is_taken_for_the_park() {
-    let world = World::parked()
+/// The world of the regrown-log scenarios: conditional resumers A and B,
+/// auditor X, retention R.
+fn two_resumers_an_auditor_and_retention() -> World {
+    World::parked()
         .expect("parked")
         .with_resumer('A', Capability::Conditional)
         .with_resumer('B', Capability::Conditional)
         .with_auditor('X', AuditEvent::Denied)
-        .with_deleter('R');
-    let mut trace = trace(world);
-    trace.run_letters("AAABABRABXBBB").expect("steps");
-    println!("log: {:?}", kinds(&log(&trace)));
+        .with_deleter('R')
+}
+
+/// The schedule the simulation's deleter found: A reads, acquires 1,
+/// re-checks; B reads; A's resume lands; B's acquire is stale (1); R
+/// deletes (the token is kept); A's body appends (sequence 1); B re-reads
+/// from 3 (nothing); X appends (sequence 2, where the park was); B tries to
+/// acquire over "park" 2, on token 1.
+const REGROWN: &str = "AAABABRABXBBB";
+
+/// After a delete, writes that are not resumes (a winner's body, an
+/// unfenced audit) grow a new log back past the park's sequence. The
+/// stores check that the event at `park_seq` is still a park, in the same
+/// step as the rest of the conditional operation, so B's acquire over
+/// "park" 2 (now the audit record) is answered `NotAPark`: the park is
+/// gone, B is refused without a token, A's body keeps the current token
+/// and nothing is resumed in the new log.
+#[test]
+fn a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park() {
+    let mut trace = trace(two_resumers_an_auditor_and_retention());
+    trace.run_letters(REGROWN).expect("steps");
     assert_sound(&trace);
     assert_eq!(result(&trace, 'B'), Err(refused()));
+    assert_eq!(kinds(&log(&trace)), [STEP_COMPLETED, DENIED]);
+    assert_eq!(fence(&trace), 1, "A's body still holds the current token");
+}
+
+/// The negative control: the same schedule on a store that does not check
+/// the kind at `park_seq` (as before the fix). B acquires token 2 over the
+/// audit record, fencing A's running body out, and resumes at 3 of the new
+/// log: a phantom resume, and two winners of one park.
+#[test]
+fn without_the_park_kind_check_the_regrown_log_is_taken_for_the_park() {
+    let world = two_resumers_an_auditor_and_retention().in_mode(StoreMode::NoParkKindCheck);
+    let mut trace = trace(world);
+    trace.run_letters(REGROWN).expect("steps");
+    assert_eq!(kinds(&log(&trace)), [STEP_COMPLETED, DENIED, RESUMED]);
+    assert_eq!(fence(&trace), 2, "B took a token over the audit record");
+    assert!(matches!(
+        result(&trace, 'B'),
+        Ok(Landed {
+            fence: Some(2),
+            sequence: 3,
+            ..
+        })
+    ));
+    let found: Vec<&Breach> = trace.violations().iter().map(|v| &v.breach).collect();
+    println!("found: {found:?}");
+    assert!(found.contains(&&Breach::FencedOut {
+        victim: 'A',
+        held: 1,
+        current: 2
+    }));
+    assert!(found.contains(&&Breach::TwoWinners {
+        winners: vec!['A', 'B']
+    }));
+    assert!(found.contains(&&Breach::PhantomLog {
+        kinds: vec![
+            STEP_COMPLETED.to_owned(),
+            DENIED.to_owned(),
+            RESUMED.to_owned()
+        ]
+    }));
 }

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use loomfence_core::{AcquireOutcome, KernelKind};
+use loomfence_core::{AcquireOutcome, InputError, KernelKind, ParkExpectation};
 use loomfence_store::StoreError;
 use tokio::sync::Barrier;
 
 use crate::Store;
-use crate::support::{Witness, acquire_if, append_ok, id, kernel, park};
+use crate::support::{Witness, acquire_if, append_ok, event, expect_input, id, kernel, park};
 
 /// The matching token on an unanswered park acquires the next token.
 pub async fn a_matching_expectation_acquires_the_next_token(store: Store) {
@@ -190,4 +190,44 @@ pub async fn answering_appends_race_the_acquire_never_both(store: Store) {
             .count();
         assert_eq!(resumes, usize::from(appended.is_ok()), "trial {trial}");
     }
+}
+
+/// A `parkSeq` inside the log whose event is not a park (the start before
+/// it, an audit record or an application event after it) is refused with
+/// `NotAPark`, naming the kind found there, whatever the expected token,
+/// and takes no token; the real park still acquires.
+pub async fn a_park_seq_naming_no_park_is_refused_and_changes_nothing(store: Store) {
+    let id = &id("if-not-a-park");
+    let park_seq = park(&*store, id).await;
+    append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
+    append_ok(&store, id, event("app.output")).await;
+    let before = Witness::capture(&*store, id).await;
+    for (not_a_park, kind) in [
+        (park_seq - 1, "EXECUTION_STARTED"),
+        (park_seq + 1, "EXECUTION_DENIED"),
+        (park_seq + 2, "app.output"),
+    ] {
+        for fence in [0, 7] {
+            let expect = ParkExpectation {
+                fence,
+                park_seq: not_a_park,
+            };
+            let what = format!("acquire_fence_if({{{fence}, {not_a_park}}}) on {kind}");
+            assert_eq!(
+                expect_input(store.acquire_fence_if(id, expect).await, &what),
+                InputError::NotAPark {
+                    park_seq: not_a_park,
+                    kind: kind.to_owned()
+                },
+                "{what}"
+            );
+        }
+    }
+    before
+        .assert_unchanged(&*store, "acquires of sequences that are not a park")
+        .await;
+    assert_eq!(
+        acquire_if(&store, id, 0, park_seq).await,
+        AcquireOutcome::Acquired { fence: 1 }
+    );
 }

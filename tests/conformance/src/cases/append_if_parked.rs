@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use loomfence_core::{ConditionalAppend, Envelope, ExecutionId, KernelKind, NewEvent};
+use loomfence_core::{ConditionalAppend, Envelope, ExecutionId, InputError, KernelKind, NewEvent};
 use tokio::sync::Barrier;
 
 use crate::Store;
-use crate::support::{Witness, append_ok, assert_stale, event, id, kernel, park};
+use crate::support::{Witness, append_ok, assert_stale, event, expect_input, id, kernel, park};
 
 /// Appends `events` conditionally and returns the stored envelopes, failing
 /// the case if the park was reported answered.
@@ -123,4 +123,66 @@ pub async fn eight_unfenced_resumers_one_lands(store: Store) {
         .filter(|e| e.kind == KernelKind::ExecutionResumed.as_str())
         .count();
     assert_eq!(resumes, 1);
+}
+
+/// A `parkSeq` inside the log whose event is not a park (the start before
+/// it, an audit record or an application event after it) is refused with
+/// `NotAPark`, naming the kind found there, before anything else is judged
+/// (a resume already after the start does not make it "answered"), and
+/// writes nothing; the real park still takes the resume.
+pub async fn a_park_seq_naming_no_park_is_refused_and_writes_nothing(store: Store) {
+    let id = &id("if-parked-not-a-park");
+    let park_seq = park(&*store, id).await;
+    append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
+    append_ok(&store, id, event("app.output")).await;
+    let before = Witness::capture(&*store, id).await;
+    for (not_a_park, kind) in [
+        (park_seq - 1, "EXECUTION_STARTED"),
+        (park_seq + 1, "EXECUTION_DENIED"),
+        (park_seq + 2, "app.output"),
+    ] {
+        let what = format!("append_if_parked({not_a_park}) on {kind}");
+        let refused = store
+            .append_if_parked(id, not_a_park, vec![kernel(KernelKind::ExecutionResumed)])
+            .await;
+        assert_eq!(
+            expect_input(refused, &what),
+            InputError::NotAPark {
+                park_seq: not_a_park,
+                kind: kind.to_owned()
+            },
+            "{what}"
+        );
+    }
+    before
+        .assert_unchanged(
+            &*store,
+            "conditional appends on sequences that are not a park",
+        )
+        .await;
+    let written = appended(
+        &store,
+        id,
+        park_seq,
+        vec![kernel(KernelKind::ExecutionResumed)],
+    )
+    .await;
+    assert_eq!(written[0].sequence, park_seq + 3);
+    let before = Witness::capture(&*store, id).await;
+    let refused = store
+        .append_if_parked(id, park_seq - 1, vec![kernel(KernelKind::ExecutionResumed)])
+        .await;
+    assert_eq!(
+        expect_input(refused, "append_if_parked on the start, answered after"),
+        InputError::NotAPark {
+            park_seq: park_seq - 1,
+            kind: "EXECUTION_STARTED".to_owned()
+        }
+    );
+    before
+        .assert_unchanged(
+            &*store,
+            "a conditional append on the start of an answered log",
+        )
+        .await;
 }

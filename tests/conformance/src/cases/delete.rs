@@ -1,6 +1,6 @@
 //! Deleting an execution.
 
-use loomfence_core::{AcquireOutcome, InputError, KernelKind};
+use loomfence_core::{AcquireOutcome, InputError, KernelKind, ParkExpectation};
 
 use crate::Store;
 use crate::support::{
@@ -120,4 +120,72 @@ pub async fn a_delete_under_a_fenced_resume_writes_nothing(store: Store) {
     before
         .assert_unchanged(&*store, "a fenced resume of a park past a reborn log")
         .await;
+}
+
+/// After a delete (which keeps a real token, by design) a log can grow back
+/// past the sequence a slow resumer read as its park: here the body that
+/// won token 1 writes its step at 1, and an unfenced audit record lands at
+/// 2, where the park was. A conditional acquire or a park-conditional
+/// append naming "park" 2 must not take that log for the park: both are
+/// refused with `NotAPark`, the token stays 1 (the live body is not fenced
+/// out) and no resume is written on the regrown log.
+pub async fn a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park(store: Store) {
+    let id = &id("delete-regrown");
+    let park_seq = park(&*store, id).await;
+    assert_eq!(park_seq, 2);
+    let conditional = store.capability().is_conditional();
+    let token = if conditional {
+        acquire_if(&store, id, 0, park_seq).await.fence()
+    } else {
+        store.acquire_fence(id).await.expect("acquires")
+    };
+    assert_eq!(token, 1);
+    assert!(store.delete_execution(id).await.expect("deletes"));
+    let step = append_ok(
+        &store,
+        id,
+        kernel(KernelKind::StepCompleted).with_fence(token),
+    )
+    .await;
+    let audit = append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
+    assert_eq!((step.sequence, audit.sequence), (1, park_seq));
+    let regrown = Witness::capture(&*store, id).await;
+    assert_eq!(regrown.fence, token, "the delete kept the token");
+    let not_a_park = InputError::NotAPark {
+        park_seq,
+        kind: KernelKind::ExecutionDenied.as_str().to_owned(),
+    };
+    if conditional {
+        let expect = ParkExpectation {
+            fence: token,
+            park_seq,
+        };
+        assert_eq!(
+            expect_input(
+                store.acquire_fence_if(id, expect).await,
+                "a late acquire of a park the regrown log covers"
+            ),
+            not_a_park
+        );
+        regrown
+            .assert_unchanged(&*store, "a late acquire on the regrown log")
+            .await;
+    }
+    let resume = vec![kernel(KernelKind::ExecutionResumed).with_fence(token)];
+    assert_eq!(
+        expect_input(
+            store.append_if_parked(id, park_seq, resume).await,
+            "a late resume of a park the regrown log covers"
+        ),
+        not_a_park
+    );
+    regrown
+        .assert_unchanged(&*store, "a late resume on the regrown log")
+        .await;
+    append_ok(
+        &store,
+        id,
+        kernel(KernelKind::StepCompleted).with_fence(token),
+    )
+    .await;
 }

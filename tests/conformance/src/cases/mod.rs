@@ -38,6 +38,10 @@ pub const ALL: &[Case] = &[
     case!(Any, append_if_parked::is_refused_once_the_park_is_answered),
     case!(Fencing, append_if_parked::still_applies_the_guard),
     case!(Any, append_if_parked::eight_unfenced_resumers_one_lands),
+    case!(
+        Any,
+        append_if_parked::a_park_seq_naming_no_park_is_refused_and_writes_nothing
+    ),
     case!(Fencing, acquire::acquire_returns_the_next_token),
     case!(Fencing, acquire::acquire_fences_out_the_old_holder),
     case!(
@@ -61,6 +65,10 @@ pub const ALL: &[Case] = &[
     case!(
         Conditional,
         acquire_if::answering_appends_race_the_acquire_never_both
+    ),
+    case!(
+        Conditional,
+        acquire_if::a_park_seq_naming_no_park_is_refused_and_changes_nothing
     ),
     case!(
         Conditional,
@@ -131,6 +139,14 @@ pub const ALL: &[Case] = &[
     ),
     case!(
         Fencing,
+        delete::a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park
+    ),
+    case!(
+        Fencing,
         resume::a_delete_under_a_fenced_resume_is_refused_and_writes_nothing
+    ),
+    case!(
+        Any,
+        resume::a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_nothing
     ),
 ];

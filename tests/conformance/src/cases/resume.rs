@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, KernelKind, NewEvent,
     ParkExpectation, RefusalReason, ResumeError, ResumeRefusedError, ResumeRequest,
 };
-use loomfence_runtime::{ResumeFailure, resume};
+use loomfence_runtime::{ResumeFailure, resume, resume_from};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
 use crate::Store;
-use crate::support::{AT, Witness, id, park};
+use crate::support::{AT, Witness, append_ok, id, kernel, park};
 
 /// The store under test, with a deleter that runs right after every
 /// acquire that takes a token: the widest window a delete can hit a
@@ -92,6 +92,23 @@ impl EventStore for DeletesAfterAcquire {
     }
 }
 
+/// Asserts `failure` is the final refusal `NotSuspended` of the park at
+/// `park_seq` of `id`.
+fn assert_not_suspended(failure: ResumeFailure, id: &ExecutionId, park_seq: u64) {
+    assert!(!failure.is_retryable(), "{failure:?}");
+    match failure {
+        ResumeFailure::Resume(ResumeError::Refused(refused)) => assert_eq!(
+            refused,
+            ResumeRefusedError {
+                execution_id: id.clone(),
+                park_seq,
+                reason: RefusalReason::NotSuspended,
+            }
+        ),
+        other => panic!("expected a NotSuspended refusal, got {other:?}"),
+    }
+}
+
 /// A resume whose execution is deleted between its winning acquire and its
 /// append (the delete keeps the token, by design) is refused as not
 /// suspended, final and not retryable, and writes nothing: no phantom
@@ -108,20 +125,58 @@ pub async fn a_delete_under_a_fenced_resume_is_refused_and_writes_nothing(store:
     let failure = resume(&deleting, id, request)
         .await
         .expect_err("the park was deleted under the resume");
-    assert!(!failure.is_retryable(), "{failure:?}");
-    match failure {
-        ResumeFailure::Resume(ResumeError::Refused(refused)) => assert_eq!(
-            refused,
-            ResumeRefusedError {
-                execution_id: id.clone(),
-                park_seq,
-                reason: RefusalReason::NotSuspended,
-            }
-        ),
-        other => panic!("expected a NotSuspended refusal, got {other:?}"),
-    }
+    assert_not_suspended(failure, id, park_seq);
     assert_eq!(deleting.deletes.load(Ordering::SeqCst), 1, "one acquire");
     let after = Witness::capture(&*store, id).await;
     assert_eq!(after.events, [], "no phantom log");
     assert_eq!(after.fence, 1, "the delete kept the resume's token");
+}
+
+/// A slow resumer read the park; meanwhile another resume landed, the
+/// execution was deleted (which keeps a real token, by design) and its log
+/// grew back past the park: the body's step at 1, under its token, and an
+/// unfenced audit record at 2, where the park was. Going on from what it
+/// read, the slow resumer is refused as not suspended and writes nothing
+/// (no resume on the regrown log); except on a fencing-only store, whose
+/// unconditional acquire is the documented residual window, it takes no
+/// token either, so the live body is not fenced out. The store-level half
+/// is `delete::a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_park`.
+pub async fn a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_nothing(
+    store: Store,
+) {
+    let id = &id("resume-regrown");
+    let park_seq = park(&*store, id).await;
+    let read = store
+        .read_range(id, 1, None)
+        .await
+        .expect("the slow resumer reads the park");
+    let first = ResumeRequest::new(park_seq, json!({ "first": true }), AT + 1);
+    let winner = resume(&*store, id, first)
+        .await
+        .expect("the first resume lands");
+    assert!(store.delete_execution(id).await.expect("deletes"));
+    let mut step = kernel(KernelKind::StepCompleted);
+    if let Some(token) = winner.fence {
+        step = step.with_fence(token);
+    }
+    append_ok(&store, id, step).await;
+    let audit = append_ok(&store, id, kernel(KernelKind::ExecutionDenied)).await;
+    assert_eq!(
+        audit.sequence, park_seq,
+        "the log has grown back to the park"
+    );
+    let regrown = Witness::capture(&*store, id).await;
+    let late = ResumeRequest::new(park_seq, json!({ "late": true }), AT + 2);
+    let failure = resume_from(&*store, id, late, &read)
+        .await
+        .expect_err("the park the slow resumer read is gone");
+    assert_not_suspended(failure, id, park_seq);
+    if store.capability() == Capability::FencingOnly {
+        let after = Witness::capture(&*store, id).await;
+        assert_eq!(after.events, regrown.events, "no resume on the regrown log");
+    } else {
+        regrown
+            .assert_unchanged(&*store, "a late resume on the regrown log")
+            .await;
+    }
 }
