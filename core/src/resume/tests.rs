@@ -369,6 +369,15 @@ fn is_append(action: &Action) -> bool {
     matches!(action, Action::AppendIfParked { .. })
 }
 
+/// Steps `machine` to its resume append and returns what it would append,
+/// without performing it.
+fn step_to_append(store: &mut MemoryStore, machine: &mut ResumeMachine) -> (u64, NewEvent) {
+    match step_until(store, machine, is_append) {
+        Action::AppendIfParked { park_seq, event } => (park_seq, event),
+        other => unreachable!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_delete_between_acquire_and_append_does_not_recreate_the_log() {
     let (mut store, _) = parked();
@@ -420,11 +429,7 @@ fn a_park_after_the_end_is_refused_on_every_entry_point() {
 fn an_append_of_unknown_outcome_that_landed_is_the_resume() {
     let (mut store, _) = parked();
     let mut machine = machine(Capability::Conditional);
-    let Action::AppendIfParked { park_seq, event } =
-        step_until(&mut store, &mut machine, is_append)
-    else {
-        unreachable!()
-    };
+    let (park_seq, event) = step_to_append(&mut store, &mut machine);
     // The write commits, then the connection dies before the answer.
     let written = store
         .append_if_parked(&id(), park_seq, vec![event])
@@ -476,11 +481,7 @@ fn appends_that_never_settle_end_contended_with_nothing_written() {
 fn a_tokenless_append_of_unknown_outcome_never_claims_a_resume() {
     let (mut store, _) = parked();
     let mut machine = machine(Capability::NonFencing);
-    let Action::AppendIfParked { park_seq, event } =
-        step_until(&mut store, &mut machine, is_append)
-    else {
-        unreachable!()
-    };
+    let (park_seq, event) = step_to_append(&mut store, &mut machine);
     // Landed, but a rival's identical resume would look the same.
     let _ = store
         .append_if_parked(&id(), park_seq, vec![event])
