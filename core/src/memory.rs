@@ -11,7 +11,8 @@ use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{
     self, AcquireOutcome, BatchFacts, ConditionalAppend, InputError, ParkExpectation,
-    StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if, guard_append,
+    StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if,
+    guard_append,
 };
 use crate::id::ExecutionId;
 use crate::kind::KindClass;
