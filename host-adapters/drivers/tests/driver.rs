@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
-use common::{LosesAnswer, Lost, id, park_on, resumes};
+use common::{Loses, LosesAnswer, Lost, id, park_on, resumes};
 use loomfence_core::{
     Capability, KernelKind, NewEvent, RefusalReason, ResumeError, ResumeRequest, Resumed, Wait,
 };
@@ -144,7 +144,12 @@ async fn resume_through(store: &LosesAnswer) -> Resumed {
     let park = park_on(store, p, &timer()).await;
     resume(store, p, ResumeRequest::new(park, json!("paid"), 11))
         .await
-        .unwrap_or_else(|failure| panic!("{:?}: the resume must settle: {failure:?}", store.lost))
+        .unwrap_or_else(|failure| {
+            panic!(
+                "{:?}: the resume must settle: {failure:?}",
+                store.hooks.lost
+            )
+        })
 }
 
 /// The log holds exactly one resume, and it is the one `resumed` reports.
@@ -154,21 +159,21 @@ async fn assert_one_resume(store: &LosesAnswer, resumed: &Resumed) {
         landed,
         std::slice::from_ref(&resumed.resumed),
         "{:?}",
-        store.lost
+        store.hooks.lost
     );
     assert_eq!(resumed.view.head, resumed.resumed.sequence);
 }
 
 #[tokio::test]
 async fn an_append_that_landed_before_its_answer_was_lost_is_the_resume() {
-    let store = LosesAnswer::new(Capability::Conditional, Lost::AppendWritten);
+    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AppendWritten));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(1), 1));
     assert_eq!(resumed.resumed.fence().expect("valid"), Some(1));
     assert_eq!(resumed.resumed.payload["answer"], json!("paid"));
     assert_one_resume(&store, &resumed).await;
     assert_eq!(
-        store.calls.load(Ordering::SeqCst),
+        store.hooks.calls.load(Ordering::SeqCst),
         1,
         "settled by reading, not by appending again"
     );
@@ -183,13 +188,13 @@ async fn an_append_that_landed_before_its_answer_was_lost_is_the_resume() {
 
 #[tokio::test]
 async fn an_append_that_did_not_land_before_its_answer_was_lost_is_tried_again() {
-    let store = LosesAnswer::new(Capability::Conditional, Lost::AppendNotWritten);
+    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AppendNotWritten));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(1), 1));
     assert_one_resume(&store, &resumed).await;
     assert_eq!(resumed.resumed.sequence, 3);
     assert_eq!(
-        store.calls.load(Ordering::SeqCst),
+        store.hooks.calls.load(Ordering::SeqCst),
         2,
         "the park was still open, so the conditional append went again"
     );
@@ -198,24 +203,24 @@ async fn an_append_that_did_not_land_before_its_answer_was_lost_is_tried_again()
 
 #[tokio::test]
 async fn a_conditional_acquire_that_landed_before_its_answer_was_lost_is_passed() {
-    let store = LosesAnswer::new(Capability::Conditional, Lost::AcquireIfTaken);
+    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AcquireIfTaken));
     let resumed = resume_through(&store).await;
     // Token 1 was taken and its answer lost: a dead acquirer, passed like
     // any other (stale on 0, then acquired on 1).
     assert_eq!((resumed.fence, resumed.attempts), (Some(2), 3));
     assert_eq!(resumed.resumed.fence().expect("valid"), Some(2));
     assert_one_resume(&store, &resumed).await;
-    assert_eq!(store.calls.load(Ordering::SeqCst), 3);
+    assert_eq!(store.hooks.calls.load(Ordering::SeqCst), 3);
     assert_eq!(store.current_fence(&id("p")).await.expect("reads"), 2);
 }
 
 #[tokio::test]
 async fn an_unconditional_acquire_that_landed_before_its_answer_was_lost_is_passed() {
-    let store = LosesAnswer::new(Capability::FencingOnly, Lost::AcquireTaken);
+    let store = LosesAnswer::new(Capability::FencingOnly, Loses::new(Lost::AcquireTaken));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(2), 2));
     assert_one_resume(&store, &resumed).await;
-    assert_eq!(store.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(store.hooks.calls.load(Ordering::SeqCst), 2);
     assert_eq!(store.current_fence(&id("p")).await.expect("reads"), 2);
 }
 
@@ -225,7 +230,7 @@ async fn an_unconditional_acquire_that_landed_before_its_answer_was_lost_is_pass
 /// a body, as after a crash right after the append).
 #[tokio::test]
 async fn a_tokenless_append_whose_answer_was_lost_never_claims_the_resume() {
-    let store = LosesAnswer::new(Capability::NonFencing, Lost::AppendWritten);
+    let store = LosesAnswer::new(Capability::NonFencing, Loses::new(Lost::AppendWritten));
     let p = &id("p");
     let park = park_on(&store, p, &timer()).await;
     let failure = resume(&store, p, ResumeRequest::new(park, json!("paid"), 11))
@@ -242,5 +247,5 @@ async fn a_tokenless_append_whose_answer_was_lost_never_claims_the_resume() {
     }
     assert!(!failure.is_retryable());
     assert_eq!(resumes(&store, p).await.len(), 1);
-    assert_eq!(store.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(store.hooks.calls.load(Ordering::SeqCst), 1);
 }

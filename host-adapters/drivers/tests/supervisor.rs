@@ -153,7 +153,7 @@ async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
         other => panic!("expected a contended resume, got {other:?}"),
     }
     assert_eq!(
-        store.conditional_acquires.load(Ordering::SeqCst),
+        store.hooks.conditional_acquires.load(Ordering::SeqCst),
         9,
         "three resumes of three attempts"
     );
@@ -181,7 +181,7 @@ async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
         "{again:?}"
     );
     assert_eq!(errors.lock().expect("lock").len(), 2);
-    assert_eq!(store.conditional_acquires.load(Ordering::SeqCst), 18);
+    assert_eq!(store.hooks.conditional_acquires.load(Ordering::SeqCst), 18);
     assert_eq!(
         supervisor.parents_waiting_on(&id("child")),
         [id("parent")],

@@ -5,11 +5,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use async_trait::async_trait;
+use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind,
     NewEvent, ParkExpectation, Wait, park_payload,
 };
-use loomfence_store::{BackendError, EventStore, MemoryEventStore, StoreError};
+use loomfence_store::{BackendError, EventStore, StoreError};
 use serde_json::Value;
 
 /// The execution id `text`; panics if it is invalid (a bug in the test).
@@ -63,60 +64,25 @@ pub async fn resumes(store: &dyn EventStore, id: &ExecutionId) -> Vec<Envelope> 
 /// A memory store with a rival that takes the fence, unconditionally,
 /// right before every conditional acquire: the worst contention a resumer
 /// can meet. Counts the conditional acquires it saw.
+pub type Hostile = Around<Rival>;
+
+/// The rival of a [`Hostile`] store.
 #[derive(Default)]
-pub struct Hostile {
-    pub inner: MemoryEventStore,
+pub struct Rival {
     pub conditional_acquires: AtomicU32,
 }
 
 #[async_trait]
-impl EventStore for Hostile {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
-        self.inner.append(id, event).await
-    }
-    async fn append_many(
-        &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.append_many(id, events).await
-    }
-    async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        self.inner.append_if_parked(id, park_seq, events).await
-    }
-    async fn read_range(
-        &self,
-        id: &ExecutionId,
-        from: u64,
-        to: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.read_range(id, from, to).await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.acquire_fence(id).await
-    }
+impl Hooks for Rival {
     async fn acquire_fence_if(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
         self.conditional_acquires.fetch_add(1, Ordering::SeqCst);
-        self.inner.acquire_fence(id).await?;
-        self.inner.acquire_fence_if(id, expect).await
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.inner.delete_execution(id).await
+        inner.acquire_fence(id).await?;
+        inner.acquire_fence_if(id, expect).await
     }
 }
 
@@ -204,17 +170,19 @@ pub fn connection_lost() -> StoreError {
 
 /// A memory store that loses the answer of one write, once, after or
 /// instead of performing it. Counts the calls of the write it targets.
-pub struct LosesAnswer {
-    pub inner: MemoryEventStore,
+pub type LosesAnswer = Around<Loses>;
+
+/// The hooks of a [`LosesAnswer`] store.
+pub struct Loses {
     pub lost: Lost,
     armed: AtomicBool,
     pub calls: AtomicU32,
 }
 
-impl LosesAnswer {
-    pub fn new(capability: Capability, lost: Lost) -> Self {
+impl Loses {
+    /// Hooks that lose the answer of `lost`, once.
+    pub fn new(lost: Lost) -> Self {
         Self {
-            inner: MemoryEventStore::with_capability(capability),
             lost,
             armed: AtomicBool::new(true),
             calls: AtomicU32::new(0),
@@ -234,26 +202,17 @@ impl LosesAnswer {
 }
 
 #[async_trait]
-impl EventStore for LosesAnswer {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-    async fn append_many(
-        &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.append_many(id, events).await
-    }
+impl Hooks for Loses {
     async fn append_if_parked(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
         match self.loses(&[Lost::AppendWritten, Lost::AppendNotWritten]) {
             Some(Lost::AppendWritten) => {
-                let landed = self.inner.append_if_parked(id, park_seq, events).await?;
+                let landed = inner.append_if_parked(id, park_seq, events).await?;
                 assert!(
                     matches!(landed, ConditionalAppend::Appended(_)),
                     "the lost append landed: {landed:?}"
@@ -261,22 +220,15 @@ impl EventStore for LosesAnswer {
                 Err(connection_lost())
             }
             Some(_) => Err(connection_lost()),
-            None => self.inner.append_if_parked(id, park_seq, events).await,
+            None => inner.append_if_parked(id, park_seq, events).await,
         }
     }
-    async fn read_range(
+    async fn acquire_fence(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
-        from: u64,
-        to: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.read_range(id, from, to).await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        let token = self.inner.acquire_fence(id).await?;
+    ) -> Result<u64, StoreError> {
+        let token = inner.acquire_fence(id).await?;
         match self.loses(&[Lost::AcquireTaken]) {
             Some(_) => Err(connection_lost()),
             None => Ok(token),
@@ -284,10 +236,11 @@ impl EventStore for LosesAnswer {
     }
     async fn acquire_fence_if(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        let outcome = self.inner.acquire_fence_if(id, expect).await?;
+        let outcome = inner.acquire_fence_if(id, expect).await?;
         match self.loses(&[Lost::AcquireIfTaken]) {
             Some(_) => {
                 assert!(
@@ -298,8 +251,5 @@ impl EventStore for LosesAnswer {
             }
             None => Ok(outcome),
         }
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.inner.delete_execution(id).await
     }
 }

@@ -5,90 +5,55 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, KernelKind, NewEvent,
-    ParkExpectation, RefusalReason, ResumeError, ResumeRefusedError, ResumeRequest,
+    AcquireOutcome, Capability, ExecutionId, KernelKind, ParkExpectation, RefusalReason,
+    ResumeError, ResumeRefusedError, ResumeRequest,
 };
 use loomfence_runtime::{ResumeFailure, resume, resume_from};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
 use crate::Store;
-use crate::support::{AT, Witness, append_ok, id, kernel, park};
+use crate::support::{AT, Around, Hooks, Witness, append_ok, id, kernel, park};
 
-/// The store under test, with a deleter that runs right after every
-/// acquire that takes a token: the widest window a delete can hit a
-/// resume in, between its acquire and its append.
+/// Hooks that delete right after every acquire that takes a token: around
+/// the store under test, the widest window a delete can hit a resume in,
+/// between its acquire and its append.
 struct DeletesAfterAcquire {
-    /// The store under test.
-    inner: Store,
     /// Deletes made.
     deletes: AtomicU32,
 }
 
 impl DeletesAfterAcquire {
-    /// Deletes `id`, which must have had a log.
-    async fn delete(&self, id: &ExecutionId) -> Result<(), StoreError> {
-        assert!(
-            self.inner.delete_execution(id).await?,
-            "the deleter found a log"
-        );
+    /// Deletes `id` from `inner`; it must have had a log.
+    async fn delete(&self, inner: &dyn EventStore, id: &ExecutionId) -> Result<(), StoreError> {
+        assert!(inner.delete_execution(id).await?, "the deleter found a log");
         self.deletes.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 }
 
 #[async_trait]
-impl EventStore for DeletesAfterAcquire {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
-        self.inner.append(id, event).await
-    }
-    async fn append_many(
+impl Hooks for DeletesAfterAcquire {
+    async fn acquire_fence(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.append_many(id, events).await
-    }
-    async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        self.inner.append_if_parked(id, park_seq, events).await
-    }
-    async fn read_range(
-        &self,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.read_range(id, from_seq, to_seq).await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        let token = self.inner.acquire_fence(id).await?;
-        self.delete(id).await?;
+    ) -> Result<u64, StoreError> {
+        let token = inner.acquire_fence(id).await?;
+        self.delete(inner, id).await?;
         Ok(token)
     }
     async fn acquire_fence_if(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
-        let outcome = self.inner.acquire_fence_if(id, expect).await?;
+        let outcome = inner.acquire_fence_if(id, expect).await?;
         if outcome.is_acquired() {
-            self.delete(id).await?;
+            self.delete(inner, id).await?;
         }
         Ok(outcome)
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.inner.delete_execution(id).await
     }
 }
 
@@ -117,16 +82,22 @@ fn assert_not_suspended(failure: ResumeFailure, id: &ExecutionId, park_seq: u64)
 pub async fn a_delete_under_a_fenced_resume_is_refused_and_writes_nothing(store: Store) {
     let id = &id("resume-delete-under");
     let park_seq = park(&*store, id).await;
-    let deleting = DeletesAfterAcquire {
+    let deleting = Around {
         inner: store.clone(),
-        deletes: AtomicU32::new(0),
+        hooks: DeletesAfterAcquire {
+            deletes: AtomicU32::new(0),
+        },
     };
     let request = ResumeRequest::new(park_seq, json!({ "paid": true }), AT + 1);
     let failure = resume(&deleting, id, request)
         .await
         .expect_err("the park was deleted under the resume");
     assert_not_suspended(failure, id, park_seq);
-    assert_eq!(deleting.deletes.load(Ordering::SeqCst), 1, "one acquire");
+    assert_eq!(
+        deleting.hooks.deletes.load(Ordering::SeqCst),
+        1,
+        "one acquire"
+    );
     let after = Witness::capture(&*store, id).await;
     assert_eq!(after.events, [], "no phantom log");
     assert_eq!(after.fence, 1, "the delete kept the resume's token");
