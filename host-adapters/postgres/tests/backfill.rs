@@ -586,6 +586,77 @@ async fn older_version_parks(
     open.into_iter().map(|(id, _)| id).collect()
 }
 
+/// An interruption test's start: a store whose connections are named `app`
+/// (so [`waiting_backend`] finds them), migrated with the backfill switched
+/// off, over [`older_version_parks`]; an admin connection, and one to watch
+/// the runs' backends from.
+struct Interruptible {
+    app: String,
+    store: Arc<PostgresEventStore>,
+    admin: tokio_postgres::Client,
+    monitor: tokio_postgres::Client,
+    /// The open parks' ids.
+    open: Vec<String>,
+}
+
+impl Interruptible {
+    /// Sets up an interruption test named `name`, its parks' ids starting
+    /// with `prefix`.
+    async fn new(url: &str, name: &str, prefix: &str) -> Self {
+        let app = common::unique(name);
+        let off = MigrateOptions {
+            backfill_park_fences: false,
+            ..MigrateOptions::default()
+        };
+        let store = store(&common::with_application_name(url, &app), off).await;
+        let admin = common::admin(url).await;
+        let monitor = common::admin(url).await;
+        let open = older_version_parks(&admin, &store, prefix).await;
+        Self {
+            app,
+            store,
+            admin,
+            monitor,
+            open,
+        }
+    }
+
+    /// Runs the offline backfill while an open transaction holds `lock` on
+    /// events; once the run's backend waits on it in `statement`, stops
+    /// that backend with `signal` (`pg_terminate_backend` or
+    /// `pg_cancel_backend`), asserts the run fails, and ends the
+    /// transaction.
+    async fn interrupt_a_run(&self, url: &str, lock: &str, statement: &str, signal: &str) {
+        let holder = common::admin(url).await;
+        holder
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {}.events IN {lock} MODE",
+                self.store.schema()
+            ))
+            .await
+            .expect("opens the transaction that holds the lock");
+        let run = {
+            let store = self.store.clone();
+            tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
+        };
+        let pid = waiting_backend(&self.monitor, &self.app, statement, &run).await;
+        let signalled: bool = self
+            .admin
+            .query_one(&format!("SELECT {signal}($1)"), &[&pid])
+            .await
+            .expect("signals the run's backend")
+            .get(0);
+        assert!(signalled, "{signal} found the run's backend");
+        let first = run.await.expect("the first run's task");
+        println!("backfill whose `{statement}` got {signal}: {first:?}");
+        assert!(first.is_err(), "the interrupted run fails: {first:?}");
+        holder
+            .batch_execute("ROLLBACK")
+            .await
+            .expect("ends the transaction that held the lock");
+    }
+}
+
 /// Kill the build: a `CREATE INDEX CONCURRENTLY` whose backend is terminated
 /// while it waits for an open write transaction leaves an INVALID index
 /// behind. The next run must not walk with it (`IF NOT EXISTS` alone would
@@ -596,45 +667,27 @@ async fn older_version_parks(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_index_build_is_rebuilt_not_reused() {
     let Some(url) = common::url() else { return };
-    let app = common::unique("bf_kill_build");
-    let off = MigrateOptions {
-        backfill_park_fences: false,
-        ..MigrateOptions::default()
-    };
-    let store = store(&common::with_application_name(&url, &app), off).await;
-    let admin = common::admin(&url).await;
-    let monitor = common::admin(&url).await;
-    let open = older_version_parks(&admin, &store, "kill").await;
-    assert_eq!(open.len(), 18);
-    let schema = store.schema().clone();
+    let world = Interruptible::new(&url, "bf_kill_build", "kill").await;
+    assert_eq!(world.open.len(), 18);
 
     // An open write transaction on events: CREATE INDEX CONCURRENTLY records
     // the index, then waits for it before building.
-    let writer = common::admin(&url).await;
-    writer
-        .batch_execute(&format!(
-            "BEGIN; LOCK TABLE {schema}.events IN ROW EXCLUSIVE MODE"
-        ))
-        .await
-        .expect("opens a write transaction");
-    let run = {
-        let store = store.clone();
-        tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
-    };
-    let pid = waiting_backend(&monitor, &app, "CREATE INDEX", &run).await;
-    let killed: bool = admin
-        .query_one("SELECT pg_terminate_backend($1)", &[&pid])
-        .await
-        .expect("terminates the build's backend")
-        .get(0);
-    assert!(killed);
-    let first = run.await.expect("the first run's task");
-    println!("backfill whose index build was killed: {first:?}");
-    assert!(first.is_err(), "the killed run fails: {first:?}");
-    writer
-        .batch_execute("ROLLBACK")
-        .await
-        .expect("ends the write transaction");
+    world
+        .interrupt_a_run(
+            &url,
+            "ROW EXCLUSIVE",
+            "CREATE INDEX",
+            "pg_terminate_backend",
+        )
+        .await;
+    let Interruptible {
+        app,
+        store,
+        admin,
+        monitor,
+        open,
+    } = world;
+    let schema = store.schema().clone();
     assert_eq!(
         walk_index(&admin, &store).await,
         Some(false),
@@ -709,44 +762,16 @@ async fn a_killed_index_build_is_rebuilt_not_reused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cancelled_index_drop_is_finished_by_the_next_run() {
     let Some(url) = common::url() else { return };
-    let app = common::unique("bf_cancel_drop");
-    let off = MigrateOptions {
-        backfill_park_fences: false,
-        ..MigrateOptions::default()
-    };
-    let store = store(&common::with_application_name(&url, &app), off).await;
-    let admin = common::admin(&url).await;
-    let monitor = common::admin(&url).await;
-    let open = older_version_parks(&admin, &store, "drop").await;
-    let schema = store.schema().clone();
+    let world = Interruptible::new(&url, "bf_cancel_drop", "drop").await;
 
     // An open transaction that has read events: the build and the walk do
     // not wait for it, DROP INDEX CONCURRENTLY does.
-    let reader = common::admin(&url).await;
-    reader
-        .batch_execute(&format!(
-            "BEGIN; LOCK TABLE {schema}.events IN ACCESS SHARE MODE"
-        ))
-        .await
-        .expect("opens a read transaction");
-    let run = {
-        let store = store.clone();
-        tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })
-    };
-    let pid = waiting_backend(&monitor, &app, "DROP INDEX", &run).await;
-    let cancelled: bool = admin
-        .query_one("SELECT pg_cancel_backend($1)", &[&pid])
-        .await
-        .expect("cancels the drop")
-        .get(0);
-    assert!(cancelled);
-    let first = run.await.expect("the first run's task");
-    println!("backfill whose index drop was cancelled: {first:?}");
-    assert!(first.is_err(), "the cancelled run fails: {first:?}");
-    reader
-        .batch_execute("ROLLBACK")
-        .await
-        .expect("ends the read transaction");
+    world
+        .interrupt_a_run(&url, "ACCESS SHARE", "DROP INDEX", "pg_cancel_backend")
+        .await;
+    let Interruptible {
+        store, admin, open, ..
+    } = world;
     assert!(
         ledger(&admin, &store, "park-fence-backfill")
             .await
