@@ -10,7 +10,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::{Instant, SystemTime};
 
-use loomfence_sim::random::{CapabilityMix, RandomConfig, Summary, run_many, run_one};
+use loomfence_sim::random::{CapabilityMix, Failure, RandomConfig, Summary, run_many, run_one};
 use loomfence_sim::trace::Trace;
 use loomfence_sim::{Breach, StoreMode};
 
@@ -23,9 +23,10 @@ const CONTROL_SCHEDULES: u64 = 5_000;
 /// Schedules per run racing a delete.
 const DELETE_SCHEDULES: u64 = 30_000;
 
-/// The run's seed: `SIM_SEED` if set, else a fresh one.
+/// The run's seed: `SIM_SEED` if set, else a fresh one. Printed, so the
+/// run can be replayed.
 fn seed() -> u64 {
-    match std::env::var("SIM_SEED") {
+    let seed = match std::env::var("SIM_SEED") {
         Ok(text) => text.trim().parse().expect("SIM_SEED must be a u64"),
         Err(_) => {
             let now = SystemTime::now()
@@ -33,7 +34,9 @@ fn seed() -> u64 {
                 .map_or(0, |elapsed| elapsed.as_nanos());
             RandomState::new().hash_one(now)
         }
-    }
+    };
+    println!("SIM_SEED={seed}");
+    seed
 }
 
 fn index() -> Option<u64> {
@@ -81,26 +84,67 @@ fn replay_one(config: &RandomConfig, seed: u64, index: u64) -> bool {
     run.violations.is_empty()
 }
 
-#[test]
-fn random_conditional_schedules_never_fence_out_a_body() {
+/// Runs `count` schedules of `config`, which must find no violation (see
+/// [`assert_sound`]), on this run's seed; returns the seed and the summary.
+/// With `SIM_INDEX` set, replays only that schedule instead, asserts it
+/// sound and returns `None`.
+fn sound_run(name: &str, config: &RandomConfig, count: u64) -> Option<(u64, Summary)> {
     let seed = seed();
-    println!("SIM_SEED={seed}");
-    let config = RandomConfig::standard(CapabilityMix::AllConditional);
     if let Some(index) = index() {
         assert!(
-            replay_one(&config, seed, index),
+            replay_one(config, seed, index),
             "SIM_SEED={seed} SIM_INDEX={index}"
         );
-        return;
+        return None;
     }
-    let summary = run("conditional", &config, seed, SCHEDULES);
-    assert_eq!(summary.schedules, SCHEDULES);
+    Some((seed, run(name, config, seed, count)))
+}
+
+/// Fails the test if `summary` saw a violation, with the command that
+/// replays it (`filter` appended to pick the test).
+fn assert_sound(summary: &Summary, filter: &str) {
     if let Some(failure) = &summary.first {
         panic!(
-            "SIM_SEED={} schedule index {} broke an invariant: {}\nreplay: SIM_SEED={} SIM_INDEX={} cargo test -p loomfence-sim --test random -- --nocapture",
+            "SIM_SEED={} schedule index {} broke an invariant: {}\nreplay: SIM_SEED={} SIM_INDEX={} cargo test -p loomfence-sim --test random -- --nocapture{filter}",
             failure.seed, failure.index, failure.violation, failure.seed, failure.index
         );
     }
+}
+
+/// The worlds racing a delete, all conditional, on a store in `mode`.
+fn racing_a_delete_on(mode: StoreMode) -> RandomConfig {
+    RandomConfig {
+        mode,
+        ..RandomConfig::deleting(CapabilityMix::AllConditional)
+    }
+}
+
+/// Runs a negative control: `CONTROL_SCHEDULES` schedules of `config` (a
+/// world without one of the fixes) on this run's seed. Panics unless one
+/// breaks an invariant; prints the first that does and returns it with the
+/// summary.
+fn control(name: &str, config: &RandomConfig) -> (Summary, Failure) {
+    let seed = seed();
+    let summary = run(name, config, seed, CONTROL_SCHEDULES);
+    let failure = summary
+        .first
+        .clone()
+        .expect("the negative control breaks something");
+    println!(
+        "first: SIM_SEED={} SIM_INDEX={}: {}",
+        failure.seed, failure.index, failure.violation
+    );
+    (summary, failure)
+}
+
+#[test]
+fn random_conditional_schedules_never_fence_out_a_body() {
+    let config = RandomConfig::standard(CapabilityMix::AllConditional);
+    let Some((seed, summary)) = sound_run("conditional", &config, SCHEDULES) else {
+        return;
+    };
+    assert_eq!(summary.schedules, SCHEDULES);
+    assert_sound(&summary, "");
     assert!(summary.crashes > 0, "crashes were exercised");
     if let Some(index) = summary.first_unresumed {
         println!("first schedule ending with every resumer contended:");
@@ -111,23 +155,11 @@ fn random_conditional_schedules_never_fence_out_a_body() {
 /// The resume racing a delete, on the real store: no violation at all.
 #[test]
 fn random_schedules_racing_a_delete_never_recreate_the_log() {
-    let seed = seed();
-    println!("SIM_SEED={seed}");
     let config = RandomConfig::deleting(CapabilityMix::AllConditional);
-    if let Some(index) = index() {
-        assert!(
-            replay_one(&config, seed, index),
-            "SIM_SEED={seed} SIM_INDEX={index}"
-        );
+    let Some((_, summary)) = sound_run("racing a delete", &config, DELETE_SCHEDULES) else {
         return;
-    }
-    let summary = run("racing a delete", &config, seed, DELETE_SCHEDULES);
-    if let Some(failure) = &summary.first {
-        panic!(
-            "SIM_SEED={} schedule index {} broke an invariant: {}\nreplay: SIM_SEED={} SIM_INDEX={} cargo test -p loomfence-sim --test random -- --nocapture racing_a_delete",
-            failure.seed, failure.index, failure.violation, failure.seed, failure.index
-        );
-    }
+    };
+    assert_sound(&summary, " racing_a_delete");
     assert!(
         summary.deletes_under_token > 0,
         "some deletes land between an acquire and its append"
@@ -138,26 +170,8 @@ fn random_schedules_racing_a_delete_never_recreate_the_log() {
 /// append (the machine before the fix): phantom logs, and nothing else.
 #[test]
 fn random_plain_fenced_appends_racing_a_delete_recreate_the_log() {
-    let seed = seed();
-    println!("SIM_SEED={seed}");
-    let config = RandomConfig {
-        mode: StoreMode::PlainFencedAppend,
-        ..RandomConfig::deleting(CapabilityMix::AllConditional)
-    };
-    let summary = run(
-        "plain fenced append, racing a delete",
-        &config,
-        seed,
-        CONTROL_SCHEDULES,
-    );
-    let failure = summary
-        .first
-        .as_ref()
-        .expect("the control breaks something");
-    println!(
-        "first: SIM_SEED={} SIM_INDEX={}: {}",
-        failure.seed, failure.index, failure.violation
-    );
+    let config = racing_a_delete_on(StoreMode::PlainFencedAppend);
+    let (summary, failure) = control("plain fenced append, racing a delete", &config);
     assert!(summary.phantom > 0, "a resume recreates the deleted log");
     assert_eq!(
         summary.violating, summary.phantom,
@@ -175,43 +189,15 @@ fn random_plain_fenced_appends_racing_a_delete_recreate_the_log() {
 /// for the park, and a resume lands in it.
 #[test]
 fn random_schedules_without_the_park_kind_check_resume_a_regrown_log() {
-    let seed = seed();
-    println!("SIM_SEED={seed}");
-    let config = RandomConfig {
-        mode: StoreMode::NoParkKindCheck,
-        ..RandomConfig::deleting(CapabilityMix::AllConditional)
-    };
-    let summary = run(
-        "no park-kind check, racing a delete",
-        &config,
-        seed,
-        CONTROL_SCHEDULES,
-    );
-    let failure = summary
-        .first
-        .as_ref()
-        .expect("the control breaks something");
-    println!(
-        "first: SIM_SEED={} SIM_INDEX={}: {}",
-        failure.seed, failure.index, failure.violation
-    );
+    let config = racing_a_delete_on(StoreMode::NoParkKindCheck);
+    let (summary, _) = control("no park-kind check, racing a delete", &config);
     assert!(summary.phantom > 0, "a resume lands in the regrown log");
 }
 
 #[test]
 fn random_unconditional_schedules_find_a_fenced_out_body() {
-    let seed = seed();
-    println!("SIM_SEED={seed}");
     let config = RandomConfig::standard(CapabilityMix::AllFencingOnly);
-    let summary = run("fencing only", &config, seed, CONTROL_SCHEDULES);
-    let failure = summary
-        .first
-        .as_ref()
-        .expect("the negative control finds a violation");
-    println!(
-        "first: SIM_SEED={} SIM_INDEX={}: {}",
-        failure.seed, failure.index, failure.violation
-    );
+    let (summary, _) = control("fencing only", &config);
     assert!(summary.fenced_out > 0, "a body is fenced out");
     assert_eq!(
         summary.violating, summary.fenced_out,
@@ -222,7 +208,6 @@ fn random_unconditional_schedules_find_a_fenced_out_body() {
 #[test]
 fn random_mixed_fleets_find_a_fenced_out_body() {
     let seed = seed();
-    println!("SIM_SEED={seed}");
     let config = RandomConfig::standard(CapabilityMix::Mixed);
     let summary = run("mixed", &config, seed, CONTROL_SCHEDULES);
     assert!(
@@ -235,13 +220,10 @@ fn random_mixed_fleets_find_a_fenced_out_body() {
 /// same moves and the same violation, and its moves replay on its world.
 #[test]
 fn a_failing_schedule_replays_from_its_seed_and_index() {
-    let seed = seed();
-    println!("SIM_SEED={seed}");
     let config = RandomConfig::standard(CapabilityMix::AllFencingOnly);
-    let summary = run("fencing only (replay)", &config, seed, CONTROL_SCHEDULES);
-    let failure = summary.first.expect("a violation to replay");
-    let once = run_one(&config, seed, failure.index).expect("runs");
-    let twice = run_one(&config, seed, failure.index).expect("runs");
+    let (_, failure) = control("fencing only (replay)", &config);
+    let once = run_one(&config, failure.seed, failure.index).expect("runs");
+    let twice = run_one(&config, failure.seed, failure.index).expect("runs");
     assert_eq!(once.moves, twice.moves);
     assert_eq!(once.last, twice.last);
     assert_eq!(once.violations.first(), Some(&failure.violation));
