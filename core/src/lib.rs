@@ -127,6 +127,7 @@ mod id;
 mod kind;
 mod memory;
 mod park;
+mod redrive;
 mod resume;
 mod supervise;
 
@@ -138,6 +139,10 @@ pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use memory::{AppendError, MemoryStore};
 pub use park::{ParkError, Wait, park_payload, waits_of};
+pub use redrive::{
+    BackoffEntry, DEFAULT_BACKOFF_BOUND, Draw, DrawError, MAX_TIMER_MS, RedriveExhaustedError,
+    RedrivePolicy, WakeBackoff, redrive_wake_at,
+};
 pub use resume::{
     Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
     ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
