@@ -130,6 +130,7 @@ mod park;
 mod redrive;
 mod resume;
 mod supervise;
+mod timer;
 
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
@@ -148,3 +149,7 @@ pub use resume::{
     ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
 };
 pub use supervise::{ChildOutcome, answer_for, child_outcome};
+pub use timer::{
+    FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
+    RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
+};

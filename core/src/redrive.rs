@@ -11,7 +11,8 @@
 //!
 //! Try `n` (from 0) waits a full-jitter delay, `floor(draw * min(cap,
 //! base * 2^n))` ms ([`RedrivePolicy::delay_ms`]). The same schedule and the
-//! same cap serve both kinds of retry the timer service makes:
+//! same cap serve both kinds of retry the timer service makes (see
+//! [`FireMachine`](crate::FireMachine)):
 //!
 //! - a **re-drive row** is persisted: row `n` is written for try `n`, at
 //!   [`redrive_wake_at`]`(now, delay_ms(n), fired_wake_at)`;
@@ -31,6 +32,7 @@ use std::num::NonZeroUsize;
 use serde::{Deserialize, Serialize};
 
 use crate::id::ExecutionId;
+use crate::timer::{FireOutcome, TimerRow};
 
 /// The latest time a timer row may carry: the largest integer a JavaScript
 /// number holds exactly ([`MAX_SAFE_INTEGER`](crate::MAX_SAFE_INTEGER)), as
@@ -109,8 +111,7 @@ impl RedrivePolicy {
 /// The `+ 1` keeps the new row's key `(execution_id, wake_at)` apart from
 /// the row being fired, which is retired right after the new one is written:
 /// with a zero draw and `fired_wake_at == now`, the two would be the same row
-/// and retiring one would retire both (the reference design's review round 1,
-/// P3-7).
+/// and retiring one would retire both.
 ///
 /// `now + delay` saturates at [`MAX_TIMER_MS`]. `None` when no time in
 /// `0..=MAX_TIMER_MS` follows `fired_wake_at`, or when `now` is negative
@@ -218,12 +219,11 @@ pub struct BackoffEntry {
 ///
 /// A contended plain wake is not persisted as a re-drive row (a re-drive row
 /// goes to the re-drivers, which re-derive their own resumes and would
-/// answer noop for a timer wake, so the wake would be lost; see the
-/// reference design's review round 2, P3-1). Its row stays due, and without
-/// this map every poll of every node would acquire again, which can keep
+/// answer noop for a timer wake, so the wake would be lost). Its row stays
+/// due, and without this map every poll would acquire again, which can keep
 /// invalidating a live holder's token. With it, no fire of the execution
-/// acquires before [`BackoffEntry::next_try_at`]. The map is this node's
-/// only: another node that claims the row does not know it.
+/// on this node acquires before [`BackoffEntry::next_try_at`]. The map is
+/// this node's only: another node that claims the row does not know it.
 ///
 /// # The bound, and what is evicted
 ///
@@ -295,7 +295,7 @@ impl WakeBackoff {
     }
 
     /// The entry of `execution_id`: what a fire of any of its timers is
-    /// given.
+    /// given ([`FireContext::with_backoff`](crate::FireContext::with_backoff)).
     #[must_use]
     pub fn get(&self, execution_id: &ExecutionId) -> Option<BackoffEntry> {
         self.entries.get(execution_id).copied()
@@ -336,6 +336,34 @@ impl WakeBackoff {
         self.by_time
             .remove(&(entry.next_try_at, execution_id.clone()));
         Some(entry)
+    }
+
+    /// Applies what a fire of `row` ended in: a
+    /// [`BackedOff`](FireOutcome::BackedOff) is recorded (returning what it
+    /// evicted, if anything); a final outcome of the row the entry belongs
+    /// to ([`Fired`](FireOutcome::Fired), [`Obsolete`](FireOutcome::Obsolete),
+    /// [`Exhausted`](FireOutcome::Exhausted)) clears it; anything else,
+    /// re-drive rows included, leaves the map as it is.
+    pub fn apply(
+        &mut self,
+        row: &TimerRow,
+        outcome: &FireOutcome,
+    ) -> Option<(ExecutionId, BackoffEntry)> {
+        match outcome {
+            FireOutcome::BackedOff(entry) if row.redrive.is_none() => {
+                self.record(row.execution_id.clone(), *entry)
+            }
+            FireOutcome::Fired | FireOutcome::Obsolete | FireOutcome::Exhausted(_)
+                if row.redrive.is_none()
+                    && self
+                        .get(&row.execution_id)
+                        .is_some_and(|entry| entry.wake_at == row.wake_at) =>
+            {
+                self.remove(&row.execution_id);
+                None
+            }
+            _ => None,
+        }
     }
 }
 

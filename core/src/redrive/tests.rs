@@ -190,8 +190,8 @@ fn a_draw_must_be_in_zero_to_one() {
 
 #[test]
 fn the_next_row_follows_the_fired_one() {
-    // A zero draw at wake_at == now would give the fired row's own key
-    // (P3-7): the next row is one ms later.
+    // A zero draw at wake_at == now would give the fired row's own key:
+    // the next row is one ms later.
     assert_eq!(redrive_wake_at(5_000, 0, 5_000), Some(5_001));
     // A fired row due long ago: the delay decides.
     assert_eq!(redrive_wake_at(9_000, 700, 5_000), Some(9_700));
