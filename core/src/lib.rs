@@ -18,6 +18,17 @@
 //! append guard, the conditional-acquire decision, the batch checks) are in
 //! [`backend`], for adapter authors only.
 //!
+//! Timers are here too, as pure decisions: a timer store's row
+//! ([`TimerRow`], a plain wake or a re-drive row), what to do with one due
+//! row ([`FireMachine`], in the resume machine's vocabulary; its decision
+//! table heads `core/src/timer.rs`), the retry schedule ([`RedrivePolicy`]:
+//! the full-jitter [`RedrivePolicy::delay_ms`] over a checked random
+//! [`Draw`], and [`redrive_wake_at`] for the next re-drive row), the bounded
+//! in-process backoff of plain wakes ([`WakeBackoff`]) and the error a
+//! chain that gives up reports once ([`RedriveExhaustedError`]). No timer
+//! store or timer service is built yet: a host holds the rows and drives
+//! the machine.
+//!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own
 //! atomic step; `loomfence-runtime` drives the machines against them.
