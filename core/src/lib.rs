@@ -18,6 +18,17 @@
 //! append guard, the conditional-acquire decision, the batch checks) are in
 //! [`backend`], for adapter authors only.
 //!
+//! Timers are here too, as pure decisions: a timer store's row
+//! ([`TimerRow`], a plain wake or a re-drive row), what to do with one due
+//! row ([`FireMachine`], in the resume machine's vocabulary; its decision
+//! table heads `core/src/timer.rs`), the retry schedule ([`RedrivePolicy`]:
+//! the full-jitter [`RedrivePolicy::delay_ms`] over a checked random
+//! [`Draw`], and [`redrive_wake_at`] for the next re-drive row), the bounded
+//! in-process backoff of plain wakes ([`WakeBackoff`]) and the error a
+//! chain that gives up reports once ([`RedriveExhaustedError`]). No timer
+//! store or timer service is built yet: a host holds the rows and drives
+//! the machine.
+//!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own
 //! atomic step; `loomfence-runtime` drives the machines against them.
@@ -127,8 +138,10 @@ mod id;
 mod kind;
 mod memory;
 mod park;
+mod redrive;
 mod resume;
 mod supervise;
+mod timer;
 
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
@@ -138,8 +151,16 @@ pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use memory::{AppendError, MemoryStore};
 pub use park::{ParkError, Wait, park_payload, waits_of};
+pub use redrive::{
+    BackoffEntry, DEFAULT_BACKOFF_BOUND, Draw, DrawError, MAX_TIMER_MS, RedriveExhaustedError,
+    RedrivePolicy, WakeBackoff, redrive_wake_at,
+};
 pub use resume::{
     Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
     ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
 };
 pub use supervise::{ChildOutcome, answer_for, child_outcome};
+pub use timer::{
+    FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
+    RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
+};
