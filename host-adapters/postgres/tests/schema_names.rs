@@ -10,6 +10,11 @@ mod common;
 use loomfence_postgres::{ConfigError, PostgresEventStore, PostgresOptions, Schema};
 use tokio_postgres::error::SqlState;
 
+/// Both tests create schemas named after key words in the one test
+/// database; run at once, two `CREATE SCHEMA` of the same name collide on
+/// the catalog's unique index. They take turns.
+static KEY_WORD_SCHEMAS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Every key word the server knows: `(word, category)`.
 async fn key_words(admin: &tokio_postgres::Client) -> Vec<(String, String)> {
     admin
@@ -49,6 +54,7 @@ fn uses(schema: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_schema_names_are_exactly_the_ones_the_server_refuses() {
     let Some(url) = common::url() else { return };
+    let _turn = KEY_WORD_SCHEMAS.lock().await;
     let admin = common::admin(&url).await;
     let words = key_words(&admin).await;
     assert!(words.len() > 400, "the server's key words: {}", words.len());
@@ -111,6 +117,7 @@ async fn pl_pgsql_key_words_that_sql_does_not_reserve_are_whole_stores() {
     use loomfence_store::EventStore;
 
     let Some(url) = common::url() else { return };
+    let _turn = KEY_WORD_SCHEMAS.lock().await;
     let admin = common::admin(&url).await;
     for name in [
         "loop", "declare", "begin", "execute", "strict", "while", "if", "by",
