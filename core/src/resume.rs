@@ -709,28 +709,12 @@ impl ResumeMachine {
 
     /// Checks that `events` are this execution's, contiguous from `from`.
     fn check_run(&self, from: u64, events: &[Envelope]) -> Result<(), MachineError> {
-        for (expected, event) in (from..).zip(events) {
-            self.check_id(&event.execution_id)?;
-            if event.sequence != expected {
-                return Err(MachineError::Gap {
-                    expected,
-                    got: event.sequence,
-                });
-            }
-        }
-        Ok(())
+        check_run(&self.execution_id, from, events)
     }
 
     /// Checks an answer is about this execution.
     fn check_id(&self, id: &ExecutionId) -> Result<(), MachineError> {
-        if *id == self.execution_id {
-            Ok(())
-        } else {
-            Err(MachineError::WrongExecution {
-                expected: self.execution_id.clone(),
-                got: id.clone(),
-            })
-        }
+        check_id(&self.execution_id, id)
     }
 
     /// The error for an input that does not answer the pending action.
@@ -753,6 +737,37 @@ impl ResumeMachine {
             }
         };
         MachineError::UnexpectedInput { expected, got }
+    }
+}
+
+/// Checks that `events` are `execution_id`'s, contiguous from `from`: the
+/// answer to a range read, for every machine that reads.
+pub(crate) fn check_run(
+    execution_id: &ExecutionId,
+    from: u64,
+    events: &[Envelope],
+) -> Result<(), MachineError> {
+    for (expected, event) in (from..).zip(events) {
+        check_id(execution_id, &event.execution_id)?;
+        if event.sequence != expected {
+            return Err(MachineError::Gap {
+                expected,
+                got: event.sequence,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks an answer is about `expected`, the machine's execution.
+pub(crate) fn check_id(expected: &ExecutionId, got: &ExecutionId) -> Result<(), MachineError> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(MachineError::WrongExecution {
+            expected: expected.clone(),
+            got: got.clone(),
+        })
     }
 }
 

@@ -179,7 +179,7 @@ use crate::park::{Wait, waits_in};
 use crate::redrive::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
 };
-use crate::resume::{ResumeError, ResumeRequest, Resumed};
+use crate::resume::{MachineError, ResumeError, ResumeRequest, Resumed, check_id, check_run};
 
 /// How many resumes one fire of a plain wake makes when each is refused
 /// and each re-read still finds the timer pending (the execution keeps
@@ -448,30 +448,12 @@ pub enum FireError {
         /// The time given.
         now: i64,
     },
-    /// A `handle_*` call that does not answer the pending action.
-    #[error("{got} does not answer the pending action ({expected})")]
-    UnexpectedInput {
-        /// What the machine waits for.
-        expected: &'static str,
-        /// What it was given.
-        got: &'static str,
-    },
-    /// A read that is not the log from sequence 1, contiguous.
-    #[error("the store returned sequence {got} where {expected} was next")]
-    Gap {
-        /// The sequence the machine expected.
-        expected: u64,
-        /// The one it got.
-        got: u64,
-    },
-    /// Events or a resume result for another execution.
-    #[error("the answer is for execution {got:?}, the row's is {expected:?}")]
-    WrongExecution {
-        /// The row's execution.
-        expected: ExecutionId,
-        /// The one in the answer.
-        got: ExecutionId,
-    },
+    /// The host's answer does not fit the pending action: an input for
+    /// another action, a read that is not the whole log, an answer about
+    /// another execution. The same checks, and the same error, as the resume
+    /// machine's.
+    #[error(transparent)]
+    Answer(#[from] MachineError),
     /// A refusal of a resume of another park than the one requested.
     #[error("the refusal names park {got}, the resume was of park {expected}")]
     WrongPark {
@@ -643,15 +625,7 @@ impl FireMachine {
         if self.state != State::ReadLog {
             return Err(self.unexpected("handle_read"));
         }
-        for (expected, event) in (1..).zip(events) {
-            self.check_id(&event.execution_id)?;
-            if event.sequence != expected {
-                return Err(FireError::Gap {
-                    expected,
-                    got: event.sequence,
-                });
-            }
-        }
+        check_run(&self.row.execution_id, 1, events)?;
         self.state = match pending_timer(events, self.row.wake_at) {
             Some(PendingTimer { park_seq, wait }) => State::Resume { park_seq, wait },
             None => State::Complete(FireOutcome::Obsolete),
@@ -696,10 +670,10 @@ impl FireMachine {
                 self.back_off()
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(FireError::UnexpectedInput {
+                return Err(FireError::Answer(MachineError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
-                });
+                }));
             }
         };
         Ok(())
@@ -790,14 +764,7 @@ impl FireMachine {
 
     /// Checks an answer is about the row's execution.
     fn check_id(&self, id: &ExecutionId) -> Result<(), FireError> {
-        if *id == self.row.execution_id {
-            Ok(())
-        } else {
-            Err(FireError::WrongExecution {
-                expected: self.row.execution_id.clone(),
-                got: id.clone(),
-            })
-        }
+        Ok(check_id(&self.row.execution_id, id)?)
     }
 
     /// The error for an input that does not answer the pending action.
@@ -810,7 +777,7 @@ impl FireMachine {
             State::Schedule(_) => "handle_scheduled",
             State::Complete(_) => "handle_completed",
         };
-        FireError::UnexpectedInput { expected, got }
+        FireError::Answer(MachineError::UnexpectedInput { expected, got })
     }
 }
 

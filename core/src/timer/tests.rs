@@ -648,10 +648,10 @@ fn a_crash_between_schedule_and_complete_leaves_both_rows() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_completed(),
-        Err(FireError::UnexpectedInput {
+        Err(FireError::Answer(MachineError::UnexpectedInput {
             expected: "handle_scheduled",
             got: "handle_completed",
-        })
+        }))
     );
     assert_eq!(machine, before);
     timers.insert(next.clone());
@@ -830,10 +830,10 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_read(&log[1..]),
-        Err(FireError::Gap {
+        Err(FireError::Answer(MachineError::Gap {
             expected: 1,
             got: 2
-        })
+        }))
     );
     let other = ExecutionId::new("other").expect("valid");
     let foreign: Vec<Envelope> = log
@@ -845,10 +845,10 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
         .collect();
     assert_eq!(
         machine.handle_read(&foreign),
-        Err(FireError::WrongExecution {
+        Err(FireError::Answer(MachineError::WrongExecution {
             expected: id(),
             got: other
-        })
+        }))
     );
     assert_eq!(machine, before, "unchanged");
     machine.handle_read(&log).expect("the whole log");
@@ -864,10 +864,10 @@ fn an_answer_to_another_action_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::UnexpectedInput {
+        Err(FireError::Answer(MachineError::UnexpectedInput {
             expected: "handle_read",
             got: "handle_redrive"
-        })
+        }))
     );
     assert!(machine.handle_scheduled().is_err());
     assert!(machine.handle_completed().is_err());
@@ -882,10 +882,10 @@ fn an_answer_to_another_action_is_refused() {
     assert_eq!(done.poll(), FirePoll::Done(FireOutcome::Left));
     assert_eq!(
         done.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::UnexpectedInput {
+        Err(FireError::Answer(MachineError::UnexpectedInput {
             expected: "nothing: the fire is over",
             got: "handle_redrive"
-        })
+        }))
     );
 }
 
@@ -912,7 +912,7 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     let other = ExecutionId::new("other").expect("valid");
     assert!(matches!(
         machine.handle_resumed(Err(&refused(2, other))),
-        Err(FireError::WrongExecution { .. })
+        Err(FireError::Answer(MachineError::WrongExecution { .. }))
     ));
     let stale = ResumeError::StaleFence(crate::fence::StaleFenceError {
         execution_id: id(),
@@ -921,7 +921,7 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     });
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(FireError::UnexpectedInput { .. })
+        Err(FireError::Answer(MachineError::UnexpectedInput { .. }))
     ));
     assert_eq!(machine, before, "unchanged");
 }
