@@ -156,6 +156,20 @@ async fn fence_rows(
         .collect()
 }
 
+/// Asserts a walk finished: its marker is written and its cursor is gone.
+async fn assert_walk_finished(admin: &tokio_postgres::Client, store: &PostgresEventStore) {
+    assert!(
+        ledger(admin, store, "park-fence-backfill").await.is_some(),
+        "the walk writes its marker"
+    );
+    assert!(
+        ledger(admin, store, "park-fence-backfill-cursor")
+            .await
+            .is_none(),
+        "the cursor goes once the walk is done"
+    );
+}
+
 /// The ledger row `name`'s detail, if the row exists.
 async fn ledger(
     admin: &tokio_postgres::Client,
@@ -375,17 +389,7 @@ async fn the_offline_backfill_walks_in_batches_writes_the_marker_and_drops_its_i
         fence_rows(&admin, &store).await,
         zero_rows(open.iter().map(|(id, _)| id.clone()))
     );
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill")
-            .await
-            .is_some()
-    );
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill-cursor")
-            .await
-            .is_none(),
-        "the cursor goes once the walk is done"
-    );
+    assert_walk_finished(&admin, &store).await;
     let leftover: i64 = admin
         .query_one(
             "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'events_parks_backfill'",
@@ -471,16 +475,7 @@ async fn the_offline_backfill_resumes_from_its_cursor() {
         "15 parked executions after the cursor, in batches of 5"
     );
     assert_eq!(fence_rows(&admin, &store).await, zero_rows(after));
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill")
-            .await
-            .is_some()
-    );
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill-cursor")
-            .await
-            .is_none()
-    );
+    assert_walk_finished(&admin, &store).await;
 }
 
 /// The temporary index the offline walk reads parks through.
@@ -742,16 +737,7 @@ async fn a_killed_index_build_is_rebuilt_not_reused() {
         "30 parked executions in batches of 4, 18 of them open"
     );
     assert_eq!(fence_rows(&admin, &store).await, zero_rows(open));
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill")
-            .await
-            .is_some()
-    );
-    assert!(
-        ledger(&admin, &store, "park-fence-backfill-cursor")
-            .await
-            .is_none()
-    );
+    assert_walk_finished(&admin, &store).await;
     assert_eq!(walk_index(&admin, &store).await, None, "no index is left");
 }
 
