@@ -142,6 +142,7 @@ mod redrive;
 mod resume;
 mod supervise;
 mod timer;
+mod timer_table;
 
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
@@ -163,4 +164,8 @@ pub use supervise::{ChildOutcome, answer_for, child_outcome};
 pub use timer::{
     FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
     RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
+};
+pub use timer_table::{
+    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, NodeId,
+    TimerInputError, TimerTable, check_claim, check_due, check_lease, check_row,
 };

@@ -1,0 +1,433 @@
+//! The timer store's rules, pure: what a schedule, a due listing, a lease
+//! claim, a complete and a release do to a table of timer rows.
+//!
+//! Every timer store (memory, SQLite, PostgreSQL, a host's own in
+//! JavaScript) keeps rows keyed `(execution_id, wake_at)` and answers the
+//! same five operations; [`TimerTable`] is the reference, used as is by the
+//! in-memory stores and the simulation, and the SQL adapters state the same
+//! rules in their statements. The conformance kit holds them all to it.
+//!
+//! # The rules
+//!
+//! - **Schedule is an upsert that never downgrades.** A second schedule of
+//!   the same key keeps a re-drive flag that is there (a plain schedule
+//!   never clears it) and adds one that comes (a re-drive row landing on a
+//!   plain row flags it): `redrive = coalesce(new.redrive, old.redrive)`.
+//!   It also ends any claim on the row, so the claimer's
+//!   [`complete`](TimerTable::complete) answers
+//!   [`Completed::NotHeld`]: the claimer decided on what it read before the
+//!   schedule, and a park that re-parked on the same time must not lose its
+//!   wake to that decision. The row is due again at once.
+//! - **Due filters before the limit.** [`DueFilter::redrive`] `false`
+//!   leaves re-drive rows out of the listing itself, so a page of rows a
+//!   node cannot judge never hides the plain wakes behind it.
+//! - **A claim is a lease.** [`claim_due`](TimerTable::claim_due) takes the
+//!   earliest due rows that nobody holds (or whose holder's lease has
+//!   expired) and gives each a numbered [`Claim`] until `now +
+//!   duration_ms`. Two claimers never hold one row at once; a crashed
+//!   claimer's rows come back when its lease ends.
+//! - **Only the claimer retires.** [`complete`](TimerTable::complete) and
+//!   [`release`](TimerTable::release) act only for the current claim (same
+//!   holder, same claim number); anyone else is answered
+//!   [`Completed::NotHeld`] and nothing changes. A claimer whose lease
+//!   expired but whose row nobody re-claimed still holds it.
+//!
+//! Ordering is by `(wake_at, execution_id)`, earliest first.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::{ExecutionId, IdError, validate};
+use crate::redrive::MAX_TIMER_MS;
+use crate::timer::{Redrive, TimeOutOfRange, TimerRow};
+
+/// The most rows one [`TimerTable::due`] or [`TimerTable::claim_due`] call
+/// returns: a bound on one call's memory and on one SQL statement's work.
+pub const MAX_DUE_LIMIT: usize = 10_000;
+
+/// The longest lease, in ms (one day): a lease longer than that is a bug,
+/// not a plan, and would hide a crashed claimer's rows for as long.
+pub const MAX_LEASE_MS: u64 = 86_400_000;
+
+/// The largest re-drive attempt a row may carry: `i32::MAX`, so the number
+/// fits every SQL integer type and a JavaScript number, and `attempt + 1`
+/// never overflows.
+pub const MAX_REDRIVE_ATTEMPT: u32 = i32::MAX as u32;
+
+/// Which node holds a claim: a validated name with the execution id's rules
+/// (1 to 255 bytes of UTF-8, no NUL).
+///
+/// It is the identity a claim is checked against, so two processes must not
+/// share one; a host makes it from its hostname and process id, or a random
+/// value.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct NodeId(String);
+
+impl NodeId {
+    /// Validates `id`.
+    pub fn new(id: impl Into<String>) -> Result<Self, IdError> {
+        let id = id.into();
+        validate(&id)?;
+        Ok(Self(id))
+    }
+
+    /// The id as text, for SQL parameters and messages.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for NodeId {
+    type Error = IdError;
+
+    fn try_from(id: String) -> Result<Self, IdError> {
+        Self::new(id)
+    }
+}
+
+impl From<NodeId> for String {
+    fn from(id: NodeId) -> Self {
+        id.0
+    }
+}
+
+impl fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which due rows a listing or a claim includes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DueFilter {
+    /// Include re-drive rows. A node with no re-driver registered sets this
+    /// to `false`: it cannot judge them and must not let them fill its page.
+    pub redrive: bool,
+}
+
+impl Default for DueFilter {
+    /// Every due row.
+    fn default() -> Self {
+        Self { redrive: true }
+    }
+}
+
+/// A claim request: who claims, at what time, for how long.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lease {
+    /// The claiming node.
+    pub holder: NodeId,
+    /// The claimer's current time, in ms since the epoch: rows due at or
+    /// before it are claimed, and leases that ended at or before it are
+    /// taken over.
+    pub now: i64,
+    /// How long the claim lasts, `1..=MAX_LEASE_MS`; it should exceed one
+    /// fire's longest run, or a slow fire's row is claimed again meanwhile.
+    pub duration_ms: u64,
+}
+
+/// A row held under a lease: what [`TimerTable::complete`] and
+/// [`TimerTable::release`] are checked against.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Claim {
+    /// The row as claimed.
+    pub row: TimerRow,
+    /// Who holds it.
+    pub holder: NodeId,
+    /// The row's claim count at this claim, from 1: a later claim of the
+    /// same row (after the lease ended) has a higher one, so an old claim
+    /// can never retire a row someone claimed since.
+    pub number: u64,
+    /// When the lease ends, in ms since the epoch.
+    pub expires_at: i64,
+}
+
+/// What a complete or a release did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Completed {
+    /// The claim was current: the row was retired (complete) or handed
+    /// back (release).
+    Done,
+    /// The claim is not current (the row is gone, was scheduled again, or
+    /// was claimed by someone else after the lease ended): nothing changed.
+    /// For a fire, the decision it made is void; the row is someone else's.
+    NotHeld,
+}
+
+/// Why a timer store call was refused before it touched anything.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimerInputError {
+    /// A time (`wakeAt`, `now`) is negative or above 2^53-1.
+    #[error(transparent)]
+    Time(#[from] TimeOutOfRange),
+    /// A re-drive row's attempt is above [`MAX_REDRIVE_ATTEMPT`].
+    #[error("redrive attempt {attempt} exceeds {MAX_REDRIVE_ATTEMPT}")]
+    Attempt {
+        /// The attempt given.
+        attempt: u32,
+    },
+    /// A listing or claim asked for 0 rows, or more than [`MAX_DUE_LIMIT`].
+    #[error("limit {limit} is outside 1..={MAX_DUE_LIMIT}")]
+    Limit {
+        /// The limit given.
+        limit: usize,
+    },
+    /// A lease of 0 ms, or longer than [`MAX_LEASE_MS`], or one that would
+    /// end after 2^53-1.
+    #[error(
+        "a lease of {duration_ms} ms from {now} is outside 1..={MAX_LEASE_MS} ms or ends after 2^53-1"
+    )]
+    LeaseDuration {
+        /// The duration given.
+        duration_ms: u64,
+        /// The claim's `now`.
+        now: i64,
+    },
+    /// The holder's node id is not valid.
+    #[error("node id: {0}")]
+    Holder(#[source] IdError),
+}
+
+/// Checks a row before it is written.
+pub fn check_row(row: &TimerRow) -> Result<(), TimerInputError> {
+    row.check()?;
+    if let Some(Redrive { attempt }) = row.redrive
+        && attempt > MAX_REDRIVE_ATTEMPT
+    {
+        return Err(TimerInputError::Attempt { attempt });
+    }
+    Ok(())
+}
+
+/// Checks a listing's time and limit.
+pub fn check_due(now: i64, limit: usize) -> Result<(), TimerInputError> {
+    check_now(now)?;
+    if limit == 0 || limit > MAX_DUE_LIMIT {
+        return Err(TimerInputError::Limit { limit });
+    }
+    Ok(())
+}
+
+/// Checks a claim request and returns when its leases end.
+pub fn check_lease(lease: &Lease, limit: usize) -> Result<i64, TimerInputError> {
+    check_due(lease.now, limit)?;
+    let refused = TimerInputError::LeaseDuration {
+        duration_ms: lease.duration_ms,
+        now: lease.now,
+    };
+    if lease.duration_ms == 0 || lease.duration_ms > MAX_LEASE_MS {
+        return Err(refused);
+    }
+    let expires_at = lease.now.saturating_add_unsigned(lease.duration_ms);
+    if expires_at > MAX_TIMER_MS {
+        return Err(refused);
+    }
+    Ok(expires_at)
+}
+
+/// Checks a claim handed back by a caller (from JavaScript, say): its row's
+/// time and attempt. The holder is a [`NodeId`], checked when it was made.
+pub fn check_claim(claim: &Claim) -> Result<(), TimerInputError> {
+    check_row(&claim.row)
+}
+
+/// Checks a `now` argument.
+fn check_now(now: i64) -> Result<(), TimerInputError> {
+    if (0..=MAX_TIMER_MS).contains(&now) {
+        Ok(())
+    } else {
+        Err(TimeOutOfRange {
+            what: "now",
+            value: now,
+        }
+        .into())
+    }
+}
+
+/// One row's state beyond its key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Slot {
+    /// The re-drive flag.
+    redrive: Option<Redrive>,
+    /// The current claim: holder and when its lease ends.
+    held: Option<(NodeId, i64)>,
+    /// How many times the row was claimed: the current claim's number.
+    claims: u64,
+}
+
+/// A table of timer rows under the rules above, with no IO: the in-memory
+/// timer stores and the simulation use it as is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TimerTable {
+    /// Rows by `(wake_at, execution_id)`, so a due scan stops at the first
+    /// row that is not due.
+    rows: BTreeMap<(i64, ExecutionId), Slot>,
+}
+
+impl TimerTable {
+    /// An empty table.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many rows there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there are no rows.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Writes `row`, or merges it into the row with its key (the flag is
+    /// kept or added, never cleared; a claim on it ends).
+    pub fn schedule(&mut self, row: &TimerRow) -> Result<(), TimerInputError> {
+        check_row(row)?;
+        let slot = self
+            .rows
+            .entry((row.wake_at, row.execution_id.clone()))
+            .or_insert(Slot {
+                redrive: None,
+                held: None,
+                claims: 0,
+            });
+        slot.redrive = row.redrive.or(slot.redrive);
+        slot.held = None;
+        Ok(())
+    }
+
+    /// Up to `limit` rows due at `now` (`wake_at <= now`), earliest first,
+    /// whether claimed or not, re-drive rows only if `filter` says so.
+    pub fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, TimerInputError> {
+        check_due(now, limit)?;
+        Ok(self
+            .due_slots(now, filter)
+            .map(|((wake_at, id), slot)| row_of(*wake_at, id, slot))
+            .take(limit)
+            .collect())
+    }
+
+    /// Claims up to `limit` due rows that nobody holds (or whose lease ended
+    /// at or before `lease.now`), earliest first, for `lease.holder` until
+    /// `lease.now + lease.duration_ms`.
+    pub fn claim_due(
+        &mut self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<Claim>, TimerInputError> {
+        let expires_at = check_lease(lease, limit)?;
+        let now = lease.now;
+        let mut claims = Vec::new();
+        for ((wake_at, id), slot) in &mut self.rows {
+            if *wake_at > now || claims.len() == limit {
+                break;
+            }
+            let free = slot.held.as_ref().is_none_or(|(_, until)| *until <= now);
+            if !free || (slot.redrive.is_some() && !filter.redrive) {
+                continue;
+            }
+            slot.claims += 1;
+            slot.held = Some((lease.holder.clone(), expires_at));
+            claims.push(Claim {
+                row: row_of(*wake_at, id, slot),
+                holder: lease.holder.clone(),
+                number: slot.claims,
+                expires_at,
+            });
+        }
+        Ok(claims)
+    }
+
+    /// Retires the claimed row, if `claim` is still its current claim.
+    pub fn complete(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
+        check_claim(claim)?;
+        let key = (claim.row.wake_at, claim.row.execution_id.clone());
+        if self.holds(&key, claim) {
+            self.rows.remove(&key);
+            Ok(Completed::Done)
+        } else {
+            Ok(Completed::NotHeld)
+        }
+    }
+
+    /// Hands the claimed row back, due again at once, if `claim` is still
+    /// its current claim: what a node that stops mid-poll does with the
+    /// rows it did not fire.
+    pub fn release(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
+        check_claim(claim)?;
+        let key = (claim.row.wake_at, claim.row.execution_id.clone());
+        if self.holds(&key, claim) {
+            if let Some(slot) = self.rows.get_mut(&key) {
+                slot.held = None;
+            }
+            Ok(Completed::Done)
+        } else {
+            Ok(Completed::NotHeld)
+        }
+    }
+
+    /// Every row, earliest first: for snapshots and tests.
+    #[must_use]
+    pub fn rows(&self) -> Vec<TimerRow> {
+        self.rows
+            .iter()
+            .map(|((wake_at, id), slot)| row_of(*wake_at, id, slot))
+            .collect()
+    }
+
+    /// Whether `claim` is the current claim of the row at `key`.
+    fn holds(&self, key: &(i64, ExecutionId), claim: &Claim) -> bool {
+        self.rows.get(key).is_some_and(|slot| {
+            slot.claims == claim.number
+                && slot
+                    .held
+                    .as_ref()
+                    .is_some_and(|(holder, _)| *holder == claim.holder)
+        })
+    }
+
+    /// The rows due at `now` that `filter` admits, earliest first.
+    fn due_slots(
+        &self,
+        now: i64,
+        filter: DueFilter,
+    ) -> impl Iterator<Item = (&(i64, ExecutionId), &Slot)> {
+        self.rows
+            .iter()
+            .take_while(move |((wake_at, _), _)| *wake_at <= now)
+            .filter(move |(_, slot)| filter.redrive || slot.redrive.is_none())
+    }
+}
+
+/// A row from its key and slot.
+fn row_of(wake_at: i64, id: &ExecutionId, slot: &Slot) -> TimerRow {
+    TimerRow {
+        execution_id: id.clone(),
+        wake_at,
+        redrive: slot.redrive,
+    }
+}

@@ -1,0 +1,150 @@
+//! The async timer store trait, its error type and the in-memory adapter.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use loomfence_core::{Claim, Completed, DueFilter, Lease, TimerInputError, TimerRow, TimerTable};
+
+use crate::BackendError;
+
+/// Why a timer store call did not happen.
+///
+/// As for the event store, expected races are values, not errors: a claim
+/// that finds nothing free answers an empty list, a complete by a node that
+/// no longer holds the row answers [`Completed::NotHeld`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimerStoreError {
+    /// A time, an attempt, a limit, a lease or a node id is out of range.
+    /// Nothing was read or written.
+    #[error(transparent)]
+    Input(#[from] TimerInputError),
+    /// The backend failed before the call could take effect (connection
+    /// lost, disk error, lock timeout, a row that does not read back): it
+    /// did not happen.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A write failed after it may have been committed: it happened
+    /// entirely or not at all. Every timer write is safe to repeat (a
+    /// schedule is an upsert; a complete or release of a claim that already
+    /// took effect answers [`Completed::NotHeld`]), so a caller retries it
+    /// or leaves the row to its lease.
+    #[error("the timer write's outcome is unknown (it may have been committed): {0}")]
+    OutcomeUnknown(#[source] BackendError),
+}
+
+impl TimerStoreError {
+    /// Whether trying the same call again may succeed.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            TimerStoreError::Backend(backend) => backend.retryable,
+            TimerStoreError::OutcomeUnknown(_) => true,
+            TimerStoreError::Input(_) => false,
+        }
+    }
+}
+
+/// Timer rows keyed `(execution_id, wake_at)`, shared by every node of a
+/// fleet, under the rules of [`TimerTable`] (upsert that keeps the re-drive
+/// flag, due filtered before the limit, lease claims, retire only by the
+/// claimer).
+///
+/// Every method is one atomic step at the backend. Inputs are checked with
+/// the core's `check_*` functions before anything is touched, so every
+/// adapter refuses the same calls with the same [`TimerInputError`].
+#[async_trait]
+pub trait TimerStore: Send + Sync {
+    /// Writes `row`, or merges it into the row with its key: the re-drive
+    /// flag is kept or added, never cleared, and a claim on the row ends.
+    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError>;
+
+    /// Up to `limit` rows with `wake_at <= now`, earliest first, claimed or
+    /// not; re-drive rows are left out before the limit when `filter` says
+    /// so. For inspection; a service claims with
+    /// [`TimerStore::claim_due`].
+    async fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, TimerStoreError>;
+
+    /// Claims up to `limit` due rows nobody holds (or whose lease ended),
+    /// earliest first, under `lease`. Two concurrent calls never claim one
+    /// row both.
+    async fn claim_due(
+        &self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<Claim>, TimerStoreError>;
+
+    /// Retires the claimed row if `claim` is still its current claim.
+    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
+
+    /// Hands the claimed row back (due again at once) if `claim` is still
+    /// its current claim.
+    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
+}
+
+/// The core's [`TimerTable`] behind a mutex: a timer store for one process
+/// (tests, the simulation, a single-node host).
+#[derive(Debug, Default)]
+pub struct MemoryTimerStore {
+    /// The table.
+    inner: Mutex<TimerTable>,
+}
+
+impl MemoryTimerStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of the table, for comparisons and snapshots.
+    #[must_use]
+    pub fn snapshot(&self) -> TimerTable {
+        self.lock().clone()
+    }
+
+    /// Locks the table; every table operation checks before it mutates, so
+    /// a poisoned lock is recovered.
+    fn lock(&self) -> MutexGuard<'_, TimerTable> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl TimerStore for MemoryTimerStore {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+        Ok(self.lock().schedule(row)?)
+    }
+
+    async fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+        Ok(self.lock().due(now, limit, filter)?)
+    }
+
+    async fn claim_due(
+        &self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<Claim>, TimerStoreError> {
+        Ok(self.lock().claim_due(lease, limit, filter)?)
+    }
+
+    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        Ok(self.lock().complete(claim)?)
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        Ok(self.lock().release(claim)?)
+    }
+}
