@@ -104,11 +104,14 @@
 //! because the claim was lost is such a failure, so an exhaustion is not
 //! reported by the node that lost the row.
 //!
-//! The retire itself is not conditional on anything the machine read: a
-//! row retired because its wait was obsolete can, in a narrow window, be the
-//! row a re-park at the same `wake_at` has just scheduled again (the
-//! schedule is an upsert on the same key). Closing that takes the timer
-//! store: a schedule on a claimed row must make the claimer's complete fail.
+//! The retire is conditional on the claim, not on anything the machine
+//! read: a row found obsolete can, in a narrow window, be the row a re-park
+//! at the same `wake_at` has just scheduled again (the schedule is an
+//! upsert on the same key). The timer store closes that window: a schedule
+//! ends any claim on its row ([`TimerTable`](crate::TimerTable)), so the
+//! firing node's complete answers
+//! [`Completed::NotHeld`](crate::Completed::NotHeld), the decision is void,
+//! and the row is due again for the next claimer.
 //!
 //! # Example: a plain wake fires over the in-memory store
 //!

@@ -37,6 +37,7 @@ use loomfence_store::{Capability, EventStore};
 
 pub mod cases;
 pub mod support;
+pub mod timers;
 
 /// A store shared by a case and the tasks it spawns.
 pub type Store = Arc<dyn EventStore>;
@@ -142,7 +143,7 @@ where
 }
 
 /// The text of a case task's panic.
-fn panic_message(join: tokio::task::JoinError) -> String {
+pub(crate) fn panic_message(join: tokio::task::JoinError) -> String {
     match join.try_into_panic() {
         Ok(payload) => payload
             .downcast_ref::<String>()

@@ -1,0 +1,152 @@
+//! Bad input: every refusal is a typed [`TimerInputError`] and leaves the
+//! store as it was.
+
+use loomfence_core::{
+    Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS,
+    TimeOutOfRange, TimerInputError, TimerRow,
+};
+use loomfence_store::TimerStoreError;
+
+use super::Timers;
+use super::support::{T0, all_rows, claim_only, lease, node, schedule_all, wake};
+use crate::support::id;
+
+/// The input error inside `result`; panics on anything else.
+fn input_error<T: std::fmt::Debug>(result: Result<T, TimerStoreError>) -> TimerInputError {
+    match result {
+        Err(TimerStoreError::Input(error)) => error,
+        other => panic!("expected a TimerInputError, got {other:?}"),
+    }
+}
+
+/// Rows with a negative time, a time past 2^53-1, or an attempt past
+/// `MAX_REDRIVE_ATTEMPT` are refused, and the rows already there are
+/// untouched (a bad row on an existing key does not merge into it).
+pub async fn bad_rows_are_refused_and_change_nothing(store: Timers) {
+    schedule_all(&store, &[wake("p", 0)]).await;
+    let before = all_rows(&store).await;
+    let cases = [
+        (
+            TimerRow::wake(id("p"), -1),
+            TimerInputError::Time(TimeOutOfRange {
+                what: "wakeAt",
+                value: -1,
+            }),
+        ),
+        (
+            TimerRow::wake(id("p"), MAX_TIMER_MS + 1),
+            TimerInputError::Time(TimeOutOfRange {
+                what: "wakeAt",
+                value: MAX_TIMER_MS + 1,
+            }),
+        ),
+        (
+            TimerRow::redrive(id("p"), T0, MAX_REDRIVE_ATTEMPT + 1),
+            TimerInputError::Attempt {
+                attempt: MAX_REDRIVE_ATTEMPT + 1,
+            },
+        ),
+        (
+            TimerRow::redrive(id("p"), T0, u32::MAX),
+            TimerInputError::Attempt { attempt: u32::MAX },
+        ),
+    ];
+    for (row, expected) in cases {
+        assert_eq!(input_error(store.schedule(&row).await), expected, "{row:?}");
+    }
+    assert_eq!(all_rows(&store).await, before);
+}
+
+/// A listing at a time out of range, or with a limit of 0 or above
+/// `MAX_DUE_LIMIT`, is refused.
+pub async fn bad_listings_are_refused(store: Timers) {
+    schedule_all(&store, &[wake("p", 0)]).await;
+    let all = DueFilter::default();
+    assert_eq!(
+        input_error(store.due(-1, 10, all).await),
+        TimerInputError::Time(TimeOutOfRange {
+            what: "now",
+            value: -1
+        })
+    );
+    assert_eq!(
+        input_error(store.due(i64::MAX, 10, all).await),
+        TimerInputError::Time(TimeOutOfRange {
+            what: "now",
+            value: i64::MAX
+        })
+    );
+    for limit in [0, MAX_DUE_LIMIT + 1, usize::MAX] {
+        assert_eq!(
+            input_error(store.due(T0, limit, all).await),
+            TimerInputError::Limit { limit }
+        );
+    }
+}
+
+/// A claim with a lease of 0 ms, above `MAX_LEASE_MS`, ending past 2^53-1,
+/// at a bad time or with a bad limit is refused and claims nothing: the row
+/// is free for the next good claim.
+pub async fn bad_leases_are_refused_and_claim_nothing(store: Timers) {
+    schedule_all(&store, &[wake("p", 0)]).await;
+    let all = DueFilter::default();
+    let with = |now: i64, duration_ms: u64| Lease {
+        holder: node("n1"),
+        now,
+        duration_ms,
+    };
+    for (now, duration_ms) in [(T0, 0), (T0, MAX_LEASE_MS + 1), (MAX_TIMER_MS - 10, 11)] {
+        assert_eq!(
+            input_error(store.claim_due(&with(now, duration_ms), 10, all).await),
+            TimerInputError::LeaseDuration { duration_ms, now },
+        );
+    }
+    assert_eq!(
+        input_error(store.claim_due(&with(-5, 1_000), 10, all).await),
+        TimerInputError::Time(TimeOutOfRange {
+            what: "now",
+            value: -5
+        })
+    );
+    assert_eq!(
+        input_error(store.claim_due(&with(T0, 1_000), 0, all).await),
+        TimerInputError::Limit { limit: 0 }
+    );
+    // The longest lease that ends exactly at 2^53-1 is accepted.
+    let edge = store
+        .claim_due(&with(MAX_TIMER_MS - 10, 10), 10, all)
+        .await
+        .expect("a lease ending at 2^53-1");
+    assert_eq!(edge.len(), 1);
+    assert_eq!(edge[0].expires_at, MAX_TIMER_MS);
+}
+
+/// A complete or release naming a row with a time or attempt out of range
+/// is refused and retires nothing.
+pub async fn bad_claims_are_refused_and_change_nothing(store: Timers) {
+    schedule_all(&store, &[wake("p", 0)]).await;
+    let held = claim_only(&store, &lease("owner", 0), &wake("p", 0)).await;
+    let bad_time = Claim {
+        row: TimerRow::wake(id("p"), -1),
+        ..held.clone()
+    };
+    let bad_attempt = Claim {
+        row: TimerRow::redrive(id("p"), T0, MAX_REDRIVE_ATTEMPT + 1),
+        ..held.clone()
+    };
+    for bad in [&bad_time, &bad_attempt] {
+        assert!(matches!(
+            store.complete(bad).await,
+            Err(TimerStoreError::Input(_))
+        ));
+        assert!(matches!(
+            store.release(bad).await,
+            Err(TimerStoreError::Input(_))
+        ));
+    }
+    assert_eq!(all_rows(&store).await, vec![wake("p", 0)]);
+    assert_eq!(
+        store.complete(&held).await.expect("complete"),
+        loomfence_core::Completed::Done
+    );
+}

@@ -1,0 +1,136 @@
+//! The timer conformance kit: one suite of cases every [`TimerStore`]
+//! adapter passes unchanged, held to the rules of the core's
+//! [`TimerTable`](loomfence_core::TimerTable).
+//!
+//! Same shape as the event kit: plain `pub async fn` cases over a store,
+//! [`run_all`] runs each against a fresh store from a factory, in its own
+//! task, and panics at the end with every case that failed. Timer stores
+//! have no capability levels, so every case applies to every store.
+//!
+//! ```
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() {
+//! use std::sync::Arc;
+//! use loomfence_store::{MemoryTimerStore, TimerStore};
+//!
+//! let report = loomfence_conformance::timers::run_all("memory", || async {
+//!     Arc::new(MemoryTimerStore::new()) as Arc<dyn TimerStore>
+//! })
+//! .await;
+//! assert_eq!(report.passed, loomfence_conformance::timers::ALL.len());
+//! # }
+//! ```
+//!
+//! Migrations of an old-shape `timers` table are the SQL adapters' own
+//! tests: a table shape is not something a trait can be handed.
+
+pub mod bad_input;
+pub mod due;
+pub mod lease;
+pub mod schedule;
+pub mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use loomfence_store::TimerStore;
+
+use crate::{Report, panic_message};
+
+/// A timer store shared by a case and the tasks it spawns.
+pub type Timers = Arc<dyn TimerStore>;
+
+/// One case of the timer kit.
+#[derive(Clone, Copy)]
+pub struct TimerCase {
+    /// The case's function name, used in reports and to filter.
+    pub name: &'static str,
+    /// Runs the case against a store; panics on failure.
+    pub run: fn(Timers) -> Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+/// Builds a table entry named after the case function.
+macro_rules! case {
+    ($path:path) => {
+        TimerCase {
+            name: stringify!($path),
+            run: |store| Box::pin($path(store)),
+        }
+    };
+}
+
+/// The whole timer kit, in the order it runs.
+pub const ALL: &[TimerCase] = &[
+    case!(schedule::rows_round_trip_with_their_flag),
+    case!(schedule::times_at_both_ends_of_the_range_round_trip),
+    case!(schedule::awkward_ids_round_trip),
+    case!(schedule::a_redrive_schedule_flags_a_plain_row),
+    case!(schedule::a_plain_schedule_never_clears_the_flag),
+    case!(schedule::a_later_redrive_schedule_carries_its_attempt),
+    case!(schedule::scheduling_twice_keeps_one_row),
+    case!(due::only_rows_at_or_before_now_are_due),
+    case!(due::due_rows_come_earliest_first_then_by_id_in_byte_order),
+    case!(due::the_limit_takes_the_earliest),
+    case!(due::the_redrive_filter_applies_before_the_limit),
+    case!(due::claimed_rows_are_still_listed),
+    case!(lease::a_claim_takes_due_free_rows_earliest_first),
+    case!(lease::a_claim_honours_the_redrive_filter_before_the_limit),
+    case!(lease::a_held_row_is_not_claimed_again),
+    case!(lease::eight_concurrent_claimers_one_winner),
+    case!(lease::concurrent_claimers_split_many_rows_without_overlap),
+    case!(lease::an_expired_lease_comes_back_with_a_higher_number),
+    case!(lease::complete_retires_only_for_the_claimer),
+    case!(lease::complete_twice_retires_once),
+    case!(lease::a_claimer_whose_lease_ended_unclaimed_still_completes),
+    case!(lease::release_hands_the_row_back_at_once),
+    case!(lease::release_by_a_non_claimer_changes_nothing),
+    case!(lease::a_schedule_on_a_claimed_row_voids_the_claim),
+    case!(bad_input::bad_rows_are_refused_and_change_nothing),
+    case!(bad_input::bad_listings_are_refused),
+    case!(bad_input::bad_leases_are_refused_and_claim_nothing),
+    case!(bad_input::bad_claims_are_refused_and_change_nothing),
+];
+
+/// Runs every case of the timer kit against stores from `make_store`, one
+/// fresh store per case, and panics if any case failed.
+///
+/// `label` names the adapter in the printed lines; `LOOMFENCE_CASE` filters
+/// cases by substring, as for the event kit.
+pub async fn run_all<F, Fut>(label: &str, mut make_store: F) -> Report
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Timers>,
+{
+    let filter = std::env::var("LOOMFENCE_CASE").ok();
+    let mut report = Report::default();
+    for case in ALL {
+        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
+            continue;
+        }
+        let store = make_store().await;
+        match tokio::spawn((case.run)(store)).await {
+            Ok(()) => {
+                println!("timer-conformance[{label}] ok   {}", case.name);
+                report.passed += 1;
+            }
+            Err(join) => {
+                let message = panic_message(join);
+                println!("timer-conformance[{label}] FAIL {}: {message}", case.name);
+                report.failed.push((case.name, message));
+            }
+        }
+    }
+    println!(
+        "timer-conformance[{label}]: {} passed, {} failed",
+        report.passed,
+        report.failed.len()
+    );
+    assert!(
+        report.failed.is_empty(),
+        "timer-conformance[{label}]: {} case(s) failed: {:#?}",
+        report.failed.len(),
+        report.failed
+    );
+    report
+}

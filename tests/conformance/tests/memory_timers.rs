@@ -1,0 +1,16 @@
+//! The timer kit against the in-memory timer store: the reference every
+//! other adapter is held to.
+
+use std::sync::Arc;
+
+use loomfence_conformance::timers::{ALL, Timers, run_all};
+use loomfence_store::MemoryTimerStore;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_timers_pass_the_whole_timer_kit() {
+    let report = run_all("memory", || async {
+        Arc::new(MemoryTimerStore::new()) as Timers
+    })
+    .await;
+    assert_eq!(report.passed, ALL.len());
+}
