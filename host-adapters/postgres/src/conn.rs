@@ -86,6 +86,13 @@ impl Conn {
         }
         Ok(())
     }
+
+    /// Marks the connection as not to be handed back to the pool: for a
+    /// session whose state is unknown (a transaction that could not be
+    /// rolled back), which the next caller must not inherit.
+    pub(crate) fn discard(&self) {
+        self.dead.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Conn {
@@ -115,6 +122,21 @@ impl Conn {
         self.ready_to_write()?;
         self.deref()
             .query_one(&statement, params)
+            .await
+            .map_err(|e| self.write_failed(e))
+    }
+
+    /// Runs a cached write statement and returns how many rows it changed,
+    /// classified as [`Conn::write_row`] is.
+    pub(crate) async fn write(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        let statement = self.prepare_cached(sql).await.map_err(|e| self.store(e))?;
+        self.ready_to_write()?;
+        self.deref()
+            .execute(&statement, params)
             .await
             .map_err(|e| self.write_failed(e))
     }

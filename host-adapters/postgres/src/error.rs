@@ -1,7 +1,7 @@
 //! Turning driver and pool failures into typed, classified errors.
 
 use deadpool_postgres::PoolError;
-use loomfence_store::{BackendError, StoreError};
+use loomfence_store::{BackendError, StoreError, TimerStoreError};
 use tokio_postgres::error::SqlState;
 
 use crate::config::ConfigError;
@@ -16,6 +16,24 @@ pub enum MigrateError {
         "timed out after {waited_ms} ms waiting for another process's migration; retry the boot"
     )]
     LockTimeout {
+        /// How long it waited.
+        waited_ms: u128,
+    },
+    /// A table the migration had to change (the `timers` table of an older
+    /// version, which lacks columns) stayed locked by another session for
+    /// longer than the configured timeout: some open transaction used the
+    /// table. Retryable: nothing was changed, and a boot after that
+    /// transaction ends succeeds. A boot that finds nothing to change never
+    /// waits for such a lock.
+    #[error(
+        "timed out after {waited_ms} ms waiting for a lock on {table} to {action} \
+         (another session's open transaction holds it); nothing was changed, retry the boot"
+    )]
+    TableLocked {
+        /// The table, schema-qualified.
+        table: String,
+        /// What the migration was about to do to it.
+        action: String,
         /// How long it waited.
         waited_ms: u128,
     },
@@ -38,7 +56,7 @@ impl MigrateError {
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
-            MigrateError::LockTimeout { .. } => true,
+            MigrateError::LockTimeout { .. } | MigrateError::TableLocked { .. } => true,
             MigrateError::NewerSchema { .. } => false,
             MigrateError::Backend(backend) => backend.retryable,
         }
@@ -107,6 +125,28 @@ pub(crate) fn corrupt(detail: impl Into<String>) -> StoreError {
         "corrupt row: {}",
         detail.into()
     )))
+}
+
+/// A timer row that does not read back as one (a re-drive flag that is not
+/// `{"attempt": n}`, a time or claim count out of range, an invalid id):
+/// the table holds data this store did not write. Permanent.
+pub(crate) fn corrupt_timer(detail: impl Into<String>) -> TimerStoreError {
+    TimerStoreError::Backend(BackendError::permanent(format!(
+        "corrupt timer row: {}",
+        detail.into()
+    )))
+}
+
+/// The event store's classification of a failure (what [`crate::conn`]
+/// answers) as a timer store error: the same three outcomes, nothing
+/// happened, it may have happened, or the input was refused.
+pub(crate) fn timer(error: StoreError) -> TimerStoreError {
+    match error {
+        StoreError::OutcomeUnknown(backend) => TimerStoreError::OutcomeUnknown(backend),
+        StoreError::Backend(backend) => TimerStoreError::Backend(backend),
+        // The connection helpers only fail with the two above.
+        other => TimerStoreError::Backend(BackendError::permanent(other.to_string())),
+    }
 }
 
 /// Shorthand for store operations.

@@ -27,6 +27,13 @@
 //!   delete never interleaves with an append (which would otherwise write
 //!   at a stale head into the emptied log).
 //!
+//! Beside the logs, [`PostgresTimerStore`] (from
+//! [`PostgresEventStore::timers`]) keeps the fleet's timer rows in the same
+//! schema, under the core's `TimerTable` rules: an upsert that keeps the
+//! re-drive flag, due listings filtered before their limit, lease claims
+//! taken with `FOR UPDATE SKIP LOCKED` so two nodes never hold one row, and
+//! retirement only by the current claim.
+//!
 //! Every value is a bound parameter; the only text spliced into SQL is the
 //! validated [`Schema`] name.
 //!
@@ -51,6 +58,9 @@ mod error;
 mod migrate;
 mod sql;
 mod store;
+mod timer_migrate;
+mod timer_sql;
+mod timers;
 
 pub use backfill::{BackfillReport, backfill_park_fences};
 pub use config::{AcquireStrategy, ConfigError, MigrateOptions, PostgresOptions, Schema};
@@ -58,3 +68,4 @@ pub use deadpool_postgres::Pool;
 pub use error::{ConnectError, MigrateError};
 pub use migrate::{MigrationReport, SCHEMA_VERSION, migrate};
 pub use store::PostgresEventStore;
+pub use timers::PostgresTimerStore;

@@ -10,6 +10,7 @@ use tokio_postgres::types::ToSql;
 use crate::config::{MigrateOptions, Schema};
 use crate::error::{self, MigrateError};
 use crate::sql::schema_ddl;
+use crate::timer_migrate::migrate_timers;
 
 /// The schema version this build writes and understands.
 ///
@@ -19,6 +20,13 @@ use crate::sql::schema_ddl;
 /// [`MigrateError::NewerSchema`] instead of putting back the functions
 /// without the check (its `CREATE OR REPLACE` would fail with a raw SQL
 /// error anyway: the result columns changed).
+///
+/// The `timers` table (and the columns `migrate` adds to an older one) did
+/// not bump it: a build without the timer store never reads or writes that
+/// table, so it can still boot against the schema and undo nothing. The
+/// version guards builds that would break what a newer one relies on; an
+/// added table no older build touches is not that. The table's own shape
+/// is read from the catalog at every boot, not inferred from the version.
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// The ledger row that marks the park-fence backfill as done, whichever
@@ -33,9 +41,16 @@ pub struct MigrationReport {
     /// Token-0 fence rows the backfill wrote in this run; `None` when the
     /// backfill did not run (already done, or switched off).
     pub backfilled: Option<u64>,
+    /// The columns this run added to an older `timers` table (the
+    /// reference engine's has only the key): empty when the table was
+    /// created or already current. Worth logging: it is the one migration
+    /// step that waits for the table's users.
+    pub timer_columns_added: Vec<String>,
 }
 
-/// Creates or upgrades loomfence's schema. Idempotent, and safe when several
+/// Creates or upgrades loomfence's schema (the event log, the fences and
+/// the timers table, see [`PostgresTimerStore`](crate::PostgresTimerStore)).
+/// Idempotent, and safe when several
 /// processes boot at once: they queue on a per-schema advisory lock, and the
 /// one that waits longer than `options.lock_timeout` fails with the
 /// retryable [`MigrateError::LockTimeout`], having changed nothing.
@@ -101,6 +116,9 @@ pub async fn migrate(
             return Err(lock_error(e, options));
         }
     }
+    // Before the backfill, which can be long: a timers table that stays
+    // locked fails the boot before that work, not after it.
+    let timer_columns_added = migrate_timers(&transaction, schema, options).await?;
     transaction
         .execute(
             &format!(
@@ -137,6 +155,7 @@ pub async fn migrate(
     Ok(MigrationReport {
         version: SCHEMA_VERSION,
         backfilled,
+        timer_columns_added,
     })
 }
 

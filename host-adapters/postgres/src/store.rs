@@ -23,6 +23,7 @@ use crate::conn::Conn;
 use crate::error::{self, ConnectError, MigrateError};
 use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
+use crate::timers::PostgresTimerStore;
 
 /// How many times an append retries after losing a sequence to a concurrent
 /// appender. Each loss means another append committed, so the log moves on;
@@ -135,6 +136,15 @@ impl PostgresEventStore {
     #[must_use]
     pub fn schema(&self) -> &Schema {
         &self.schema
+    }
+
+    /// The timer store on the same pool and schema: one pool and one
+    /// migration serve both, and the timer rows live beside the logs they
+    /// wake. The table is the one `migrate` created; with
+    /// `migrate_on_connect` off, call [`migrate`](Self::migrate) first.
+    #[must_use]
+    pub fn timers(&self) -> PostgresTimerStore {
+        PostgresTimerStore::new(self.pool.clone(), self.schema.clone())
     }
 
     /// TEST ONLY: switches the `FOR SHARE` read of answering appends off, so

@@ -8,6 +8,10 @@
 //! the unknown outcome by reading: exactly one `EXECUTION_RESUMED` in the
 //! log whichever way the cut fell.
 //!
+//! The timer store's writes are held to the same rule; its claim, which
+//! commits only after its rows read back, is not an unknown outcome when
+//! the connection is lost before that commit.
+//!
 //! The proxy is the test's own (tokio): it relays bytes both ways and
 //! watches the client's requests for a pattern the test arms.
 
@@ -16,12 +20,16 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use common::{AT, kernel};
-use loomfence_core::{ConditionalAppend, ExecutionId, KernelKind, ParkExpectation, ResumeRequest};
+use loomfence_core::{
+    Completed, ConditionalAppend, DueFilter, ExecutionId, KernelKind, ParkExpectation,
+    ResumeRequest, TimerRow,
+};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_runtime::{ResumeFailure, resume};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -495,4 +503,130 @@ async fn the_proxy_alone_changes_nothing() {
     assert_eq!(resumed.fence, Some(1));
     assert_eq!(resumes(&direct, &id).await, 1);
     assert_eq!(proxy.fired(), 0);
+}
+
+/// A lease for `holder` at `now`, for a minute.
+fn timer_lease(holder: &str, now: i64) -> loomfence_core::Lease {
+    loomfence_core::Lease {
+        holder: loomfence_core::NodeId::new(holder).expect("a valid node id"),
+        now,
+        duration_ms: 60_000,
+    }
+}
+
+/// A timer schedule whose answer is lost after the commit is the timer
+/// store's `OutcomeUnknown` (retryable: a schedule is an upsert), and it
+/// landed; repeating it is harmless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timer_schedule_whose_answer_is_lost_is_outcome_unknown_and_landed() {
+    let Some((proxy, proxied, direct)) = setup().await else {
+        return;
+    };
+    let text = "timer-schedule-lost-answer";
+    let row = TimerRow::redrive(common::id(text), 10, 1);
+    proxy.arm(Cut::AfterForward, carrying(text));
+    let outcome = proxied.timers().schedule(&row).await;
+    assert_eq!(proxy.fired(), 1);
+    match &outcome {
+        Err(error @ TimerStoreError::OutcomeUnknown(_)) => assert!(error.is_retryable()),
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+    let listed = direct
+        .timers()
+        .due(10, 10, DueFilter::default())
+        .await
+        .expect("lists");
+    assert_eq!(listed, std::slice::from_ref(&row), "it landed");
+    proxied
+        .timers()
+        .schedule(&row)
+        .await
+        .expect("schedules again");
+}
+
+/// A complete whose answer is lost after the commit is `OutcomeUnknown`,
+/// the row is gone, and repeating the complete answers `NotHeld`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timer_complete_whose_answer_is_lost_is_outcome_unknown_and_repeats_as_not_held() {
+    let Some((proxy, proxied, direct)) = setup().await else {
+        return;
+    };
+    let text = "timer-complete-lost-answer";
+    let timers = direct.timers();
+    timers
+        .schedule(&TimerRow::wake(common::id(text), 10))
+        .await
+        .expect("schedules");
+    let claim = timers
+        .claim_due(&timer_lease("claimer", 10), 10, DueFilter::default())
+        .await
+        .expect("claims")
+        .pop()
+        .expect("one claim");
+    proxy.arm(Cut::AfterForward, carrying(text));
+    let outcome = proxied.timers().complete(&claim).await;
+    assert_eq!(proxy.fired(), 1);
+    assert!(
+        matches!(outcome, Err(TimerStoreError::OutcomeUnknown(_))),
+        "expected OutcomeUnknown, got {outcome:?}"
+    );
+    assert!(
+        timers
+            .due(10, 10, DueFilter::default())
+            .await
+            .expect("lists")
+            .is_empty(),
+        "the complete landed"
+    );
+    assert_eq!(
+        proxied.timers().complete(&claim).await.expect("completes"),
+        Completed::NotHeld
+    );
+}
+
+/// A claim runs in a transaction and `COMMIT` is sent only after its rows
+/// read back: a connection lost before that (the claim never forwarded,
+/// or forwarded and answered but the answer lost) committed nothing, so it
+/// is a plain retryable backend error, not an unknown outcome. The proof:
+/// the next claim of the row is claim number 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timer_claim_cut_before_its_commit_is_a_retryable_error_and_claimed_nothing() {
+    let Some((proxy, proxied, direct)) = setup().await else {
+        return;
+    };
+    for (round, cut) in [Cut::BeforeForward, Cut::AfterForward]
+        .into_iter()
+        .enumerate()
+    {
+        let wake_at = 10 + i64::try_from(round).expect("small");
+        let row = TimerRow::wake(common::id("timer-claim-cut"), wake_at);
+        let timers = direct.timers();
+        timers.schedule(&row).await.expect("schedules");
+        let holder = format!("claimer-cut-{round}");
+        proxy.arm(cut, carrying(&holder));
+        let outcome = proxied
+            .timers()
+            .claim_due(&timer_lease(&holder, wake_at), 10, DueFilter::default())
+            .await;
+        assert_eq!(proxy.fired(), round + 1);
+        match &outcome {
+            Err(TimerStoreError::Backend(backend)) if backend.retryable => {}
+            other => panic!("{cut:?}: expected a retryable backend error, got {other:?}"),
+        }
+        // The server may not have noticed the closed connection yet, and
+        // holds the row until it rolls back: claim until the row is free.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let claim = loop {
+            let claims = timers
+                .claim_due(&timer_lease("next", wake_at), 10, DueFilter::default())
+                .await
+                .expect("claims");
+            if let Some(claim) = claims.into_iter().find(|claim| claim.row == row) {
+                break claim;
+            }
+            assert!(Instant::now() < deadline, "{cut:?}: the row stayed locked");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!(claim.number, 1, "{cut:?}: the cut claim was rolled back");
+    }
 }

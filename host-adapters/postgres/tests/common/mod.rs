@@ -60,6 +60,11 @@ pub async fn store(url: &str) -> PostgresEventStore {
         .expect("connects and migrates")
 }
 
+/// A timer store on a fresh, migrated schema.
+pub async fn timers(url: &str) -> loomfence_postgres::PostgresTimerStore {
+    store(url).await.timers()
+}
+
 /// A name no other test in any process uses, for databases and ids:
 /// `<prefix>_<pid>_<n>`, lowercase, a valid unquoted identifier when
 /// `prefix` is one.

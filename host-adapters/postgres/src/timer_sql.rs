@@ -1,0 +1,195 @@
+//! Every SQL statement the timer store sends, and the DDL of its table,
+//! built once per schema.
+//!
+//! As in `sql.rs`, the schema name is the only text spliced in, and it is a
+//! validated identifier; ids, times, holders and flags are bound
+//! parameters.
+//!
+//! Rows are ordered by `(wake_at, execution_id COLLATE "C")`: `"C"` compares
+//! bytes, which is how the core's `TimerTable` orders ids (`String`'s
+//! `Ord`). The database's default collation (`en_US.UTF-8`, say) would put
+//! `"B"` before `"a"` the other way round, and a page boundary would then
+//! differ from the reference.
+
+use crate::config::Schema;
+
+/// The table's name inside the schema.
+pub(crate) const TABLE: &str = "timers";
+
+/// The due scan's index, inside the schema.
+pub(crate) const DUE_INDEX: &str = "timers_due";
+
+/// The columns the reference engine's older table lacks, with their
+/// definitions: what `migrate` adds when `information_schema` says one is
+/// missing. Each is nullable or has a constant default, so adding it is a
+/// catalog change that rewrites no row.
+pub(crate) const ADDED_COLUMNS: [(&str, &str); 4] = [
+    ("redrive", "jsonb NULL"),
+    ("holder", "text NULL"),
+    ("lease_until", "bigint NULL"),
+    ("claims", "bigint NOT NULL DEFAULT 0"),
+];
+
+/// The key columns every timers table has, old or new: without them the
+/// table is not one this store can use.
+pub(crate) const KEY_COLUMNS: [&str; 2] = ["execution_id", "wake_at"];
+
+/// The table, for a schema that has none.
+pub(crate) fn create_table(schema: &Schema) -> String {
+    let added: String = ADDED_COLUMNS
+        .iter()
+        .map(|(name, definition)| format!(", {name} {definition}"))
+        .collect();
+    format!(
+        "CREATE TABLE IF NOT EXISTS {schema}.{TABLE} ( \
+           execution_id text NOT NULL, \
+           wake_at bigint NOT NULL{added}, \
+           PRIMARY KEY (execution_id, wake_at))"
+    )
+}
+
+/// The `ALTER TABLE` that adds the `missing` columns (names from
+/// [`ADDED_COLUMNS`]) in one statement, so one lock is taken once.
+pub(crate) fn add_columns(schema: &Schema, missing: &[&str]) -> String {
+    let adds: Vec<String> = ADDED_COLUMNS
+        .iter()
+        .filter(|(name, _)| missing.contains(name))
+        .map(|(name, definition)| format!("ADD COLUMN {name} {definition}"))
+        .collect();
+    format!("ALTER TABLE {schema}.{TABLE} {}", adds.join(", "))
+}
+
+/// The due scan's index, in the order every listing and claim reads.
+pub(crate) fn create_index(schema: &Schema) -> String {
+    format!(
+        "CREATE INDEX IF NOT EXISTS {DUE_INDEX} ON {schema}.{TABLE} \
+         (wake_at, execution_id COLLATE \"C\")"
+    )
+}
+
+/// The statements, for one schema.
+#[derive(Debug)]
+pub(crate) struct TimerSql {
+    /// The upsert: `$1` id, `$2` wake_at, `$3` redrive (`jsonb`, null for a
+    /// plain wake). Keeps a flag that is there, adds one that comes, ends
+    /// any claim; the claim count stays, so an old claim stays void.
+    pub(crate) schedule: String,
+    /// Due rows, every kind: `$1` now, `$2` limit.
+    pub(crate) due_all: String,
+    /// Due plain wakes only (re-drive rows left out before the limit): `$1`
+    /// now, `$2` limit.
+    pub(crate) due_plain: String,
+    /// The claim, every kind: `$1` now, `$2` holder, `$3` lease end, `$4`
+    /// limit. Answers the claimed rows with their new claim count.
+    pub(crate) claim_all: String,
+    /// The claim of plain wakes only, same parameters.
+    pub(crate) claim_plain: String,
+    /// Retires a row for its current claim: `$1` id, `$2` wake_at, `$3`
+    /// holder, `$4` claim number.
+    pub(crate) complete: String,
+    /// Hands a row back for its current claim, same parameters.
+    pub(crate) release: String,
+}
+
+impl TimerSql {
+    /// Builds every statement for `schema`.
+    pub(crate) fn new(schema: &Schema) -> Self {
+        let t = format!("{schema}.{TABLE}");
+        let due = |plain: &str| {
+            format!(
+                "SELECT execution_id, wake_at, redrive FROM {t} \
+                 WHERE wake_at <= $1{plain} \
+                 ORDER BY wake_at, execution_id COLLATE \"C\" LIMIT $2"
+            )
+        };
+        Self {
+            schedule: format!(
+                "INSERT INTO {t} AS t (execution_id, wake_at, redrive) VALUES ($1, $2, $3::jsonb) \
+                 ON CONFLICT (execution_id, wake_at) DO UPDATE \
+                 SET redrive = COALESCE(EXCLUDED.redrive, t.redrive), holder = NULL, lease_until = NULL"
+            ),
+            due_all: due(""),
+            due_plain: due(" AND redrive IS NULL"),
+            claim_all: claim(&t, ""),
+            claim_plain: claim(&t, " AND {alias}.redrive IS NULL"),
+            complete: format!(
+                "DELETE FROM {t} \
+                 WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4"
+            ),
+            release: format!(
+                "UPDATE {t} SET holder = NULL, lease_until = NULL \
+                 WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4"
+            ),
+        }
+    }
+}
+
+/// The claim: one `UPDATE` whose subquery picks the earliest free due rows
+/// and locks them `FOR UPDATE SKIP LOCKED`, so concurrent claimers take
+/// disjoint pages instead of queueing on one another.
+///
+/// The free condition is stated twice on purpose. Under READ COMMITTED the
+/// subquery's `FOR UPDATE` re-reads a row that a claimer committed since
+/// this statement's snapshot and re-checks its own `WHERE` against that
+/// newest version; the `UPDATE` re-checks its `WHERE` too when it finds the
+/// row changed since the snapshot. With the condition in both, a row
+/// another claimer has just taken (holder set, lease in the future) fails
+/// the re-check and is left out, whichever step sees the newer version: two
+/// claimers never both hold it. A row skipped or dropped that way only
+/// makes the page shorter.
+///
+/// `plain` is the extra filter for re-drive rows, with `{alias}` for the
+/// table alias. The answer is unordered (`RETURNING`); the store sorts it.
+fn claim(t: &str, plain: &str) -> String {
+    let free = |alias: &str| {
+        format!(
+            "{alias}.wake_at <= $1 AND ({alias}.holder IS NULL OR {alias}.lease_until <= $1){}",
+            plain.replace("{alias}", alias)
+        )
+    };
+    format!(
+        "UPDATE {t} t SET holder = $2, lease_until = $3, claims = t.claims + 1 \
+         FROM (SELECT d.execution_id, d.wake_at FROM {t} d \
+               WHERE {free_d} \
+               ORDER BY d.wake_at, d.execution_id COLLATE \"C\" LIMIT $4 \
+               FOR UPDATE SKIP LOCKED) p \
+         WHERE t.execution_id = p.execution_id AND t.wake_at = p.wake_at AND {free_t} \
+         RETURNING t.execution_id, t.wake_at, t.redrive, t.claims",
+        free_d = free("d"),
+        free_t = free("t"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_claim_rechecks_the_free_condition_in_the_update() {
+        let sql = TimerSql::new(&Schema::default());
+        for claim in [&sql.claim_all, &sql.claim_plain] {
+            assert!(claim.contains("FOR UPDATE SKIP LOCKED"), "{claim}");
+            assert!(
+                claim.contains("(t.holder IS NULL OR t.lease_until <= $1)"),
+                "{claim}"
+            );
+            assert!(
+                claim.contains("(d.holder IS NULL OR d.lease_until <= $1)"),
+                "{claim}"
+            );
+        }
+        assert!(sql.claim_plain.contains("d.redrive IS NULL"));
+        assert!(sql.claim_plain.contains("t.redrive IS NULL"));
+        assert!(!sql.claim_all.contains("redrive IS NULL"));
+    }
+
+    #[test]
+    fn only_the_missing_columns_are_added() {
+        let schema = Schema::default();
+        assert_eq!(
+            add_columns(&schema, &["claims", "redrive"]),
+            "ALTER TABLE loomfence.timers ADD COLUMN redrive jsonb NULL, \
+             ADD COLUMN claims bigint NOT NULL DEFAULT 0"
+        );
+    }
+}

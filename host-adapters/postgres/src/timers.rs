@@ -1,0 +1,319 @@
+//! The `TimerStore` implementation: the core's `TimerTable` rules, each
+//! stated as one SQL statement.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::Pool;
+use loomfence_core::{
+    Claim, Completed, DueFilter, ExecutionId, Lease, Redrive, TimerRow, check_claim, check_due,
+    check_lease, check_row,
+};
+use loomfence_store::{TimerStore, TimerStoreError};
+use serde_json::Value;
+use tokio_postgres::Row;
+use tokio_postgres::types::{Json, ToSql};
+
+use crate::config::Schema;
+use crate::conn::Conn;
+use crate::error::{self, corrupt_timer, timer};
+use crate::timer_sql::TimerSql;
+
+/// The timer rows of a fleet on PostgreSQL, beside its event logs.
+///
+/// It is a handle on the event store's pool and schema
+/// ([`PostgresEventStore::timers`](crate::PostgresEventStore::timers)), so a
+/// host configures one connection pool and one migration, and `migrate`
+/// keeps both tables at the same version. Cloning it is cheap.
+///
+/// Every call is one statement, atomic at the server, with the semantics of
+/// the core's [`TimerTable`](loomfence_core::TimerTable), the reference the
+/// conformance kit holds every timer store to. A claim is additionally
+/// wrapped in a transaction, so that a claimed row that does not read back
+/// (the table holds data this store did not write) is refused with the
+/// claim rolled back, as the error's "nothing happened" promises.
+#[derive(Clone)]
+pub struct PostgresTimerStore {
+    /// The connections, shared with the event store.
+    pool: Pool,
+    /// Where the table lives.
+    schema: Schema,
+    /// The statements, built for the schema.
+    sql: Arc<TimerSql>,
+}
+
+impl std::fmt::Debug for PostgresTimerStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresTimerStore")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresTimerStore {
+    /// A handle on the `timers` table of `schema`, which `migrate` created.
+    pub(crate) fn new(pool: Pool, schema: Schema) -> Self {
+        Self {
+            sql: Arc::new(TimerSql::new(&schema)),
+            pool,
+            schema,
+        }
+    }
+
+    /// The schema holding the table: for hosts and tests that inspect it
+    /// beside the store.
+    #[must_use]
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<Conn, TimerStoreError> {
+        let client = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| TimerStoreError::Backend(error::pool(e)))?;
+        Ok(Conn::new(client))
+    }
+
+    /// The claim statement in a READ COMMITTED transaction: `BEGIN` and the
+    /// claim pipelined in one round trip, the rows read back, then `COMMIT`,
+    /// or `ROLLBACK` if a row does not read back.
+    ///
+    /// Until `COMMIT` is sent nothing can commit, so a connection lost
+    /// before it is a plain retryable failure; a lost answer to `COMMIT` is
+    /// [`TimerStoreError::OutcomeUnknown`] (the rows, if claimed, come back
+    /// when the lease ends).
+    async fn claim(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        lease: &Lease,
+        expires_at: i64,
+    ) -> Result<Vec<Claim>, TimerStoreError> {
+        let client = self.client().await?;
+        let prepare = |sql: &'static str| client.prepare_cached(sql);
+        let begin = prepare("BEGIN ISOLATION LEVEL READ COMMITTED")
+            .await
+            .map_err(|e| timer(client.store(e)))?;
+        let commit = prepare("COMMIT")
+            .await
+            .map_err(|e| timer(client.store(e)))?;
+        let claim = client
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| timer(client.store(e)))?;
+        client.ready_to_write().map_err(timer)?;
+        let (began, claimed) =
+            tokio::join!(client.execute(&begin, &[]), client.query(&claim, params));
+        if let Err(e) = began {
+            // No transaction is open. Had `BEGIN` been refused by the server
+            // while the connection lived, the claim would have run (and
+            // committed) on its own: its outcome is then not what we think.
+            return Err(match claimed {
+                Ok(_) => TimerStoreError::OutcomeUnknown(client.backend(e)),
+                Err(_) => TimerStoreError::Backend(client.backend(e)),
+            });
+        }
+        let rows = match claimed {
+            Ok(rows) => rows,
+            Err(e) => {
+                let failed = TimerStoreError::Backend(client.backend(e));
+                roll_back(&client).await;
+                return Err(failed);
+            }
+        };
+        let claims = match rows
+            .iter()
+            .map(|row| read_claim(row, lease, expires_at))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(claims) => claims,
+            Err(corrupt) => {
+                roll_back(&client).await;
+                return Err(corrupt);
+            }
+        };
+        client
+            .execute(&commit, &[])
+            .await
+            .map_err(|e| timer(client.write_failed(e)))?;
+        let mut claims = claims;
+        claims.sort_by(|a, b| order(&a.row, &b.row));
+        Ok(claims)
+    }
+
+    /// A complete or release: the statement changes the row only for its
+    /// current claim.
+    async fn retire(&self, sql: &str, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        check_claim(claim)?;
+        // Claim numbers come from a `bigint`; a larger one was never issued.
+        let Ok(number) = i64::try_from(claim.number) else {
+            return Ok(Completed::NotHeld);
+        };
+        let changed = self
+            .client()
+            .await?
+            .write(
+                sql,
+                &[
+                    &claim.row.execution_id.as_str(),
+                    &claim.row.wake_at,
+                    &claim.holder.as_str(),
+                    &number,
+                ],
+            )
+            .await
+            .map_err(timer)?;
+        Ok(if changed == 0 {
+            Completed::NotHeld
+        } else {
+            Completed::Done
+        })
+    }
+}
+
+/// Ends the claim's transaction without committing it. A connection that
+/// cannot is not handed back to the pool, so no caller inherits the open
+/// transaction.
+async fn roll_back(client: &Conn) {
+    if client.batch_execute("ROLLBACK").await.is_err() {
+        client.discard();
+    }
+}
+
+/// The reference order: `(wake_at, execution_id)`, ids by bytes.
+fn order(a: &TimerRow, b: &TimerRow) -> Ordering {
+    (a.wake_at, &a.execution_id).cmp(&(b.wake_at, &b.execution_id))
+}
+
+/// A `LIMIT` for the server; `check_due` bounds it by `MAX_DUE_LIMIT`.
+fn limit_of(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// Reads a timer row from columns 0..=2 (`execution_id`, `wake_at`,
+/// `redrive`), holding it to the rules a row is checked against before it
+/// is written.
+fn read_row(row: &Row) -> Result<TimerRow, TimerStoreError> {
+    let id: String = column(row, 0, "execution_id")?;
+    let wake_at: i64 = column(row, 1, "wake_at")?;
+    let redrive: Option<Value> = column(row, 2, "redrive")?;
+    let key = format!("({id:?}, {wake_at})");
+    let execution_id =
+        ExecutionId::new(id).map_err(|e| corrupt_timer(format!("{key}: execution_id: {e}")))?;
+    let redrive = redrive
+        .map(|value| {
+            serde_json::from_value::<Redrive>(value.clone()).map_err(|e| {
+                corrupt_timer(format!(
+                    "{key}: redrive {value} is not {{\"attempt\": <0..=2^31-1>}}: {e}"
+                ))
+            })
+        })
+        .transpose()?;
+    let row = TimerRow {
+        execution_id,
+        wake_at,
+        redrive,
+    };
+    check_row(&row).map_err(|e| corrupt_timer(format!("{key}: {e}")))?;
+    Ok(row)
+}
+
+/// Reads a claimed row (its columns, then `claims` in column 3).
+fn read_claim(row: &Row, lease: &Lease, expires_at: i64) -> Result<Claim, TimerStoreError> {
+    let timer_row = read_row(row)?;
+    let claims: i64 = column(row, 3, "claims")?;
+    let number = u64::try_from(claims).map_err(|_| {
+        corrupt_timer(format!(
+            "({:?}, {}): claims = {claims}",
+            timer_row.execution_id.as_str(),
+            timer_row.wake_at
+        ))
+    })?;
+    Ok(Claim {
+        row: timer_row,
+        holder: lease.holder.clone(),
+        number,
+        expires_at,
+    })
+}
+
+/// One column, a type mismatch being a table this store did not make.
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    index: usize,
+    name: &str,
+) -> Result<T, TimerStoreError> {
+    row.try_get(index)
+        .map_err(|e| corrupt_timer(format!("column {name}: {e}")))
+}
+
+#[async_trait]
+impl TimerStore for PostgresTimerStore {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+        check_row(row)?;
+        let redrive = row.redrive.map(Json);
+        self.client()
+            .await?
+            .write(
+                &self.sql.schedule,
+                &[&row.execution_id.as_str(), &row.wake_at, &redrive],
+            )
+            .await
+            .map_err(timer)?;
+        Ok(())
+    }
+
+    async fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+        check_due(now, limit)?;
+        let sql = if filter.redrive {
+            &self.sql.due_all
+        } else {
+            &self.sql.due_plain
+        };
+        let rows = self
+            .client()
+            .await?
+            .rows(sql, &[&now, &limit_of(limit)])
+            .await
+            .map_err(timer)?;
+        rows.iter().map(read_row).collect()
+    }
+
+    async fn claim_due(
+        &self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<Claim>, TimerStoreError> {
+        let expires_at = check_lease(lease, limit)?;
+        let sql = if filter.redrive {
+            &self.sql.claim_all
+        } else {
+            &self.sql.claim_plain
+        };
+        let params: [&(dyn ToSql + Sync); 4] = [
+            &lease.now,
+            &lease.holder.as_str(),
+            &expires_at,
+            &limit_of(limit),
+        ];
+        self.claim(sql, &params, lease, expires_at).await
+    }
+
+    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        self.retire(&self.sql.complete, claim).await
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        self.retire(&self.sql.release, claim).await
+    }
+}

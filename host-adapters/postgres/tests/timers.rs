@@ -1,0 +1,448 @@
+//! The PostgreSQL timer store against a real server: lease claims raced by
+//! nodes on separate connections, rows the store did not write, ids ordered
+//! by bytes whatever the database's collation, and the store held to the
+//! core's `TimerTable` operation for operation.
+
+mod common;
+
+use std::sync::Arc;
+
+use loomfence_core::{
+    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerInputError,
+    TimerRow, TimerTable,
+};
+use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
+use loomfence_store::{TimerStore, TimerStoreError};
+use tokio::sync::Barrier;
+
+/// Claimers racing for one row.
+const CLAIMERS: usize = 8;
+
+/// Races per test.
+const ROUNDS: usize = 12;
+
+/// A node id.
+fn node(name: &str) -> NodeId {
+    NodeId::new(name).expect("a valid node id")
+}
+
+/// A lease for `holder` at `now` for a minute.
+fn lease(holder: &str, now: i64) -> Lease {
+    Lease {
+        holder: node(holder),
+        now,
+        duration_ms: 60_000,
+    }
+}
+
+/// `CLAIMERS` timer stores on one fresh schema, each with a pool of one
+/// connection, so each claimer is its own session, as separate nodes are.
+async fn claimers(url: &str) -> (PostgresEventStore, Vec<Arc<PostgresTimerStore>>) {
+    let first = common::store(url).await;
+    let mut stores = Vec::new();
+    for _ in 0..CLAIMERS {
+        let node = PostgresEventStore::connect(
+            url,
+            PostgresOptions {
+                schema: first.schema().clone(),
+                pool_size: 1,
+                migrate_on_connect: false,
+                ..PostgresOptions::default()
+            },
+        )
+        .await
+        .expect("connects");
+        stores.push(Arc::new(node.timers()));
+    }
+    (first, stores)
+}
+
+/// Every claimer claims at once (a barrier releases them together, on a
+/// multi-threaded runtime); returns every claim made.
+async fn race(stores: &[Arc<PostgresTimerStore>], now: i64) -> Vec<Claim> {
+    let barrier = Arc::new(Barrier::new(stores.len()));
+    let tasks: Vec<_> = stores
+        .iter()
+        .enumerate()
+        .map(|(i, store)| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store
+                    .claim_due(&lease(&format!("node-{i}"), now), 10, DueFilter::default())
+                    .await
+                    .expect("claims")
+            })
+        })
+        .collect();
+    let mut claims = Vec::new();
+    for task in tasks {
+        claims.extend(task.await.expect("a claim task"));
+    }
+    claims
+}
+
+/// Eight nodes on eight sessions claim one due row at once: exactly one
+/// gets it (claim 1). Once its lease has ended, eight claim it again at
+/// once: exactly one takes it over (claim 2), and only that one can retire
+/// it. Rows of earlier rounds, still leased, are never claimed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn one_due_row_goes_to_exactly_one_of_eight_claimers() {
+    let Some(url) = common::url() else { return };
+    let (_events, stores) = claimers(&url).await;
+    for round in 0..ROUNDS {
+        // A millisecond apart: every earlier row's lease (taken over at
+        // its `wake_at + 60 s`, for a minute) outlasts this round's races.
+        let wake_at = 1_000_000 + i64::try_from(round).expect("small");
+        let row = TimerRow::wake(common::id(&format!("raced-{round}")), wake_at);
+        stores[0].schedule(&row).await.expect("schedules");
+
+        let first = race(&stores, wake_at).await;
+        assert_eq!(first.len(), 1, "round {round}: {first:?}");
+        assert_eq!((first[0].row.clone(), first[0].number), (row.clone(), 1));
+
+        let later = wake_at + 60_000;
+        let second = race(&stores, later).await;
+        assert_eq!(
+            second.len(),
+            1,
+            "round {round}, after the lease: {second:?}"
+        );
+        assert_eq!((second[0].row.clone(), second[0].number), (row.clone(), 2));
+
+        assert_eq!(
+            stores[0].complete(&first[0]).await.expect("completes"),
+            Completed::NotHeld,
+            "the first claim was taken over"
+        );
+        if round % 2 == 0 {
+            assert_eq!(
+                stores[3].complete(&second[0]).await.expect("completes"),
+                Completed::Done
+            );
+        }
+    }
+    let left = stores[0]
+        .due(MAX_TIMER_MS, MAX_DUE_LIMIT, DueFilter::default())
+        .await
+        .expect("lists");
+    assert_eq!(left.len(), ROUNDS / 2, "the odd rounds' rows stay, held");
+}
+
+/// Bad values, written behind the store's back, each in a row due now:
+/// `(execution_id, wake_at, redrive, claims)` as SQL literals.
+const CORRUPT: &[(&str, &str, &str, &str)] = &[
+    ("'bad-json'", "10", "'\"oops\"'", "0"),
+    ("'negative-attempt'", "10", "'{\"attempt\": -1}'", "0"),
+    ("'fraction'", "10", "'{\"attempt\": 1.5}'", "0"),
+    ("'too-large'", "10", "'{\"attempt\": 2147483648}'", "0"),
+    ("'extra-field'", "10", "'{\"attempt\": 1, \"x\": 2}'", "0"),
+    ("'no-attempt'", "10", "'{}'", "0"),
+    ("'json-null'", "10", "'null'", "0"),
+    ("'negative-time'", "-5", "NULL", "0"),
+    ("''", "10", "NULL", "0"),
+];
+
+/// The error a corrupt row reads back as.
+fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, TimerStoreError>, what: &str) {
+    match &result {
+        Err(error @ TimerStoreError::Backend(backend)) => {
+            assert!(!backend.retryable, "{what}: {error}");
+            assert!(
+                error.to_string().contains("corrupt timer row"),
+                "{what}: {error}"
+            );
+        }
+        other => panic!("{what}: expected a permanent corrupt-row error, got {other:?}"),
+    }
+}
+
+/// A row the store did not write (a re-drive flag that is not
+/// `{"attempt": n}` with n in 0..=2^31-1, JSON null, a negative time, an
+/// empty id) is a typed permanent error, never a panic, for a listing and
+/// for a claim, and the failed claim changed nothing (it ran in a
+/// transaction that was rolled back). A claim count out of range is caught
+/// on the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_row_that_does_not_read_back_is_a_typed_error_and_is_not_claimed() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let table = format!("{}.timers", store.schema());
+    let admin = common::admin(&url).await;
+    let mut cases: Vec<(&str, &str, &str, &str)> = CORRUPT.to_vec();
+    cases.push(("'claims-out-of-range'", "10", "NULL", "-2"));
+    for (id, wake_at, redrive, claims) in cases {
+        admin
+            .batch_execute(&format!(
+                "INSERT INTO {table} (execution_id, wake_at, redrive, claims) \
+                 VALUES ({id}, {wake_at}, {redrive}::jsonb, {claims})"
+            ))
+            .await
+            .expect("writes the bad row");
+        if claims == "0" {
+            assert_corrupt(store.due(100, 10, DueFilter::default()).await, id);
+        }
+        assert_corrupt(
+            store
+                .claim_due(&lease("claimer", 100), 10, DueFilter::default())
+                .await,
+            id,
+        );
+        let row = admin
+            .query_one(
+                &format!("SELECT holder, lease_until, claims FROM {table}"),
+                &[],
+            )
+            .await
+            .expect("reads the row");
+        let (holder, until, after): (Option<String>, Option<i64>, i64) =
+            (row.get(0), row.get(1), row.get(2));
+        assert_eq!(
+            (holder, until, after.to_string()),
+            (None, None, claims.to_owned()),
+            "{id}: the refused claim was rolled back"
+        );
+        admin
+            .batch_execute(&format!("DELETE FROM {table}"))
+            .await
+            .expect("clears the table");
+    }
+    // The store still works on the same pool: the rolled-back connections
+    // were handed back clean.
+    let row = TimerRow::redrive(common::id("after"), 10, 3);
+    store.schedule(&row).await.expect("schedules");
+    let claimed = store
+        .claim_due(&lease("claimer", 100), 10, DueFilter::default())
+        .await
+        .expect("claims");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].row, row);
+}
+
+/// Gives the table's `execution_id` a linguistic collation, as a table
+/// created in a database whose default is one (`en_US.UTF-8`, ICU) has, so
+/// that ordering by the column's own collation would put `"a"` before
+/// `"B"`. Returns the collation used, or `None` if the server has none (the
+/// test then runs on the database's default, and says so).
+async fn linguistic_ids(url: &str, store: &PostgresTimerStore) -> Option<String> {
+    let admin = common::admin(url).await;
+    let collation: Option<String> = admin
+        .query_opt(
+            "SELECT collname::text FROM pg_collation \
+             WHERE collname IN ('und-x-icu', 'en-x-icu', 'en_US.utf8', 'en_US.UTF-8', 'en_US') \
+               AND collencoding IN (-1, pg_char_to_encoding('UTF8')) \
+             ORDER BY collname DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .expect("reads the catalog")
+        .map(|row| row.get(0));
+    let Some(collation) = collation else {
+        eprintln!("no linguistic collation on this server: ordering checked on the default only");
+        return None;
+    };
+    let linguistic: bool = admin
+        .query_one(&format!("SELECT 'a' < ('B' COLLATE \"{collation}\")"), &[])
+        .await
+        .expect("compares")
+        .get(0);
+    assert!(linguistic, "{collation} puts \"a\" before \"B\"");
+    admin
+        .batch_execute(&format!(
+            "ALTER TABLE {}.timers ALTER COLUMN execution_id TYPE text COLLATE \"{collation}\"",
+            store.schema()
+        ))
+        .await
+        .expect("changes the column's collation");
+    Some(collation)
+}
+
+/// Ids sort by their bytes, as the core's `TimerTable` sorts them: `"B"`
+/// (0x42) before `"a"` (0x61) before `"é"` (0xC3 0xA9), whatever the
+/// column's or the database's collation says; listings and claims page by
+/// that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ids_are_ordered_by_their_bytes() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let collation = linguistic_ids(&url, &store).await;
+    println!("execution_id collation: {collation:?}");
+    let ids = ["é", "a", "B", "_", "a b", "Z", "ab"];
+    for id in ids {
+        store
+            .schedule(&TimerRow::wake(common::id(id), 5))
+            .await
+            .expect("schedules");
+    }
+    let mut sorted: Vec<&str> = ids.to_vec();
+    sorted.sort_unstable();
+    let listed: Vec<String> = store
+        .due(5, 100, DueFilter::default())
+        .await
+        .expect("lists")
+        .into_iter()
+        .map(|row| row.execution_id.as_str().to_owned())
+        .collect();
+    assert_eq!(listed, sorted);
+    let page: Vec<String> = store
+        .claim_due(&lease("n", 5), 3, DueFilter::default())
+        .await
+        .expect("claims")
+        .into_iter()
+        .map(|claim| claim.row.execution_id.as_str().to_owned())
+        .collect();
+    assert_eq!(page, sorted[..3]);
+}
+
+/// Input out of range is refused with the core's typed error before the
+/// server is asked anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn input_out_of_range_is_refused_before_anything_is_touched() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let refused = store.schedule(&TimerRow::wake(common::id("x"), -1)).await;
+    assert!(
+        matches!(
+            refused,
+            Err(TimerStoreError::Input(TimerInputError::Time(_)))
+        ),
+        "{refused:?}"
+    );
+    let refused = store.due(0, 0, DueFilter::default()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(TimerStoreError::Input(TimerInputError::Limit { limit: 0 }))
+        ),
+        "{refused:?}"
+    );
+    let mut long = lease("n", 0);
+    long.duration_ms = 0;
+    let refused = store.claim_due(&long, 1, DueFilter::default()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(TimerStoreError::Input(
+                TimerInputError::LeaseDuration { .. }
+            ))
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        store
+            .due(MAX_TIMER_MS, MAX_DUE_LIMIT, DueFilter::default())
+            .await
+            .expect("lists")
+            .is_empty()
+    );
+}
+
+/// A small deterministic generator, so a failure replays.
+struct Lcg(u64);
+
+impl Lcg {
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+
+    /// One of `items`.
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        let i = usize::try_from(self.below(items.len() as u64)).expect("small");
+        items[i]
+    }
+
+    /// A small `i64` in `0..n`.
+    fn time(&mut self, n: u64) -> i64 {
+        i64::try_from(self.below(n)).expect("small")
+    }
+}
+
+/// Thousands of mixed operations (schedules that add or keep flags, due
+/// listings with both filters, claims that race leases and take expired
+/// ones over, completes and releases by current and stale claims), the
+/// same on the store and on the core's `TimerTable`: every answer and the
+/// final table agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_store_agrees_with_the_timer_table_operation_for_operation() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let mut table = TimerTable::new();
+    let mut rng = Lcg(0x5EED);
+    let ids = ["a", "B", "é", "a b", "z"];
+    let holders = ["n1", "n2", "n3"];
+    let mut claims: Vec<Claim> = Vec::new();
+    for step in 0..1_500 {
+        let filter = DueFilter {
+            redrive: rng.below(3) != 0,
+        };
+        match rng.below(6) {
+            0 | 1 => {
+                let id = common::id(rng.pick(&ids));
+                let wake_at = rng.time(6) * 10;
+                let row = match rng.below(3) {
+                    0 => {
+                        TimerRow::redrive(id, wake_at, u32::try_from(rng.below(3)).expect("small"))
+                    }
+                    _ => TimerRow::wake(id, wake_at),
+                };
+                table.schedule(&row).expect("valid");
+                store.schedule(&row).await.expect("schedules");
+            }
+            2 => {
+                let (now, limit) = (rng.time(70), 1 + rng.below(4) as usize);
+                let expected = table.due(now, limit, filter).expect("valid");
+                let got = store.due(now, limit, filter).await.expect("lists");
+                assert_eq!(
+                    got, expected,
+                    "step {step}: due({now}, {limit}, {filter:?})"
+                );
+            }
+            3 => {
+                let lease = Lease {
+                    holder: node(rng.pick(&holders)),
+                    now: rng.time(80),
+                    duration_ms: 1 + rng.below(30),
+                };
+                let limit = 1 + rng.below(3) as usize;
+                let expected = table.claim_due(&lease, limit, filter).expect("valid");
+                let got = store
+                    .claim_due(&lease, limit, filter)
+                    .await
+                    .expect("claims");
+                assert_eq!(got, expected, "step {step}: claim_due({lease:?}, {limit})");
+                claims.extend(got);
+            }
+            4 | 5 if !claims.is_empty() => {
+                let claim =
+                    claims[usize::try_from(rng.below(claims.len() as u64)).expect("small")].clone();
+                let (expected, got) = if rng.below(2) == 0 {
+                    (
+                        table.complete(&claim).expect("valid"),
+                        store.complete(&claim).await.expect("completes"),
+                    )
+                } else {
+                    (
+                        table.release(&claim).expect("valid"),
+                        store.release(&claim).await.expect("releases"),
+                    )
+                };
+                assert_eq!(got, expected, "step {step}: retire {claim:?}");
+            }
+            _ => {}
+        }
+    }
+    let all = store
+        .due(MAX_TIMER_MS, MAX_DUE_LIMIT, DueFilter::default())
+        .await
+        .expect("lists");
+    assert_eq!(all, table.rows());
+    assert!(
+        claims.iter().any(|claim| claim.number > 1),
+        "some lease was taken over"
+    );
+}
