@@ -43,6 +43,7 @@ mod ops;
 mod options;
 mod schema;
 mod store;
+mod timer_schema;
 mod writer;
 
 pub use error::OpenError;

@@ -3,9 +3,13 @@
 //! The version lives in `PRAGMA user_version`. Creating the tables and
 //! setting the version happen in one `BEGIN IMMEDIATE` transaction, so two
 //! processes opening a new file at once queue on the write lock: the first
-//! creates, the second finds everything in place.
+//! creates, the second finds everything in place. The `timers` table is
+//! brought up to date in the same transaction, on every open (see
+//! [`crate::timer_schema`]).
 
 use rusqlite::{Connection, TransactionBehavior};
+
+use crate::timer_schema;
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -37,7 +41,8 @@ pub(crate) enum Migrated {
     Newer(i64),
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`] unless the file is newer.
+/// Brings the schema to [`SCHEMA_VERSION`], and the `timers` table to its
+/// current shape, unless the file is newer.
 pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -48,6 +53,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
         tx.execute_batch(DDL)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
+    // Whatever the version: a file of an earlier build has no `timers`
+    // table, and one shared with the reference engine may hold its old one.
+    timer_schema::migrate(&tx)?;
     tx.commit()?;
     Ok(Migrated::Current)
 }
