@@ -35,7 +35,7 @@ const INDEX: &str = "CREATE INDEX IF NOT EXISTS timers_due ON timers (wake_at, e
 /// The columns an old table may lack, with the definitions `ALTER TABLE`
 /// adds them with: every one admits the rows already there (`NULL`, or a
 /// default), which then read as plain wakes nobody has claimed.
-pub(crate) const ADDED_COLUMNS: [(&str, &str); 4] = [
+const ADDED_COLUMNS: [(&str, &str); 4] = [
     ("redrive", "TEXT NULL"),
     ("holder", "TEXT NULL"),
     ("lease_until", "INTEGER NULL"),
