@@ -65,10 +65,13 @@ fn columns(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-/// Adds one column. "duplicate column name" means another process added it
-/// after this connection last read the schema (its `table_info` was stale,
-/// the `ALTER` was re-prepared against the fresh schema): the column is
-/// there, which is all this wanted.
+/// Adds one column, tolerating "duplicate column name": the column is
+/// there, which is all this wanted. The look at the table runs inside the
+/// same immediate transaction and is re-prepared when another process
+/// changed the schema, so two SQLite openers never get here; the tolerance
+/// is for any other writer of the file (the reference engine, a host's own
+/// migration) that adds a column between the look and the `ALTER`, so two
+/// processes opening one file at once both boot whoever they are.
 fn add_column(conn: &Connection, name: &str, definition: &str) -> rusqlite::Result<()> {
     match conn.execute_batch(&format!(
         "ALTER TABLE timers ADD COLUMN {name} {definition}"
@@ -135,6 +138,48 @@ mod tests {
         // Again: nothing to do.
         migrate(&conn).unwrap();
         assert_eq!(columns(&conn).unwrap().len(), 6);
+    }
+
+    /// The race two processes opening one old file run, made deterministic:
+    /// a connection that saw the old table before another migrated it
+    /// migrates after, in its own immediate transaction, and finds the
+    /// columns in place (its look at the table is not stale).
+    #[test]
+    fn a_connection_that_read_the_old_schema_migrates_after_another_did() {
+        let path = std::env::temp_dir().join(format!(
+            "loomfence-sqlite-timer-schema-{}-{:?}.db",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ignored = std::fs::remove_file(&path);
+        let first = Connection::open(&path).unwrap();
+        first
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE timers (execution_id TEXT, wake_at INTEGER, PRIMARY KEY (execution_id, wake_at));
+                 INSERT INTO timers VALUES ('old', 5);",
+            )
+            .unwrap();
+        let mut late = Connection::open(&path).unwrap();
+        assert_eq!(columns(&late).unwrap(), ["execution_id", "wake_at"]);
+        let mut early = Connection::open(&path).unwrap();
+        let tx = early
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        migrate(&tx).unwrap();
+        tx.commit().unwrap();
+        let tx = late
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        migrate(&tx).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(columns(&first).unwrap().len(), 6);
+        drop((first, early, late));
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            let _ignored = std::fs::remove_file(name);
+        }
     }
 
     #[test]
