@@ -11,7 +11,7 @@
 use loomfence_core::{
     Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow, check_row,
 };
-use loomfence_store::StoreError;
+use loomfence_store::{BackendError, StoreError};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row, params};
 
@@ -56,8 +56,11 @@ const RELEASE: &str = "UPDATE timers SET holder = NULL, lease_until = NULL \
 pub(crate) fn encode_redrive(redrive: Option<Redrive>) -> Result<Option<String>, StoreError> {
     redrive
         .map(|flag| {
-            serde_json::to_string(&flag)
-                .map_err(|e| corrupt(format!("unserialisable redrive flag {flag:?}: {e}")))
+            serde_json::to_string(&flag).map_err(|e| {
+                StoreError::Backend(BackendError::permanent(format!(
+                    "could not encode the redrive flag {flag:?}: {e}"
+                )))
+            })
         })
         .transpose()
 }

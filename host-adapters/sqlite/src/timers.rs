@@ -25,7 +25,30 @@ use crate::timer_ops;
 /// processes on the same file never hold one row at once either.
 ///
 /// Get one from [`SqliteEventStore::timers`], or open the file with
-/// [`SqliteTimerStore::open`] when the process needs no event store.
+/// [`SqliteTimerStore::open`] when the process needs no event store (a
+/// second open of a file this process already has open costs a second
+/// writer thread, and the two then queue on SQLite's lock instead of
+/// sharing commits).
+///
+/// ```
+/// use loomfence_core::{Completed, DueFilter, ExecutionId, Lease, NodeId, TimerRow};
+/// use loomfence_sqlite::SqliteEventStore;
+/// use loomfence_store::TimerStore;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let events = SqliteEventStore::open_in_memory().await?;
+/// let timers = events.timers();
+/// timers.schedule(&TimerRow::wake(ExecutionId::new("job-1")?, 1_000)).await?;
+///
+/// let lease = Lease { holder: NodeId::new("node-a")?, now: 1_000, duration_ms: 30_000 };
+/// let claims = timers.claim_due(&lease, 10, DueFilter::default()).await?;
+/// assert_eq!(claims.len(), 1);
+/// // Fire the row, then retire it; only the current claim can.
+/// assert_eq!(timers.complete(&claims[0]).await?, Completed::Done);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SqliteTimerStore {
     /// The connections, shared with the event store it came from.
