@@ -9,7 +9,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::timer_schema;
+use crate::timer_schema::{self, TimersTable};
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -39,6 +39,9 @@ pub(crate) enum Migrated {
     Current,
     /// The file carries a newer version; nothing was changed.
     Newer(i64),
+    /// The file's `timers` table lacks this key column: not ours to alter;
+    /// nothing was changed.
+    ForeignTimers(&'static str),
 }
 
 /// Brings the schema to [`SCHEMA_VERSION`], and the `timers` table to its
@@ -55,7 +58,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     }
     // Whatever the version: a file of an earlier build has no `timers`
     // table, and one shared with the reference engine may hold its old one.
-    timer_schema::migrate(&tx)?;
+    if let TimersTable::Foreign { missing } = timer_schema::migrate(&tx)? {
+        // Dropping the transaction rolls back everything above.
+        return Ok(Migrated::ForeignTimers(missing));
+    }
     tx.commit()?;
     Ok(Migrated::Current)
 }

@@ -34,8 +34,9 @@ impl SqliteEventStore {
     /// one), creating and migrating it if needed.
     ///
     /// Idempotent, and safe when several processes open the same file at
-    /// once. A file that is not an SQLite database, is damaged, or carries a
-    /// newer schema is refused with an [`OpenError`] and left untouched.
+    /// once. A file that is not an SQLite database, is damaged, carries a
+    /// newer schema or holds another application's `timers` table is
+    /// refused with an [`OpenError`] and left untouched.
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         let opened = {

@@ -28,7 +28,7 @@ const SCHEDULE: &str = "INSERT INTO timers (execution_id, wake_at, redrive) VALU
 /// the limit.
 pub(crate) const DUE: &str = "SELECT execution_id, wake_at, redrive FROM timers \
      WHERE wake_at <= ?1 AND (?2 OR redrive IS NULL) \
-     ORDER BY wake_at, execution_id LIMIT ?3";
+     ORDER BY wake_at, execution_id COLLATE BINARY LIMIT ?3";
 
 /// The claim, one statement: the inner select picks the earliest due rows
 /// that are free (never held, released, or their lease ended at or before
@@ -40,7 +40,7 @@ pub(crate) const CLAIM: &str = "UPDATE timers SET holder = ?1, lease_until = ?2,
      WHERE (execution_id, wake_at) IN (\
          SELECT execution_id, wake_at FROM timers \
          WHERE wake_at <= ?3 AND (holder IS NULL OR lease_until <= ?3) AND (?4 OR redrive IS NULL) \
-         ORDER BY wake_at, execution_id LIMIT ?5) \
+         ORDER BY wake_at, execution_id COLLATE BINARY LIMIT ?5) \
      RETURNING execution_id, wake_at, redrive, claims";
 
 /// Retires a row, only for its current claim.

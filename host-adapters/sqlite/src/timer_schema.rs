@@ -29,8 +29,15 @@ const DDL: &str = "
     ) WITHOUT ROWID;
 ";
 
-/// The due index, created after the columns are in place.
-const INDEX: &str = "CREATE INDEX IF NOT EXISTS timers_due ON timers (wake_at, execution_id)";
+/// The due index, created after the columns are in place. Ids compare as
+/// bytes (`BINARY`) whatever collation an old table declared, as the due
+/// statements order them, so the index serves their `ORDER BY`.
+const INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS timers_due ON timers (wake_at, execution_id COLLATE BINARY)";
+
+/// The columns every timer table has, the reference engine's oldest
+/// included: a `timers` table without one is some other table.
+const KEY_COLUMNS: [&str; 2] = ["execution_id", "wake_at"];
 
 /// The columns an old table may lack, with the definitions `ALTER TABLE`
 /// adds them with: every one admits the rows already there (`NULL`, or a
@@ -42,20 +49,40 @@ const ADDED_COLUMNS: [(&str, &str); 4] = [
     ("claims", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
+/// What the migration found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimersTable {
+    /// The table is at its current shape (created, completed or already
+    /// so).
+    Ready,
+    /// A `timers` table without this key column: another application's.
+    /// Nothing was altered; the caller must not commit.
+    Foreign {
+        /// The column it lacks.
+        missing: &'static str,
+    },
+}
+
 /// Creates the table, or adds the columns an old one lacks, and the index.
 /// `conn` must be inside a write transaction.
-pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<TimersTable> {
     conn.execute_batch(DDL)?;
     let present = columns(conn)?;
-    for (name, definition) in ADDED_COLUMNS {
-        if !present
+    let has = |name: &str| {
+        present
             .iter()
             .any(|column| column.eq_ignore_ascii_case(name))
-        {
+    };
+    if let Some(missing) = KEY_COLUMNS.into_iter().find(|key| !has(key)) {
+        return Ok(TimersTable::Foreign { missing });
+    }
+    for (name, definition) in ADDED_COLUMNS {
+        if !has(name) {
             add_column(conn, name, definition)?;
         }
     }
-    conn.execute_batch(INDEX)
+    conn.execute_batch(INDEX)?;
+    Ok(TimersTable::Ready)
 }
 
 /// The names of the table's columns.
@@ -103,7 +130,7 @@ mod tests {
     #[test]
     fn an_old_table_gets_every_column_and_keeps_its_rows() {
         let conn = old_shape();
-        migrate(&conn).unwrap();
+        assert_eq!(migrate(&conn).unwrap(), TimersTable::Ready);
         assert_eq!(
             columns(&conn).unwrap(),
             [
@@ -180,6 +207,20 @@ mod tests {
             name.push(suffix);
             let _ignored = std::fs::remove_file(name);
         }
+    }
+
+    #[test]
+    fn a_timers_table_without_a_key_column_is_foreign_and_not_altered() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE timers (id INTEGER PRIMARY KEY, wake_at INTEGER)")
+            .unwrap();
+        assert_eq!(
+            migrate(&conn).unwrap(),
+            TimersTable::Foreign {
+                missing: "execution_id"
+            }
+        );
+        assert_eq!(columns(&conn).unwrap(), ["id", "wake_at"]);
     }
 
     #[test]

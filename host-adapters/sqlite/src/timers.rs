@@ -67,8 +67,9 @@ impl SqliteTimerStore {
     /// one) exactly as [`SqliteEventStore::open`] does: created and
     /// migrated if needed, safe to race, a foreign, damaged or newer file
     /// refused and left untouched. A `timers` table of the reference
-    /// engine's older shape gets its missing columns; its rows stay, as
-    /// plain wakes.
+    /// engine's older shape gets its missing columns (its rows stay, as
+    /// plain wakes); one without `execution_id` or `wake_at` is someone
+    /// else's and is refused ([`OpenError::ForeignTimers`]).
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
         Ok(SqliteEventStore::open(path, options).await?.timers())
     }

@@ -13,7 +13,7 @@ use common::child::{self, Child};
 use common::files::{self, raw};
 use common::{TempDir, id};
 use loomfence_core::{DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
-use loomfence_sqlite::{SqliteOptions, SqliteTimerStore};
+use loomfence_sqlite::{OpenError, SqliteOptions, SqliteTimerStore};
 use loomfence_store::{EventStore, TimerStore};
 
 /// The base time of the rows, in ms.
@@ -266,6 +266,79 @@ async fn a_file_without_a_timers_table_gets_one() {
     let row = TimerRow::redrive(id("r"), T0, 1);
     store.schedule(&row).await.expect("schedules");
     assert_eq!(all_rows(&store).await, [row]);
+}
+
+/// A `timers` table that lacks a key column is another application's: the
+/// open is refused with `ForeignTimers`, and the file is byte for byte what
+/// it was, its event log and its table untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_timers_table_is_refused_and_left_untouched() {
+    let dir = TempDir::new("timers-foreign");
+    let path = dir.file("theirs.db");
+    {
+        let store = common::open(&path).await;
+        common::park(&store, &id("kept")).await;
+    }
+    raw(&path)
+        .execute_batch(
+            "DROP TABLE timers; \
+             CREATE TABLE timers (id INTEGER PRIMARY KEY, wake_at INTEGER, what TEXT); \
+             INSERT INTO timers (wake_at, what) VALUES (5, 'theirs');",
+        )
+        .expect("makes their table");
+    assert!(files::side_files(&path).is_empty(), "clean before");
+    let before = files::bytes(&path);
+    match SqliteTimerStore::open(&path, SqliteOptions::default()).await {
+        Err(OpenError::ForeignTimers { missing, .. }) => assert_eq!(missing, "execution_id"),
+        other => panic!("expected ForeignTimers, got {other:?}"),
+    }
+    assert!(files::bytes(&path) == before, "the refused file changed");
+    assert!(files::side_files(&path).is_empty(), "no side file left");
+    assert_eq!(columns(&path), ["id", "wake_at", "what"]);
+}
+
+/// An old table whose ids were declared with a linguistic collation
+/// (`NOCASE`) still lists and claims them in byte order, as every store
+/// does: `B` before `a` before `b`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_come_in_byte_order_whatever_the_old_table_declared() {
+    let dir = TempDir::new("timers-nocase");
+    let path = dir.file("nocase.db");
+    {
+        let store = common::open(&path).await;
+        common::park(&store, &id("kept")).await;
+    }
+    raw(&path)
+        .execute_batch(
+            "DROP TABLE timers; \
+             CREATE TABLE timers (execution_id TEXT COLLATE NOCASE, wake_at INTEGER, \
+                 PRIMARY KEY (execution_id, wake_at));",
+        )
+        .expect("makes the old table");
+    let store = SqliteTimerStore::open(&path, SqliteOptions::default())
+        .await
+        .expect("opens");
+    for name in ["b", "a", "B2", "é"] {
+        store
+            .schedule(&TimerRow::wake(id(name), T0))
+            .await
+            .expect("schedules");
+    }
+    let byte_order = ["B2", "a", "b", "é"].map(|name| TimerRow::wake(id(name), T0));
+    assert_eq!(all_rows(&store).await, byte_order);
+    let lease = Lease {
+        holder: NodeId::new("n1").expect("a node id"),
+        now: T0,
+        duration_ms: 1_000,
+    };
+    let first_two = store
+        .claim_due(&lease, 2, DueFilter::default())
+        .await
+        .expect("claims");
+    assert_eq!(
+        first_two.iter().map(|c| &c.row).collect::<Vec<_>>(),
+        byte_order[..2].iter().collect::<Vec<_>>()
+    );
 }
 
 /// The child: a no-op in a normal run. As an `opener` it says `READY`,
