@@ -82,8 +82,15 @@ impl Db {
         writer
             .pragma_update(None, "synchronous", options.durability.pragma())
             .map_err(fail)?;
-        if let Migrated::Newer(found) = migrate(&mut writer).map_err(fail)? {
-            return Err(newer(path, found));
+        match migrate(&mut writer).map_err(fail)? {
+            Migrated::Current => {}
+            Migrated::Newer(found) => return Err(newer(path, found)),
+            Migrated::ForeignTimers(missing) => {
+                return Err(OpenError::ForeignTimers {
+                    path: path.to_path_buf(),
+                    missing,
+                });
+            }
         }
         let readers = if memory {
             Vec::new()

@@ -31,6 +31,16 @@ pub enum OpenError {
         /// The file.
         path: PathBuf,
     },
+    /// The database holds a `timers` table without a column every timer
+    /// table has (`execution_id`, `wake_at`): another application's table
+    /// of that name, which must not be altered. Nothing was written.
+    #[error("{} has a timers table without the column {missing}: not a timer table loomfence can use; the file was left untouched", path.display())]
+    ForeignTimers {
+        /// The file.
+        path: PathBuf,
+        /// The key column it lacks.
+        missing: &'static str,
+    },
     /// The database was written by a newer version of loomfence, whose
     /// schema this version must not touch.
     #[error("{} has schema version {found}, newer than this build's {supported}; upgrade loomfence", path.display())]

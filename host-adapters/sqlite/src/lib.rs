@@ -1,5 +1,6 @@
-//! The SQLite [`EventStore`](loomfence_store::EventStore) of loomfence: the
-//! embedded, durable default.
+//! The SQLite [`EventStore`](loomfence_store::EventStore) and
+//! [`TimerStore`](loomfence_store::TimerStore) of loomfence: the embedded,
+//! durable default.
 //!
 //! The reference design's SQLite store never fenced: a single node, the
 //! process as the failure domain. This one does, so a single-node user gets
@@ -22,6 +23,11 @@
 //!   schema is created in one immediate transaction (two processes opening
 //!   a new file queue on it), and a foreign, damaged or newer file is
 //!   refused, unchanged, with a typed [`OpenError`].
+//! - **Timers live in the same file** ([`SqliteEventStore::timers`]), their
+//!   writes on the same writer thread, under the core's
+//!   [`TimerTable`](loomfence_core::TimerTable) rules stated in SQL. A
+//!   `timers` table of the reference engine's older shape is brought up to
+//!   date on open, its rows kept as plain wakes.
 //!
 //! ```
 //! use loomfence_core::ExecutionId;
@@ -43,9 +49,13 @@ mod ops;
 mod options;
 mod schema;
 mod store;
+mod timer_ops;
+mod timer_schema;
+mod timers;
 mod writer;
 
 pub use error::OpenError;
 pub use options::{Durability, SqliteOptions};
 pub use schema::SCHEMA_VERSION;
 pub use store::SqliteEventStore;
+pub use timers::SqliteTimerStore;

@@ -3,9 +3,13 @@
 //! The version lives in `PRAGMA user_version`. Creating the tables and
 //! setting the version happen in one `BEGIN IMMEDIATE` transaction, so two
 //! processes opening a new file at once queue on the write lock: the first
-//! creates, the second finds everything in place.
+//! creates, the second finds everything in place. The `timers` table is
+//! brought up to date in the same transaction, on every open (see
+//! [`crate::timer_schema`]).
 
 use rusqlite::{Connection, TransactionBehavior};
+
+use crate::timer_schema::{self, TimersTable};
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -35,9 +39,13 @@ pub(crate) enum Migrated {
     Current,
     /// The file carries a newer version; nothing was changed.
     Newer(i64),
+    /// The file's `timers` table lacks this key column: not ours to alter;
+    /// nothing was changed.
+    ForeignTimers(&'static str),
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`] unless the file is newer.
+/// Brings the schema to [`SCHEMA_VERSION`], and the `timers` table to its
+/// current shape, unless the file is newer.
 pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -47,6 +55,12 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     if found < SCHEMA_VERSION {
         tx.execute_batch(DDL)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    // Whatever the version: a file of an earlier build has no `timers`
+    // table, and one shared with the reference engine may hold its old one.
+    if let TimersTable::Foreign { missing } = timer_schema::migrate(&tx)? {
+        // Dropping the transaction rolls back everything above.
+        return Ok(Migrated::ForeignTimers(missing));
     }
     tx.commit()?;
     Ok(Migrated::Current)

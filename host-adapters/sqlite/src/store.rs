@@ -16,6 +16,7 @@ use crate::db::Db;
 use crate::error::OpenError;
 use crate::ops::{self, Encoded};
 use crate::options::SqliteOptions;
+use crate::timers::SqliteTimerStore;
 
 /// A fenced event store in one SQLite file (or `:memory:`), with the
 /// conditional capability: a single-node deployment gets the same
@@ -33,8 +34,9 @@ impl SqliteEventStore {
     /// one), creating and migrating it if needed.
     ///
     /// Idempotent, and safe when several processes open the same file at
-    /// once. A file that is not an SQLite database, is damaged, or carries a
-    /// newer schema is refused with an [`OpenError`] and left untouched.
+    /// once. A file that is not an SQLite database, is damaged, carries a
+    /// newer schema or holds another application's `timers` table is
+    /// refused with an [`OpenError`] and left untouched.
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         let opened = {
@@ -65,6 +67,16 @@ impl SqliteEventStore {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The timer store in the same database, on the same connections: its
+    /// writes queue on this store's writer thread and share its commits, so
+    /// a host that keeps both in one file pays for one writer, and a
+    /// `:memory:` database holds both. The handle keeps the database open
+    /// after this store is dropped.
+    #[must_use]
+    pub fn timers(&self) -> SqliteTimerStore {
+        SqliteTimerStore::new(Arc::clone(&self.db), self.path.clone())
     }
 
     /// The connections, for tests inside the crate.

@@ -586,6 +586,53 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_timer_write_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
+        use loomfence_core::{DueFilter, ExecutionId, TimerRow};
+        use loomfence_store::{TimerStore, TimerStoreError};
+
+        use crate::{SqliteEventStore, SqliteOptions, SqliteTimerStore};
+
+        let file = TempFile::new("timers");
+        let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        let timers = store.timers();
+        let row = TimerRow::redrive(ExecutionId::new("job-1").unwrap(), 5, 1);
+        let writer = store.db().writer();
+        let Hold {
+            release,
+            started,
+            job,
+        } = hold(writer);
+        let group = async {
+            started.await.unwrap();
+            queue_poison(writer).await;
+            tokio::join!(timers.schedule(&row), async {
+                release.send(()).unwrap();
+            })
+        };
+        let (held, (scheduled, ())) = tokio::join!(job, group);
+        held.unwrap();
+        assert!(
+            matches!(scheduled, Err(TimerStoreError::OutcomeUnknown(_))),
+            "expected OutcomeUnknown, got {scheduled:?}"
+        );
+        assert!(
+            scheduled.unwrap_err().is_retryable(),
+            "a schedule is safe to repeat"
+        );
+        drop((store, timers));
+        let reopened = SqliteTimerStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            reopened.due(5, 10, DueFilter::default()).await.unwrap(),
+            [row],
+            "the schedule landed in the committed group"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failing_or_panicking_job_rolls_back_alone_and_the_group_commits() {
         let writer = writer();
         let Hold {

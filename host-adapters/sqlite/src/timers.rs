@@ -1,0 +1,161 @@
+//! The `TimerStore` implementation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use loomfence_core::{
+    Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease, check_row,
+};
+use loomfence_store::{BackendError, StoreError, TimerStore, TimerStoreError};
+
+use crate::db::Db;
+use crate::error::OpenError;
+use crate::options::SqliteOptions;
+use crate::store::SqliteEventStore;
+use crate::timer_ops;
+
+/// The timer rows of one SQLite database, beside its event log, under the
+/// rules of the core's [`TimerTable`](loomfence_core::TimerTable).
+///
+/// It shares the event store's connections: every timer write is one job on
+/// the same writer thread, so it commits in the same groups as the event
+/// writes (one fsync for both) and a `:memory:` database holds both. A
+/// claim is one statement under SQLite's write lock, so claimers in other
+/// processes on the same file never hold one row at once either.
+///
+/// Get one from [`SqliteEventStore::timers`], or open the file with
+/// [`SqliteTimerStore::open`] when the process needs no event store (a
+/// second open of a file this process already has open costs a second
+/// writer thread, and the two then queue on SQLite's lock instead of
+/// sharing commits).
+///
+/// ```
+/// use loomfence_core::{Completed, DueFilter, ExecutionId, Lease, NodeId, TimerRow};
+/// use loomfence_sqlite::SqliteEventStore;
+/// use loomfence_store::TimerStore;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let events = SqliteEventStore::open_in_memory().await?;
+/// let timers = events.timers();
+/// timers.schedule(&TimerRow::wake(ExecutionId::new("job-1")?, 1_000)).await?;
+///
+/// let lease = Lease { holder: NodeId::new("node-a")?, now: 1_000, duration_ms: 30_000 };
+/// let claims = timers.claim_due(&lease, 10, DueFilter::default()).await?;
+/// assert_eq!(claims.len(), 1);
+/// // Fire the row, then retire it; only the current claim can.
+/// assert_eq!(timers.complete(&claims[0]).await?, Completed::Done);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteTimerStore {
+    /// The connections, shared with the event store it came from.
+    db: Arc<Db>,
+    /// Where the database lives.
+    path: PathBuf,
+}
+
+impl SqliteTimerStore {
+    /// A handle on `db`'s timers.
+    pub(crate) fn new(db: Arc<Db>, path: PathBuf) -> Self {
+        Self { db, path }
+    }
+
+    /// Opens the database at `path` (`:memory:` for a private in-memory
+    /// one) exactly as [`SqliteEventStore::open`] does: created and
+    /// migrated if needed, safe to race, a foreign, damaged or newer file
+    /// refused and left untouched. A `timers` table of the reference
+    /// engine's older shape gets its missing columns (its rows stay, as
+    /// plain wakes); one without `execution_id` or `wake_at` is someone
+    /// else's and is refused ([`OpenError::ForeignTimers`]).
+    pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
+        Ok(SqliteEventStore::open(path, options).await?.timers())
+    }
+
+    /// A private in-memory database, for tests and single-process hosts.
+    pub async fn open_in_memory() -> Result<Self, OpenError> {
+        Self::open(":memory:", SqliteOptions::default()).await
+    }
+
+    /// The database's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues a timer write on the writer thread.
+    async fn write<T: Send + 'static>(
+        &self,
+        apply: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, TimerStoreError> {
+        self.db
+            .write(|| Ok(()), move |conn, ()| apply(conn))
+            .await
+            .map_err(timer_error)
+    }
+}
+
+/// A failure of the shared machinery, as the timer store reports it. Only
+/// backend failures and unknown outcomes can come out of a timer job (its
+/// inputs were checked before it was queued).
+fn timer_error(error: StoreError) -> TimerStoreError {
+    match error {
+        StoreError::Backend(backend) => TimerStoreError::Backend(backend),
+        StoreError::OutcomeUnknown(backend) => TimerStoreError::OutcomeUnknown(backend),
+        other => TimerStoreError::Backend(BackendError::permanent(format!(
+            "unexpected failure of a timer operation: {other}"
+        ))),
+    }
+}
+
+#[async_trait]
+impl TimerStore for SqliteTimerStore {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+        check_row(row)?;
+        let redrive = timer_ops::encode_redrive(row.redrive).map_err(timer_error)?;
+        let (id, wake_at) = (row.execution_id.clone(), row.wake_at);
+        self.write(move |conn| timer_ops::schedule(conn, &id, wake_at, redrive.as_deref()))
+            .await
+    }
+
+    async fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+        check_due(now, limit)?;
+        self.db
+            .read(move |conn| timer_ops::due(conn, now, limit, filter))
+            .await
+            .map_err(timer_error)
+    }
+
+    async fn claim_due(
+        &self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<Claim>, TimerStoreError> {
+        let expires_at = check_lease(lease, limit)?;
+        let lease = lease.clone();
+        self.write(move |conn| timer_ops::claim_due(conn, &lease, expires_at, limit, filter))
+            .await
+    }
+
+    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        check_claim(claim)?;
+        let claim = claim.clone();
+        self.write(move |conn| timer_ops::complete(conn, &claim))
+            .await
+    }
+
+    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+        check_claim(claim)?;
+        let claim = claim.clone();
+        self.write(move |conn| timer_ops::release(conn, &claim))
+            .await
+    }
+}
