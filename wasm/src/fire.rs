@@ -108,8 +108,16 @@ fn retyped(error: &JsValue, code: &str) -> JsValue {
     refuse(&message, code)
 }
 
-/// `{ now?, random?, policy?, backoff?, redrivers? }`.
+/// `{ now?, random?, policy?, backoff?, redrivers? }`; `undefined` is
+/// `{}`.
 fn context(value: &JsValue) -> Result<FireContext, JsValue> {
+    let empty;
+    let value = if value.is_undefined() {
+        empty = Object::new().into();
+        &empty
+    } else {
+        value
+    };
     timer::object(
         "context",
         INVALID_CONTEXT,
