@@ -8,21 +8,20 @@
 //! outcomes. An answer that does not fit is refused (`TimerInputError`,
 //! `UNEXPECTED_ANSWER`) and leaves the machine as it was.
 
-use js_sys::{Object, Reflect};
+use js_sys::Object;
 use loomfence_core::{
     ExecutionView, FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll,
     RedriveAnswer, RedriveExhaustedError, RefusalReason, ResumeContendedError, ResumeError,
     ResumeRefusedError, Resumed, TimerRow,
 };
-use serde::Serialize;
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::events::{envelope, envelopes};
 use crate::js_errors;
 use crate::redrive;
 use crate::timer_values::{
-    self as timer, EntryJs, INVALID_TIME, SAFE_U64, count, entry, integer, refuse, small, whole,
+    self as timer, INVALID_TIME, Out, SAFE_U64, count, entry, entry_js, integer, refuse, row_js,
+    small, whole,
 };
 use crate::values::{property, to_js};
 
@@ -39,53 +38,6 @@ const INVALID_OUTCOME: &str = "INVALID_OUTCOME";
 pub struct FireMachineJs {
     /// The core's machine.
     machine: FireMachine,
-}
-
-/// An action on its way out.
-#[derive(Serialize)]
-struct ActJs<'a> {
-    /// `readLog`, `resume`, `redrive`, `schedule` or `complete`.
-    act: &'static str,
-    /// A resume's options, as `resume` takes them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    request: Option<RequestJs<'a>>,
-    /// Which re-driver, in registration order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    redriver: Option<usize>,
-    /// The row to hand over, write or retire.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    row: Option<&'a TimerRow>,
-}
-
-/// A resume request, shaped as `resume`'s options.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RequestJs<'a> {
-    /// The park.
-    fence_if_parked_at: u64,
-    /// `{ wait, timer: { wakeAt } }`.
-    answer: &'a Value,
-    /// The fire's `now`.
-    at: i64,
-}
-
-/// An outcome on its way out (an exhaustion's `error` is added after).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct OutcomeJs<'a> {
-    /// Which outcome.
-    outcome: &'static str,
-    /// Whether the fired row was retired.
-    retired: bool,
-    /// `notYet`: when the execution may be tried again.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    next_try_at: Option<i64>,
-    /// `backedOff`: the entry for this node's `WakeBackoff`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    entry: Option<EntryJs>,
-    /// `rescheduled`: the row written for the next try.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    row: Option<&'a TimerRow>,
 }
 
 /// The core's refusal of a fire's input or answer.
@@ -175,32 +127,54 @@ fn name(outcome: &FireOutcome) -> Option<&'static str> {
 
 /// An outcome as a plain object; an exhaustion carries its
 /// `RedriveExhaustedError` as `error`.
-fn outcome_js(outcome: &FireOutcome) -> Result<JsValue, JsValue> {
+fn outcome_js(outcome: &FireOutcome) -> JsValue {
     let Some(name) = name(outcome) else {
-        return Err(js_errors::internal(
+        return js_errors::internal(
             "the fire machine ended in an outcome this binding does not know",
-        ));
+        );
     };
-    let object = to_js(&OutcomeJs {
-        outcome: name,
-        retired: outcome.retired(),
-        next_try_at: match outcome {
-            FireOutcome::NotYet { next_try_at } => Some(*next_try_at),
-            _ => None,
-        },
-        entry: match outcome {
-            FireOutcome::BackedOff(entry) => Some((*entry).into()),
-            _ => None,
-        },
-        row: match outcome {
-            FireOutcome::Rescheduled(row) => Some(row),
-            _ => None,
-        },
-    })?;
-    if let Some(error) = outcome.exhausted() {
-        Reflect::set(&object, &"error".into(), &js_errors::exhausted(error))?;
+    let out = Out::new()
+        .set("outcome", &JsValue::from_str(name))
+        .set("retired", &JsValue::from_bool(outcome.retired()));
+    match outcome {
+        FireOutcome::NotYet { next_try_at } => out.number("nextTryAt", *next_try_at),
+        FireOutcome::BackedOff(entry) => out.set("entry", &entry_js(entry)),
+        FireOutcome::Rescheduled(row) => out.set("row", &row_js(row)),
+        FireOutcome::Exhausted(error) => out.set("error", &js_errors::exhausted(error)),
+        _ => out,
     }
-    Ok(object)
+    .done()
+}
+
+/// An action as a plain object `{ act, … }`.
+fn action_js(action: &FireAction) -> Result<JsValue, JsValue> {
+    let act = |name: &str| Out::new().set("act", &JsValue::from_str(name));
+    Ok(match action {
+        FireAction::ReadLog => act("readLog"),
+        FireAction::Resume(request) => {
+            #[allow(clippy::cast_possible_wrap)]
+            let park = request.fence_if_parked_at as i64;
+            act("resume").set(
+                "request",
+                &Out::new()
+                    .number("fenceIfParkedAt", park)
+                    .set("answer", &to_js(&request.answer)?)
+                    .number("at", request.at)
+                    .done(),
+            )
+        }
+        FireAction::Redrive { redriver, row } => act("redrive")
+            .set("redriver", &JsValue::from(*redriver))
+            .set("row", &row_js(row)),
+        FireAction::Schedule(row) => act("schedule").set("row", &row_js(row)),
+        FireAction::Complete(row) => act("complete").set("row", &row_js(row)),
+        _ => {
+            return Err(js_errors::internal(
+                "the fire machine asked for an action this binding does not know",
+            ));
+        }
+    }
+    .done())
 }
 
 /// Reads back an outcome a poll gave, for `WakeBackoff.apply` about `row`.
@@ -315,47 +289,18 @@ impl FireMachineJs {
 
     /// The row being fired.
     #[wasm_bindgen(getter)]
-    pub fn row(&self) -> Result<JsValue, JsValue> {
-        to_js(self.machine.row())
+    #[must_use]
+    pub fn row(&self) -> JsValue {
+        row_js(self.machine.row())
     }
 
     /// The next action, or `{ done: outcome }`. Asking again without an
     /// answer gives the same.
     pub fn poll(&self) -> Result<JsValue, JsValue> {
-        let action = match self.machine.poll() {
-            FirePoll::Done(outcome) => {
-                let done = Object::new();
-                Reflect::set(&done, &"done".into(), &outcome_js(&outcome)?)?;
-                return Ok(done.into());
-            }
-            FirePoll::Act(action) => action,
-            _ => return Err(js_errors::internal("unknown fire poll")),
-        };
-        let act = |act, row| ActJs {
-            act,
-            request: None,
-            redriver: None,
-            row,
-        };
-        match &action {
-            FireAction::ReadLog => to_js(&act("readLog", None)),
-            FireAction::Resume(request) => to_js(&ActJs {
-                request: Some(RequestJs {
-                    fence_if_parked_at: request.fence_if_parked_at,
-                    answer: &request.answer,
-                    at: request.at,
-                }),
-                ..act("resume", None)
-            }),
-            FireAction::Redrive { redriver, row } => to_js(&ActJs {
-                redriver: Some(*redriver),
-                ..act("redrive", Some(row))
-            }),
-            FireAction::Schedule(row) => to_js(&act("schedule", Some(row))),
-            FireAction::Complete(row) => to_js(&act("complete", Some(row))),
-            _ => Err(js_errors::internal(
-                "the fire machine asked for an action this binding does not know",
-            )),
+        match self.machine.poll() {
+            FirePoll::Done(outcome) => Ok(Out::new().set("done", &outcome_js(&outcome)).done()),
+            FirePoll::Act(action) => action_js(&action),
+            _ => Err(js_errors::internal("unknown fire poll")),
         }
     }
 

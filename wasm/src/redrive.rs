@@ -7,15 +7,15 @@ use std::num::NonZeroUsize;
 
 use js_sys::{Array, Object};
 use loomfence_core::{DEFAULT_BACKOFF_BOUND, Draw, RedrivePolicy, WakeBackoff, redrive_wake_at};
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::fire;
 use crate::js_errors::{number, show};
 use crate::timer_values::{
-    self as timer, EntryJs, INVALID_BACKOFF, INVALID_TIME, SAFE_U64, integer, refuse, small, whole,
+    self as timer, INVALID_BACKOFF, INVALID_TIME, Out, SAFE_U64, entry_js, integer, refuse, small,
+    whole,
 };
-use crate::values::{property, to_js};
+use crate::values::property;
 
 /// The code of a policy the core cannot hold.
 const INVALID_POLICY: &str = "INVALID_POLICY";
@@ -168,16 +168,6 @@ pub struct WakeBackoffJs {
     inner: WakeBackoff,
 }
 
-/// What an `apply` evicted.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Evicted<'a> {
-    /// Whose entry.
-    execution_id: &'a str,
-    /// The entry.
-    entry: EntryJs,
-}
-
 // `len` and `bound` are the read-only properties JavaScript sees; an
 // `isEmpty` beside `len` would only add to the package.
 #[allow(clippy::len_without_is_empty)]
@@ -219,7 +209,7 @@ impl WakeBackoffJs {
     pub fn get(&self, execution_id: JsValue) -> Result<JsValue, JsValue> {
         let id = timer::execution_id(&execution_id)?;
         match self.inner.get(&id) {
-            Some(entry) => to_js(&EntryJs::from(entry)),
+            Some(entry) => Ok(entry_js(&entry)),
             None => Ok(JsValue::UNDEFINED),
         }
     }
@@ -233,10 +223,10 @@ impl WakeBackoffJs {
         let row = timer::row("row", &row)?;
         let outcome = fire::outcome(&row, &outcome)?;
         match self.inner.apply(&row, &outcome) {
-            Some((id, entry)) => to_js(&Evicted {
-                execution_id: id.as_str(),
-                entry: entry.into(),
-            }),
+            Some((id, entry)) => Ok(Out::new()
+                .set("executionId", &JsValue::from_str(id.as_str()))
+                .set("entry", &entry_js(&entry))
+                .done()),
             None => Ok(JsValue::UNDEFINED),
         }
     }

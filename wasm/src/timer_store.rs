@@ -14,7 +14,6 @@ use wasm_bindgen::prelude::*;
 
 use crate::memory_store::settle;
 use crate::timer_values::{self as timer, core};
-use crate::values::to_js;
 
 /// The in-memory timer store.
 #[wasm_bindgen(js_name = MemoryTimerStore)]
@@ -68,7 +67,7 @@ impl MemoryTimerStore {
                 .borrow()
                 .due(now, limit, filter)
                 .map_err(|e| core(&e))?;
-            to_js(&rows)
+            Ok(timer::list(&rows, timer::row_js))
         })())
     }
 
@@ -86,7 +85,7 @@ impl MemoryTimerStore {
                 .borrow_mut()
                 .claim_due(&lease, limit, filter)
                 .map_err(|e| core(&e))?;
-            to_js(&claims)
+            Ok(timer::list(&claims, timer::claim_js))
         })())
     }
 

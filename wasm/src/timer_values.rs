@@ -9,11 +9,10 @@
 //! `0..=2^53-1`, an attempt up to `2^31-1`, a limit, a lease) are the core's
 //! checks, made by the call itself.
 
-use js_sys::{Array, Object};
+use js_sys::{Array, Object, Reflect};
 use loomfence_core::{
     BackoffEntry, Claim, DueFilter, ExecutionId, Lease, NodeId, Redrive, TimerInputError, TimerRow,
 };
-use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, show};
@@ -263,24 +262,74 @@ pub(crate) fn entry(what: &str, value: &JsValue) -> Result<BackoffEntry, JsValue
     })
 }
 
-/// A backoff entry on its way out.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct EntryJs {
-    /// The wake whose fire was contended.
-    wake_at: i64,
-    /// The next try.
-    attempt: u32,
-    /// When it may be made.
-    next_try_at: i64,
+/// A plain object built field by field: smaller in the `.wasm` than a
+/// serde serializer instantiated for each outgoing type.
+pub(crate) struct Out(Object);
+
+impl Out {
+    /// An empty object.
+    pub(crate) fn new() -> Self {
+        Self(Object::new())
+    }
+
+    /// Sets `key`; a fresh plain object takes every key.
+    pub(crate) fn set(self, key: &str, value: &JsValue) -> Self {
+        let _ = Reflect::set(&self.0, &JsValue::from_str(key), value);
+        self
+    }
+
+    /// Sets `key` to a time or count. Every one the core hands out is a
+    /// safe integer but a backoff's `nextTryAt`, which is `now` plus at most
+    /// the cap and is rounded past 2^53-1 (a time ~285 000 years away).
+    #[allow(clippy::cast_precision_loss)]
+    pub(crate) fn number(self, key: &str, value: i64) -> Self {
+        self.set(key, &JsValue::from_f64(value as f64))
+    }
+
+    /// The object.
+    pub(crate) fn done(self) -> JsValue {
+        self.0.into()
+    }
 }
 
-impl From<BackoffEntry> for EntryJs {
-    fn from(entry: BackoffEntry) -> Self {
-        Self {
-            wake_at: entry.wake_at,
-            attempt: entry.attempt,
-            next_try_at: entry.next_try_at,
-        }
+/// A row on its way out: `redrive` only on a re-drive row.
+pub(crate) fn row_js(row: &TimerRow) -> JsValue {
+    let out = Out::new()
+        .set("executionId", &JsValue::from_str(row.execution_id.as_str()))
+        .number("wakeAt", row.wake_at);
+    match row.redrive {
+        Some(Redrive { attempt }) => out
+            .set(
+                "redrive",
+                &Out::new().number("attempt", attempt.into()).done(),
+            )
+            .done(),
+        None => out.done(),
     }
+}
+
+/// A claim on its way out.
+#[allow(clippy::cast_possible_wrap)]
+pub(crate) fn claim_js(claim: &Claim) -> JsValue {
+    Out::new()
+        .set("row", &row_js(&claim.row))
+        .set("holder", &JsValue::from_str(claim.holder.as_str()))
+        // A claim count: far below 2^53.
+        .number("number", claim.number as i64)
+        .number("expiresAt", claim.expires_at)
+        .done()
+}
+
+/// A backoff entry on its way out.
+pub(crate) fn entry_js(entry: &BackoffEntry) -> JsValue {
+    Out::new()
+        .number("wakeAt", entry.wake_at)
+        .number("attempt", entry.attempt.into())
+        .number("nextTryAt", entry.next_try_at)
+        .done()
+}
+
+/// A list on its way out.
+pub(crate) fn list<T>(items: &[T], each: fn(&T) -> JsValue) -> JsValue {
+    items.iter().map(each).collect::<Array>().into()
 }
