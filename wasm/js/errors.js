@@ -55,6 +55,38 @@ export class InputError extends TypeError {
   }
 }
 
+/**
+ * A timer call refused its input before it touched anything: a row, a claim,
+ * a lease, a listing, a policy, a random draw, a backoff entry or a fire
+ * machine's answer that the core does not accept. `code` says which input
+ * ('INVALID_ROW', 'INVALID_ID', 'INVALID_TIME', 'INVALID_ATTEMPT',
+ * 'INVALID_LIMIT', 'INVALID_LEASE', 'INVALID_HOLDER', 'INVALID_CLAIM',
+ * 'INVALID_FILTER', 'INVALID_DRAW', 'INVALID_POLICY', 'INVALID_BACKOFF',
+ * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER').
+ */
+export class TimerInputError extends Error {
+  constructor(message, code) {
+    super(message);
+    this.name = 'TimerInputError';
+    this.code = code;
+  }
+}
+
+/**
+ * A chain of timer retries that gave up: carried (not thrown) by the one
+ * fire outcome that retired its row, for the host to report once. The
+ * execution is left to recover().
+ */
+export class RedriveExhaustedError extends Error {
+  constructor(message, { executionId, wakeAt, attempts } = {}) {
+    super(message);
+    this.name = 'RedriveExhaustedError';
+    this.executionId = executionId;
+    this.wakeAt = wakeAt;
+    this.attempts = attempts;
+  }
+}
+
 export function staleFenceError(message, executionId, presented, current) {
   return new StaleFenceError(message, { executionId, presented, current });
 }
@@ -69,6 +101,14 @@ export function resumeContendedError(message, executionId, attempts) {
 
 export function inputError(message, code) {
   return new InputError(message, code);
+}
+
+export function timerInputError(message, code) {
+  return new TimerInputError(message, code);
+}
+
+export function redriveExhaustedError(message, executionId, wakeAt, attempts) {
+  return new RedriveExhaustedError(message, { executionId, wakeAt, attempts });
 }
 
 export function rangeError(message, code) {
@@ -92,5 +132,12 @@ export function internalError(message) {
 
 /** The classes, for the package's entry points to re-export. */
 export function errorClasses() {
-  return { StaleFenceError, ResumeRefusedError, ResumeContendedError, InputError };
+  return {
+    StaleFenceError,
+    ResumeRefusedError,
+    ResumeContendedError,
+    InputError,
+    TimerInputError,
+    RedriveExhaustedError,
+  };
 }

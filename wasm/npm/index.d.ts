@@ -154,6 +154,284 @@ export interface Resumed {
  */
 export function resume(store: EventStore, executionId: string, options: ResumeOptions): Promise<Resumed>;
 
+// ---------------------------------------------------------------------------
+// Timers: the re-drive backoff, the fire decision and the timer store.
+//
+// Times are milliseconds since the epoch, safe integers; a stored time is in
+// 0..=2^53-1. Every refusal of input below is a `TimerInputError` whose `code`
+// names the input, thrown (or rejected with, for the store's promises) before
+// anything changed.
+
+/**
+ * One row of a timer store, keyed by `(executionId, wakeAt)`. A plain wake
+ * (no `redrive`) answers the TIMER wait at `wakeAt` of the execution's open
+ * park; a re-drive row (`redrive: { attempt }`, the try of its chain from 0)
+ * is handed to the host's re-drivers. `redrive: undefined` or `null` is read
+ * as a plain wake; rows the package returns leave it out. Unknown fields are
+ * refused (`INVALID_ROW`).
+ */
+export interface TimerRow {
+  executionId: string;
+  /** When the row is due, 0..=2^53-1 (`INVALID_TIME` otherwise). */
+  wakeAt: number;
+  /** 0..=2^31-1 (`INVALID_ATTEMPT` otherwise). */
+  redrive?: { attempt: number } | null;
+}
+
+/** What a claim asks for: who claims, at what time, for how long. */
+export interface Lease {
+  /** The claiming node: 1 to 255 bytes of UTF-8, no NUL (`INVALID_HOLDER`). Unique per process. */
+  holder: string;
+  /** The claimer's clock: rows due by then are claimed, leases that ended by then are taken over. */
+  now: number;
+  /** 1..=86 400 000 ms, ending by 2^53-1 (`INVALID_LEASE` otherwise). Longer than one fire takes. */
+  durationMs: number;
+}
+
+/**
+ * A row held under a lease, exactly as `claimDue` returned it; `complete`
+ * and `release` act only while it is the row's current claim.
+ */
+export interface Claim {
+  /** The row as claimed (its flag included). */
+  row: TimerRow;
+  holder: string;
+  /** The row's claim count at this claim, from 1: a later claim has a higher one. */
+  number: number;
+  /** When the lease ends. */
+  expiresAt: number;
+}
+
+/** Listing options. `redrive: false` leaves re-drive rows out before the limit. Default: every due row. */
+export interface DueOptions {
+  redrive?: boolean;
+}
+
+/**
+ * What `complete` and `release` answer: `'done'` (the claim was current: the
+ * row was retired, or handed back) or `'notHeld'` (the row is gone, was
+ * scheduled again, or was claimed by someone else since: nothing changed; a
+ * fire's decision is void).
+ */
+export type Completed = 'done' | 'notHeld';
+
+/**
+ * The timer store interface: rows keyed `(executionId, wakeAt)`, shared by
+ * every node, under the core's rules (see `MemoryTimerStore`). Every method
+ * is one atomic step. `tests/conformance-js/timer-kit.js` holds a store to it.
+ */
+export interface TimerStore {
+  schedule(row: TimerRow): Promise<void>;
+  due(now: number, limit: number, options?: DueOptions): Promise<TimerRow[]>;
+  claimDue(lease: Lease, limit: number, options?: DueOptions): Promise<Claim[]>;
+  complete(claim: Claim): Promise<Completed>;
+  release(claim: Claim): Promise<Completed>;
+}
+
+/**
+ * The core's timer table in memory. Every method settles at once, so
+ * concurrent calls never overlap inside it. The rules:
+ * - `schedule` is an upsert that never downgrades: a re-drive flag already
+ *   there is kept, one that comes is added (its attempt wins); it also ends
+ *   any claim on the row, which is due again at once.
+ * - `due` / `claimDue` take the earliest rows first, by `wakeAt` then by
+ *   `executionId` in byte order; `{ redrive: false }` filters before `limit`
+ *   (1..=10 000, `INVALID_LIMIT` otherwise).
+ * - `claimDue` claims only rows nobody holds, or whose lease ended at or
+ *   before `lease.now`; two claimers never hold one row.
+ * - `complete` / `release` act only for the current claim (same holder and
+ *   number); a claimer whose lease ended but whose row nobody claimed since
+ *   still holds it.
+ * Malformed input rejects with `TimerInputError` and changes nothing.
+ */
+export class MemoryTimerStore implements TimerStore {
+  constructor();
+  free(): void;
+  schedule(row: TimerRow): Promise<void>;
+  /** Due rows (`wakeAt <= now`), claimed or not: for inspection. */
+  due(now: number, limit: number, options?: DueOptions): Promise<TimerRow[]>;
+  claimDue(lease: Lease, limit: number, options?: DueOptions): Promise<Claim[]>;
+  /** Retires the row if `claim` is still its current claim. */
+  complete(claim: Claim): Promise<Completed>;
+  /** Hands the row back, due again at once, if `claim` is still its current claim. */
+  release(claim: Claim): Promise<Completed>;
+}
+
+/** A policy's fields; each one left out takes its default. */
+export interface RedrivePolicyInit {
+  /** The first try's ceiling, ms (default 200). */
+  baseMs?: number;
+  /** The largest ceiling, ms (default 30 000). */
+  capMs?: number;
+  /** Retries before a chain gives up (default 8). */
+  maxAttempts?: number;
+}
+
+/**
+ * How contended wakes are retried: try `attempt` (from 0) waits
+ * `floor(random * min(capMs, baseMs * 2^attempt))` ms; a chain gives up once
+ * a try would be the `maxAttempts`-th. `baseMs` and `capMs` are safe
+ * non-negative integers, `maxAttempts` a 32-bit unsigned one; an unknown field
+ * is refused (`INVALID_POLICY`).
+ */
+export class RedrivePolicy {
+  constructor(init?: RedrivePolicyInit);
+  free(): void;
+  readonly baseMs: number;
+  readonly capMs: number;
+  readonly maxAttempts: number;
+  /** `min(capMs, baseMs * 2^attempt)`; `attempt` a 32-bit unsigned integer (`INVALID_ATTEMPT`). */
+  ceilingMs(attempt: number): number;
+  /**
+   * The full-jitter delay of try `attempt` for the draw `random`, in
+   * `[0, ceilingMs(attempt))` (0 when that is 0). `random` must be a number in
+   * `[0, 1)`, as `Math.random()` gives (`INVALID_DRAW` otherwise; -0 is 0).
+   */
+  delayMs(attempt: number, random: number): number;
+}
+
+/**
+ * When the row of a re-drive's next try is due: `max(now + delayMs,
+ * firedWakeAt + 1)`, `now + delayMs` capped at 2^53-1; `undefined` when no
+ * time in 0..=2^53-1 results (the chain cannot continue with a storable row).
+ */
+export function redriveWakeAt(now: number, delayMs: number, firedWakeAt: number): number | undefined;
+
+/**
+ * What a `WakeBackoff` remembers about one execution: the contended wake, the
+ * next try (from 0), and the time before which no fire of the execution's
+ * timers on this node acquires.
+ */
+export interface BackoffEntry {
+  wakeAt: number;
+  attempt: number;
+  nextTryAt: number;
+}
+
+/**
+ * This node's backoff of contended plain wakes, per execution, holding at most
+ * `bound` executions (default 1024; `INVALID_BACKOFF` below 1). A new
+ * execution in a full map evicts the entry with the earliest `nextTryAt`.
+ * Give `get(row.executionId)` to each fire as `context.backoff`, and `apply`
+ * what the fire ended in.
+ */
+export class WakeBackoff {
+  constructor(bound?: number);
+  free(): void;
+  /** How many executions it holds at most. */
+  readonly bound: number;
+  /** How many it holds now. */
+  readonly len: number;
+  get(executionId: string): BackoffEntry | undefined;
+  /**
+   * Applies a fire's outcome for `row` (the `done` of its last poll): a
+   * `backedOff` is recorded, a final outcome of the row the entry belongs to
+   * (`fired`, `obsolete`, `exhausted`) clears it, anything else (re-drive
+   * rows included) changes nothing. Returns what recording evicted.
+   */
+  apply(row: TimerRow, outcome: FireOutcome): { executionId: string; entry: BackoffEntry } | undefined;
+}
+
+/** What a fire is given besides its row. */
+export interface FireContext {
+  /** The current time (default `Date.now()`); the row must be due by then (`NOT_DUE`). */
+  now?: number;
+  /** The one random draw in `[0, 1)` the fire may need (default `Math.random()`). */
+  random?: number;
+  /** The retry schedule: a `RedrivePolicy` or its fields (default: the default policy). */
+  policy?: RedrivePolicy | RedrivePolicyInit;
+  /** This node's backoff entry for the execution, `WakeBackoff.get(executionId)`. Read for plain wakes. */
+  backoff?: BackoffEntry | null;
+  /** How many re-drivers this node has registered (default 0). Read for re-drive rows. */
+  redrivers?: number;
+}
+
+/**
+ * The answer a fired TIMER wait resumes its park with: the index of the wait
+ * in the park's `waits`, and the timer.
+ */
+export interface TimerAnswer {
+  wait: number;
+  timer: { wakeAt: number };
+}
+
+/**
+ * One thing for the host to do, then to answer:
+ * - `readLog`: read the execution's whole log (`readRange(executionId, 1)`),
+ *   answer `handleRead(events)`;
+ * - `resume`: `resume(eventStore, row.executionId, request)` as given, answer
+ *   `handleResumed` with what it resolved to, or with the
+ *   `ResumeRefusedError` / `ResumeContendedError` it rejected with (any other
+ *   failure is not an answer: drop the machine, leave the row to its claim);
+ * - `redrive`: hand `row` to re-driver number `redriver` (registration order,
+ *   from 0), answer `handleRedrive('done' | 'noop' | 'contended' | 'failed')`
+ *   (a re-driver that threw is `'failed'`);
+ * - `schedule`: write `row` to the timer store (`schedule(row)`), answer
+ *   `handleScheduled()`; always before the `complete`;
+ * - `complete`: retire the fired row (the timer store's `complete` of the
+ *   claim), answer `handleCompleted()` once it answered `'done'`. A
+ *   `'notHeld'` voids the fire: drop the machine; the outcome is not final.
+ */
+export type FireAction =
+  | { act: 'readLog' }
+  | { act: 'resume'; request: { fenceIfParkedAt: number; answer: TimerAnswer; at: number } }
+  | { act: 'redrive'; redriver: number; row: TimerRow }
+  | { act: 'schedule'; row: TimerRow }
+  | { act: 'complete'; row: TimerRow };
+
+/**
+ * How a fire ended. `retired`: whether the fired row was retired (then the
+ * host's claim is spent; otherwise release it or let it expire).
+ * - `fired`: plain wake, its park was resumed with the timer's answer;
+ * - `obsolete`: plain wake, its wait is no longer pending;
+ * - `notYet`: plain wake, this node's backoff holds the execution until `nextTryAt`; nothing was read;
+ * - `backedOff`: plain wake, the resume was contended; `apply` it to the `WakeBackoff`;
+ * - `redriven`: re-drive row, a re-driver re-drove it;
+ * - `nothingToRedrive`: re-drive row, every re-driver answered noop;
+ * - `rescheduled`: re-drive row, contended or failed: `row` was written for the next try;
+ * - `left`: re-drive row, no re-driver is registered here; the row is left for a node that has one;
+ * - `exhausted`: either kind, the retries ran out; report `error` once (this is the only
+ *   fire that gets it), the execution is left to recover().
+ */
+export type FireOutcome =
+  | { outcome: 'fired'; retired: true }
+  | { outcome: 'obsolete'; retired: true }
+  | { outcome: 'notYet'; retired: false; nextTryAt: number }
+  | { outcome: 'backedOff'; retired: false; entry: BackoffEntry }
+  | { outcome: 'redriven'; retired: true }
+  | { outcome: 'nothingToRedrive'; retired: true }
+  | { outcome: 'rescheduled'; retired: true; row: TimerRow }
+  | { outcome: 'left'; retired: false }
+  | { outcome: 'exhausted'; retired: true; error: RedriveExhaustedError };
+
+/** What `FireMachine.poll` says: an action, or the outcome. */
+export type FirePoll = FireAction | { done: FireOutcome };
+
+/**
+ * The fire of one due timer row: the core's decision as a sans-IO machine.
+ * `poll()` names the next action (asking again gives the same); the host
+ * performs it and answers through the matching `handle*` method, until
+ * `poll()` gives `{ done: outcome }`. An answer that does not fit the pending
+ * action, or names another execution, throws `TimerInputError`
+ * (`UNEXPECTED_ANSWER`) and leaves the machine as it was. The constructor
+ * throws `TimerInputError` for a bad row or context, and `NOT_DUE` for a row
+ * due after `now`.
+ */
+export class FireMachine {
+  constructor(row: TimerRow, context?: FireContext);
+  free(): void;
+  /** The row being fired. */
+  readonly row: TimerRow;
+  poll(): FirePoll;
+  /** The whole log, from sequence 1 (possibly empty). */
+  handleRead(events: Envelope[]): void;
+  /** What `resume` resolved to, or the `ResumeRefusedError` / `ResumeContendedError` it rejected with. */
+  handleResumed(result: Resumed | ResumeRefusedError | ResumeContendedError): void;
+  handleRedrive(answer: 'done' | 'noop' | 'contended' | 'failed'): void;
+  handleScheduled(): void;
+  handleCompleted(): void;
+}
+
 /** Whether the event answers a park: a kernel answering kind, or an unknown kind stamped `metadata.kernel === true`. */
 export function isAnsweringKind(event: { kind: string; metadata?: JsonObject }): boolean;
 
@@ -199,4 +477,36 @@ export class InputError extends TypeError {
   readonly name: 'InputError';
   /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'STORE_CONTRACT'`, … */
   code: string;
+}
+
+/**
+ * A timer call refused its input before anything changed. `code` names the
+ * input: `'INVALID_ROW'` (a row's shape), `'INVALID_ID'` (an execution id),
+ * `'INVALID_TIME'` (a time that is not a safe integer, or a stored time
+ * outside 0..=2^53-1), `'INVALID_ATTEMPT'`, `'INVALID_LIMIT'`,
+ * `'INVALID_LEASE'`, `'INVALID_HOLDER'`, `'INVALID_CLAIM'`,
+ * `'INVALID_FILTER'`, `'INVALID_DRAW'` (a random draw outside `[0, 1)`),
+ * `'INVALID_DELAY'`, `'INVALID_POLICY'`, `'INVALID_BACKOFF'`,
+ * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
+ * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit).
+ */
+export class TimerInputError extends Error {
+  constructor(message?: string, code?: string);
+  readonly name: 'TimerInputError';
+  code: string;
+}
+
+/**
+ * A chain of timer retries that gave up: carried by the `exhausted` fire
+ * outcome (not thrown), for the host to report once. The execution is left to
+ * recover().
+ */
+export class RedriveExhaustedError extends Error {
+  constructor(message?: string, fields?: { executionId?: string; wakeAt?: number; attempts?: number });
+  readonly name: 'RedriveExhaustedError';
+  executionId: string;
+  /** The `wakeAt` of the row that was retired. */
+  wakeAt: number;
+  /** Retries made. */
+  attempts: number;
 }

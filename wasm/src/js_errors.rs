@@ -14,12 +14,15 @@
 //!   `ResumeContendedError`;
 //! - a host store's answer outside the interface: `InputError` with code
 //!   `STORE_CONTRACT` (`host_store.rs`);
+//! - a timer call's input the core refuses (a row, claim, lease, listing,
+//!   policy, draw, backoff entry, or a fire machine answer that does not fit):
+//!   `TimerInputError`, with a `code` naming the input (`timer_values.rs`);
 //! - a core answer this binding does not know (a newer core's variant of a
 //!   non-exhaustive enum): a plain `Error` with code `INTERNAL`.
 
 use loomfence_core::{
-    EventError, IdError, InputError, ResumeContendedError, ResumeError, ResumeRefusedError,
-    StaleFenceError,
+    EventError, IdError, InputError, RedriveExhaustedError, ResumeContendedError, ResumeError,
+    ResumeRefusedError, StaleFenceError, TimerInputError,
 };
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -39,6 +42,15 @@ extern "C" {
     fn resume_contended_error(message: &str, execution_id: &str, attempts: u32) -> JsValue;
     #[wasm_bindgen(js_name = inputError)]
     fn input_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = timerInputError)]
+    fn timer_input_error(message: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = redriveExhaustedError)]
+    fn redrive_exhausted_error(
+        message: &str,
+        execution_id: &str,
+        wake_at: f64,
+        attempts: u32,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = rangeError)]
     fn range_error(message: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = typeError)]
@@ -91,6 +103,37 @@ pub(crate) fn out_of_range(message: &str, code: &str) -> JsValue {
 /// An `InputError` with `code`.
 pub(crate) fn invalid(message: &str, code: &str) -> JsValue {
     input_error(message, code)
+}
+
+/// A `TimerInputError` with `code`.
+pub(crate) fn timer_input(message: &str, code: &str) -> JsValue {
+    timer_input_error(message, code)
+}
+
+/// A timer store's refusal of its input, by kind.
+pub(crate) fn timer(error: &TimerInputError) -> JsValue {
+    let code = match error {
+        TimerInputError::Time(_) => "INVALID_TIME",
+        TimerInputError::Attempt { .. } => "INVALID_ATTEMPT",
+        TimerInputError::Limit { .. } => "INVALID_LIMIT",
+        TimerInputError::LeaseDuration { .. } => "INVALID_LEASE",
+        TimerInputError::Holder(_) => "INVALID_HOLDER",
+        _ => "INVALID_INPUT",
+    };
+    timer_input(&error.to_string(), code)
+}
+
+/// A chain of retries that gave up, as the `RedriveExhaustedError` a fire
+/// outcome carries.
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn exhausted(error: &RedriveExhaustedError) -> JsValue {
+    redrive_exhausted_error(
+        &error.to_string(),
+        error.execution_id.as_str(),
+        // A stored row's time: within 0..=2^53-1, so exact.
+        error.wake_at as f64,
+        error.attempts,
+    )
 }
 
 /// A stale writer, as `StaleFenceError`.

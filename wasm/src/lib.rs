@@ -17,17 +17,30 @@
 //!   `appendIfParked` (refused up front without them), and checks every
 //!   answer against the interface: one outside it is an `InputError` with
 //!   code `STORE_CONTRACT`, and nothing more is written.
+//! - Timers: `RedrivePolicy`, `redriveWakeAt` and `WakeBackoff` (the
+//!   re-drive backoff), `FireMachine` (the fire decision, polled by the host
+//!   like the core's machine, its actions and outcomes plain objects) and
+//!   `MemoryTimerStore` (the core's `TimerTable`, settled synchronously like
+//!   `MemoryEventStore`). Input the timer calls refuse is a
+//!   `TimerInputError` with a `code`, before anything changes.
 
 mod events;
+mod fire;
 mod host_store;
 mod js_errors;
 mod json;
 mod kinds;
 mod memory_store;
+mod redrive;
 mod resume;
+mod timer_store;
+mod timer_values;
 mod values;
 
+pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
 pub use memory_store::MemoryEventStore;
+pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
 pub use resume::resume;
+pub use timer_store::MemoryTimerStore;

@@ -47,7 +47,7 @@ struct ParkAnswered {
 }
 
 /// Settles `result` into a promise.
-fn settle(result: Result<JsValue, JsValue>) -> Promise {
+pub(crate) fn settle(result: Result<JsValue, JsValue>) -> Promise {
     match result {
         Ok(value) => Promise::resolve(&value),
         Err(error) => Promise::reject(&error),

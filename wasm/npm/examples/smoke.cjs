@@ -4,7 +4,7 @@
 // `npm pack` tarball is installed. Exits non-zero on failure.
 'use strict';
 const assert = require('node:assert/strict');
-const { MemoryEventStore, resume, ResumeRefusedError } = require('loomfence');
+const { MemoryEventStore, resume, ResumeRefusedError, TimerInputError, MemoryTimerStore } = require('loomfence');
 
 async function main() {
   const store = new MemoryEventStore();
@@ -31,6 +31,8 @@ async function main() {
   const esm = await import('loomfence');
   assert.equal(esm.ResumeRefusedError, ResumeRefusedError);
   assert.equal(esm.MemoryEventStore, MemoryEventStore);
+  assert.equal(esm.TimerInputError, TimerInputError);
+  await assert.rejects(new MemoryTimerStore().due(-1, 1), esm.TimerInputError);
   console.log('smoke.cjs: ok (require)');
 }
 

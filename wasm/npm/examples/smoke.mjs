@@ -10,6 +10,9 @@ import {
   KERNEL_EVENT_KINDS,
   ResumeRefusedError,
   StaleFenceError,
+  MemoryTimerStore,
+  FireMachine,
+  TimerInputError,
 } from 'loomfence';
 
 const store = new MemoryEventStore();
@@ -49,4 +52,16 @@ await assert.rejects(
 const log = await store.readRange('order-7');
 assert.equal(locatePark(log), undefined);
 assert.deepEqual(log.map((event) => event.kind), ['EXECUTION_STARTED', 'EXECUTION_SUSPENDED', 'EXECUTION_RESUMED']);
+// A timer: scheduled, claimed, fired (its wait is gone, so obsolete), retired.
+const timers = new MemoryTimerStore();
+await timers.schedule({ executionId: 'order-7', wakeAt: 10 });
+const [claim] = await timers.claimDue({ holder: 'smoke', now: 20, durationMs: 1_000 }, 10);
+const fire = new FireMachine(claim.row, { now: 20, random: 0.5 });
+assert.deepEqual(fire.poll(), { act: 'readLog' });
+fire.handleRead(log);
+assert.deepEqual(fire.poll(), { act: 'complete', row: { executionId: 'order-7', wakeAt: 10 } });
+assert.equal(await timers.complete(claim), 'done');
+fire.handleCompleted();
+assert.deepEqual(fire.poll(), { done: { outcome: 'obsolete', retired: true } });
+await assert.rejects(timers.schedule({ executionId: 'order-7', wakeAt: -1 }), TimerInputError);
 console.log('smoke.mjs: ok (import)');

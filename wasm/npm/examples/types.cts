@@ -7,7 +7,13 @@ async function main(): Promise<void> {
   const token: number = await store.acquireFence('x');
   const error = new loomfence.StaleFenceError('stale', { executionId: 'x', presented: 1, current: token });
   const isError: Error = error;
-  void isError;
+  const timers = new loomfence.MemoryTimerStore();
+  await timers.schedule({ executionId: 'x', wakeAt: token });
+  const claims: loomfence.Claim[] = await timers.claimDue({ holder: 'n', now: token, durationMs: 1_000 }, 1);
+  const fire = new loomfence.FireMachine(claims[0]!.row, { now: token, random: 0 });
+  const step: loomfence.FirePoll = fire.poll();
+  const refused = new loomfence.TimerInputError('bad', 'INVALID_ROW');
+  void isError, step, refused;
 }
 
 void main;

@@ -11,11 +11,25 @@ import {
   ResumeRefusedError,
   ResumeContendedError,
   InputError,
+  TimerInputError,
+  RedriveExhaustedError,
+  RedrivePolicy,
+  redriveWakeAt,
+  WakeBackoff,
+  FireMachine,
+  MemoryTimerStore,
   type Envelope,
   type EventStore,
   type NewEvent,
   type Resumed,
   type AcquireIfResult,
+  type TimerRow,
+  type TimerStore,
+  type Claim,
+  type Completed,
+  type BackoffEntry,
+  type FireOutcome,
+  type FirePoll,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -70,4 +84,76 @@ async function main(): Promise<void> {
   void open, answering, kinds, token, stale, landed, current, deleted;
 }
 
-void main;
+// The timer API: policy, backoff, the fire machine over both stores.
+async function timers(events: EventStore): Promise<void> {
+  const policy = new RedrivePolicy({ baseMs: 100 });
+  const ceiling: number = policy.ceilingMs(3);
+  const delay: number = policy.delayMs(3, Math.random());
+  const fields: [number, number, number] = [policy.baseMs, policy.capMs, policy.maxAttempts];
+  const next: number | undefined = redriveWakeAt(Date.now(), delay, 1_000);
+  const timerStore: TimerStore = new MemoryTimerStore();
+  const row: TimerRow = { executionId: 't', wakeAt: 1_000 };
+  await timerStore.schedule(row);
+  await timerStore.schedule({ executionId: 't', wakeAt: 1_001, redrive: { attempt: 0 } });
+  const due: TimerRow[] = await timerStore.due(2_000, 10, { redrive: false });
+  const claims: Claim[] = await timerStore.claimDue({ holder: 'node-1', now: 2_000, durationMs: 30_000 }, 10);
+  const backoff = new WakeBackoff(16);
+  const size: number = backoff.len + backoff.bound;
+  for (const claim of claims) {
+    const entry: BackoffEntry | undefined = backoff.get(claim.row.executionId);
+    const fire = new FireMachine(claim.row, { now: 2_000, random: 0.5, policy, backoff: entry, redrivers: 0 });
+    const fired: TimerRow = fire.row;
+    let outcome: FireOutcome | undefined;
+    while (outcome === undefined) {
+      const step: FirePoll = fire.poll();
+      if ('done' in step) {
+        outcome = step.done;
+        break;
+      }
+      switch (step.act) {
+        case 'readLog':
+          fire.handleRead(await events.readRange(fired.executionId, 1));
+          break;
+        case 'resume':
+          fire.handleResumed(await resume(events, fired.executionId, step.request).catch((e: ResumeRefusedError) => e));
+          break;
+        case 'redrive':
+          fire.handleRedrive(step.redriver === 0 ? 'noop' : 'failed');
+          break;
+        case 'schedule':
+          await timerStore.schedule(step.row);
+          fire.handleScheduled();
+          break;
+        case 'complete': {
+          const done: Completed = await timerStore.complete(claim);
+          if (done === 'done') fire.handleCompleted();
+          break;
+        }
+      }
+    }
+    const evicted = backoff.apply(claim.row, outcome);
+    const retired: boolean = outcome.retired;
+    if (outcome.outcome === 'exhausted') {
+      const error: RedriveExhaustedError = outcome.error;
+      const attempts: number = error.attempts;
+      void attempts;
+    } else if (outcome.outcome === 'backedOff') {
+      const nextTryAt: number = outcome.entry.nextTryAt;
+      void nextTryAt;
+    }
+    void evicted, retired;
+  }
+  const released: Completed = await timerStore.release(claims[0]!);
+  try {
+    await timerStore.due(-1, 10);
+  } catch (error) {
+    if (error instanceof TimerInputError) {
+      const code: string = error.code;
+      const isError: Error = error;
+      void code, isError;
+    }
+  }
+  void ceiling, fields, next, due, size, released;
+}
+
+void main, timers;

@@ -1,0 +1,510 @@
+// The timer conformance kit for JavaScript timer stores: the cases of the
+// Rust timer kit (tests/conformance/src/timers/*.rs), ported one for one
+// under the same names, plus checks of the JavaScript edge (values that are
+// not rows, claims, leases or numbers at all), written ONCE and run against
+// any store with the TimerStore interface:
+//
+//   import { timerConformance } from './timer-kit.js';
+//   timerConformance('memory', () => new MemoryTimerStore());
+//
+// Timer stores have no capability levels: every case applies to every store.
+// Each case gets a fresh store from the factory. The rules are the core's
+// TimerTable (core/src/timer_table.rs): an upsert that keeps the re-drive
+// flag, due filtered before the limit, numbered lease claims, retire and
+// release only by the current claim, a schedule voiding a claim, and every
+// bad input refused with a TimerInputError that changes nothing.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { TimerInputError } from 'loomfence';
+
+import { describe as describeError, show } from './support.js';
+
+/** The base time of the cases, in ms; any value in range would do. */
+export const T0 = 1_700_000_000_000;
+
+/** The lease every case claims with unless it says otherwise. */
+export const LEASE_MS = 30_000;
+
+/** The largest stored time (2^53-1), the largest listing, the longest lease
+ * and the largest re-drive attempt, as the core defines them. */
+export const MAX_TIMER_MS = Number.MAX_SAFE_INTEGER;
+export const MAX_DUE_LIMIT = 10_000;
+export const MAX_LEASE_MS = 86_400_000;
+export const MAX_REDRIVE_ATTEMPT = 2 ** 31 - 1;
+
+/** The longest execution id: 255 bytes of UTF-8. */
+const MAX_ID_BYTES = 255;
+
+/** A plain wake of `execution` at `T0 + offset`. */
+export function wake(execution, offset) {
+  return { executionId: execution, wakeAt: T0 + offset };
+}
+
+/** A re-drive row of `execution` at `T0 + offset`, try `attempt`. */
+export function redrive(execution, offset, attempt) {
+  return { executionId: execution, wakeAt: T0 + offset, redrive: { attempt } };
+}
+
+/** A lease for `holder` at `T0 + offset`, for `LEASE_MS`. */
+export function lease(holder, offset) {
+  return { holder, now: T0 + offset, durationMs: LEASE_MS };
+}
+
+/** Schedules every row, in order. */
+export async function scheduleAll(store, rows) {
+  for (const row of rows) await store.schedule(row);
+}
+
+/** Every row of the store, earliest first: the witness a case compares
+ * before and after a refused call. */
+export function allRows(store) {
+  return store.due(MAX_TIMER_MS, MAX_DUE_LIMIT);
+}
+
+/** Claims due rows under `lease` (every kind, up to 100). */
+export function claim(store, byLease) {
+  return store.claimDue(byLease, 100);
+}
+
+/** Claims under `lease` and expects exactly the row `row`. */
+export async function claimOnly(store, byLease, row) {
+  const claims = await claim(store, byLease);
+  assert.deepEqual(claims.map((c) => c.row), [row], `${byLease.holder} should claim exactly ${show(row)}`);
+  return claims[0];
+}
+
+/** Sorts rows the way a store orders them: by time, then by id in byte order
+ * (UTF-8 bytes, not UTF-16 code units). */
+function byKey(a, b) {
+  if (a.wakeAt !== b.wakeAt) return a.wakeAt - b.wakeAt;
+  return Buffer.compare(Buffer.from(a.executionId), Buffer.from(b.executionId));
+}
+
+/** Asserts `promise` rejects with a TimerInputError with `code`. */
+export async function assertTimerInput(promise, code, what) {
+  await assert.rejects(promise, (error) => {
+    assert.ok(error instanceof TimerInputError, `${what}: expected a TimerInputError (${code}), got ${describeError(error)}`);
+    assert.equal(error.name, 'TimerInputError');
+    assert.equal(error.code, code, `${what}: wrong code on ${describeError(error)}`);
+    assert.ok(typeof error.message === 'string' && error.message.length > 0, `${what}: the error has no message`);
+    return true;
+  });
+}
+
+/** Every case: [name, run(store)]. */
+const CASES = [];
+function kase(name, run) {
+  CASES.push({ name, run });
+}
+
+// ---------------------------------------------------------------------------
+// schedule.rs: rows round-trip, and the upsert keeps or adds the re-drive
+// flag but never clears it.
+
+kase('schedule::rows_round_trip_with_their_flag', async (store) => {
+  await scheduleAll(store, [redrive('b', 20, 3), wake('a', 10)]);
+  assert.deepEqual(await allRows(store), [wake('a', 10), redrive('b', 20, 3)]);
+});
+
+kase('schedule::times_at_both_ends_of_the_range_round_trip', async (store) => {
+  const rows = [
+    { executionId: 'zero', wakeAt: 0 },
+    { executionId: 'max', wakeAt: MAX_TIMER_MS, redrive: { attempt: MAX_REDRIVE_ATTEMPT } },
+  ];
+  await scheduleAll(store, rows);
+  assert.deepEqual(await allRows(store), rows);
+});
+
+kase('schedule::awkward_ids_round_trip', async (store) => {
+  const long = 'é'.repeat(MAX_ID_BYTES >> 1) + 'x';
+  assert.equal(Buffer.byteLength(long), MAX_ID_BYTES);
+  const ids = ['it\'s "quoted"', "'); DROP TABLE timers; --", '{"attempt": 1}', 'timer 🕰 ünïcode', long];
+  const rows = ids.map((id) => ({ executionId: id, wakeAt: T0 }));
+  await scheduleAll(store, rows);
+  assert.deepEqual(await allRows(store), [...rows].sort(byKey));
+});
+
+kase('schedule::a_redrive_schedule_flags_a_plain_row', async (store) => {
+  await scheduleAll(store, [wake('p', 0), redrive('p', 0, 0)]);
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 0)]);
+});
+
+kase('schedule::a_plain_schedule_never_clears_the_flag', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 2), wake('p', 0)]);
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 2)]);
+});
+
+kase('schedule::a_later_redrive_schedule_carries_its_attempt', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 1), redrive('p', 0, 4)]);
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 4)]);
+});
+
+kase('schedule::scheduling_twice_keeps_one_row', async (store) => {
+  await scheduleAll(store, [wake('p', 0), wake('p', 0), wake('p', 1)]);
+  assert.deepEqual(await allRows(store), [wake('p', 0), wake('p', 1)]);
+});
+
+// ---------------------------------------------------------------------------
+// due.rs: which rows a listing returns, in what order, and how the re-drive
+// filter and the limit combine.
+
+kase('due::only_rows_at_or_before_now_are_due', async (store) => {
+  await scheduleAll(store, [wake('early', -1), wake('now', 0), wake('late', 1)]);
+  assert.deepEqual(await store.due(T0, MAX_DUE_LIMIT), [wake('early', -1), wake('now', 0)]);
+});
+
+kase('due::due_rows_come_earliest_first_then_by_id_in_byte_order', async (store) => {
+  await scheduleAll(store, [wake('b', 5), wake('a', 5), wake('B', 5), wake('z', 1), wake('é', 5)]);
+  assert.deepEqual(await store.due(T0 + 5, MAX_DUE_LIMIT), [
+    wake('z', 1),
+    wake('B', 5),
+    wake('a', 5),
+    wake('b', 5),
+    wake('é', 5),
+  ]);
+});
+
+kase('due::the_limit_takes_the_earliest', async (store) => {
+  const rows = Array.from({ length: 10 }, (_, i) => 9 - i).map((n) => wake(`e${n}`, n));
+  await scheduleAll(store, rows);
+  assert.deepEqual(await store.due(T0 + 100, 3), [wake('e0', 0), wake('e1', 1), wake('e2', 2)]);
+});
+
+kase('due::the_redrive_filter_applies_before_the_limit', async (store) => {
+  const rows = Array.from({ length: 5 }, (_, n) => redrive(`r${n}`, n, 0));
+  rows.push(wake('plain', 10));
+  await scheduleAll(store, rows);
+  assert.deepEqual(await store.due(T0 + 10, 2, { redrive: false }), [wake('plain', 10)]);
+  assert.deepEqual(await store.due(T0 + 10, 2), [redrive('r0', 0, 0), redrive('r1', 1, 0)]);
+  assert.deepEqual(await store.due(T0 + 10, 2, { redrive: true }), [redrive('r0', 0, 0), redrive('r1', 1, 0)]);
+});
+
+kase('due::claimed_rows_are_still_listed', async (store) => {
+  await scheduleAll(store, [wake('held', 0), wake('free', 1)]);
+  const held = await claim(store, lease('n1', 0));
+  assert.equal(held.length, 1);
+  assert.deepEqual(await store.due(T0 + 1, MAX_DUE_LIMIT), [wake('held', 0), wake('free', 1)]);
+});
+
+// ---------------------------------------------------------------------------
+// lease.rs: who may fire a row, until when, and who may retire it.
+
+kase('lease::a_claim_takes_due_free_rows_earliest_first', async (store) => {
+  await scheduleAll(store, [wake('c', 2), wake('a', 0), wake('b', 1), wake('later', 9)]);
+  const claims = await store.claimDue(lease('n1', 5), 2);
+  assert.deepEqual(claims, [
+    { row: wake('a', 0), holder: 'n1', number: 1, expiresAt: T0 + 5 + LEASE_MS },
+    { row: wake('b', 1), holder: 'n1', number: 1, expiresAt: T0 + 5 + LEASE_MS },
+  ]);
+  const rest = await claim(store, lease('n2', 5));
+  assert.deepEqual(rest.map((c) => c.row), [wake('c', 2)]);
+});
+
+kase('lease::a_claim_honours_the_redrive_filter_before_the_limit', async (store) => {
+  const rows = Array.from({ length: 5 }, (_, n) => redrive(`r${n}`, n, 0));
+  rows.push(wake('plain', 10));
+  await scheduleAll(store, rows);
+  const plain = await store.claimDue(lease('no-redrivers', 10), 1, { redrive: false });
+  assert.deepEqual(plain.map((c) => c.row), [wake('plain', 10)]);
+  const redrives = await claim(store, lease('redriver', 10));
+  assert.equal(redrives.length, 5, `the re-drive rows stayed free: ${show(redrives)}`);
+});
+
+kase('lease::a_held_row_is_not_claimed_again', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  await claimOnly(store, lease('n1', 0), wake('p', 0));
+  assert.deepEqual(await claim(store, lease('n2', LEASE_MS - 1)), []);
+  assert.deepEqual(await claim(store, lease('n1', 1)), []);
+});
+
+kase('lease::eight_concurrent_claimers_one_winner', async (store) => {
+  for (let round = 0; round < 20; round++) {
+    const row = wake(`round-${round}`, round);
+    await scheduleAll(store, [row]);
+    const claimed = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => claim(store, lease(`node-${n}`, round))),
+    );
+    assert.deepEqual(claimed.flat().map((c) => c.row), [row], `round ${round}: exactly one claimer gets the row`);
+  }
+});
+
+kase('lease::concurrent_claimers_split_many_rows_without_overlap', async (store) => {
+  const rows = Array.from({ length: 64 }, (_, n) => wake(`row-${String(n).padStart(2, '0')}`, n % 7));
+  await scheduleAll(store, rows);
+  const drained = await Promise.all(
+    Array.from({ length: 8 }, async (_, n) => {
+      const mine = [];
+      for (;;) {
+        const page = await store.claimDue(lease(`node-${n}`, 10), 5);
+        if (page.length === 0) return mine;
+        mine.push(...page.map((c) => c.row));
+      }
+    }),
+  );
+  const claimed = drained.flat();
+  assert.equal(claimed.length, 64, `every row claimed once: ${show(claimed)}`);
+  assert.deepEqual([...claimed].sort(byKey), [...rows].sort(byKey));
+});
+
+kase('lease::an_expired_lease_comes_back_with_a_higher_number', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const crashed = await claimOnly(store, lease('crashed', 0), wake('p', 0));
+  assert.deepEqual(await claim(store, lease('n2', LEASE_MS - 1)), []);
+  const taken = await claimOnly(store, lease('n2', LEASE_MS), wake('p', 0));
+  assert.equal(taken.number, crashed.number + 1);
+  assert.equal(await store.complete(crashed), 'notHeld');
+  assert.deepEqual(await allRows(store), [wake('p', 0)]);
+  assert.equal(await store.complete(taken), 'done');
+  assert.deepEqual(await allRows(store), []);
+});
+
+kase('lease::complete_retires_only_for_the_claimer', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const held = await claimOnly(store, lease('owner', 0), wake('p', 0));
+  const impostor = { ...held, holder: 'impostor' };
+  const wrongNumber = { ...held, number: held.number + 1 };
+  for (const refused of [impostor, wrongNumber]) {
+    assert.equal(await store.complete(refused), 'notHeld', show(refused));
+  }
+  assert.deepEqual(await allRows(store), [wake('p', 0)]);
+  assert.deepEqual(await claim(store, lease('third', 1)), [], 'the owner still holds the row');
+  assert.equal(await store.complete(held), 'done');
+  assert.deepEqual(await allRows(store), []);
+});
+
+kase('lease::complete_twice_retires_once', async (store) => {
+  await scheduleAll(store, [wake('p', 0), wake('p', 1)]);
+  const claims = await claim(store, lease('n1', 0));
+  assert.equal(claims.length, 1);
+  assert.equal(await store.complete(claims[0]), 'done');
+  assert.equal(await store.complete(claims[0]), 'notHeld');
+  assert.deepEqual(await allRows(store), [wake('p', 1)]);
+});
+
+kase('lease::a_claimer_whose_lease_ended_unclaimed_still_completes', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const slow = await claimOnly(store, lease('slow', 0), wake('p', 0));
+  assert.equal(await store.complete(slow), 'done');
+  assert.deepEqual(await allRows(store), []);
+});
+
+kase('lease::release_hands_the_row_back_at_once', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const first = await claimOnly(store, lease('stopping', 0), wake('p', 0));
+  assert.equal(await store.release(first), 'done');
+  const second = await claimOnly(store, lease('n2', 1), wake('p', 0));
+  assert.equal(second.number, first.number + 1);
+  assert.equal(await store.complete(first), 'notHeld');
+  assert.equal(await store.release(first), 'notHeld');
+  assert.equal(await store.complete(second), 'done');
+});
+
+kase('lease::release_by_a_non_claimer_changes_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const held = await claimOnly(store, lease('owner', 0), wake('p', 0));
+  assert.equal(await store.release({ ...held, holder: 'impostor' }), 'notHeld');
+  assert.deepEqual(await claim(store, lease('third', 1)), []);
+  assert.equal(await store.complete(held), 'done');
+});
+
+kase('lease::a_schedule_on_a_claimed_row_voids_the_claim', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 1)]);
+  const firing = await claimOnly(store, lease('firing', 0), redrive('p', 0, 1));
+  await scheduleAll(store, [wake('p', 0)]);
+  assert.equal(await store.complete(firing), 'notHeld');
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 1)]);
+  const next = await claimOnly(store, lease('next', 1), redrive('p', 0, 1));
+  assert.ok(next.number > firing.number);
+  assert.equal(await store.release(firing), 'notHeld');
+});
+
+// ---------------------------------------------------------------------------
+// bad_input.rs: every refusal is a typed TimerInputError and leaves the store
+// as it was.
+
+kase('bad_input::bad_rows_are_refused_and_change_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const before = await allRows(store);
+  const cases = [
+    [{ executionId: 'p', wakeAt: -1 }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: MAX_TIMER_MS + 1 }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: MAX_REDRIVE_ATTEMPT + 1 } }, 'INVALID_ATTEMPT'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: 2 ** 32 - 1 } }, 'INVALID_ATTEMPT'],
+  ];
+  for (const [row, code] of cases) {
+    await assertTimerInput(store.schedule(row), code, `schedule(${show(row)})`);
+  }
+  assert.deepEqual(await allRows(store), before);
+});
+
+kase('bad_input::bad_listings_are_refused', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  await assertTimerInput(store.due(-1, 10), 'INVALID_TIME', 'due(-1)');
+  await assertTimerInput(store.due(2 ** 63, 10), 'INVALID_TIME', 'due(2^63)');
+  for (const limit of [0, MAX_DUE_LIMIT + 1, 2 ** 64]) {
+    await assertTimerInput(store.due(T0, limit), 'INVALID_LIMIT', `due(limit ${limit})`);
+  }
+});
+
+kase('bad_input::bad_leases_are_refused_and_claim_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const withLease = (now, durationMs) => ({ holder: 'n1', now, durationMs });
+  for (const [now, durationMs] of [[T0, 0], [T0, MAX_LEASE_MS + 1], [MAX_TIMER_MS - 10, 11]]) {
+    await assertTimerInput(store.claimDue(withLease(now, durationMs), 10), 'INVALID_LEASE', `a lease of ${durationMs} ms at ${now}`);
+  }
+  await assertTimerInput(store.claimDue(withLease(-5, 1_000), 10), 'INVALID_TIME', 'a lease at -5');
+  await assertTimerInput(store.claimDue(withLease(T0, 1_000), 0), 'INVALID_LIMIT', 'a claim of 0 rows');
+  // The longest lease that ends exactly at 2^53-1 is accepted.
+  const edge = await store.claimDue(withLease(MAX_TIMER_MS - 10, 10), 10);
+  assert.equal(edge.length, 1);
+  assert.equal(edge[0].expiresAt, MAX_TIMER_MS);
+});
+
+kase('bad_input::bad_claims_are_refused_and_change_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const held = await claimOnly(store, lease('owner', 0), wake('p', 0));
+  const badTime = { ...held, row: { executionId: 'p', wakeAt: -1 } };
+  const badAttempt = { ...held, row: redrive('p', 0, MAX_REDRIVE_ATTEMPT + 1) };
+  for (const [bad, code] of [[badTime, 'INVALID_TIME'], [badAttempt, 'INVALID_ATTEMPT']]) {
+    await assertTimerInput(store.complete(bad), code, `complete(${show(bad)})`);
+    await assertTimerInput(store.release(bad), code, `release(${show(bad)})`);
+  }
+  assert.deepEqual(await allRows(store), [wake('p', 0)]);
+  assert.equal(await store.complete(held), 'done');
+});
+
+// ---------------------------------------------------------------------------
+// The JavaScript edge: values that are not rows, claims, leases, filters or
+// numbers at all. The Rust kit's stores take typed values; a JavaScript store
+// is handed anything, so these stay here.
+
+kase('bad_input::values_that_are_not_rows_are_refused', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const before = await allRows(store);
+  const cases = [
+    [null, 'INVALID_ROW'],
+    ['p', 'INVALID_ROW'],
+    [[wake('p', 0)], 'INVALID_ROW'],
+    [{ executionId: 'p', wakeAt: T0, extra: 1 }, 'INVALID_ROW'],
+    [{ executionId: 'p', wakeat: T0 }, 'INVALID_ROW'],
+    [{ executionId: 'p', wakeAt: T0, redrive: 1 }, 'INVALID_ROW'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: 0, at: 1 } }, 'INVALID_ROW'],
+    [{ executionId: '', wakeAt: T0 }, 'INVALID_ID'],
+    [{ executionId: 'nul\u0000', wakeAt: T0 }, 'INVALID_ID'],
+    [{ executionId: 'x'.repeat(MAX_ID_BYTES + 1), wakeAt: T0 }, 'INVALID_ID'],
+    [{ executionId: 7, wakeAt: T0 }, 'INVALID_ID'],
+    [{ wakeAt: T0 }, 'INVALID_ID'],
+    [{ executionId: 'p' }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: String(T0) }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: BigInt(T0) }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: T0 + 0.5 }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: NaN }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: Infinity }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: 2 ** 53 }, 'INVALID_TIME'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: -1 } }, 'INVALID_ATTEMPT'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: 0.5 } }, 'INVALID_ATTEMPT'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: '1' } }, 'INVALID_ATTEMPT'],
+    [{ executionId: 'p', wakeAt: T0, redrive: {} }, 'INVALID_ATTEMPT'],
+    [{ executionId: 'p', wakeAt: T0, redrive: { attempt: 2 ** 32 } }, 'INVALID_ATTEMPT'],
+  ];
+  for (const [row, code] of cases) {
+    await assertTimerInput(store.schedule(row), code, `schedule(${show(row)})`);
+  }
+  assert.deepEqual(await allRows(store), before);
+  // `redrive: undefined` or `null` is a plain wake, as leaving it out is.
+  await scheduleAll(store, [{ executionId: 'u', wakeAt: T0, redrive: undefined }, { executionId: 'n', wakeAt: T0, redrive: null }]);
+  assert.deepEqual(await allRows(store), [wake('n', 0), wake('p', 0), wake('u', 0)]);
+});
+
+kase('bad_input::bad_listing_arguments_are_refused', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  for (const [now, limit, options, code] of [
+    [undefined, 10, undefined, 'INVALID_TIME'],
+    [String(T0), 10, undefined, 'INVALID_TIME'],
+    [T0 + 0.5, 10, undefined, 'INVALID_TIME'],
+    [T0, undefined, undefined, 'INVALID_LIMIT'],
+    [T0, '10', undefined, 'INVALID_LIMIT'],
+    [T0, 1.5, undefined, 'INVALID_LIMIT'],
+    [T0, -1, undefined, 'INVALID_LIMIT'],
+    [T0, 10, 'plain', 'INVALID_FILTER'],
+    [T0, 10, { redrive: 'no' }, 'INVALID_FILTER'],
+    [T0, 10, { redrive: 0 }, 'INVALID_FILTER'],
+    [T0, 10, { redrives: false }, 'INVALID_FILTER'],
+  ]) {
+    const what = `(${show(now)}, ${show(limit)}, ${show(options)})`;
+    await assertTimerInput(store.due(now, limit, options), code, `due${what}`);
+    const byLease = { holder: 'n1', now, durationMs: LEASE_MS };
+    await assertTimerInput(store.claimDue(byLease, limit, options), code, `claimDue${what}`);
+  }
+  assert.deepEqual(await store.due(T0, 10, null), [wake('p', 0)], 'null options: every due row');
+  assert.deepEqual(await store.due(T0, 10, {}), [wake('p', 0)], 'empty options: every due row');
+  assert.deepEqual(await allRows(store), [wake('p', 0)]);
+  assert.equal((await claim(store, lease('n1', 0))).length, 1, 'nothing was claimed by the refused calls');
+});
+
+kase('bad_input::values_that_are_not_leases_are_refused_and_claim_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  for (const [bad, code] of [
+    [null, 'INVALID_LEASE'],
+    ['n1', 'INVALID_LEASE'],
+    [{ holder: 'n1', now: T0, durationMs: LEASE_MS, until: 1 }, 'INVALID_LEASE'],
+    [{ holder: 'n1', now: T0 }, 'INVALID_LEASE'],
+    [{ holder: 'n1', now: T0, durationMs: -1 }, 'INVALID_LEASE'],
+    [{ holder: 'n1', now: T0, durationMs: 1.5 }, 'INVALID_LEASE'],
+    [{ holder: 'n1', now: T0, durationMs: '30000' }, 'INVALID_LEASE'],
+    [{ holder: '', now: T0, durationMs: LEASE_MS }, 'INVALID_HOLDER'],
+    [{ holder: 'a\u0000b', now: T0, durationMs: LEASE_MS }, 'INVALID_HOLDER'],
+    [{ holder: 'é'.repeat(128), now: T0, durationMs: LEASE_MS }, 'INVALID_HOLDER'],
+    [{ holder: 1, now: T0, durationMs: LEASE_MS }, 'INVALID_HOLDER'],
+    [{ now: T0, durationMs: LEASE_MS }, 'INVALID_HOLDER'],
+    [{ holder: 'n1', durationMs: LEASE_MS }, 'INVALID_TIME'],
+  ]) {
+    await assertTimerInput(store.claimDue(bad, 10), code, `claimDue(${show(bad)})`);
+  }
+  await claimOnly(store, lease('n1', 0), wake('p', 0));
+});
+
+kase('bad_input::values_that_are_not_claims_are_refused_and_change_nothing', async (store) => {
+  await scheduleAll(store, [wake('p', 0)]);
+  const held = await claimOnly(store, lease('owner', 0), wake('p', 0));
+  const { expiresAt: _, ...withoutExpiry } = held;
+  for (const [bad, code] of [
+    [null, 'INVALID_CLAIM'],
+    [[held], 'INVALID_CLAIM'],
+    [{ ...held, extra: true }, 'INVALID_CLAIM'],
+    [{ ...held, number: -1 }, 'INVALID_CLAIM'],
+    [{ ...held, number: 1.5 }, 'INVALID_CLAIM'],
+    [{ ...held, number: '1' }, 'INVALID_CLAIM'],
+    [{ ...held, row: undefined }, 'INVALID_ROW'],
+    [{ ...held, row: { ...held.row, executionId: '' } }, 'INVALID_ID'],
+    [{ ...held, holder: '' }, 'INVALID_HOLDER'],
+    [{ ...held, holder: undefined }, 'INVALID_HOLDER'],
+    [withoutExpiry, 'INVALID_TIME'],
+    [{ ...held, expiresAt: 0.5 }, 'INVALID_TIME'],
+  ]) {
+    await assertTimerInput(store.complete(bad), code, `complete(${show(bad)})`);
+    await assertTimerInput(store.release(bad), code, `release(${show(bad)})`);
+  }
+  assert.deepEqual(await claim(store, lease('third', 1)), [], 'the owner still holds the row');
+  assert.equal(await store.complete(held), 'done');
+  assert.deepEqual(await allRows(store), []);
+});
+
+// ---------------------------------------------------------------------------
+
+/** The names of every case, in order (compared with the Rust kit's table). */
+export const TIMER_CASE_NAMES = Object.freeze(CASES.map((c) => c.name));
+
+/**
+ * Registers every case of the timer kit under
+ * `describe('timer-conformance[label]')`, each run against a fresh store
+ * from `makeStore` (sync or async).
+ */
+export function timerConformance(label, makeStore) {
+  describe(`timer-conformance[${label}]`, () => {
+    for (const { name, run } of CASES) {
+      test(name, async () => run(await makeStore()));
+    }
+  });
+}

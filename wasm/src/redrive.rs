@@ -1,0 +1,233 @@
+//! The re-drive backoff for JavaScript: `RedrivePolicy` (the full-jitter
+//! schedule), `redriveWakeAt` and the bounded `WakeBackoff` map. The
+//! arithmetic and the eviction rule are the core's; this module reads the
+//! numbers in and the entries out.
+
+use std::num::NonZeroUsize;
+
+use js_sys::{Array, Object};
+use loomfence_core::{DEFAULT_BACKOFF_BOUND, Draw, RedrivePolicy, WakeBackoff, redrive_wake_at};
+use wasm_bindgen::prelude::*;
+
+use crate::fire;
+use crate::js_errors::{number, show};
+use crate::timer_values::{
+    self as timer, INVALID_BACKOFF, INVALID_TIME, Out, SAFE_U64, entry_js, integer, refuse, small,
+    whole,
+};
+use crate::values::property;
+
+/// The code of a policy the core cannot hold.
+const INVALID_POLICY: &str = "INVALID_POLICY";
+
+/// The retry schedule of contended wakes: `floor(random * min(capMs,
+/// baseMs * 2^attempt))` ms for try `attempt`, `maxAttempts` retries.
+#[wasm_bindgen(js_name = RedrivePolicy)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RedrivePolicyJs {
+    /// The core's policy.
+    inner: RedrivePolicy,
+}
+
+/// A random draw in `[0, 1)`, else `INVALID_DRAW`.
+pub(crate) fn draw(value: &JsValue) -> Result<Draw, JsValue> {
+    let Some(random) = value.as_f64() else {
+        return Err(refuse(
+            "random must be a number in [0, 1) (Math.random())",
+            "INVALID_DRAW",
+        ));
+    };
+    Draw::new(random).map_err(|_| {
+        refuse(
+            &format!("random must be a number in [0, 1), got {}", show(random)),
+            "INVALID_DRAW",
+        )
+    })
+}
+
+/// A policy from `{ baseMs?, capMs?, maxAttempts? }` (each defaulted), or
+/// from a `RedrivePolicy`, whose getters read the same. `undefined` is the
+/// default policy. A plain object with another field is refused, so a
+/// misspelt field is not silently defaulted; any other object must have
+/// all three (as a `RedrivePolicy` does).
+pub(crate) fn policy(value: &JsValue) -> Result<RedrivePolicy, JsValue> {
+    let mut policy = RedrivePolicy::default();
+    if value.is_undefined() {
+        return Ok(policy);
+    }
+    let wrong = || {
+        refuse(
+            "policy must be a RedrivePolicy or a plain object { baseMs?, capMs?, maxAttempts? }",
+            INVALID_POLICY,
+        )
+    };
+    if !value.is_object() || Array::is_array(value) {
+        return Err(wrong());
+    }
+    let fields = ["baseMs", "capMs", "maxAttempts"];
+    let prototype = Object::get_prototype_of(value);
+    let plain = prototype.is_null() || prototype == Object::get_prototype_of(&Object::new());
+    if plain {
+        timer::object("policy", INVALID_POLICY, value, &fields)?;
+    }
+    let base = property(value, "baseMs")?;
+    let cap = property(value, "capMs")?;
+    let max = property(value, "maxAttempts")?;
+    if !plain && [&base, &cap, &max].iter().any(|v| v.is_undefined()) {
+        return Err(wrong());
+    }
+    if !base.is_undefined() {
+        policy.base_ms = whole("policy.baseMs", INVALID_POLICY, &base, SAFE_U64)?;
+    }
+    if !cap.is_undefined() {
+        policy.cap_ms = whole("policy.capMs", INVALID_POLICY, &cap, SAFE_U64)?;
+    }
+    if !max.is_undefined() {
+        policy.max_attempts = small("policy.maxAttempts", INVALID_POLICY, &max)?;
+    }
+    Ok(policy)
+}
+
+/// An attempt argument.
+fn attempt(value: &JsValue) -> Result<u32, JsValue> {
+    small("attempt", "INVALID_ATTEMPT", value)
+}
+
+#[wasm_bindgen(js_class = RedrivePolicy)]
+impl RedrivePolicyJs {
+    /// The policy `init` describes, each field defaulting to the reference
+    /// design's (200 ms, 30 000 ms, 8 retries).
+    #[wasm_bindgen(constructor)]
+    pub fn new(init: JsValue) -> Result<RedrivePolicyJs, JsValue> {
+        Ok(Self {
+            inner: policy(&init)?,
+        })
+    }
+
+    /// The first try's ceiling, in ms.
+    #[wasm_bindgen(getter, js_name = baseMs)]
+    #[must_use]
+    pub fn base_ms(&self) -> f64 {
+        number(self.inner.base_ms)
+    }
+
+    /// The largest ceiling, in ms.
+    #[wasm_bindgen(getter, js_name = capMs)]
+    #[must_use]
+    pub fn cap_ms(&self) -> f64 {
+        number(self.inner.cap_ms)
+    }
+
+    /// How many retries a chain makes before it gives up.
+    #[wasm_bindgen(getter, js_name = maxAttempts)]
+    #[must_use]
+    pub fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts
+    }
+
+    /// `min(capMs, baseMs * 2^attempt)`.
+    #[wasm_bindgen(js_name = ceilingMs)]
+    pub fn ceiling_ms(&self, attempt_: JsValue) -> Result<f64, JsValue> {
+        Ok(number(self.inner.ceiling_ms(attempt(&attempt_)?)))
+    }
+
+    /// Try `attempt`'s full-jitter delay for the draw `random` in `[0, 1)`:
+    /// in `[0, ceilingMs(attempt))`, or 0 when that ceiling is 0.
+    #[wasm_bindgen(js_name = delayMs)]
+    pub fn delay_ms(&self, attempt_: JsValue, random: JsValue) -> Result<f64, JsValue> {
+        let attempt = attempt(&attempt_)?;
+        Ok(number(self.inner.delay_ms(attempt, draw(&random)?)))
+    }
+}
+
+/// When a re-drive row's next try is due: `max(now + delayMs, firedWakeAt
+/// + 1)`, or `undefined` when no storable time (`0..=2^53-1`) follows.
+#[wasm_bindgen(js_name = redriveWakeAt)]
+pub fn redrive_wake_at_js(
+    now: JsValue,
+    delay_ms: JsValue,
+    fired_wake_at: JsValue,
+) -> Result<JsValue, JsValue> {
+    let now = integer("now", INVALID_TIME, &now)?;
+    let delay = whole("delayMs", "INVALID_DELAY", &delay_ms, SAFE_U64)?;
+    let fired = integer("firedWakeAt", INVALID_TIME, &fired_wake_at)?;
+    Ok(
+        redrive_wake_at(now, delay, fired).map_or(JsValue::UNDEFINED, |at| {
+            #[allow(clippy::cast_precision_loss)]
+            JsValue::from_f64(at as f64)
+        }),
+    )
+}
+
+/// The bounded in-process backoff of contended plain wakes: per execution,
+/// the next try and when it may be made.
+#[wasm_bindgen(js_name = WakeBackoff)]
+#[derive(Debug, Default)]
+pub struct WakeBackoffJs {
+    /// The core's map.
+    inner: WakeBackoff,
+}
+
+// `len` and `bound` are the read-only properties JavaScript sees; an
+// `isEmpty` beside `len` would only add to the package.
+#[allow(clippy::len_without_is_empty)]
+#[wasm_bindgen(js_class = WakeBackoff)]
+impl WakeBackoffJs {
+    /// An empty map holding at most `bound` executions (1024 when
+    /// `undefined`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(bound: JsValue) -> Result<WakeBackoffJs, JsValue> {
+        let bound = if bound.is_undefined() {
+            DEFAULT_BACKOFF_BOUND
+        } else {
+            timer::count("bound", INVALID_BACKOFF, &bound)?
+        };
+        let Some(bound) = NonZeroUsize::new(bound) else {
+            return Err(refuse("bound must be at least 1", INVALID_BACKOFF));
+        };
+        Ok(Self {
+            inner: WakeBackoff::with_bound(bound),
+        })
+    }
+
+    /// The most executions it holds.
+    #[wasm_bindgen(getter)]
+    #[must_use]
+    pub fn bound(&self) -> usize {
+        self.inner.bound()
+    }
+
+    /// How many executions it holds now.
+    #[wasm_bindgen(getter)]
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The entry of `executionId` (what its fires are given as
+    /// `context.backoff`), or `undefined`.
+    pub fn get(&self, execution_id: JsValue) -> Result<JsValue, JsValue> {
+        let id = timer::execution_id(&execution_id)?;
+        match self.inner.get(&id) {
+            Some(entry) => Ok(entry_js(&entry)),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// Applies what a fire of `row` ended in (the `done` of its last
+    /// `poll`): a `backedOff` is recorded, a final outcome of the row the
+    /// entry belongs to clears it, anything else leaves the map alone.
+    /// Returns `{ executionId, entry }` when recording evicted another
+    /// execution, else `undefined`.
+    pub fn apply(&mut self, row: JsValue, outcome: JsValue) -> Result<JsValue, JsValue> {
+        let row = timer::row("row", &row)?;
+        let outcome = fire::outcome(&row, &outcome)?;
+        match self.inner.apply(&row, &outcome) {
+            Some((id, entry)) => Ok(Out::new()
+                .set("executionId", &JsValue::from_str(id.as_str()))
+                .set("entry", &entry_js(&entry))
+                .done()),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+}
