@@ -25,9 +25,11 @@
 //! the full-jitter [`RedrivePolicy::delay_ms`] over a checked random
 //! [`Draw`], and [`redrive_wake_at`] for the next re-drive row), the bounded
 //! in-process backoff of plain wakes ([`WakeBackoff`]) and the error a
-//! chain that gives up reports once ([`RedriveExhaustedError`]). No timer
-//! store or timer service is built yet: a host holds the rows and drives
-//! the machine.
+//! chain that gives up reports once ([`RedriveExhaustedError`]), and the
+//! timer store's rules ([`TimerTable`]: the flag-keeping upsert, due rows
+//! filtered before the limit, numbered lease [`Claim`]s), which the
+//! in-memory timer stores use as is and the SQL adapters restate. No timer
+//! service is built yet: a host claims rows and drives the machine.
 //!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own

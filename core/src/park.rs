@@ -7,7 +7,6 @@
 //! answers it (a child with a timeout is `[CHILD_DONE, TIMER]`). A group is
 //! satisfied when all of its members are.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{Envelope, JsonObject};
@@ -47,7 +46,7 @@ impl Wait {
     /// The wire shape, for writing a park's payload.
     #[must_use]
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(RawWait::from(self)).unwrap_or(Value::Null)
+        RawWait::from(self).to_value()
     }
 }
 
@@ -104,10 +103,8 @@ pub(crate) fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, ParkError> {
     raw.iter()
         .enumerate()
         .map(|(index, value)| {
-            let raw = RawWait::deserialize(value).map_err(|error| ParkError::Malformed {
-                index,
-                reason: error.to_string(),
-            })?;
+            let raw =
+                RawWait::read(value).map_err(|reason| ParkError::Malformed { index, reason })?;
             raw.into_wait(index)
         })
         .collect()
@@ -124,27 +121,102 @@ pub fn park_payload(waits: &[Wait]) -> JsonObject {
     payload
 }
 
+/// The fields a wait may carry on the wire.
+const WAIT_FIELDS: [&str; 5] = ["kind", "key", "group", "wakeAt", "channel"];
+
 /// The wire shape of a wait, before its fields are checked against its kind.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+///
+/// Read and written by hand rather than through serde's derives: the reader
+/// is five fields, and serde's deserializer (with its float-formatting error
+/// messages) would be the largest part of the npm package's timer code.
 struct RawWait {
     /// `CHILD_DONE`, `TIMER` or `MESSAGE`.
     kind: String,
     /// A single child.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
     /// A group of children.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     group: Option<Vec<String>>,
     /// A timer's due time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     wake_at: Option<i64>,
     /// A message channel.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     channel: Option<String>,
 }
 
 impl RawWait {
+    /// Reads the wire shape: an object with a string `kind` and only the
+    /// known fields, each of its type (`null` counts as absent, as a
+    /// missing optional field).
+    fn read(value: &Value) -> Result<Self, String> {
+        let Value::Object(fields) = value else {
+            return Err(format!("a wait must be an object, got {}", type_of(value)));
+        };
+        if let Some(unknown) = fields
+            .keys()
+            .find(|key| !WAIT_FIELDS.contains(&key.as_str()))
+        {
+            return Err(format!(
+                "unknown field `{unknown}`, expected one of {}",
+                WAIT_FIELDS.join(", ")
+            ));
+        }
+        let text = |name: &str| -> Result<Option<String>, String> {
+            match fields.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.clone())),
+                Some(other) => Err(format!("`{name}` must be a string, got {}", type_of(other))),
+            }
+        };
+        let kind = text("kind")?.ok_or_else(|| "missing field `kind`".to_owned())?;
+        let group = match fields.get("group") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(members)) => Some(
+                members
+                    .iter()
+                    .map(|member| match member {
+                        Value::String(id) => Ok(id.clone()),
+                        other => Err(format!("`group` must list strings, got {}", type_of(other))),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(other) => return Err(format!("`group` must be an array, got {}", type_of(other))),
+        };
+        let wake_at = match fields.get("wakeAt") {
+            None | Some(Value::Null) => None,
+            Some(number) => Some(
+                number
+                    .as_i64()
+                    .ok_or_else(|| format!("`wakeAt` must be an integer ms time, got {number}"))?,
+            ),
+        };
+        Ok(Self {
+            kind,
+            key: text("key")?,
+            group,
+            wake_at,
+            channel: text("channel")?,
+        })
+    }
+
+    /// The wire shape as JSON, absent fields left out.
+    fn to_value(&self) -> Value {
+        let mut fields = JsonObject::new();
+        fields.insert("kind".to_owned(), Value::String(self.kind.clone()));
+        if let Some(key) = &self.key {
+            fields.insert("key".to_owned(), Value::String(key.clone()));
+        }
+        if let Some(group) = &self.group {
+            let members = group.iter().cloned().map(Value::String).collect();
+            fields.insert("group".to_owned(), Value::Array(members));
+        }
+        if let Some(wake_at) = self.wake_at {
+            fields.insert("wakeAt".to_owned(), Value::from(wake_at));
+        }
+        if let Some(channel) = &self.channel {
+            fields.insert("channel".to_owned(), Value::String(channel.clone()));
+        }
+        Value::Object(fields)
+    }
+
     /// Checks that exactly the fields of its kind are present.
     fn into_wait(self, index: usize) -> Result<Wait, ParkError> {
         let malformed = |reason: &str| ParkError::Malformed {
@@ -177,6 +249,18 @@ impl RawWait {
             ("MESSAGE", ..) => Err(malformed("a MESSAGE wait has exactly `channel`")),
             (other, ..) => Err(malformed(&format!("unknown wait kind {other:?}"))),
         }
+    }
+}
+
+/// A JSON value's type, for messages.
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

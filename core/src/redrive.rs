@@ -26,7 +26,6 @@
 //! default policy that is 8 retries (tries 0 to 7) after the contention that
 //! started the chain.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 
 use serde::{Deserialize, Serialize};
@@ -240,16 +239,20 @@ pub struct BackoffEntry {
 /// was the alternative; it can be the one holding an execution back
 /// longest, and evicting it lets the hottest execution storm again.
 ///
+/// The entries are a vector sorted by execution id: a lookup is a binary
+/// search, a new entry shifts the ones after it, and an eviction scans for
+/// the earliest time. At the default bound that is a few microseconds, and
+/// it keeps the npm package small (a sorted-map type costs about 10 KB of
+/// WebAssembly per key and value type). A bound in the millions would want
+/// an index by time instead.
+///
 /// `Clone + Eq + Hash` like the machines, so a simulation can snapshot it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WakeBackoff {
     /// How many executions it holds at most.
     bound: NonZeroUsize,
-    /// The entries, by execution.
-    entries: BTreeMap<ExecutionId, BackoffEntry>,
-    /// The same entries ordered by `(next_try_at, execution)`: the eviction
-    /// order.
-    by_time: BTreeSet<(i64, ExecutionId)>,
+    /// The entries, sorted by execution id.
+    entries: Vec<(ExecutionId, BackoffEntry)>,
 }
 
 impl Default for WakeBackoff {
@@ -271,8 +274,7 @@ impl WakeBackoff {
     pub fn with_bound(bound: NonZeroUsize) -> Self {
         Self {
             bound,
-            entries: BTreeMap::new(),
-            by_time: BTreeSet::new(),
+            entries: Vec::new(),
         }
     }
 
@@ -298,12 +300,19 @@ impl WakeBackoff {
     /// given ([`FireContext::with_backoff`](crate::FireContext::with_backoff)).
     #[must_use]
     pub fn get(&self, execution_id: &ExecutionId) -> Option<BackoffEntry> {
-        self.entries.get(execution_id).copied()
+        let at = self.find(execution_id).ok()?;
+        Some(self.entries[at].1)
     }
 
     /// The entries, by execution id.
     pub fn iter(&self) -> impl Iterator<Item = (&ExecutionId, &BackoffEntry)> {
-        self.entries.iter()
+        self.entries.iter().map(|(id, entry)| (id, entry))
+    }
+
+    /// Where `execution_id`'s entry is, or where it would go.
+    fn find(&self, execution_id: &ExecutionId) -> Result<usize, usize> {
+        self.entries
+            .binary_search_by(|(id, _)| id.cmp(execution_id))
     }
 
     /// Records `entry` for `execution_id`, replacing any entry it had. A new
@@ -314,28 +323,38 @@ impl WakeBackoff {
         execution_id: ExecutionId,
         entry: BackoffEntry,
     ) -> Option<(ExecutionId, BackoffEntry)> {
+        let at = match self.find(&execution_id) {
+            Ok(at) => {
+                self.entries[at].1 = entry;
+                return None;
+            }
+            Err(at) => at,
+        };
         let mut evicted = None;
-        if let Some(old) = self.entries.get(&execution_id) {
-            self.by_time
-                .remove(&(old.next_try_at, execution_id.clone()));
-        } else if self.entries.len() >= self.bound.get() {
-            evicted = self
-                .by_time
-                .pop_first()
-                .and_then(|(_, victim)| self.entries.remove_entry(&victim));
+        let mut at = at;
+        if self.entries.len() >= self.bound.get() {
+            // The earliest next try, the smallest id among equal times.
+            let victim = self
+                .entries
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (id, old))| (old.next_try_at, id))
+                .map(|(index, _)| index);
+            if let Some(victim) = victim {
+                evicted = Some(self.entries.remove(victim));
+                if victim < at {
+                    at -= 1;
+                }
+            }
         }
-        self.by_time
-            .insert((entry.next_try_at, execution_id.clone()));
-        self.entries.insert(execution_id, entry);
+        self.entries.insert(at, (execution_id, entry));
         evicted
     }
 
     /// Forgets `execution_id`, returning its entry.
     pub fn remove(&mut self, execution_id: &ExecutionId) -> Option<BackoffEntry> {
-        let entry = self.entries.remove(execution_id)?;
-        self.by_time
-            .remove(&(entry.next_try_at, execution_id.clone()));
-        Some(entry)
+        let at = self.find(execution_id).ok()?;
+        Some(self.entries.remove(at).1)
     }
 
     /// Applies what a fire of `row` ended in: a

@@ -34,7 +34,6 @@
 //!
 //! Ordering is by `(wake_at, execution_id)`, earliest first.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -273,9 +272,12 @@ struct Slot {
 /// timer stores and the simulation use it as is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TimerTable {
-    /// Rows by `(wake_at, execution_id)`, so a due scan stops at the first
-    /// row that is not due.
-    rows: BTreeMap<(i64, ExecutionId), Slot>,
+    /// Rows sorted by `(wake_at, execution_id)`, so a due scan stops at
+    /// the first row that is not due. A sorted vector rather than a sorted
+    /// map: a new row shifts the later ones (microseconds at the tens of
+    /// thousands of rows an in-process store holds), and the npm package,
+    /// which ships this table, stays about 10 KB smaller.
+    rows: Vec<((i64, ExecutionId), Slot)>,
 }
 
 impl TimerTable {
@@ -301,14 +303,20 @@ impl TimerTable {
     /// kept or added, never cleared; a claim on it ends).
     pub fn schedule(&mut self, row: &TimerRow) -> Result<(), TimerInputError> {
         check_row(row)?;
-        let slot = self
-            .rows
-            .entry((row.wake_at, row.execution_id.clone()))
-            .or_insert(Slot {
-                redrive: None,
-                held: None,
-                claims: 0,
-            });
+        let at = match self.find(row.wake_at, &row.execution_id) {
+            Ok(at) => at,
+            Err(at) => {
+                let fresh = Slot {
+                    redrive: None,
+                    held: None,
+                    claims: 0,
+                };
+                self.rows
+                    .insert(at, ((row.wake_at, row.execution_id.clone()), fresh));
+                at
+            }
+        };
+        let slot = &mut self.rows[at].1;
         slot.redrive = row.redrive.or(slot.redrive);
         slot.held = None;
         Ok(())
@@ -365,9 +373,8 @@ impl TimerTable {
     /// Retires the claimed row, if `claim` is still its current claim.
     pub fn complete(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
         check_claim(claim)?;
-        let key = (claim.row.wake_at, claim.row.execution_id.clone());
-        if self.holds(&key, claim) {
-            self.rows.remove(&key);
+        if let Some(at) = self.held_by(claim) {
+            self.rows.remove(at);
             Ok(Completed::Done)
         } else {
             Ok(Completed::NotHeld)
@@ -379,11 +386,8 @@ impl TimerTable {
     /// rows it did not fire.
     pub fn release(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
         check_claim(claim)?;
-        let key = (claim.row.wake_at, claim.row.execution_id.clone());
-        if self.holds(&key, claim) {
-            if let Some(slot) = self.rows.get_mut(&key) {
-                slot.held = None;
-            }
+        if let Some(at) = self.held_by(claim) {
+            self.rows[at].1.held = None;
             Ok(Completed::Done)
         } else {
             Ok(Completed::NotHeld)
@@ -399,15 +403,22 @@ impl TimerTable {
             .collect()
     }
 
-    /// Whether `claim` is the current claim of the row at `key`.
-    fn holds(&self, key: &(i64, ExecutionId), claim: &Claim) -> bool {
-        self.rows.get(key).is_some_and(|slot| {
-            slot.claims == claim.number
-                && slot
-                    .held
-                    .as_ref()
-                    .is_some_and(|(holder, _)| *holder == claim.holder)
-        })
+    /// Where the row with this key is, or where it would go.
+    fn find(&self, wake_at: i64, execution_id: &ExecutionId) -> Result<usize, usize> {
+        self.rows
+            .binary_search_by(|((at, id), _)| (*at, id).cmp(&(wake_at, execution_id)))
+    }
+
+    /// Where `claim`'s row is, if `claim` is its current claim.
+    fn held_by(&self, claim: &Claim) -> Option<usize> {
+        let at = self.find(claim.row.wake_at, &claim.row.execution_id).ok()?;
+        let slot = &self.rows[at].1;
+        let current = slot.claims == claim.number
+            && slot
+                .held
+                .as_ref()
+                .is_some_and(|(holder, _)| *holder == claim.holder);
+        current.then_some(at)
     }
 
     /// The rows due at `now` that `filter` admits, earliest first.
@@ -415,7 +426,7 @@ impl TimerTable {
         &self,
         now: i64,
         filter: DueFilter,
-    ) -> impl Iterator<Item = (&(i64, ExecutionId), &Slot)> {
+    ) -> impl Iterator<Item = &((i64, ExecutionId), Slot)> {
         self.rows
             .iter()
             .take_while(move |((wake_at, _), _)| *wake_at <= now)

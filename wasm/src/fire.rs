@@ -18,12 +18,13 @@ use wasm_bindgen::prelude::*;
 
 use crate::events::{envelope, envelopes};
 use crate::js_errors;
+use crate::out::{self, Out};
 use crate::redrive;
 use crate::timer_values::{
-    self as timer, INVALID_TIME, Out, SAFE_U64, count, entry, entry_js, integer, refuse, row_js,
-    small, whole,
+    self as timer, INVALID_TIME, SAFE_U64, count, entry, entry_js, integer, refuse, row_js, small,
+    whole,
 };
-use crate::values::{property, to_js};
+use crate::values::property;
 
 /// An answer that does not answer the pending action.
 const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
@@ -158,7 +159,7 @@ fn action_js(action: &FireAction) -> Result<JsValue, JsValue> {
                 "request",
                 &Out::new()
                     .number("fenceIfParkedAt", park)
-                    .set("answer", &to_js(&request.answer)?)
+                    .set("answer", &out::json(&request.answer))
                     .number("at", request.at)
                     .done(),
             )

@@ -18,7 +18,8 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::events::envelopes;
 use crate::js_errors::{self, NOT_A_PARK, PARK_SEQ_OUT_OF_RANGE, number};
-use crate::values::{counter, property, to_js};
+use crate::out;
+use crate::values::{counter, property};
 
 /// The `code` of every answer a store gives outside the interface.
 pub(crate) const STORE_CONTRACT: &str = "STORE_CONTRACT";
@@ -188,7 +189,7 @@ impl HostStore {
         id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<Option<AcquireOutcome>, JsValue> {
-        let expected = to_js(&expect)?;
+        let expected = out::expectation(expect);
         let answer = match self
             .call(
                 "acquireFenceIf",
@@ -249,7 +250,7 @@ impl HostStore {
         event: &NewEvent,
     ) -> Result<Option<Vec<Envelope>>, Refusal> {
         let token = fence_of(&event.metadata).ok().flatten();
-        let batch = to_js(std::slice::from_ref(event))?;
+        let batch: JsValue = js_sys::Array::of1(&out::new_event(event)).into();
         let answer = self
             .call(
                 "appendIfParked",

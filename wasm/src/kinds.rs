@@ -7,7 +7,8 @@ use wasm_bindgen::prelude::*;
 use crate::events::envelopes;
 use crate::js_errors;
 use crate::json;
-use crate::values::{property, to_js};
+use crate::out;
+use crate::values::property;
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
 /// `metadata`) answers a park: a kernel answering kind, or an unknown kind
@@ -47,7 +48,7 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
     }
     let log: Vec<Envelope> = envelopes("events", "INVALID_EVENT", &events)?;
     match locate_park(&log) {
-        Some(park) => to_js(park),
+        Some(park) => Ok(out::envelope(park)),
         None => Ok(JsValue::UNDEFINED),
     }
 }

@@ -31,6 +31,7 @@ mod js_errors;
 mod json;
 mod kinds;
 mod memory_store;
+mod out;
 mod redrive;
 mod resume;
 mod timer_store;

@@ -13,12 +13,12 @@ use js_sys::Promise;
 use loomfence_core::{
     AcquireOutcome, AppendError, ConditionalAppend, MemoryStore, ParkExpectation,
 };
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::events;
 use crate::js_errors;
-use crate::values::{self, counter, optional_counter, property, to_js};
+use crate::out::{self, Out};
+use crate::values::{self, counter, optional_counter, property};
 
 /// The in-memory event store.
 #[wasm_bindgen(js_name = MemoryEventStore)]
@@ -29,23 +29,6 @@ pub struct MemoryEventStore {
 }
 
 /// What `acquireFenceIf` resolves to.
-#[derive(Serialize)]
-struct AcquireAnswer {
-    /// The new token, or the current one when stale.
-    fence: u64,
-    /// Present (and `true`) only when the acquire lost.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    stale: bool,
-}
-
-/// What `appendIfParked` resolves to when the park was answered.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ParkAnswered {
-    /// Always `true`.
-    park_answered: bool,
-}
-
 /// Settles `result` into a promise.
 pub(crate) fn settle(result: Result<JsValue, JsValue>) -> Promise {
     match result {
@@ -84,7 +67,7 @@ impl MemoryEventStore {
                 .borrow_mut()
                 .append(&id, event)
                 .map_err(|e| append_error(&e))?;
-            to_js(&stored)
+            Ok(out::envelope(&stored))
         })())
     }
 
@@ -100,7 +83,7 @@ impl MemoryEventStore {
                 .borrow_mut()
                 .append_many(&id, events)
                 .map_err(|e| append_error(&e))?;
-            to_js(&stored)
+            Ok(out::envelopes(&stored))
         })())
     }
 
@@ -125,10 +108,10 @@ impl MemoryEventStore {
                 .append_if_parked(&id, park_seq, events)
                 .map_err(|e| append_error(&e))?;
             match outcome {
-                ConditionalAppend::Appended(stored) => to_js(&stored),
-                ConditionalAppend::ParkAnswered => to_js(&ParkAnswered {
-                    park_answered: true,
-                }),
+                ConditionalAppend::Appended(stored) => Ok(out::envelopes(&stored)),
+                ConditionalAppend::ParkAnswered => {
+                    Ok(Out::new().set("parkAnswered", &JsValue::TRUE).done())
+                }
             }
         })())
     }
@@ -146,7 +129,7 @@ impl MemoryEventStore {
                 .borrow()
                 .read_range(&id, from, to)
                 .map_err(|e| js_errors::input(&e))?;
-            to_js(&events)
+            Ok(out::envelopes(&events))
         })())
     }
 
@@ -181,12 +164,15 @@ impl MemoryEventStore {
                 .borrow_mut()
                 .acquire_fence_if(&id, expect)
                 .map_err(|e| js_errors::input(&e))?;
-            to_js(&match outcome {
-                AcquireOutcome::Acquired { fence } => AcquireAnswer {
-                    fence,
-                    stale: false,
-                },
-                AcquireOutcome::Stale { fence } => AcquireAnswer { fence, stale: true },
+            // `{ fence }`, with `stale: true` only when the acquire lost.
+            Ok(match outcome {
+                AcquireOutcome::Acquired { fence } => Out::new()
+                    .set("fence", &JsValue::from_f64(js_errors::number(fence)))
+                    .done(),
+                AcquireOutcome::Stale { fence } => Out::new()
+                    .set("fence", &JsValue::from_f64(js_errors::number(fence)))
+                    .set("stale", &JsValue::TRUE)
+                    .done(),
             })
         })())
     }

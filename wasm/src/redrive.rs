@@ -11,9 +11,9 @@ use wasm_bindgen::prelude::*;
 
 use crate::fire;
 use crate::js_errors::{number, show};
+use crate::out::Out;
 use crate::timer_values::{
-    self as timer, INVALID_BACKOFF, INVALID_TIME, Out, SAFE_U64, entry_js, integer, refuse, small,
-    whole,
+    self as timer, INVALID_BACKOFF, INVALID_TIME, SAFE_U64, entry_js, integer, refuse, small, whole,
 };
 use crate::values::property;
 

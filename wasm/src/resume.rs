@@ -4,31 +4,15 @@
 //! The machine decides everything; this loop only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
-use loomfence_core::{Action, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed, Status};
-use serde::Serialize;
+use loomfence_core::{Action, Poll, ResumeMachine, ResumeRequest, Resumed, Status};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::host_store::{HostStore, Refusal, contract};
 use crate::js_errors;
 use crate::json;
-use crate::values::{self, counter, property, to_js};
-
-/// What `resume` resolves to.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResumedJs<'a> {
-    /// The execution resumed.
-    execution_id: &'a ExecutionId,
-    /// The token the body now holds; `null` when none was taken.
-    fence: Option<u64>,
-    /// The stored `EXECUTION_RESUMED`.
-    resumed: &'a loomfence_core::Envelope,
-    /// Acquisitions it took.
-    attempts: u32,
-    /// The sequence the body continues after.
-    head: u64,
-}
+use crate::out::{self, Out};
+use crate::values::{self, counter, property};
 
 /// Resumes the park at `options.fenceIfParkedAt` with `options.answer`.
 ///
@@ -88,16 +72,26 @@ fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
     values::timestamp("options.at", "NOT_A_NUMBER", at)
 }
 
-/// The resolved value.
+/// The resolved value: `{ executionId, fence, resumed, attempts, head }`,
+/// `fence` `null` when no token was taken.
 fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
     debug_assert_eq!(resumed.view.status, Status::Running);
-    to_js(&ResumedJs {
-        execution_id: &resumed.execution_id,
-        fence: resumed.fence,
-        resumed: &resumed.resumed,
-        attempts: resumed.attempts,
-        head: resumed.view.head,
-    })
+    let fence = resumed.fence.map_or(JsValue::NULL, |fence| {
+        JsValue::from_f64(js_errors::number(fence))
+    });
+    Ok(Out::new()
+        .set(
+            "executionId",
+            &JsValue::from_str(resumed.execution_id.as_str()),
+        )
+        .set("fence", &fence)
+        .set("resumed", &out::envelope(&resumed.resumed))
+        .set("attempts", &JsValue::from(resumed.attempts))
+        .set(
+            "head",
+            &JsValue::from_f64(js_errors::number(resumed.view.head)),
+        )
+        .done())
 }
 
 /// Performs one action against the store and feeds the answer back.

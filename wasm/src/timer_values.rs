@@ -9,13 +9,14 @@
 //! `0..=2^53-1`, an attempt up to `2^31-1`, a limit, a lease) are the core's
 //! checks, made by the call itself.
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object};
 use loomfence_core::{
     BackoffEntry, Claim, DueFilter, ExecutionId, Lease, NodeId, Redrive, TimerInputError, TimerRow,
 };
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, show};
+use crate::out::Out;
 use crate::values::property;
 
 /// The largest integer a JS number holds exactly, as a float.
@@ -260,36 +261,6 @@ pub(crate) fn entry(what: &str, value: &JsValue) -> Result<BackoffEntry, JsValue
             &property(value, "nextTryAt")?,
         )?,
     })
-}
-
-/// A plain object built field by field: smaller in the `.wasm` than a
-/// serde serializer instantiated for each outgoing type.
-pub(crate) struct Out(Object);
-
-impl Out {
-    /// An empty object.
-    pub(crate) fn new() -> Self {
-        Self(Object::new())
-    }
-
-    /// Sets `key`; a fresh plain object takes every key.
-    pub(crate) fn set(self, key: &str, value: &JsValue) -> Self {
-        let _ = Reflect::set(&self.0, &JsValue::from_str(key), value);
-        self
-    }
-
-    /// Sets `key` to a time or count. Every one the core hands out is a
-    /// safe integer but a backoff's `nextTryAt`, which is `now` plus at most
-    /// the cap and is rounded past 2^53-1 (a time ~285 000 years away).
-    #[allow(clippy::cast_precision_loss)]
-    pub(crate) fn number(self, key: &str, value: i64) -> Self {
-        self.set(key, &JsValue::from_f64(value as f64))
-    }
-
-    /// The object.
-    pub(crate) fn done(self) -> JsValue {
-        self.0.into()
-    }
 }
 
 /// A row on its way out: `redrive` only on a re-drive row.

@@ -5,7 +5,6 @@
 //! refused with a typed error and nothing in a store changes.
 
 use loomfence_core::{ExecutionId, MAX_SAFE_INTEGER};
-use serde::Serialize;
 use wasm_bindgen::JsValue;
 
 use crate::js_errors;
@@ -87,12 +86,4 @@ pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, 
     }
     #[allow(clippy::cast_possible_truncation)]
     Ok(ms as i64)
-}
-
-/// Writes a value as plain JSON-like JS: objects, arrays and numbers, no
-/// `Map`s and no `BigInt`s.
-pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, JsValue> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| js_errors::wrong_type(&format!("unrepresentable value: {e}"), "ENCODE"))
 }

@@ -1,6 +1,7 @@
 //! The policy's schedule, the draw, the re-drive wake time and the bounded
 //! backoff map.
 
+use std::collections::BTreeMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use serde_json::json;
