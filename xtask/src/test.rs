@@ -93,7 +93,7 @@ fn steps(pipeline: &Pipeline, warnings: &mut Vec<String>, test_args: &[String]) 
     })?;
     pipeline.step(
         "npm-build",
-        "the npm package builds, and its .wasm is under its 150 KB budget",
+        "the npm package builds, and its .wasm is within its size budget",
         npm::build,
     )?;
     pipeline.step(
