@@ -33,11 +33,15 @@
 mod body;
 mod driver;
 mod error;
+mod features;
+mod redriver;
 mod supervisor;
 
 pub use body::Body;
 pub use driver::{perform, resume, resume_from, run};
 pub use error::ResumeFailure;
+pub use features::Features;
+pub use redriver::{RedriveFailure, Redriver};
 pub use supervisor::{
     ChildSupervisor, Clock, OnError, Supervised, SupervisorError, SupervisorOptions,
 };
