@@ -402,14 +402,14 @@ describe('TimerService: several services, one store', () => {
       for (let n = 0; n < 24; n++) {
         const id = `sleeper-${n}`;
         ids.push(id);
-        await parkOn(memory, id, [timer(T0 + n * 37)]);
-        await store.schedule({ executionId: id, wakeAt: T0 + n * 37 });
+        await parkOn(memory, id, [timer(T0 + (n % 6) * 37)]);
+        await store.schedule({ executionId: id, wakeAt: T0 + (n % 6) * 37 });
       }
       for (let n = 0; n < 8; n++) {
         const id = `parent-${n}`;
         ids.push(id);
         await parkOn(memory, id, [CHILD]);
-        await store.schedule({ executionId: id, wakeAt: T0 + n * 53, redrive: { attempt: 0 } });
+        await store.schedule({ executionId: id, wakeAt: T0 + (n % 3) * 53, redrive: { attempt: 0 } });
       }
       const random = prng(seed);
       const services = ['a', 'b'].map((node) => {
@@ -430,7 +430,8 @@ describe('TimerService: several services, one store', () => {
         const reports = await Promise.all(services.map((s) => s.pollOnce()));
         const [a, b] = reports.map((r) => r.fires.map((f) => `${f.row.executionId}@${f.row.wakeAt}`));
         assert.deepEqual(a.filter((key) => b.includes(key)), [], `round ${round}: both services fired ${a.filter((key) => b.includes(key))}`);
-        for (const [node, report] of reports.entries()) {
+        for (const [index, report] of reports.entries()) {
+          const node = services[index].node;
           for (const f of report.fires) {
             const key = `${f.row.executionId}@${f.row.wakeAt}`;
             assert.ok(!fired.has(key), `${key} fired twice (${fired.get(key)} then ${node})`);
