@@ -62,7 +62,8 @@ export class InputError extends TypeError {
  * ('INVALID_ROW', 'INVALID_ID', 'INVALID_TIME', 'INVALID_ATTEMPT',
  * 'INVALID_LIMIT', 'INVALID_LEASE', 'INVALID_HOLDER', 'INVALID_CLAIM',
  * 'INVALID_FILTER', 'INVALID_DRAW', 'INVALID_POLICY', 'INVALID_BACKOFF',
- * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER').
+ * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER'); the
+ * TimerService (npm/timer-service.js) adds 'INVALID_OPTIONS'.
  */
 export class TimerInputError extends Error {
   constructor(message, code) {

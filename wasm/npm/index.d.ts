@@ -432,6 +432,171 @@ export class FireMachine {
   handleCompleted(): void;
 }
 
+// ---------------------------------------------------------------------------
+// The timer service: a poll loop around FireMachine (JavaScript, not wasm).
+
+/**
+ * What a re-driver answers: `'done'` (its resume landed, or had landed),
+ * `'noop'` (nothing of its own to do: the park was answered meanwhile, or it
+ * is not waiting on what this re-driver knows; the next one is asked),
+ * `'contended'` (rivals kept the token moving again).
+ */
+export type RedriveAnswer = 'done' | 'noop' | 'contended';
+
+/**
+ * A re-driver: re-derives its resume of `executionId` from the log and tries
+ * it conditionally (`resume` with `fenceIfParkedAt`). A throw, or an answer
+ * that is not a `RedriveAnswer`, is a failed try: reported to `onError` and
+ * treated as contended (the chain goes on). Every node that fires re-drive
+ * rows must register the same re-drivers, in the same order.
+ */
+export type Redriver = (executionId: string) => RedriveAnswer | Promise<RedriveAnswer>;
+
+/**
+ * Where a failure reported to `onError` happened: claiming (`'claim'`),
+ * building the fire (`'fire'`: a row the core refuses, a row not due by the
+ * service clock, a bad random draw), performing one of the fire machine's
+ * actions (`'readLog'`, `'resume'`, `'redrive'`, `'schedule'`, `'complete'`),
+ * applying the outcome (`'outcome'`), releasing a claim (`'release'`); and
+ * `'exhausted'` for the one `RedriveExhaustedError` of a chain that gave up.
+ */
+export type TimerServiceStage =
+  | 'claim'
+  | 'fire'
+  | 'readLog'
+  | 'resume'
+  | 'redrive'
+  | 'schedule'
+  | 'complete'
+  | 'outcome'
+  | 'release'
+  | 'exhausted';
+
+/** What `onError` is told besides the error: where, and which row (absent for `'claim'`). */
+export interface TimerServiceErrorInfo {
+  stage: TimerServiceStage;
+  row?: TimerRow;
+}
+
+export interface TimerServiceOptions {
+  /** The event store the fires read and resume (any `EventStore`; `MemoryEventStore` included). */
+  events: EventStore;
+  /** The timer store shared by every node (any `TimerStore`; `MemoryTimerStore` included). */
+  timers: TimerStore;
+  /** This node's holder name in leases (default `js-<pid>-<random>`); unique per process. */
+  node?: string;
+  /** Between the end of one tick of `start()`'s loop and the next (default 250; 0..=2^31-1). */
+  pollIntervalMs?: number;
+  /** The lease of each claim (default 30 000; 1..=86 400 000): longer than a batch takes to fire. */
+  leaseMs?: number;
+  /** Rows claimed per tick (default 100; 1..=10 000). */
+  batch?: number;
+  /** The retry schedule of contended wakes and re-drives (default: the default policy; `INVALID_POLICY`). */
+  policy?: RedrivePolicy | RedrivePolicyInit;
+  /** How many executions the in-process `WakeBackoff` holds (default 1024; `INVALID_BACKOFF`). */
+  backoffBound?: number;
+  /** The clock, ms since the epoch (default `Date.now`). A virtual one in tests. */
+  now?: () => number;
+  /** One draw in `[0, 1)` per fire (default `Math.random`). A seeded one in tests. */
+  random?: () => number;
+  /**
+   * Failures, and the exhaustion of a chain (a `RedriveExhaustedError`, given
+   * exactly once, by the fire that retired its row). Default: `console.error`.
+   * A handler that throws does not stop the service.
+   */
+  onError?: (error: unknown, info: TimerServiceErrorInfo) => void;
+}
+
+/**
+ * What became of one claimed row in a tick: a fire outcome (`outcome` is the
+ * machine's), or `'voided'` (the complete answered `'notHeld'`: the claim was
+ * lost, the decision void, nothing applied), `'failed'` (dropped on `error`,
+ * reported to `onError`; the claim is left to expire), `'expired'` (its lease
+ * ended before its turn: not fired, released), `'unfired'` (a stop came
+ * first: released).
+ */
+export type FireReport =
+  | { row: TimerRow; result: FireOutcome['outcome']; outcome: FireOutcome }
+  | { row: TimerRow; result: 'voided' }
+  | { row: TimerRow; result: 'expired' }
+  | { row: TimerRow; result: 'unfired' }
+  | { row: TimerRow; result: 'failed'; error: unknown };
+
+/**
+ * One tick: how many rows were claimed, how many fires ended in each outcome,
+ * how many were voided, failed, expired or left unfired, how many claims were
+ * released, how many failures went to `onError` (an exhaustion is counted in
+ * `exhausted`, not here), and each row's `FireReport` in firing order.
+ */
+export interface PollReport {
+  claimed: number;
+  fired: number;
+  obsolete: number;
+  notYet: number;
+  backedOff: number;
+  redriven: number;
+  nothingToRedrive: number;
+  rescheduled: number;
+  left: number;
+  exhausted: number;
+  voided: number;
+  failed: number;
+  expired: number;
+  unfired: number;
+  released: number;
+  errors: number;
+  fires: FireReport[];
+}
+
+/**
+ * The timer service of one node, over any `EventStore` and `TimerStore`. Each
+ * tick claims up to `batch` due rows under a `leaseMs` lease (re-drive rows
+ * only once a re-driver is registered: `{ redrive: false }` otherwise, so a
+ * node that cannot judge them leaves them for one that can), and fires them
+ * one at a time through a `FireMachine`, performing its actions: `readLog`
+ * with `events.readRange(id, 1)`, `resume` with the package's `resume`
+ * (its refusal or contention fed back as the answer), `redrive` with the
+ * registered re-driver the machine names, `schedule` and `complete` on the
+ * timer store. Every outcome is applied to the node's `WakeBackoff`. Every
+ * decision is the core's; the service only holds the claims:
+ * - a fire that ends without retiring its row (`notYet`, `backedOff`,
+ *   `left`) releases its claim at once; the backoff gate (`notYet`) keeps
+ *   this node from acquiring before the next try;
+ * - a complete that answers `'notHeld'` voids the fire: nothing is applied or
+ *   reported (an exhaustion is reported only after its complete was `'done'`);
+ * - any other failure (a store that throws or answers outside its interface,
+ *   a `resume` rejecting with anything but `ResumeRefusedError` /
+ *   `ResumeContendedError`) drops the fire, goes to `onError`, and leaves the
+ *   claim to expire: the next claimer decides again from scratch.
+ * Options it cannot use throw `TimerInputError` (`INVALID_OPTIONS`, or the
+ * core's `INVALID_POLICY` / `INVALID_BACKOFF`) at construction.
+ */
+export class TimerService {
+  constructor(options: TimerServiceOptions);
+  /** This node's holder name. */
+  readonly node: string;
+  /** Whether `start()`'s loop is running. */
+  readonly running: boolean;
+  /** How many re-drivers are registered. */
+  readonly redrivers: number;
+  /** Adds a re-driver after the others (`TimerInputError` `INVALID_OPTIONS` if not a function). */
+  registerRedriver(redriver: Redriver): void;
+  /**
+   * One tick, as `start()`'s loop runs it; deterministic given `now` and
+   * `random`. Failures go to `onError`, not to the promise. A tick asked for
+   * while one is in hand runs after it; one asked for during a stop does
+   * nothing.
+   */
+  pollOnce(): Promise<PollReport>;
+  /** Ticks now, then `pollIntervalMs` after each tick ends (never overlapping), until `stop()`. Throws while a stop is in progress. */
+  start(): void;
+  /**
+   * Ends the loop: the tick in hand finishes the fire it is in and releases
+   * the claims it has not fired; resolves once it has.
+   */
+  stop(): Promise<void>;
+}
+
 /** Whether the event answers a park: a kernel answering kind, or an unknown kind stamped `metadata.kernel === true`. */
 export function isAnsweringKind(event: { kind: string; metadata?: JsonObject }): boolean;
 
@@ -488,7 +653,9 @@ export class InputError extends TypeError {
  * `'INVALID_FILTER'`, `'INVALID_DRAW'` (a random draw outside `[0, 1)`),
  * `'INVALID_DELAY'`, `'INVALID_POLICY'`, `'INVALID_BACKOFF'`,
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
- * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit).
+ * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
+ * or a store or re-driver answer a `TimerService` cannot use),
+ * `'INVALID_OPTIONS'` (a `TimerService` option).
  */
 export class TimerInputError extends Error {
   constructor(message?: string, code?: string);

@@ -16,6 +16,8 @@ export const redriveWakeAt = wasm.redriveWakeAt;
 export const WakeBackoff = wasm.WakeBackoff;
 export const FireMachine = wasm.FireMachine;
 export const MemoryTimerStore = wasm.MemoryTimerStore;
+// JavaScript around the glue (timer-service.js), not in the .wasm.
+export { TimerService } from './timer-service.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
 export const StaleFenceError = classes.StaleFenceError;
 export const ResumeRefusedError = classes.ResumeRefusedError;

@@ -32,6 +32,7 @@ async function main() {
   assert.equal(esm.ResumeRefusedError, ResumeRefusedError);
   assert.equal(esm.MemoryEventStore, MemoryEventStore);
   assert.equal(esm.TimerInputError, TimerInputError);
+  assert.equal(esm.TimerService, require('loomfence').TimerService);
   await assert.rejects(new MemoryTimerStore().due(-1, 1), esm.TimerInputError);
   console.log('smoke.cjs: ok (require)');
 }

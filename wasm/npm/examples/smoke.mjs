@@ -13,6 +13,7 @@ import {
   MemoryTimerStore,
   FireMachine,
   TimerInputError,
+  TimerService,
 } from 'loomfence';
 
 const store = new MemoryEventStore();
@@ -64,4 +65,16 @@ assert.equal(await timers.complete(claim), 'done');
 fire.handleCompleted();
 assert.deepEqual(fire.poll(), { done: { outcome: 'obsolete', retired: true } });
 await assert.rejects(timers.schedule({ executionId: 'order-7', wakeAt: -1 }), TimerInputError);
+// The timer service (timer-service.js, shipped beside the glue): one tick
+// fires a due plain wake.
+const [, sleeping] = await store.appendMany('nap-1', [
+  { kind: 'EXECUTION_STARTED', at: 0 },
+  { kind: 'EXECUTION_SUSPENDED', at: 1, payload: { waits: [{ kind: 'TIMER', wakeAt: 30 }] } },
+]);
+await timers.schedule({ executionId: 'nap-1', wakeAt: 30 });
+const service = new TimerService({ events: store, timers, node: 'smoke', now: () => 40, random: () => 0.5 });
+const report = await service.pollOnce();
+assert.equal(report.fired, 1);
+assert.deepEqual((await store.readRange('nap-1', sleeping.sequence + 1)).map((e) => e.payload.answer), [{ wait: 0, timer: { wakeAt: 30 } }]);
+await service.stop();
 console.log('smoke.mjs: ok (import)');

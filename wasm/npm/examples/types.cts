@@ -13,7 +13,11 @@ async function main(): Promise<void> {
   const fire = new loomfence.FireMachine(claims[0]!.row, { now: token, random: 0 });
   const step: loomfence.FirePoll = fire.poll();
   const refused = new loomfence.TimerInputError('bad', 'INVALID_ROW');
-  void isError, step, refused;
+  const service = new loomfence.TimerService({ events: store, timers, now: () => token, random: () => 0 });
+  service.registerRedriver(async (): Promise<loomfence.RedriveAnswer> => 'noop');
+  const report: loomfence.PollReport = await service.pollOnce();
+  await service.stop();
+  void isError, step, refused, report;
 }
 
 void main;

@@ -18,6 +18,7 @@ import {
   WakeBackoff,
   FireMachine,
   MemoryTimerStore,
+  TimerService,
   type Envelope,
   type EventStore,
   type NewEvent,
@@ -30,6 +31,12 @@ import {
   type BackoffEntry,
   type FireOutcome,
   type FirePoll,
+  type PollReport,
+  type FireReport,
+  type Redriver,
+  type RedriveAnswer,
+  type TimerServiceOptions,
+  type TimerServiceErrorInfo,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -156,4 +163,66 @@ async function timers(events: EventStore): Promise<void> {
   void ceiling, fields, next, due, size, released;
 }
 
-void main, timers;
+// The timer service over the memory stores and over host objects: a
+// re-driver, a virtual clock, one tick, the loop, the stop.
+async function service(events: EventStore, timerStore: TimerStore): Promise<void> {
+  let virtual = 1_000;
+  const seen: TimerServiceErrorInfo[] = [];
+  const options: TimerServiceOptions = {
+    events,
+    timers: timerStore,
+    node: 'node-1',
+    pollIntervalMs: 100,
+    leaseMs: 10_000,
+    batch: 50,
+    policy: { baseMs: 50, maxAttempts: 4 },
+    backoffBound: 64,
+    now: () => virtual,
+    random: () => 0.5,
+    onError: (error: unknown, info: TimerServiceErrorInfo) => {
+      seen.push(info);
+      if (info.stage === 'exhausted' && error instanceof RedriveExhaustedError) {
+        const attempts: number = error.attempts;
+        void attempts;
+      }
+    },
+  };
+  const timerService = new TimerService(options);
+  const redriver: Redriver = async (executionId: string): Promise<RedriveAnswer> => {
+    const log = await events.readRange(executionId, 1);
+    const park = locatePark(log);
+    if (park === undefined) return 'noop';
+    try {
+      await resume(events, executionId, { fenceIfParkedAt: park.sequence, answer: { child: 'c1' } });
+      return 'done';
+    } catch (error) {
+      if (error instanceof ResumeContendedError) return 'contended';
+      if (error instanceof ResumeRefusedError) return 'noop';
+      throw error;
+    }
+  };
+  timerService.registerRedriver(redriver);
+  timerService.registerRedriver(() => 'noop');
+  const report: PollReport = await timerService.pollOnce();
+  const counts: number[] = [report.claimed, report.fired, report.rescheduled, report.exhausted, report.voided, report.errors];
+  for (const fire of report.fires) {
+    const row: TimerRow = fire.row;
+    const fireReport: FireReport = fire;
+    if (fire.result === 'failed') {
+      const error: unknown = fire.error;
+      void error;
+    } else if (fire.result !== 'voided' && fire.result !== 'expired' && fire.result !== 'unfired') {
+      const outcome: FireOutcome = fire.outcome;
+      void outcome;
+    }
+    void row, fireReport;
+  }
+  timerService.start();
+  const state: [string, boolean, number] = [timerService.node, timerService.running, timerService.redrivers];
+  await timerService.stop();
+  const memory = new TimerService({ events: new MemoryEventStore(), timers: new MemoryTimerStore() });
+  virtual += 1;
+  void counts, state, seen, memory;
+}
+
+void main, timers, service;
