@@ -20,16 +20,23 @@
 //!   parents' own parks, so [`ChildSupervisor::rebuild`] restores them from
 //!   the logs after a restart, and resumes whatever became ready meanwhile.
 
+mod edges;
+mod error;
+mod options;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use loomfence_core::{
-    ChildOutcome, Envelope, ExecutionId, ExecutionView, ParkError, ResumeError, ResumeRequest,
-    Resumed, Wait, answer_for, child_outcome, waits_of,
+    ChildOutcome, Envelope, ExecutionId, ExecutionView, ResumeError, ResumeRequest, Resumed, Wait,
+    answer_for, child_outcome, waits_of,
 };
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::EventStore;
 
+use self::edges::Edges;
+pub use self::error::SupervisorError;
+pub use self::options::{Clock, OnError, SupervisorOptions};
 use crate::driver::{resume, resume_from};
 use crate::error::ResumeFailure;
 
@@ -46,129 +53,6 @@ pub enum Supervised {
     Waiting,
     /// The parent has no open park with a child wait; not the supervisor's.
     NotWaitingOnChildren,
-}
-
-/// A failure while supervising one parent. Each is also passed to
-/// `on_error`, once.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SupervisorError {
-    /// Resuming the parent failed. A contended resume
-    /// ([`SupervisorError::is_contended`]) left the park open: the edges
-    /// are kept, so the next [`ChildSupervisor::child_ended`] or
-    /// [`ChildSupervisor::rebuild`] tries again.
-    #[error(transparent)]
-    Resume(#[from] ResumeFailure),
-    /// The parent's open park has a payload that cannot be read as waits.
-    #[error("the park of {parent:?} is unreadable: {source}")]
-    Park {
-        /// The parent.
-        parent: ExecutionId,
-        /// Why its park is unreadable.
-        #[source]
-        source: ParkError,
-    },
-}
-
-impl SupervisorError {
-    /// Whether every conditional try was contended: the park is still open
-    /// and a later try is expected to work.
-    #[must_use]
-    pub fn is_contended(&self) -> bool {
-        matches!(
-            self,
-            SupervisorError::Resume(ResumeFailure::Resume(ResumeError::Contended(_)))
-        )
-    }
-}
-
-impl From<StoreError> for SupervisorError {
-    fn from(error: StoreError) -> Self {
-        SupervisorError::Resume(ResumeFailure::Store(error))
-    }
-}
-
-/// A callback that receives every supervision failure, for logging or
-/// alerting; the supervisor itself goes on.
-pub type OnError = Arc<dyn Fn(&ExecutionId, &SupervisorError) + Send + Sync>;
-
-/// A source of the current time in ms, for the resume events' `at`.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// How the supervisor behaves.
-#[derive(Clone)]
-pub struct SupervisorOptions {
-    /// Conditional resumes after the unfenced try met a stale fence, before
-    /// giving up (each is itself up to three acquisitions).
-    pub conditional_tries: u32,
-    /// Receives every failure.
-    pub on_error: OnError,
-    /// The time to stamp resumes with.
-    pub now: Clock,
-}
-
-impl Default for SupervisorOptions {
-    fn default() -> Self {
-        Self {
-            conditional_tries: 3,
-            on_error: Arc::new(
-                |parent, error| tracing::warn!(%parent, %error, "child supervision failed"),
-            ),
-            now: Arc::new(system_now),
-        }
-    }
-}
-
-impl fmt::Debug for SupervisorOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SupervisorOptions")
-            .field("conditional_tries", &self.conditional_tries)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The wall clock in ms since the epoch; 0 if the clock is before it.
-fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// Which parent waits on which child, as last read from the parents' parks.
-#[derive(Debug, Default)]
-struct Edges {
-    /// Child → the parents parked on it.
-    parents_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
-    /// Parent → the children its open park names.
-    children_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
-}
-
-impl Edges {
-    /// Records that `parent` waits on exactly `children`.
-    fn set(&mut self, parent: &ExecutionId, children: BTreeSet<ExecutionId>) {
-        self.forget(parent);
-        for child in &children {
-            self.parents_of
-                .entry(child.clone())
-                .or_default()
-                .insert(parent.clone());
-        }
-        self.children_of.insert(parent.clone(), children);
-    }
-
-    /// Drops every edge of `parent`.
-    fn forget(&mut self, parent: &ExecutionId) {
-        for child in self.children_of.remove(parent).unwrap_or_default() {
-            if let Some(parents) = self.parents_of.get_mut(&child) {
-                parents.remove(parent);
-                if parents.is_empty() {
-                    self.parents_of.remove(&child);
-                }
-            }
-        }
-    }
 }
 
 /// Resumes parents parked on `CHILD_DONE` waits when their children end.
