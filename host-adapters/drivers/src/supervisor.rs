@@ -13,16 +13,20 @@
 //!   stale fence; the supervisor then resumes with `acquire_fence_if`, at most
 //!   [`SupervisorOptions::conditional_tries`] times; if every try was
 //!   contended it answers with that error, which `on_error` also receives,
-//!   once.
+//!   once, unless re-drive is on (the last rule).
 //! - **It is safe on several nodes at once**: every path that appends is
 //!   conditional on the park still being open, in the store.
 //! - **Its state is only a cache.** The child → parent edges come from the
 //!   parents' own parks, so [`ChildSupervisor::rebuild`] restores them from
 //!   the logs after a restart, and resumes whatever became ready meanwhile.
+//! - **A contended resume can be re-driven** instead of left for an
+//!   operator: see [`ChildSupervisor`]'s docs for re-drive and the order in
+//!   which a fleet switches it on.
 
 mod edges;
 mod error;
 mod options;
+mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -35,8 +39,9 @@ use loomfence_core::{
 use loomfence_store::EventStore;
 
 use self::edges::Edges;
-pub use self::error::SupervisorError;
+pub use self::error::{RedriveScheduleError, SupervisorError};
 pub use self::options::{Clock, OnError, SupervisorOptions};
+use self::schedule::schedule_first_row;
 use crate::driver::{resume, resume_from};
 use crate::error::ResumeFailure;
 
@@ -53,9 +58,48 @@ pub enum Supervised {
     Waiting,
     /// The parent has no open park with a child wait; not the supervisor's.
     NotWaitingOnChildren,
+    /// Every conditional try was contended, and re-drive is on: a re-drive
+    /// row (try 0) of the parent was written, due at `wake_at`, for a timer
+    /// service to hand to the supervisor's re-driver. The contention is
+    /// handled, so it is not passed to `on_error`; the park is still open
+    /// and the edges are kept.
+    RedriveScheduled {
+        /// When the row is due, in ms since the epoch.
+        wake_at: i64,
+    },
+}
+
+/// What a supervision does with a resume whose every conditional try was
+/// contended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Contention {
+    /// Writes the first re-drive row if re-drive is on; otherwise answers
+    /// the contended error.
+    Schedule,
 }
 
 /// Resumes parents parked on `CHILD_DONE` waits when their children end.
+///
+/// # Re-drive
+///
+/// With [`Features::redrive`](crate::Features::redrive) on and a timer store
+/// in [`SupervisorOptions::redrive`], a resume whose every conditional try
+/// was contended is not left for an operator: the supervisor writes a
+/// re-drive row (try 0) of the parent to the timer store, due after a
+/// full-jitter delay of [`SupervisorOptions::policy`], and answers
+/// [`Supervised::RedriveScheduled`]; the contention is handled, so it does
+/// not go to `on_error` (a row that cannot be written does, as
+/// [`SupervisorError::Redrive`]). The row names the parent only: when a
+/// timer service fires it, the supervisor's re-driver re-reads the parent
+/// and its children and resumes conditionally, and the service carries the
+/// chain on (the next rows, and one exhaustion report) if that is
+/// contended again.
+///
+/// Off (the default), or on with no timer store, a contended resume goes to
+/// `on_error` as it always has. On with no timer store is read as off, and
+/// the supervisor says so once, with a warning, when it is built: a flag
+/// that cannot take effect is a deployment mistake to see, not a reason to
+/// refuse to supervise.
 pub struct ChildSupervisor<S: EventStore + ?Sized> {
     /// Where every log lives.
     store: Arc<S>,
@@ -79,7 +123,18 @@ impl<S: EventStore + ?Sized> fmt::Debug for ChildSupervisor<S> {
 
 impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// A supervisor over `store` with no parents known yet.
+    ///
+    /// Warns once (through `tracing`) if [`Features::redrive`] is on with no
+    /// timer store: re-drive is then off.
+    ///
+    /// [`Features::redrive`]: crate::Features::redrive
     pub fn new(store: Arc<S>, options: SupervisorOptions) -> Self {
+        if options.features.redrive && options.redrive.is_none() {
+            tracing::warn!(
+                "features.redrive is on but the supervisor has no timer store: \
+                 contended resumes go to on_error, as with re-drive off"
+            );
+        }
         Self {
             store,
             options,
@@ -90,7 +145,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// Starts watching `parent`: reads its park, remembers which children it
     /// waits on, and resumes it right away if they have already ended.
     pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
-        let result = self.supervise(parent).await;
+        let result = self.supervise(parent, Contention::Schedule).await;
         self.report(parent, result)
     }
 
@@ -103,7 +158,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         let parents = self.parents_waiting_on(child);
         let mut results = Vec::with_capacity(parents.len());
         for parent in parents {
-            let result = self.supervise(&parent).await;
+            let result = self.supervise(&parent, Contention::Schedule).await;
             results.push((parent.clone(), self.report(&parent, result)));
         }
         results
@@ -150,8 +205,12 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     }
 
     /// Reads `parent`, refreshes its edges, and resumes it if a child wait
-    /// is satisfied.
-    async fn supervise(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
+    /// is satisfied; a contended resume is handled as `contention` says.
+    async fn supervise(
+        &self,
+        parent: &ExecutionId,
+        contention: Contention,
+    ) -> Result<Supervised, SupervisorError> {
         let events = self.store.read_range(parent, 1, None).await?;
         let Some((park, waits)) = child_park(parent, &events)? else {
             self.edges().forget(parent);
@@ -173,13 +232,27 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         };
         let request = ResumeRequest::new(park, answer, (self.options.now)());
         let supervised = self.resume_parent(parent, request, &events).await;
+        // A contended resume leaves the park open: its edges stay, whatever
+        // happens next, so a later notice or rebuild can try again.
         if !supervised
             .as_ref()
             .is_err_and(SupervisorError::is_contended)
         {
             self.edges().forget(parent);
+            return supervised;
         }
-        supervised
+        match (contention, &self.options.redrive) {
+            (Contention::Schedule, Some(timers)) if self.options.features.redrive => {
+                schedule_first_row(&**timers, &self.options, parent)
+                    .await
+                    .map(|wake_at| Supervised::RedriveScheduled { wake_at })
+                    .map_err(|source| SupervisorError::Redrive {
+                        parent: parent.clone(),
+                        source,
+                    })
+            }
+            _ => supervised,
+        }
     }
 
     /// The unfenced first try, then conditional tries on a stale fence.

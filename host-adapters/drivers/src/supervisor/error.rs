@@ -1,7 +1,7 @@
 //! Why supervising one parent failed.
 
-use loomfence_core::{ExecutionId, ParkError, ResumeError};
-use loomfence_store::StoreError;
+use loomfence_core::{DrawError, ExecutionId, ParkError, ResumeError};
+use loomfence_store::{StoreError, TimerStoreError};
 
 use crate::error::ResumeFailure;
 
@@ -14,6 +14,9 @@ pub enum SupervisorError {
     /// ([`SupervisorError::is_contended`]) left the park open: the edges
     /// are kept, so the next [`ChildSupervisor::child_ended`] or
     /// [`ChildSupervisor::rebuild`] tries again.
+    ///
+    /// [`ChildSupervisor::child_ended`]: super::ChildSupervisor::child_ended
+    /// [`ChildSupervisor::rebuild`]: super::ChildSupervisor::rebuild
     #[error(transparent)]
     Resume(#[from] ResumeFailure),
     /// The parent's open park has a payload that cannot be read as waits.
@@ -25,11 +28,27 @@ pub enum SupervisorError {
         #[source]
         source: ParkError,
     },
+    /// Every conditional try was contended, re-drive is on, and its row
+    /// could not be written: nothing will re-drive the park, which is still
+    /// open. As for a contended resume without re-drive, the edges are
+    /// kept, so the next notice or rebuild tries again.
+    #[error(
+        "the resume of {parent:?} was contended and its re-drive row was not written: {source}"
+    )]
+    Redrive {
+        /// The parent.
+        parent: ExecutionId,
+        /// Why the row was not written.
+        #[source]
+        source: RedriveScheduleError,
+    },
 }
 
 impl SupervisorError {
-    /// Whether every conditional try was contended: the park is still open
-    /// and a later try is expected to work.
+    /// Whether every conditional try was contended and nothing else went
+    /// wrong: the park is still open and a later try is expected to work.
+    /// A contended resume whose re-drive row could not be written is a
+    /// [`SupervisorError::Redrive`], not this.
     #[must_use]
     pub fn is_contended(&self) -> bool {
         matches!(
@@ -43,4 +62,24 @@ impl From<StoreError> for SupervisorError {
     fn from(error: StoreError) -> Self {
         SupervisorError::Resume(ResumeFailure::Store(error))
     }
+}
+
+/// Why the re-drive row of a contended resume was not written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedriveScheduleError {
+    /// The timer store failed; [`TimerStoreError::is_retryable`] says
+    /// whether writing again may work.
+    #[error(transparent)]
+    Timers(#[from] TimerStoreError),
+    /// The random source gave a number outside `[0, 1)`.
+    #[error(transparent)]
+    Draw(#[from] DrawError),
+    /// No storable time (`0..=MAX_TIMER_MS`) follows `now`: the clock is
+    /// out of range.
+    #[error("no storable re-drive time follows {now} ms")]
+    NoWakeTime {
+        /// The clock's reading.
+        now: i64,
+    },
 }
