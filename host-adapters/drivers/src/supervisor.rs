@@ -26,6 +26,7 @@
 mod edges;
 mod error;
 mod options;
+mod redriver;
 mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +45,7 @@ pub use self::options::{Clock, OnError, SupervisorOptions};
 use self::schedule::schedule_first_row;
 use crate::driver::{resume, resume_from};
 use crate::error::ResumeFailure;
+use crate::redriver::Redriver;
 
 /// What the supervisor did for one parent.
 #[must_use]
@@ -76,6 +78,9 @@ enum Contention {
     /// Writes the first re-drive row if re-drive is on; otherwise answers
     /// the contended error.
     Schedule,
+    /// Answers the contended error: a re-driver's, whose timer service
+    /// carries the chain on.
+    Answer,
 }
 
 /// Resumes parents parked on `CHILD_DONE` waits when their children end.
@@ -90,16 +95,35 @@ enum Contention {
 /// [`Supervised::RedriveScheduled`]; the contention is handled, so it does
 /// not go to `on_error` (a row that cannot be written does, as
 /// [`SupervisorError::Redrive`]). The row names the parent only: when a
-/// timer service fires it, the supervisor's re-driver re-reads the parent
-/// and its children and resumes conditionally, and the service carries the
-/// chain on (the next rows, and one exhaustion report) if that is
-/// contended again.
+/// timer service fires it, the supervisor's re-driver
+/// ([`ChildSupervisor::redriver`]) re-reads the parent and its children and
+/// resumes conditionally, and the service carries the chain on (the next
+/// rows, and one exhaustion report) if that is contended again.
 ///
 /// Off (the default), or on with no timer store, a contended resume goes to
 /// `on_error` as it always has. On with no timer store is read as off, and
 /// the supervisor says so once, with a warning, when it is built: a flag
 /// that cannot take effect is a deployment mistake to see, not a reason to
 /// refuse to supervise.
+///
+/// # Rolling upgrade
+///
+/// A re-drive row is only fired by a timer service that has this
+/// supervisor's re-driver registered; a node without one leaves the row to
+/// the nodes that have, and an older timer service would retire it as an
+/// obsolete wake. So a fleet switches re-drive on in three steps, each
+/// finished on every node before the next begins:
+///
+/// 1. deploy this version everywhere, with `features.redrive` off (the
+///    default): nothing changes;
+/// 2. register the supervisor's re-driver
+///    ([`ChildSupervisor::redriver`]) on every node's timer service: still
+///    no rows are written, but every node can now fire them;
+/// 3. switch `features.redrive` on (with the timer store in
+///    [`SupervisorOptions::redrive`]).
+///
+/// Switching it off again is safe at any time: rows already written are
+/// still fired by the registered re-drivers.
 pub struct ChildSupervisor<S: EventStore + ?Sized> {
     /// Where every log lives.
     store: Arc<S>,
@@ -178,6 +202,21 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
             results.push((parent, result));
         }
         results
+    }
+
+    /// This supervisor as a re-driver, for a timer service to hand the due
+    /// re-drive rows of parents to (register it on every node's timer
+    /// service before switching re-drive on: see the type's docs).
+    ///
+    /// It re-runs the supervision of the row's parent from the log and
+    /// never writes a row itself; see its [`Redriver`] impl for its
+    /// answers. Any node's supervisor over the same event store can
+    /// re-drive any parent: it needs no edges of its own.
+    pub fn redriver(self: &Arc<Self>) -> Arc<dyn Redriver>
+    where
+        S: 'static,
+    {
+        self.clone()
     }
 
     /// The parents currently known to be parked on `child`: what a

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -13,10 +13,11 @@ use common::{finish, id, park_on, resumes};
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, Draw, DueFilter, ExecutionId, KernelKind, Lease,
-    ParkExpectation, RedrivePolicy, TimerRow, Wait, redrive_wake_at,
+    ParkExpectation, RedriveAnswer, RedrivePolicy, TimerRow, Wait, redrive_wake_at,
 };
 use loomfence_runtime::{
-    ChildSupervisor, Features, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,
+    ChildSupervisor, Features, RedriveScheduleError, Redriver, Supervised, SupervisorError,
+    SupervisorOptions,
 };
 use loomfence_store::{
     BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
@@ -344,4 +345,106 @@ async fn the_default_draw_schedules_within_the_first_ceiling() {
         "{wake_at}"
     );
     assert_eq!(rows(&timers), [TimerRow::redrive(id("parent"), wake_at, 0)]);
+}
+
+/// What `redriver` answers for `parent`, which must not be an error.
+async fn answer(redriver: &Arc<dyn Redriver>, parent: &str) -> RedriveAnswer {
+    redriver
+        .redrive(&id(parent))
+        .await
+        .unwrap_or_else(|error| panic!("re-driving {parent} failed: {error}"))
+}
+
+#[tokio::test]
+async fn the_redriver_resumes_the_parent_once_when_the_rivals_stop() {
+    let store = fenced_by_three();
+    ready_and_fenced(&*store, &id("parent"), &id("child")).await;
+    let timers = Arc::new(MemoryTimerStore::new());
+    let (mut options, errors) = recording(redrive_on(), Some(timers.clone()));
+    let clock = Arc::new(AtomicI64::new(NOW));
+    options.now = {
+        let clock = clock.clone();
+        Arc::new(move || clock.load(Ordering::SeqCst))
+    };
+    let supervisor = Arc::new(ChildSupervisor::new(store.clone(), options));
+    assert!(matches!(
+        supervisor.watch(&id("parent")).await,
+        Ok(Supervised::RedriveScheduled { .. })
+    ));
+    let row = rows(&timers);
+    let redriver: Arc<dyn Redriver> = supervisor.redriver();
+    // The row comes due; a row written now would have another key.
+    clock.store(first_wake_at(), Ordering::SeqCst);
+
+    // The rivals still fence every try: contended, and neither reported
+    // nor scheduled again (the timer service carries the chain on).
+    assert_eq!(answer(&redriver, "parent").await, RedriveAnswer::Contended);
+    assert!(errors.lock().expect("lock").is_empty(), "not reported");
+    assert_eq!(rows(&timers), row, "no second row");
+    assert!(resumes(&*store, &id("parent")).await.is_empty());
+
+    // The rivals stop: the parent is resumed, once, with its child's answer.
+    store.hooks.fencing.store(false, Ordering::SeqCst);
+    assert_eq!(answer(&redriver, "parent").await, RedriveAnswer::Done);
+    let resumed = resumes(&*store, &id("parent")).await;
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(
+        resumed[0].payload["answer"],
+        json!({ "wait": 0, "children": { "child": { "status": "completed", "output": { "output": { "total": 7 } } } } })
+    );
+    assert_eq!(resumed[0].at, first_wake_at());
+    assert!(supervisor.parents_waiting_on(&id("child")).is_empty());
+
+    // Again: the park is answered, nothing of the supervisor's to do.
+    assert_eq!(answer(&redriver, "parent").await, RedriveAnswer::Noop);
+    assert_eq!(resumes(&*store, &id("parent")).await.len(), 1);
+    assert!(errors.lock().expect("lock").is_empty());
+    assert_eq!(rows(&timers), row, "the re-driver writes no rows");
+}
+
+#[tokio::test]
+async fn the_redriver_answers_noop_for_a_parent_that_is_not_its_own_or_not_ready() {
+    let store = Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(0)));
+    park_on(&*store, &id("on-a-timer"), &[Wait::Timer { wake_at: 5 }]).await;
+    park_on(&*store, &id("waiting"), &[Wait::Child(id("running"))]).await;
+    let (options, errors) = recording(redrive_on(), Some(Arc::new(MemoryTimerStore::new())));
+    let supervisor = Arc::new(ChildSupervisor::new(store.clone(), options));
+    let redriver = supervisor.redriver();
+
+    for parent in ["on-a-timer", "waiting", "no-such-execution"] {
+        assert_eq!(
+            answer(&redriver, parent).await,
+            RedriveAnswer::Noop,
+            "{parent}"
+        );
+        assert!(resumes(&*store, &id(parent)).await.is_empty(), "{parent}");
+    }
+    assert!(errors.lock().expect("lock").is_empty());
+}
+
+#[tokio::test]
+async fn a_redriver_failure_is_an_error_reported_once() {
+    let store = Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(0)));
+    store
+        .append(
+            &id("parent"),
+            loomfence_core::NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
+        )
+        .await
+        .expect("parks with no waits");
+    let (options, errors) = recording(redrive_on(), Some(Arc::new(MemoryTimerStore::new())));
+    let supervisor = Arc::new(ChildSupervisor::new(store, options));
+
+    let failure = supervisor
+        .redriver()
+        .redrive(&id("parent"))
+        .await
+        .expect_err("the park is unreadable");
+    assert!(
+        failure
+            .downcast_ref::<SupervisorError>()
+            .is_some_and(|error| matches!(error, SupervisorError::Park { .. })),
+        "{failure:?}"
+    );
+    assert_eq!(errors.lock().expect("lock").len(), 1);
 }

@@ -6,7 +6,9 @@ use loomfence_store::{StoreError, TimerStoreError};
 use crate::error::ResumeFailure;
 
 /// A failure while supervising one parent. Each is also passed to
-/// `on_error`, once.
+/// `on_error`, once; a contended resume is not when it is handled (a
+/// re-drive row written, or a re-driver answering
+/// [`Contended`](loomfence_core::RedriveAnswer::Contended)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SupervisorError {
