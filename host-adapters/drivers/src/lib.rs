@@ -43,7 +43,8 @@ pub use error::ResumeFailure;
 pub use features::Features;
 pub use redriver::{RedriveFailure, Redriver};
 pub use supervisor::{
-    ChildSupervisor, Clock, OnError, Supervised, SupervisorError, SupervisorOptions,
+    ChildSupervisor, Clock, OnError, RedriveScheduleError, Supervised, SupervisorError,
+    SupervisorOptions,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

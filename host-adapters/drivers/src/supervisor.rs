@@ -13,25 +13,39 @@
 //!   stale fence; the supervisor then resumes with `acquire_fence_if`, at most
 //!   [`SupervisorOptions::conditional_tries`] times; if every try was
 //!   contended it answers with that error, which `on_error` also receives,
-//!   once.
+//!   once, unless re-drive is on (the last rule).
 //! - **It is safe on several nodes at once**: every path that appends is
 //!   conditional on the park still being open, in the store.
 //! - **Its state is only a cache.** The child → parent edges come from the
 //!   parents' own parks, so [`ChildSupervisor::rebuild`] restores them from
 //!   the logs after a restart, and resumes whatever became ready meanwhile.
+//! - **A contended resume can be re-driven** instead of left for an
+//!   operator: see [`ChildSupervisor`]'s docs for re-drive and the order in
+//!   which a fleet switches it on.
+
+mod edges;
+mod error;
+mod options;
+mod redriver;
+mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use loomfence_core::{
-    ChildOutcome, Envelope, ExecutionId, ExecutionView, ParkError, ResumeError, ResumeRequest,
-    Resumed, Wait, answer_for, child_outcome, waits_of,
+    ChildOutcome, Envelope, ExecutionId, ExecutionView, ResumeError, ResumeRequest, Resumed, Wait,
+    answer_for, child_outcome, waits_of,
 };
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::EventStore;
 
+use self::edges::Edges;
+pub use self::error::{RedriveScheduleError, SupervisorError};
+pub use self::options::{Clock, OnError, SupervisorOptions};
+use self::schedule::schedule_first_row;
 use crate::driver::{resume, resume_from};
 use crate::error::ResumeFailure;
+use crate::redriver::Redriver;
 
 /// What the supervisor did for one parent.
 #[must_use]
@@ -46,132 +60,70 @@ pub enum Supervised {
     Waiting,
     /// The parent has no open park with a child wait; not the supervisor's.
     NotWaitingOnChildren,
-}
-
-/// A failure while supervising one parent. Each is also passed to
-/// `on_error`, once.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SupervisorError {
-    /// Resuming the parent failed. A contended resume
-    /// ([`SupervisorError::is_contended`]) left the park open: the edges
-    /// are kept, so the next [`ChildSupervisor::child_ended`] or
-    /// [`ChildSupervisor::rebuild`] tries again.
-    #[error(transparent)]
-    Resume(#[from] ResumeFailure),
-    /// The parent's open park has a payload that cannot be read as waits.
-    #[error("the park of {parent:?} is unreadable: {source}")]
-    Park {
-        /// The parent.
-        parent: ExecutionId,
-        /// Why its park is unreadable.
-        #[source]
-        source: ParkError,
+    /// Every conditional try was contended, and re-drive is on: a re-drive
+    /// row (try 0) of the parent was written, due at `wake_at`, for a timer
+    /// service to hand to the supervisor's re-driver. The contention is
+    /// handled, so it is not passed to `on_error`; the park is still open
+    /// and the edges are kept.
+    RedriveScheduled {
+        /// When the row is due, in ms since the epoch.
+        wake_at: i64,
     },
 }
 
-impl SupervisorError {
-    /// Whether every conditional try was contended: the park is still open
-    /// and a later try is expected to work.
-    #[must_use]
-    pub fn is_contended(&self) -> bool {
-        matches!(
-            self,
-            SupervisorError::Resume(ResumeFailure::Resume(ResumeError::Contended(_)))
-        )
-    }
-}
-
-impl From<StoreError> for SupervisorError {
-    fn from(error: StoreError) -> Self {
-        SupervisorError::Resume(ResumeFailure::Store(error))
-    }
-}
-
-/// A callback that receives every supervision failure, for logging or
-/// alerting; the supervisor itself goes on.
-pub type OnError = Arc<dyn Fn(&ExecutionId, &SupervisorError) + Send + Sync>;
-
-/// A source of the current time in ms, for the resume events' `at`.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// How the supervisor behaves.
-#[derive(Clone)]
-pub struct SupervisorOptions {
-    /// Conditional resumes after the unfenced try met a stale fence, before
-    /// giving up (each is itself up to three acquisitions).
-    pub conditional_tries: u32,
-    /// Receives every failure.
-    pub on_error: OnError,
-    /// The time to stamp resumes with.
-    pub now: Clock,
-}
-
-impl Default for SupervisorOptions {
-    fn default() -> Self {
-        Self {
-            conditional_tries: 3,
-            on_error: Arc::new(
-                |parent, error| tracing::warn!(%parent, %error, "child supervision failed"),
-            ),
-            now: Arc::new(system_now),
-        }
-    }
-}
-
-impl fmt::Debug for SupervisorOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SupervisorOptions")
-            .field("conditional_tries", &self.conditional_tries)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The wall clock in ms since the epoch; 0 if the clock is before it.
-fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// Which parent waits on which child, as last read from the parents' parks.
-#[derive(Debug, Default)]
-struct Edges {
-    /// Child → the parents parked on it.
-    parents_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
-    /// Parent → the children its open park names.
-    children_of: BTreeMap<ExecutionId, BTreeSet<ExecutionId>>,
-}
-
-impl Edges {
-    /// Records that `parent` waits on exactly `children`.
-    fn set(&mut self, parent: &ExecutionId, children: BTreeSet<ExecutionId>) {
-        self.forget(parent);
-        for child in &children {
-            self.parents_of
-                .entry(child.clone())
-                .or_default()
-                .insert(parent.clone());
-        }
-        self.children_of.insert(parent.clone(), children);
-    }
-
-    /// Drops every edge of `parent`.
-    fn forget(&mut self, parent: &ExecutionId) {
-        for child in self.children_of.remove(parent).unwrap_or_default() {
-            if let Some(parents) = self.parents_of.get_mut(&child) {
-                parents.remove(parent);
-                if parents.is_empty() {
-                    self.parents_of.remove(&child);
-                }
-            }
-        }
-    }
+/// What a supervision does with a resume whose every conditional try was
+/// contended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Contention {
+    /// Writes the first re-drive row if re-drive is on; otherwise answers
+    /// the contended error.
+    Schedule,
+    /// Answers the contended error: a re-driver's, whose timer service
+    /// carries the chain on.
+    Answer,
 }
 
 /// Resumes parents parked on `CHILD_DONE` waits when their children end.
+///
+/// # Re-drive
+///
+/// With [`Features::redrive`](crate::Features::redrive) on and a timer store
+/// in [`SupervisorOptions::redrive`], a resume whose every conditional try
+/// was contended is not left for an operator: the supervisor writes a
+/// re-drive row (try 0) of the parent to the timer store, due after a
+/// full-jitter delay of [`SupervisorOptions::policy`], and answers
+/// [`Supervised::RedriveScheduled`]; the contention is handled, so it does
+/// not go to `on_error` (a row that cannot be written does, as
+/// [`SupervisorError::Redrive`]). The row names the parent only: when a
+/// timer service fires it, the supervisor's re-driver
+/// ([`ChildSupervisor::redriver`]) re-reads the parent and its children and
+/// resumes conditionally, and the service carries the chain on (the next
+/// rows, and one exhaustion report) if that is contended again.
+///
+/// Off (the default), or on with no timer store, a contended resume goes to
+/// `on_error` as it always has. On with no timer store is read as off, and
+/// the supervisor says so once, with a warning, when it is built: a flag
+/// that cannot take effect is a deployment mistake to see, not a reason to
+/// refuse to supervise.
+///
+/// # Rolling upgrade
+///
+/// A re-drive row is only fired by a timer service that has this
+/// supervisor's re-driver registered; a node without one leaves the row to
+/// the nodes that have, and an older timer service would retire it as an
+/// obsolete wake. So a fleet switches re-drive on in three steps, each
+/// finished on every node before the next begins:
+///
+/// 1. deploy this version everywhere, with `features.redrive` off (the
+///    default): nothing changes;
+/// 2. register the supervisor's re-driver
+///    ([`ChildSupervisor::redriver`]) on every node's timer service: still
+///    no rows are written, but every node can now fire them;
+/// 3. switch `features.redrive` on (with the timer store in
+///    [`SupervisorOptions::redrive`]).
+///
+/// Switching it off again is safe at any time: rows already written are
+/// still fired by the registered re-drivers.
 pub struct ChildSupervisor<S: EventStore + ?Sized> {
     /// Where every log lives.
     store: Arc<S>,
@@ -195,7 +147,18 @@ impl<S: EventStore + ?Sized> fmt::Debug for ChildSupervisor<S> {
 
 impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// A supervisor over `store` with no parents known yet.
+    ///
+    /// Warns once (through `tracing`) if [`Features::redrive`] is on with no
+    /// timer store: re-drive is then off.
+    ///
+    /// [`Features::redrive`]: crate::Features::redrive
     pub fn new(store: Arc<S>, options: SupervisorOptions) -> Self {
+        if options.features.redrive && options.redrive.is_none() {
+            tracing::warn!(
+                "features.redrive is on but the supervisor has no timer store: \
+                 contended resumes go to on_error, as with re-drive off"
+            );
+        }
         Self {
             store,
             options,
@@ -206,7 +169,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// Starts watching `parent`: reads its park, remembers which children it
     /// waits on, and resumes it right away if they have already ended.
     pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
-        let result = self.supervise(parent).await;
+        let result = self.supervise(parent, Contention::Schedule).await;
         self.report(parent, result)
     }
 
@@ -219,7 +182,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         let parents = self.parents_waiting_on(child);
         let mut results = Vec::with_capacity(parents.len());
         for parent in parents {
-            let result = self.supervise(&parent).await;
+            let result = self.supervise(&parent, Contention::Schedule).await;
             results.push((parent.clone(), self.report(&parent, result)));
         }
         results
@@ -239,6 +202,21 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
             results.push((parent, result));
         }
         results
+    }
+
+    /// This supervisor as a re-driver, for a timer service to hand the due
+    /// re-drive rows of parents to (register it on every node's timer
+    /// service before switching re-drive on: see the type's docs).
+    ///
+    /// It re-runs the supervision of the row's parent from the log and
+    /// never writes a row itself; see its [`Redriver`] impl for its
+    /// answers. Any node's supervisor over the same event store can
+    /// re-drive any parent: it needs no edges of its own.
+    pub fn redriver(self: &Arc<Self>) -> Arc<dyn Redriver>
+    where
+        S: 'static,
+    {
+        self.clone()
     }
 
     /// The parents currently known to be parked on `child`: what a
@@ -266,8 +244,12 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     }
 
     /// Reads `parent`, refreshes its edges, and resumes it if a child wait
-    /// is satisfied.
-    async fn supervise(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
+    /// is satisfied; a contended resume is handled as `contention` says.
+    async fn supervise(
+        &self,
+        parent: &ExecutionId,
+        contention: Contention,
+    ) -> Result<Supervised, SupervisorError> {
         let events = self.store.read_range(parent, 1, None).await?;
         let Some((park, waits)) = child_park(parent, &events)? else {
             self.edges().forget(parent);
@@ -289,13 +271,27 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         };
         let request = ResumeRequest::new(park, answer, (self.options.now)());
         let supervised = self.resume_parent(parent, request, &events).await;
+        // A contended resume leaves the park open: its edges stay, whatever
+        // happens next, so a later notice or rebuild can try again.
         if !supervised
             .as_ref()
             .is_err_and(SupervisorError::is_contended)
         {
             self.edges().forget(parent);
+            return supervised;
         }
-        supervised
+        match (contention, &self.options.redrive) {
+            (Contention::Schedule, Some(timers)) if self.options.features.redrive => {
+                schedule_first_row(&**timers, &self.options, parent)
+                    .await
+                    .map(|wake_at| Supervised::RedriveScheduled { wake_at })
+                    .map_err(|source| SupervisorError::Redrive {
+                        parent: parent.clone(),
+                        source,
+                    })
+            }
+            _ => supervised,
+        }
     }
 
     /// The unfenced first try, then conditional tries on a stale fence.

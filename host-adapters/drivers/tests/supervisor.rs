@@ -26,6 +26,7 @@ fn recording() -> (SupervisorOptions, Arc<Mutex<Vec<String>>>) {
                 .push(format!("{parent}: {error}"));
         }),
         now: Arc::new(|| 1_000),
+        ..SupervisorOptions::default()
     };
     (options, errors)
 }
