@@ -777,6 +777,15 @@ async fn a_contended_plain_wake_makes_no_acquire_before_its_next_try() {
         attempt += 1;
     }
     let got: Vec<i64> = fired.iter().map(|(time, _)| *time).collect();
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "fires that acquired: {} (first {:?}), the schedule allows {} ({:?})",
+        got.len(),
+        &got[..got.len().min(12)],
+        expected.len(),
+        expected
+    );
     assert_eq!(got, expected, "acquires only at the scheduled tries");
     assert_eq!(times.len(), expected.len() * per_fire);
 
