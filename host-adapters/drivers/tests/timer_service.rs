@@ -843,6 +843,202 @@ async fn a_contended_plain_wake_gives_up_after_its_retries() {
     assert!(node.backoff().is_empty(), "the entry goes with the row");
 }
 
+/// A backed-off wake's claim is released at the end of the tick: another
+/// node claims it at once (and backs off on its own), while this node
+/// claims it again but makes no acquire before its next try.
+#[tokio::test]
+async fn a_backed_off_wake_is_released_for_other_nodes() {
+    let clock = VirtualClock::at(START);
+    let sink = Sink::default();
+    let store = rival_store(&clock);
+    let events: Arc<dyn EventStore> = store.clone();
+    let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
+    let order = id("order-11");
+    park_on(&*events, &order, &[Wait::Timer { wake_at: START }]).await;
+    timers
+        .schedule(&TimerRow::wake(order.clone(), START))
+        .await
+        .expect("schedules");
+    let acquires = || store.hooks.times.lock().expect("lock").len();
+    let seed = seed();
+    let a = service(
+        events.clone(),
+        timers.clone(),
+        options("a", &clock, seed, &sink),
+    );
+    let b = service(
+        events.clone(),
+        timers.clone(),
+        options("b", &clock, seed, &sink),
+    );
+
+    let first = a.poll_once().await;
+    assert_eq!((first.backed_off, first.released), (1, 1), "{first:?}");
+    let after_a = acquires();
+    assert!(after_a > 0);
+    let entry = a.backoff().get(&order).expect("an entry");
+    assert!(entry.next_try_at > START, "{entry:?}");
+
+    let other = b.poll_once().await;
+    assert_eq!(
+        (other.claimed, other.backed_off),
+        (1, 1),
+        "free at once: {other:?}"
+    );
+    let after_b = acquires();
+    assert!(after_b > after_a, "b acquires on its own schedule");
+
+    let again = a.poll_once().await;
+    assert_eq!(
+        (again.claimed, again.not_yet, again.released),
+        (1, 1, 1),
+        "{again:?}"
+    );
+    assert_eq!(acquires(), after_b, "no acquire before the next try");
+    assert!(sink.errors().is_empty(), "{:?}", sink.errors());
+}
+
+/// A page of rows this node backs off does not hide the rows behind it:
+/// the tick claims on past a full page of left rows.
+#[tokio::test]
+async fn left_rows_do_not_starve_the_rows_behind_them() {
+    let clock = VirtualClock::at(START + 1_000);
+    let sink = Sink::default();
+    let store = rival_store(&clock);
+    let events: Arc<dyn EventStore> = store.clone();
+    let memory: Arc<dyn EventStore> = store.inner.clone();
+    let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
+    // Three contended wakes first, then one whose park was answered by
+    // hand (past the rival), so its fire is obsolete and retires it.
+    for i in 0..3 {
+        let contended = id(&format!("contended-{i}"));
+        park_on(&*events, &contended, &[Wait::Timer { wake_at: START }]).await;
+        timers
+            .schedule(&TimerRow::wake(contended, START))
+            .await
+            .expect("schedules");
+    }
+    let behind = id("behind");
+    let park = park_on(&*memory, &behind, &[Wait::Timer { wake_at: START + 1 }]).await;
+    resume(
+        &*memory,
+        &behind,
+        ResumeRequest::new(park, json!("manual"), 0),
+    )
+    .await
+    .expect("resumes by hand, past the rival");
+    timers
+        .schedule(&TimerRow::wake(behind.clone(), START + 1))
+        .await
+        .expect("schedules");
+    let node = service(
+        events,
+        timers.clone(),
+        TimerServiceOptions {
+            batch: 2,
+            ..options("n", &clock, seed(), &sink)
+        },
+    );
+    let report = node.poll_once().await;
+    assert_eq!(
+        (report.claimed, report.backed_off, report.released),
+        (4, 3, 3),
+        "{report:?}"
+    );
+    assert_eq!(report.retired(), 1, "the row behind is fired: {report:?}");
+    assert!(
+        !all_rows(&*timers)
+            .await
+            .iter()
+            .any(|row| row.execution_id == behind),
+        "retired"
+    );
+}
+
+/// A fire that fails on a store error leaves its claim to expire: the
+/// failure goes to `on_error`, no other node fires the row within the
+/// lease, and one fires it after.
+#[tokio::test]
+async fn a_failed_fire_leaves_its_claim_to_expire() {
+    struct Down {
+        once: AtomicBool,
+    }
+    #[async_trait]
+    impl Hooks for Down {
+        async fn acquire_fence_if(
+            &self,
+            inner: &dyn EventStore,
+            id: &ExecutionId,
+            expect: ParkExpectation,
+        ) -> Result<AcquireOutcome, StoreError> {
+            if self.once.swap(false, Ordering::SeqCst) {
+                return Err(StoreError::Backend(
+                    loomfence_store::BackendError::retryable("the database is down"),
+                ));
+            }
+            inner.acquire_fence_if(id, expect).await
+        }
+    }
+    let clock = VirtualClock::at(5_000);
+    let sink = Sink::default();
+    let events: Arc<dyn EventStore> = Arc::new(Around::new(
+        Capability::Conditional,
+        Down {
+            once: AtomicBool::new(true),
+        },
+    ));
+    let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
+    let ids = parked_timers(&*events, &*timers, 1, 1_000).await;
+    let a = service(
+        events.clone(),
+        timers.clone(),
+        options("a", &clock, seed(), &sink),
+    );
+    let failed = a.poll_once().await;
+    assert_eq!(
+        (failed.claimed, failed.errors, failed.released),
+        (1, 1, 0),
+        "{failed:?}"
+    );
+    let errors = sink.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("the database is down"), "{errors:?}");
+
+    let b = service(
+        events.clone(),
+        timers.clone(),
+        options("b", &clock, seed(), &sink),
+    );
+    assert_eq!(b.poll_once().await.claimed, 0, "held until the lease ends");
+    let lease = i64::try_from(b.options().lease.as_millis()).expect("small");
+    clock.set(5_000 + lease);
+    let report = b.poll_once().await;
+    assert_eq!((report.claimed, report.fired), (1, 1), "{report:?}");
+    assert_eq!(resumes(&*events, &ids[0]).await.len(), 1);
+}
+
+/// A claim the timer store refuses is reported, and the tick fires nothing.
+#[tokio::test]
+async fn a_refused_claim_is_reported() {
+    let clock = VirtualClock::at(5_000);
+    let sink = Sink::default();
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
+    let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
+    parked_timers(&*events, &*timers, 1, 1_000).await;
+    let node = service(
+        events,
+        timers,
+        TimerServiceOptions {
+            batch: 0,
+            ..options("n", &clock, seed(), &sink)
+        },
+    );
+    let report = node.poll_once().await;
+    assert_eq!((report.claimed, report.errors), (0, 1), "{report:?}");
+    let errors = sink.errors();
+    assert!(errors[0].starts_with("timer store: limit 0"), "{errors:?}");
+}
+
 // 5. Several services, leases -----------------------------------------------------
 
 /// What two services did to one store's rows.
