@@ -37,10 +37,11 @@
 //!    ([`NotYet`](FireOutcome::NotYet), [`BackedOff`](FireOutcome::BackedOff),
 //!    [`Left`](FireOutcome::Left)) at the end of the tick.
 //!
-//! If every row of a claim was left and the claim was full, the tick claims
-//! again (the rows it holds are skipped by its own next claim), until it
-//! has fired `batch` rows or the due rows run out: a page of rows this
-//! node backs off never hides the rows behind it.
+//! While its claims come back full and it has fired fewer than `batch`
+//! rows (the left rows do not count), the tick claims again; the rows it
+//! still holds are skipped by its own next claim. So a page of rows this
+//! node backs off never hides the rows behind it, and a tick stops
+//! claiming once it has fired `batch` rows.
 //!
 //! # Decisions
 //!
