@@ -3,7 +3,9 @@
 //!
 //! - the resume driver: [`resume`], and [`perform`] for step-wise hosts;
 //! - [`Body`]: what a resumed body appends through, under its token;
-//! - [`ChildSupervisor`]: resumes parents parked on their children.
+//! - [`ChildSupervisor`]: resumes parents parked on their children;
+//! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
+//!   [`TimerStore`](loomfence_store::TimerStore).
 //!
 //! ```
 //! use loomfence_core::{ExecutionId, KernelKind, NewEvent, ResumeRequest};
@@ -36,6 +38,8 @@ mod error;
 mod features;
 mod redriver;
 mod supervisor;
+mod timer_service;
+mod timer_service_options;
 
 pub use body::Body;
 pub use driver::{perform, resume, resume_from, run};
@@ -46,6 +50,8 @@ pub use supervisor::{
     ChildSupervisor, Clock, OnError, RedriveScheduleError, Supervised, SupervisorError,
     SupervisorOptions,
 };
+pub use timer_service::{PollReport, TimerService, TimerServiceError, TimerServiceHandle};
+pub use timer_service_options::{OnTimerError, Random, TimerServiceOptions, seeded_random};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 /// They live here because this is the crate that sees core, store and
