@@ -33,6 +33,7 @@
 //! ```
 
 mod body;
+mod clock;
 mod driver;
 mod error;
 mod features;
@@ -42,16 +43,16 @@ mod timer_service;
 mod timer_service_options;
 
 pub use body::Body;
+pub use clock::{Clock, Random, seeded_random, system_random};
 pub use driver::{perform, resume, resume_from, run};
 pub use error::ResumeFailure;
 pub use features::Features;
 pub use redriver::{RedriveFailure, Redriver};
 pub use supervisor::{
-    ChildSupervisor, Clock, OnError, RedriveScheduleError, Supervised, SupervisorError,
-    SupervisorOptions,
+    ChildSupervisor, OnError, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,
 };
 pub use timer_service::{PollReport, TimerService, TimerServiceError, TimerServiceHandle};
-pub use timer_service_options::{OnTimerError, Random, TimerServiceOptions, seeded_random};
+pub use timer_service_options::{OnTimerError, TimerServiceOptions};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 /// They live here because this is the crate that sees core, store and

@@ -41,7 +41,7 @@ use loomfence_store::EventStore;
 
 use self::edges::Edges;
 pub use self::error::{RedriveScheduleError, SupervisorError};
-pub use self::options::{Clock, OnError, SupervisorOptions};
+pub use self::options::{OnError, SupervisorOptions};
 use self::schedule::schedule_first_row;
 use crate::driver::{resume, resume_from};
 use crate::error::ResumeFailure;

@@ -4,20 +4,13 @@
 
 use std::fmt;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use loomfence_core::{DEFAULT_BACKOFF_BOUND, NodeId, RedrivePolicy};
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 
-use crate::supervisor::Clock;
+use crate::clock::{Clock, Random, system_now, system_random};
 use crate::timer_service::TimerServiceError;
-
-/// A source of random numbers in `[0, 1)`: one is drawn per fire, for the
-/// jitter of a retry's delay. A number outside `[0, 1)` is refused
-/// ([`TimerServiceError::Draw`]) and the fire is not made.
-pub type Random = Arc<dyn Fn() -> f64 + Send + Sync>;
 
 /// A callback that receives every failure of the timer service, and every
 /// exhausted retry chain, for logging or alerting; the service itself goes
@@ -67,7 +60,7 @@ pub struct TimerServiceOptions {
 
 impl Default for TimerServiceOptions {
     fn default() -> Self {
-        let random = seeded_random(fresh_seed());
+        let random = system_random();
         let node = default_node(&*random);
         Self {
             node,
@@ -94,38 +87,6 @@ impl fmt::Debug for TimerServiceOptions {
             .field("backoff_bound", &self.backoff_bound)
             .finish_non_exhaustive()
     }
-}
-
-/// A [`Random`] drawing from a `StdRng` seeded with `seed`: the same seed
-/// gives the same draws, in the order they are asked for. Tests and
-/// simulations use it with a seed they print.
-#[must_use]
-pub fn seeded_random(seed: u64) -> Random {
-    let rng = Mutex::new(StdRng::seed_from_u64(seed));
-    Arc::new(move || {
-        rng.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .random::<f64>()
-    })
-}
-
-/// The wall clock in ms since the epoch; 0 if the clock is before it.
-fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// A seed nobody chose. std's `RandomState` is keyed from the OS's
-/// randomness once per process (and differs per instance), which is all a
-/// seed needs; it spares the `rand` crate's OS-entropy feature. The time
-/// and the process id are hashed in as well.
-fn fresh_seed() -> u64 {
-    use std::collections::hash_map::RandomState;
-    use std::hash::BuildHasher;
-    RandomState::new().hash_one((std::time::SystemTime::now(), std::process::id()))
 }
 
 /// The longest host name part of a default node id, in bytes: the id's
@@ -190,15 +151,5 @@ mod tests {
         let a = TimerServiceOptions::default().node;
         let b = TimerServiceOptions::default().node;
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn a_seeded_random_repeats_itself() {
-        let a = seeded_random(7);
-        let b = seeded_random(7);
-        let first: Vec<f64> = (0..5).map(|_| a()).collect();
-        let second: Vec<f64> = (0..5).map(|_| b()).collect();
-        assert_eq!(first, second);
-        assert!(first.iter().all(|draw| (0.0..1.0).contains(draw)));
     }
 }

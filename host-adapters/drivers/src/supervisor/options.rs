@@ -1,22 +1,18 @@
 //! How a supervisor behaves: its options and their defaults.
 
 use std::fmt;
-use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use loomfence_core::{ExecutionId, RedrivePolicy};
 use loomfence_store::TimerStore;
 
 use super::SupervisorError;
+use crate::clock::{Clock, Random, system_now, system_random};
 use crate::features::Features;
 
 /// A callback that receives every supervision failure, for logging or
 /// alerting; the supervisor itself goes on.
 pub type OnError = Arc<dyn Fn(&ExecutionId, &SupervisorError) + Send + Sync>;
-
-/// A source of the current time in ms, for the resume events' `at`.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// How the supervisor behaves.
 ///
@@ -53,7 +49,7 @@ pub struct SupervisorOptions {
     /// [`RedriveScheduleError::Draw`](super::RedriveScheduleError::Draw).
     /// By default a non-cryptographic draw from the standard library's
     /// randomly keyed hasher; a test or a simulation passes a seeded one.
-    pub random: Arc<dyn Fn() -> f64 + Send + Sync>,
+    pub random: Random,
 }
 
 impl Default for SupervisorOptions {
@@ -67,7 +63,7 @@ impl Default for SupervisorOptions {
             features: Features::none(),
             redrive: None,
             policy: RedrivePolicy::default(),
-            random: Arc::new(system_random),
+            random: system_random(),
         }
     }
 }
@@ -90,24 +86,4 @@ impl fmt::Debug for SupervisorOptions {
             .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
-}
-
-/// The wall clock in ms since the epoch; 0 if the clock is before it.
-fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
-
-/// A draw in `[0, 1)`: 53 bits of a randomly keyed hash of a counter.
-/// Enough for jitter (it only has to keep nodes from waking in step), and
-/// it needs no random-number crate.
-fn system_random() -> f64 {
-    static CALLS: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
-    // The top 53 bits over 2^53: exact as an f64, and below 1.
-    (hasher.finish() >> 11) as f64 / (1_u64 << 53) as f64
 }
