@@ -5,23 +5,21 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::{finish, id, park_on, resumes};
-use loomfence_conformance::support::{Around, Hooks};
+use common::{DeadAcquirers, fenced_by_three, finish, id, park_on, resumes};
+use loomfence_conformance::support::Around;
 use loomfence_core::{
-    AcquireOutcome, Capability, Claim, Completed, Draw, DueFilter, ExecutionId, KernelKind, Lease,
-    ParkExpectation, RedriveAnswer, RedrivePolicy, TimerRow, Wait, redrive_wake_at,
+    Capability, Claim, Completed, Draw, DueFilter, ExecutionId, KernelKind, Lease, RedriveAnswer,
+    RedrivePolicy, TimerRow, Wait, redrive_wake_at,
 };
 use loomfence_runtime::{
     ChildSupervisor, Features, RedriveScheduleError, Redriver, Supervised, SupervisorError,
     SupervisorOptions,
 };
-use loomfence_store::{
-    BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
-};
+use loomfence_store::{BackendError, EventStore, MemoryTimerStore, TimerStore, TimerStoreError};
 use serde_json::json;
 
 /// The supervisor's clock, fixed.
@@ -29,49 +27,6 @@ const NOW: i64 = 1_000_000;
 
 /// The supervisor's random draw, fixed.
 const DRAW: f64 = 0.5;
-
-/// Dead acquirers: while `fencing`, each of `acquirers` takes the fence
-/// (bumps the token and never appends) right before every conditional
-/// acquire, so every conditional try is contended.
-struct DeadAcquirers {
-    acquirers: u32,
-    fencing: AtomicBool,
-    dead_acquires: AtomicU32,
-}
-
-impl DeadAcquirers {
-    fn new(acquirers: u32) -> Self {
-        Self {
-            acquirers,
-            fencing: AtomicBool::new(true),
-            dead_acquires: AtomicU32::new(0),
-        }
-    }
-}
-
-#[async_trait]
-impl Hooks for DeadAcquirers {
-    async fn acquire_fence_if(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        if self.fencing.load(Ordering::SeqCst) {
-            for _ in 0..self.acquirers {
-                inner.acquire_fence(id).await?;
-                self.dead_acquires.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        inner.acquire_fence_if(id, expect).await
-    }
-}
-
-/// A memory event store with three dead acquirers in front of every
-/// conditional acquire.
-fn fenced_by_three() -> Arc<Around<DeadAcquirers>> {
-    Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(3)))
-}
 
 /// A timer store whose writes fail.
 struct BrokenTimers;

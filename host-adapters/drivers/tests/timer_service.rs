@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{Yielding, id, park_on, resumes};
+use common::{VirtualClock, Yielding, id, park_on, resumes};
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, ConditionalAppend, DueFilter, Envelope,
@@ -43,22 +43,6 @@ fn seed() -> u64 {
         .unwrap_or(0x7157_5eed);
     println!("TIMER_SERVICE_SEED={seed}");
     seed
-}
-
-/// A virtual clock the test advances.
-#[derive(Clone)]
-struct VirtualClock(Arc<AtomicI64>);
-
-impl VirtualClock {
-    fn at(now: i64) -> Self {
-        Self(Arc::new(AtomicI64::new(now)))
-    }
-    fn set(&self, now: i64) {
-        self.0.store(now, Ordering::SeqCst);
-    }
-    fn get(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
 }
 
 /// What `on_error` received: the exhaustions apart from the rest.

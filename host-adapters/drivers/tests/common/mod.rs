@@ -2,7 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use loomfence_conformance::support::{Around, Hooks};
@@ -251,5 +252,70 @@ impl Hooks for Loses {
             }
             None => Ok(outcome),
         }
+    }
+}
+
+/// Dead acquirers: while `fencing`, each of `acquirers` takes the fence
+/// (bumps the token and never appends) right before every conditional
+/// acquire, so every conditional try is contended.
+pub struct DeadAcquirers {
+    pub acquirers: u32,
+    pub fencing: AtomicBool,
+    pub dead_acquires: AtomicU32,
+}
+
+impl DeadAcquirers {
+    pub fn new(acquirers: u32) -> Self {
+        Self {
+            acquirers,
+            fencing: AtomicBool::new(true),
+            dead_acquires: AtomicU32::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Hooks for DeadAcquirers {
+    async fn acquire_fence_if(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        if self.fencing.load(Ordering::SeqCst) {
+            for _ in 0..self.acquirers {
+                inner.acquire_fence(id).await?;
+                self.dead_acquires.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        inner.acquire_fence_if(id, expect).await
+    }
+}
+
+/// A memory event store with three dead acquirers in front of every
+/// conditional acquire.
+pub fn fenced_by_three() -> Arc<Around<DeadAcquirers>> {
+    Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(3)))
+}
+
+/// A virtual clock the test advances.
+#[derive(Clone)]
+pub struct VirtualClock(Arc<AtomicI64>);
+
+impl VirtualClock {
+    /// A [`Clock`](loomfence_runtime::Clock) reading this one.
+    pub fn clock(&self) -> loomfence_runtime::Clock {
+        let time = self.clone();
+        Arc::new(move || time.get())
+    }
+
+    pub fn at(now: i64) -> Self {
+        Self(Arc::new(AtomicI64::new(now)))
+    }
+    pub fn set(&self, now: i64) {
+        self.0.store(now, Ordering::SeqCst);
+    }
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
     }
 }
