@@ -30,6 +30,9 @@
 //! - [`explore`]: a breadth-first search over distinct worlds.
 //! - [`random`]: seeded random worlds and schedules past the exhaustive
 //!   bound, each a pure function of `(seed, index)`.
+//! - [`redrive`]: live re-drive (issue 12): supervisors, timer services,
+//!   dead acquirers and crashes over the event store and the timer table
+//!   under a virtual clock, seeded; its own world, checks and runner.
 //! - [`error`]: why a simulation could not go on (never an invariant
 //!   violation: those are results, see [`check::Violation`]).
 //!
@@ -51,6 +54,7 @@ pub mod enumerate;
 pub mod error;
 pub mod explore;
 pub mod random;
+pub mod redrive;
 pub mod trace;
 pub mod world;
 
