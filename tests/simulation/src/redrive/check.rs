@@ -20,7 +20,10 @@
 //!    `Complete`, or a row fired twice after its lease ended: the
 //!    documented at-least-once). [`Breach::ChainReportedTwice`].
 //!    No row is written past the budget: every re-drive row's attempt is
-//!    below `max_attempts` ([`Breach::RowPastBudget`]).
+//!    below `max_attempts` ([`Breach::RowPastBudget`]); and a chain reports
+//!    exhaustion only after its whole budget, the supervisor's run then one
+//!    re-driver run per row, `1 + max_attempts` runs (checked at the end, on
+//!    every lineage that no key collision merged: [`Breach::ChainLength`]).
 //! 5. **Leases exclude**: two services never fire one row at once while
 //!    both their leases are live ([`Breach::LeaseOverlap`]). (After a lease
 //!    ends, a second fire is allowed and counted as a double fire.)
@@ -137,6 +140,17 @@ pub enum Breach {
         /// The one that started too.
         second: usize,
     },
+    /// Invariant 4: a chain reported exhaustion after another number of
+    /// runs than its budget: the supervisor's, then one per row
+    /// (`max_attempts` rows).
+    ChainLength {
+        /// The parent.
+        parent: usize,
+        /// Runs in the lineage.
+        runs: u64,
+        /// `1 + max_attempts`.
+        budget: u64,
+    },
     /// Liveness: a parent whose children ended has no resume and no
     /// exhaustion was reported for it.
     Stranded {
@@ -191,6 +205,7 @@ impl Breach {
             Breach::ReportedTwice { .. } => "row reported twice",
             Breach::ChainReportedTwice { .. } => "chain reported twice",
             Breach::RowPastBudget { .. } => "row past budget",
+            Breach::ChainLength { .. } => "chain length",
             Breach::LeaseOverlap { .. } => "lease overlap",
             Breach::Stranded { .. } => "stranded",
             Breach::ExhaustedUnderBudget { .. } => "exhausted under budget",
@@ -329,6 +344,17 @@ pub struct Liveness {
 pub fn liveness(world: &World) -> Result<Liveness, RedriveSimError> {
     let mut out = Liveness::default();
     let floor_per_run = u64::from(world.config.conditional_tries) * 2;
+    let budget = world.config.chain_runs();
+    for report in world.ledger.reports.iter().filter(|report| report.redrive) {
+        let runs = world.ledger.lineage(report).len() as u64;
+        if world.ledger.plain_lineage(report) && runs != budget {
+            out.breaches.push(Breach::ChainLength {
+                parent: report.parent,
+                runs,
+                budget,
+            });
+        }
+    }
     for parent in 0..world.parents.len() {
         if !world.children_done(parent) {
             continue;

@@ -388,16 +388,32 @@ impl Ledger {
         self.active.get(&(row.wake_at, parent)).copied()
     }
 
-    /// Starts a fire of row instance `row` by `service`, whose lease runs
-    /// until `lease_until` by the shared clock; records a double fire, and
-    /// an overlap if both leases are live at `now`.
+    /// How many schedules wrote row instance `row` so far: a claim taken
+    /// at one count ended when the count grew (the table ends any claim on
+    /// a row it schedules again).
+    #[must_use]
+    pub fn schedules(&self, row: RowId) -> usize {
+        self.rows[row].sources.len()
+    }
+
+    /// Starts a fire of row instance `row` by `service`, under a claim taken
+    /// when the row had had `schedules` schedules, whose lease runs until
+    /// `lease_until` by the shared clock; records a double fire, and an
+    /// overlap if both leases are live at `now`.
     pub fn fire_started(
         &mut self,
         row: RowId,
         service: usize,
         lease_until: i64,
+        schedules: usize,
         now: i64,
     ) -> FireId {
+        // A claim a schedule ended holds no lease, whatever its time says.
+        let lease_until = if self.schedules(row) > schedules {
+            i64::MIN
+        } else {
+            lease_until
+        };
         let fire = self.fires.len();
         let mut overlaps = Vec::new();
         for &(_, other, other_until) in &self.rows[row].firing {
@@ -480,6 +496,25 @@ impl Ledger {
             }
         }
         runs
+    }
+
+    /// Whether `report`'s lineage is a plain chain: rooted at a supervisor
+    /// run, and no row on it written twice (a key collision merges two
+    /// lineages, and the creator then tells only one of them).
+    #[must_use]
+    pub fn plain_lineage(&self, report: &Report) -> bool {
+        let mut fire = report.fire;
+        loop {
+            let row = &self.rows[self.fires[fire].row];
+            if row.sources.len() != 1 {
+                return false;
+            }
+            match row.sources[0] {
+                RowSource::Fire(previous) => fire = previous,
+                RowSource::Supervisor(_) => return true,
+                RowSource::Setup => return false,
+            }
+        }
     }
 
     /// Exhaustions reported per chain, by its first row.

@@ -69,6 +69,19 @@ struct Fire {
     sub: Sub,
 }
 
+/// A claim in hand, with what the ledger needs to judge its lease.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Claimed {
+    /// The claim.
+    claim: Claim,
+    /// Its row instance.
+    row: RowId,
+    /// When its lease ends by the shared clock.
+    lease_until: i64,
+    /// How many schedules the row had had when it was claimed.
+    schedules: usize,
+}
+
 /// One timer service node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Service {
@@ -86,9 +99,8 @@ pub struct Service {
     pub backoff: WakeBackoff,
     /// When it polls next.
     pub next_poll_at: i64,
-    /// Claimed rows not fired yet, with their row instance and when their
-    /// lease ends by the shared clock.
-    claims: VecDeque<(Claim, RowId, i64)>,
+    /// Claimed rows not fired yet.
+    claims: VecDeque<Claimed>,
     /// The row being fired.
     fire: Option<Fire>,
 }
@@ -157,7 +169,7 @@ impl Service {
     pub fn step(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
         if self.fire.is_none() {
             match self.claims.pop_front() {
-                Some((claim, row, lease_until)) => self.start(env, claim, row, lease_until)?,
+                Some(claimed) => self.start(env, claimed)?,
                 None => return self.poll(env),
             }
         }
@@ -210,7 +222,13 @@ impl Service {
                 .ok_or(RedriveSimError::Ledger(
                     "a claimed row is not in the ledger",
                 ))?;
-            due.push_back((claim, row, lease_until));
+            let schedules = env.ledger.schedules(row);
+            due.push_back(Claimed {
+                claim,
+                row,
+                lease_until,
+                schedules,
+            });
         }
         let (service, now, count) = (self.index, env.now, due.len());
         env.note(|| format!("  service {service} polls at {now}: {count} claimed"));
@@ -219,14 +237,14 @@ impl Service {
         Ok(())
     }
 
-    /// Starts firing `claim`'s row (instance `row`).
-    fn start(
-        &mut self,
-        env: &mut Env<'_>,
-        claim: Claim,
-        row: RowId,
-        lease_until: i64,
-    ) -> Result<(), RedriveSimError> {
+    /// Starts firing a claimed row.
+    fn start(&mut self, env: &mut Env<'_>, claimed: Claimed) -> Result<(), RedriveSimError> {
+        let Claimed {
+            claim,
+            row,
+            lease_until,
+            schedules,
+        } = claimed;
         let parent = env.parent_index(&claim.row.execution_id)?;
         let draw = Draw::new(env.rng.random::<f64>())?;
         let context = FireContext::new(env.now, draw)
@@ -236,7 +254,7 @@ impl Service {
         let machine = FireMachine::new(claim.row.clone(), context)?;
         let id = env
             .ledger
-            .fire_started(row, self.index, lease_until, env.now);
+            .fire_started(row, self.index, lease_until, schedules, env.now);
         if claim.row.is_redrive() {
             env.ledger.counts.redrives_fired += 1;
         }
