@@ -19,6 +19,12 @@
 //!    that got a second next row (a crash between a `Schedule` and its
 //!    `Complete`, or a row fired twice after its lease ended: the
 //!    documented at-least-once). [`Breach::ChainReportedTwice`].
+//!    "Exactly one exhaustion per chain" holds only for a chain that never
+//!    forked: a fire that outlives its lease has its next row written
+//!    before its complete answers `NotHeld`, the row stands although the
+//!    decision is void, and the service that took the row over writes
+//!    another; each branch can then exhaust and report (the sweeps count
+//!    such chains; a hostile sweep sees about fifty per 10 000 worlds).
 //!    No row is written past the budget: every re-drive row's attempt is
 //!    below `max_attempts` ([`Breach::RowPastBudget`]); and a chain reports
 //!    exhaustion only after its whole budget, the supervisor's run then one
@@ -60,7 +66,7 @@ use loomfence_core::{KernelKind, MachineError};
 
 use super::actors::{BodyPhase, PARK_SEQ};
 use super::error::RedriveSimError;
-use super::ledger::{Finding, RowId, RunId, Tag};
+use super::ledger::{Finding, RowId, RunEnd, RunId, Tag};
 use super::world::World;
 
 /// The wire name of a resume.
@@ -338,6 +344,11 @@ pub struct Liveness {
     /// The smallest `foreign - floor` over paid-for exhaustions (0: an
     /// exhaustion had exactly the floor's bumps, so the floor is reached).
     pub tightest: Option<u64>,
+    /// Parents left to `recover()` although the adversary alone (dead
+    /// acquirers, and resumes a crash killed) bumped their token fewer
+    /// times than a full chain's floor: rival live resumes made up the
+    /// rest. Not a breach (the floor counts every foreign bump), a figure.
+    pub left_below_adversary_floor: u64,
 }
 
 /// Liveness at quiescence (see the module docs).
@@ -406,6 +417,16 @@ pub fn liveness(world: &World) -> Result<Liveness, RedriveSimError> {
         }
         if paid {
             out.left_to_recover += 1;
+            let adversary = world.ledger.bumps[parent]
+                .iter()
+                .filter(|tag| match tag {
+                    Tag::Dead(_) => true,
+                    Tag::Run(run) => world.ledger.runs[*run].end == Some(RunEnd::Crashed),
+                })
+                .count() as u64;
+            if adversary < world.config.exhaustion_floor(world.config.chain_runs()) {
+                out.left_below_adversary_floor += 1;
+            }
         }
     }
     Ok(out)

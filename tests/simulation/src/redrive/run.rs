@@ -77,6 +77,9 @@ pub struct SeedRun {
     pub resumed: u64,
     /// The tightest paid-for exhaustion (see [`super::check::Liveness`]).
     pub tightest: Option<u64>,
+    /// Parents left to `recover()` with fewer adversary bumps than a full
+    /// chain's floor (see [`super::check::Liveness`]).
+    pub left_below_adversary_floor: u64,
 }
 
 /// Runs the world of `seed` to quiescence; with `trace`, writes what every
@@ -214,6 +217,7 @@ pub fn run_seed(
         left_to_recover: live.left_to_recover,
         resumed: live.resumed,
         tightest: live.tightest,
+        left_below_adversary_floor: live.left_below_adversary_floor,
     })
 }
 
@@ -246,6 +250,14 @@ pub struct Summary {
     pub completed: u64,
     /// The smallest `foreign bumps - floor` over paid-for exhaustions.
     pub tightest: Option<u64>,
+    /// Parents left to `recover()` with fewer adversary bumps (dead
+    /// acquirers, crashed resumes) than a full chain's floor.
+    pub left_below_adversary_floor: u64,
+    /// Chains that reported exhaustion more than once (each after a fork:
+    /// a crash between a `Schedule` and its `Complete`, or a fire that
+    /// outlived its lease, whose next row stands although its complete was
+    /// void).
+    pub chains_reported_twice: u64,
     /// The ledger's counts, summed.
     pub counts: Counts,
     /// Seeds with a violation.
@@ -266,6 +278,13 @@ impl Summary {
         self.parents += world.parents.len() as u64;
         self.left_to_recover += run.left_to_recover;
         self.tightest = least(self.tightest, run.tightest);
+        self.left_below_adversary_floor += run.left_below_adversary_floor;
+        self.chains_reported_twice += world
+            .ledger
+            .chain_reports()
+            .values()
+            .filter(|reports| **reports > 1)
+            .count() as u64;
         for landings in &world.ledger.landings {
             for landing in landings {
                 self.resumes += 1;
@@ -334,6 +353,8 @@ impl Summary {
         self.wake_exhaustions += later.wake_exhaustions;
         self.completed += later.completed;
         self.tightest = least(self.tightest, later.tightest);
+        self.left_below_adversary_floor += later.left_below_adversary_floor;
+        self.chains_reported_twice += later.chains_reported_twice;
         let c = &mut self.counts;
         let d = later.counts;
         c.supervisor_runs += d.supervisor_runs;
