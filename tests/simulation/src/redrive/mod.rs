@@ -25,8 +25,10 @@
 //!   lease, then the real [`FireMachine`](loomfence_core::FireMachine), one
 //!   action per step, whose `Redrive` runs the supervisor's re-driver;
 //! - **dead acquirers** ([`actors`]), each bumping one parent's token once
-//!   and dying, eagerly from a drawn time or lurking for a live resume's
-//!   window between its acquire and its append;
+//!   (reading the current token and `acquire_fence_if`-ing it in one step,
+//!   a worst case) and dying, eagerly from a drawn time or lurking for a
+//!   live resume's window (it holds the current token and has not appended
+//!   under it yet);
 //! - **bodies**: a parent resumed under a token appends a step and its
 //!   completion under it;
 //! - **crashes** of supervisor and timer service nodes at any step, each
@@ -38,6 +40,11 @@
 //! liveness at quiescence; [`run`] is the seeded scheduler and the sweep.
 //! [`config::Variant`] selects the design or one of three negative
 //! controls.
+//!
+//! What the model leaves out: store errors and writes of unknown outcome
+//! (the resume simulation covers the machine's side of those), bodies dying
+//! with their node (a body runs to its end once its resume landed), and a
+//! child shared by two parents.
 //!
 //! [`MemoryStore`]: loomfence_core::MemoryStore
 //! [`TimerTable`]: loomfence_core::TimerTable
