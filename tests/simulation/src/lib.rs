@@ -30,6 +30,9 @@
 //! - [`explore`]: a breadth-first search over distinct worlds.
 //! - [`random`]: seeded random worlds and schedules past the exhaustive
 //!   bound, each a pure function of `(seed, index)`.
+//! - [`redrive`]: live re-drive (issue 12): supervisors, timer services,
+//!   dead acquirers and crashes over the event store and the timer table
+//!   under a virtual clock, seeded; its own world, checks and runner.
 //! - [`error`]: why a simulation could not go on (never an invariant
 //!   violation: those are results, see [`check::Violation`]).
 //!
@@ -39,8 +42,11 @@
 //! named scenarios, a bounded and a full exhaustive search of the
 //! three-resumer world, full searches of smaller worlds racing a delete, and
 //! 100 000 random schedules (30 000 more racing a delete), printing what
-//! each explored. Random runs print `SIM_SEED=<n>`; setting `SIM_SEED`
-//! replays a run, and `SIM_INDEX` one schedule of it. The full searches of
+//! each explored; and `tests/redrive.rs` runs 35 000 seeded worlds of live
+//! re-drive and its three negative controls (there `SIM_SEED=<n>` names one
+//! world, and `--test redrive` replays it alone). The random schedules of
+//! `tests/random.rs` print `SIM_SEED=<n>`; setting `SIM_SEED` replays a run,
+//! and `SIM_INDEX` one schedule of it. The full searches of
 //! the fencing-only negative control and of the biggest delete world are
 //! `#[ignore]`d for time:
 //! `cargo test --release -p loomfence-sim -- --ignored --nocapture`.
@@ -51,6 +57,7 @@ pub mod enumerate;
 pub mod error;
 pub mod explore;
 pub mod random;
+pub mod redrive;
 pub mod trace;
 pub mod world;
 
