@@ -89,10 +89,17 @@
 //!   register the same re-drivers: a node whose re-drivers all answer noop
 //!   retires a row that a re-driver only another node has would have
 //!   wanted.
-//! - **Exhaustion is reported once**: only in the outcome of the fire that
-//!   retired the row, so by exactly one fire. Its
+//! - **Exhaustion is reported once per row**: only in the outcome of the
+//!   fire that retired the row, so by exactly one fire. Its
 //!   [`RedriveExhaustedError`] goes to the host's error handler; the
-//!   execution is left to `recover()`.
+//!   execution is left to `recover()`. A chain can fork, though: a fire
+//!   that outlives its lease (or crashes between its schedule and its
+//!   complete) has already written the next row when another node fires
+//!   the same row again, so two branches run and each may exhaust. The
+//!   resume stays safe (every try is conditional); the report can come
+//!   once per branch. Closing that takes a timer-store operation that
+//!   writes the next row and retires the claimed one in one step, only
+//!   while the claim holds; the simulation counts the forks.
 //!
 //! # Failures of the host's store
 //!
