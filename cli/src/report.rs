@@ -186,7 +186,7 @@ impl Report {
             s.seed
         );
         out += &format!(
-            "  resumed {} of {} ({} left parked, {} re-driven), completed {}, double resumes {}, fenced out {}\n",
+            "  resumed {} of {} ({} left parked), {} re-driven, completed {}, double resumes {}, fenced out {}\n",
             self.logs.resumed,
             s.parks,
             self.left_parked(),
@@ -299,7 +299,7 @@ mod tests {
     fn human_summary_names_the_seed_and_the_parked() {
         let text = report(Capability::Conditional, 0).human();
         assert!(text.contains("seed 42"), "{text}");
-        assert!(text.contains("1 left parked, 2 re-driven"), "{text}");
+        assert!(text.contains("(1 left parked), 2 re-driven"), "{text}");
         assert!(text.contains("re-drive on"), "{text}");
     }
 
