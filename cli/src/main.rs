@@ -127,8 +127,9 @@ struct RaceArgs {
         allow_negative_numbers = true
     )]
     crash_rate: f64,
-    /// Seed for every random decision (orders, crashes); default: a fresh
-    /// one, printed in the summary so the run can be repeated.
+    /// Seed for every random decision (orders, crashes, the jitter of
+    /// re-drive rows); default: a fresh one, printed in the summary so the
+    /// run can be repeated.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
     /// The negative control: resume with the plain, unconditional
@@ -142,12 +143,15 @@ struct RaceArgs {
     /// takes the token with the same expectation (the conditional acquire;
     /// acquire_fence with --unconditional) and dies without appending.
     /// Dead acquires made once before the race would contend nothing: the
-    /// resume retries on the token the store reports and passes them. The
+    /// resume retries on the token the store reports and passes them. A
     /// resume makes at most 3 tries, so K = 1 or 2 are passed by retrying
-    /// and K >= 3 makes every racing resume end contended. A dead acquire
-    /// is conditional, so once the park is answered it is refused and
-    /// never fences out a running body. The dead acquirers die with the
-    /// race: the timer service's re-drives meet none of them.
+    /// (unless a rival's dead acquirers on the same park add up to 3
+    /// stale tries, which a few resumes meet) and K >= 3 makes every
+    /// racing resume end contended. A conditional dead acquire is refused
+    /// once the park is answered, so it never fences out a running body.
+    /// The dead acquirers strike racing resumes only, never the timer
+    /// service's re-drive (though, while the race runs, one may land in a
+    /// re-drive's window, as any rival may); they die with the race.
     #[arg(long, value_name = "K", default_value_t = 0)]
     dead_acquirers: u32,
     /// Switch live re-drive off: a resume that ends contended writes no

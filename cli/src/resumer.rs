@@ -14,11 +14,13 @@
 //! conditional acquire, or `acquire_fence` in the `--unconditional`
 //! control) and dies without appending. Dead acquires made before the race
 //! would not contend anything: the resume retries on the token the store
-//! reports, and passes them. With `K < MAX_ATTEMPTS` (3) every resume still
-//! lands on a later try; with `K >= 3` every racing resume ends contended.
-//! The dead acquirers die with the race: the timer service's re-drives
-//! meet none of them. A dead acquire is conditional, so it is refused once
-//! the park is answered and never fences out a running body.
+//! reports, and passes them. With `K < MAX_ATTEMPTS` (3) a resume alone on
+//! its park lands on a later try (rivals' dead acquirers on the same park
+//! can add up to three stale tries); with `K >= 3` every racing resume ends
+//! contended. The dead acquirers strike racing resumes only, never the
+//! timer service's re-drives, and die with the race. A conditional dead
+//! acquire is refused once the park is answered, so it never fences out a
+//! running body.
 //!
 //! A resume that ends contended writes a re-drive row when re-drive is on
 //! (see [`crate::redrive`]).
