@@ -9,7 +9,10 @@
 //! - 0: the race ran and the kernel held (or, with `--unconditional`, the
 //!   negative control ran; whatever it shows is expected);
 //! - 1: a kernel bug (a double resume or a fenced-out winner) on a
-//!   conditional run, or a store or machine failure during the race;
+//!   conditional run, a park lost to re-drive (its resume ended contended,
+//!   and it is still parked after the timer service drained with no
+//!   exhaustion reported), or a store, machine or timer service failure
+//!   during the race;
 //! - 2: bad options.
 //!
 //! `loomfence bench` measures the kernel's workloads (unfenced, fenced, and
@@ -23,6 +26,7 @@ mod bench;
 mod interrupt;
 mod progress;
 mod race;
+mod redrive;
 mod report;
 mod resumer;
 mod settings;
@@ -63,9 +67,25 @@ enum Command {
     /// the tasks on threads is not deterministic: the same seed gives the
     /// same decisions, not necessarily the same counts.
     ///
+    /// Live re-drive is on by default: a resume that ends contended (every
+    /// conditional try found the token moved, the park still open) writes a
+    /// re-drive row (try 0) to the store's timer store, and a timer service
+    /// running beside the race (real clock, random source seeded from
+    /// --seed, 20 ms polls, retries 20 ms doubling to 1 s, 8 of them)
+    /// re-derives the park's resume from the log, conditionally, and runs
+    /// the body under its token when it lands. The race ends when the
+    /// resumers are done and the timer store holds no row. With
+    /// --no-redrive, contended parks are left parked for an operator.
+    ///
     /// Exit code: 0 when the kernel held (always, with --unconditional);
-    /// 1 on a double resume or a fenced-out body in a conditional run, or
-    /// on a store failure; 2 on bad options.
+    /// 1 on a double resume or a fenced-out body (racing or re-driven) in a
+    /// conditional run, on a park lost to re-drive (a re-drive row was
+    /// written for it and it is still parked after the service drained,
+    /// with no exhaustion reported for it), or on a store or timer service
+    /// failure; 2 on bad options. Parks left by crashes alone (no resume of
+    /// theirs ended contended, so no row) and parks whose re-drive chain
+    /// was reported exhausted are left for an operator, as the design says,
+    /// and do not fail the run; neither do parks left with --no-redrive.
     Race(RaceArgs),
     /// Measure throughput and latency of the kernel's workloads on a store.
     ///
@@ -107,15 +127,38 @@ struct RaceArgs {
         allow_negative_numbers = true
     )]
     crash_rate: f64,
-    /// Seed for every random decision (orders, crashes); default: a fresh
-    /// one, printed in the summary so the run can be repeated.
+    /// Seed for every random decision (orders, crashes, the jitter of
+    /// re-drive rows); default: a fresh one, printed in the summary so the
+    /// run can be repeated.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
     /// The negative control: resume with the plain, unconditional
     /// acquire_fence. Under contention losers then fence out winners'
-    /// bodies; that is reported, and does not fail the run.
+    /// bodies; that is reported, and does not fail the run. Re-drive is off
+    /// in the control: it re-derives a conditional resume.
     #[arg(long)]
     unconditional: bool,
+    /// Dead acquirers in front of every racing resume (K): right before
+    /// each of the resume's first K acquires, a node that read the same log
+    /// takes the token with the same expectation (the conditional acquire;
+    /// acquire_fence with --unconditional) and dies without appending.
+    /// Dead acquires made once before the race would contend nothing: the
+    /// resume retries on the token the store reports and passes them. A
+    /// resume makes at most 3 tries, so K = 1 or 2 are passed by retrying
+    /// (unless a rival's dead acquirers on the same park add up to 3
+    /// stale tries, which a few resumes meet) and K >= 3 makes every
+    /// racing resume end contended. A conditional dead acquire is refused
+    /// once the park is answered, so it never fences out a running body.
+    /// The dead acquirers strike racing resumes only, never the timer
+    /// service's re-drive (though, while the race runs, one may land in a
+    /// re-drive's window, as any rival may); they die with the race.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    dead_acquirers: u32,
+    /// Switch live re-drive off: a resume that ends contended writes no
+    /// row, and its park is left parked for an operator (the behaviour
+    /// before live re-drive).
+    #[arg(long)]
+    no_redrive: bool,
     /// The store to race over: `memory`; `postgres:URL` (a fresh schema
     /// for the race, dropped at the end); `sqlite:PATH`, a new SQLite file
     /// for the race, removed at the end with its -wal and -shm (PATH must
@@ -127,9 +170,14 @@ struct RaceArgs {
     /// full.
     #[arg(long, value_name = "MODE")]
     sqlite_durability: Option<DurabilityArg>,
-    /// Print exactly one JSON object (parks, resumed, double_resumes,
-    /// fenced_out, contended, refused, elapsed_ms) and nothing else on
-    /// stdout.
+    /// Print exactly one JSON object (parks, resumed, left_parked,
+    /// redriven, double_resumes, fenced_out, contended, refused,
+    /// elapsed_ms) and nothing else on stdout. left_parked: parks with no
+    /// EXECUTION_RESUMED at the end, read from the logs; redriven: parks
+    /// resumed by the timer service's re-drive (their resume carries the
+    /// re-driver's answer); fenced_out counts racing and re-driven bodies;
+    /// elapsed_ms runs from the start of the race until the timer store
+    /// held no row.
     #[arg(long)]
     json: bool,
 }
@@ -145,6 +193,8 @@ impl From<RaceArgs> for RawSettings {
             unconditional: args.unconditional,
             store: args.store,
             sqlite_durability: args.sqlite_durability.map(Durability::from),
+            dead_acquirers: args.dead_acquirers,
+            no_redrive: args.no_redrive,
         }
     }
 }
@@ -287,7 +337,16 @@ async fn race_command(args: RaceArgs) -> ExitCode {
     if report.kernel_bug() {
         eprintln!(
             "error: kernel bug: {} double resumes, {} fenced-out bodies (seed {})",
-            report.logs.double_resumes, report.tally.fenced_out, report.settings.seed
+            report.logs.double_resumes,
+            report.fenced_out(),
+            report.settings.seed
+        );
+        return ExitCode::FAILURE;
+    }
+    if report.redrive_failed() {
+        eprintln!(
+            "error: re-drive lost {} parks: their resume ended contended, a re-drive row was written, and they are still parked with no exhaustion reported (seed {})",
+            report.logs.lost_to_redrive, report.settings.seed
         );
         return ExitCode::FAILURE;
     }

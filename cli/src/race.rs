@@ -1,17 +1,22 @@
-//! The race: park M executions, let N resumers loose on all of them at once,
-//! then read every log to see what really happened.
+//! The race: park M executions, let N resumers loose on all of them at once
+//! (with re-drive on, a timer service re-drives the contended ones beside
+//! them until no re-drive row is left), then read every log to see what
+//! really happened.
 
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
 use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent, Wait, park_payload};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use crate::interrupt::until_interrupted;
-use crate::report::{LogCounts, Report, Tally};
+use crate::redrive::{RedriveRows, Service};
+use crate::report::{LogCounts, RedriveCounts, Report, Tally};
 use crate::resumer::{Arena, Parked, Resumer, ResumerError, now_ms};
 use crate::settings::Settings;
 use crate::store_arg::{OpenError, OpenOptions};
@@ -38,6 +43,18 @@ pub(crate) enum RaceError {
     /// A resumer task panicked or was cancelled.
     #[error("resumer task: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// Waiting for the timer store to drain failed.
+    #[error("timer store: {0}")]
+    Timers(#[from] TimerStoreError),
+    /// The timer service reported failures (a store, a re-driver); the
+    /// first is shown.
+    #[error("timer service: {count} failures, the first: {first}")]
+    Service {
+        /// How many.
+        count: usize,
+        /// The first one.
+        first: String,
+    },
 }
 
 /// Runs one race as `settings` say, ticking `progress` once per attempt,
@@ -53,7 +70,8 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
         })
         .await?;
     let store = Arc::clone(&opened.store);
-    let outcome = until_interrupted(race(settings, store, progress.clone())).await;
+    let timers = Arc::clone(&opened.timers);
+    let outcome = until_interrupted(race(settings, store, timers, progress.clone())).await;
     // Cleared on failure too, so the error is not printed under a stale bar.
     progress.finish_and_clear();
     let closed = opened.close().await;
@@ -66,9 +84,24 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
 async fn race(
     settings: Settings,
     store: Arc<dyn EventStore>,
+    timers: Arc<dyn TimerStore>,
     progress: ProgressBar,
 ) -> Result<Report, RaceError> {
     let parked = park_all(&*store, settings.parks).await?;
+
+    // With re-drive on, the service runs beside the race from the start, as
+    // it would in a fleet: a row is due within the policy's first delay.
+    let rows = settings
+        .redrive
+        .then(|| Arc::new(RedriveRows::new(Arc::clone(&timers))));
+    let service = settings.redrive.then(|| {
+        Service::spawn(
+            Arc::clone(&store),
+            Arc::clone(&timers),
+            settings.steps,
+            settings.seed,
+        )
+    });
 
     let arena = Arena {
         store: Arc::clone(&store),
@@ -77,6 +110,8 @@ async fn race(
         steps: settings.steps,
         crash_rate: settings.crash_rate,
         progress: progress.clone(),
+        dead_acquirers: settings.dead_acquirers,
+        redrive: rows.clone(),
     };
     // Every resumer waits at the barrier, and the clock starts when the
     // last one is spawned: spawning is set-up, not race.
@@ -93,15 +128,42 @@ async fn race(
     start.wait().await;
     let began = Instant::now();
     let tally = join_all(&mut tasks).await;
-    let elapsed = began.elapsed();
     progress.finish_and_clear();
+    // On a failure the service is dropped, which stops it.
     let tally = tally?;
 
-    let logs = verify(&*store, &parked).await?;
+    let mut exhausted = HashSet::new();
+    let redrive = match service {
+        None => None,
+        Some(service) => {
+            let raced = Instant::now();
+            let redriver = Arc::clone(&service.redriver);
+            let errors = service.drain().await?;
+            if let Some(first) = errors.failures.first() {
+                return Err(RaceError::Service {
+                    count: errors.failures.len(),
+                    first: first.clone(),
+                });
+            }
+            let counts = &redriver.counts;
+            exhausted = errors.exhausted;
+            Some(RedriveCounts {
+                landed: counts.landed.load(Ordering::Relaxed),
+                contended: counts.contended.load(Ordering::Relaxed),
+                fenced_out: counts.fenced_out.load(Ordering::Relaxed),
+                exhausted: exhausted.len() as u64,
+                drain: raced.elapsed(),
+            })
+        }
+    };
+    let elapsed = began.elapsed();
+
+    let logs = verify(&*store, &parked, rows.as_deref(), &exhausted).await?;
     Ok(Report {
         settings,
         tally,
         logs,
+        redrive,
         elapsed,
     })
 }
@@ -144,8 +206,16 @@ async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, R
 }
 
 /// Reads every log and counts resumes per execution: the verdict rests on
-/// what is stored, not on what the resumers believe they did.
-async fn verify(store: &dyn EventStore, parked: &[Parked]) -> Result<LogCounts, RaceError> {
+/// what is stored, not on what the resumers believe they did. A park is
+/// re-driven when its resume carries the re-driver's answer; it is lost to
+/// re-drive when it is still parked although `rows` wrote a row for it and
+/// its chain is not in `exhausted`.
+async fn verify(
+    store: &dyn EventStore,
+    parked: &[Parked],
+    rows: Option<&RedriveRows>,
+    exhausted: &HashSet<loomfence_core::ExecutionId>,
+) -> Result<LogCounts, RaceError> {
     let mut counts = LogCounts::default();
     for execution in parked {
         let events = store.read_range(&execution.id, 1, None).await?;
@@ -159,6 +229,18 @@ async fn verify(store: &dyn EventStore, parked: &[Parked]) -> Result<LogCounts, 
         counts.resumed += u64::from(resumes >= 1);
         counts.double_resumes += u64::from(resumes > 1);
         counts.completed += u64::from(count(KernelKind::ExecutionCompleted) >= 1);
+        let redriven = events.iter().any(|e| {
+            e.kernel_kind() == Some(KernelKind::ExecutionResumed)
+                && e.payload
+                    .get("answer")
+                    .and_then(|answer| answer.get("redrive"))
+                    == Some(&serde_json::Value::Bool(true))
+        });
+        counts.redriven += u64::from(redriven);
+        let lost = resumes == 0
+            && rows.is_some_and(|rows| rows.was_scheduled(&execution.id))
+            && !exhausted.contains(&execution.id);
+        counts.lost_to_redrive += u64::from(lost);
     }
     Ok(counts)
 }

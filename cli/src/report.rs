@@ -34,6 +34,10 @@ pub(crate) struct Tally {
     pub(crate) crashed_after_acquire: u64,
     /// Attempts abandoned right before the resume's append, holding a token.
     pub(crate) crashed_before_append: u64,
+    /// Tokens taken by dead acquirers (`--dead-acquirers`).
+    pub(crate) dead_acquires: u64,
+    /// Re-drive rows written by contended resumes.
+    pub(crate) redrive_rows: u64,
 }
 
 impl AddAssign for Tally {
@@ -46,6 +50,8 @@ impl AddAssign for Tally {
         self.refused += other.refused;
         self.crashed_after_acquire += other.crashed_after_acquire;
         self.crashed_before_append += other.crashed_before_append;
+        self.dead_acquires += other.dead_acquires;
+        self.redrive_rows += other.redrive_rows;
     }
 }
 
@@ -58,6 +64,28 @@ pub(crate) struct LogCounts {
     pub(crate) double_resumes: u64,
     /// Executions with an `EXECUTION_COMPLETED`.
     pub(crate) completed: u64,
+    /// Executions whose resume was the re-driver's (its answer is
+    /// `{"redrive": true}`): resumed by the timer service's re-drive.
+    pub(crate) redriven: u64,
+    /// Executions left parked although a contended resume wrote a re-drive
+    /// row for them and the service reported no exhaustion: re-drive lost
+    /// them. Always 0 with re-drive off.
+    pub(crate) lost_to_redrive: u64,
+}
+
+/// What the timer service did, with re-drive on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RedriveCounts {
+    /// Re-drives whose resume landed.
+    pub(crate) landed: u64,
+    /// Re-drives contended again, rescheduled with backoff.
+    pub(crate) contended: u64,
+    /// Re-driven bodies fenced out (a kernel bug, counted in `fenced_out`).
+    pub(crate) fenced_out: u64,
+    /// Chains that gave up, reported once each by the service.
+    pub(crate) exhausted: u64,
+    /// Time from the end of the race to the last row retired.
+    pub(crate) drain: Duration,
 }
 
 /// A finished race.
@@ -69,23 +97,43 @@ pub(crate) struct Report {
     pub(crate) tally: Tally,
     /// What the logs hold.
     pub(crate) logs: LogCounts,
-    /// Wall time of the race itself, set-up and verification excluded.
+    /// What the timer service did; `None` with re-drive off.
+    pub(crate) redrive: Option<RedriveCounts>,
+    /// Wall time of the race itself and, with re-drive on, of the drain
+    /// until the timer store held no row; set-up and verification
+    /// excluded.
     pub(crate) elapsed: Duration,
 }
 
 impl Report {
-    /// Executions nobody resumed: every resumer that got far enough to win
-    /// crashed first. Expected with crashes; not a bug.
+    /// Executions with no `EXECUTION_RESUMED` at the end: every resumer
+    /// that got far enough to win crashed first (expected with crashes, not
+    /// a bug), or every resume was contended and re-drive is off or gave
+    /// up (a park for an operator).
     pub(crate) fn left_parked(&self) -> u64 {
         u64::from(self.settings.parks).saturating_sub(self.logs.resumed)
+    }
+
+    /// Bodies fenced out: the racing winners' and the re-driven ones.
+    pub(crate) fn fenced_out(&self) -> u64 {
+        self.tally.fenced_out + self.redrive.map_or(0, |r| r.fenced_out)
     }
 
     /// Whether the run shows a kernel bug. The `--unconditional` control is
     /// expected to fence bodies out (that is what it demonstrates), so only a
     /// conditional run can fail.
     pub(crate) fn kernel_bug(&self) -> bool {
-        !self.settings.unconditional()
-            && (self.logs.double_resumes > 0 || self.tally.fenced_out > 0)
+        !self.settings.unconditional() && (self.logs.double_resumes > 0 || self.fenced_out() > 0)
+    }
+
+    /// Whether re-drive lost a park: one whose resume ended contended (a
+    /// re-drive row was written) is still parked after the service drained,
+    /// and the service did not report its chain exhausted. An exhausted
+    /// chain is the design's answer (the park goes to an operator, reported
+    /// once), and a park left by crashes alone never got a row; neither
+    /// fails the run.
+    pub(crate) fn redrive_failed(&self) -> bool {
+        self.logs.lost_to_redrive > 0
     }
 
     /// Milliseconds, whole, for the JSON.
@@ -93,14 +141,16 @@ impl Report {
         u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The `--json` object: exactly these seven keys, so scripts and tests
+    /// The `--json` object: exactly these nine keys, so scripts and tests
     /// can rely on the shape.
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "parks": self.settings.parks,
             "resumed": self.logs.resumed,
+            "left_parked": self.left_parked(),
+            "redriven": self.logs.redriven,
             "double_resumes": self.logs.double_resumes,
-            "fenced_out": self.tally.fenced_out,
+            "fenced_out": self.fenced_out(),
             "contended": self.tally.contended,
             "refused": self.tally.refused,
             "elapsed_ms": self.elapsed_ms(),
@@ -136,18 +186,41 @@ impl Report {
             s.seed
         );
         out += &format!(
-            "  resumed {} of {} ({} left parked), completed {}, double resumes {}, fenced out {}\n",
+            "  resumed {} of {} ({} left parked), {} re-driven, completed {}, double resumes {}, fenced out {}\n",
             self.logs.resumed,
             s.parks,
             self.left_parked(),
+            self.logs.redriven,
             self.logs.completed,
             self.logs.double_resumes,
-            t.fenced_out
+            self.fenced_out()
         );
         out += &format!(
-            "  {} attempts: {} refused, {} contended, {crashes} crashed ({} after acquire, {} before append)\n",
-            t.attempts, t.refused, t.contended, t.crashed_after_acquire, t.crashed_before_append
+            "  {} attempts: {} refused, {} contended, {crashes} crashed ({} after acquire, {} before append); {} dead acquirers per resume, {} dead acquires\n",
+            t.attempts,
+            t.refused,
+            t.contended,
+            t.crashed_after_acquire,
+            t.crashed_before_append,
+            s.dead_acquirers,
+            t.dead_acquires
         );
+        out += &match &self.redrive {
+            None if s.unconditional() => {
+                "  re-drive off (the control has no conditional resume to re-drive)\n".to_owned()
+            }
+            None => "  re-drive off (--no-redrive): contended parks are left for an operator\n"
+                .to_owned(),
+            Some(r) => format!(
+                "  re-drive on: {} rows written, {} re-drives landed, {} contended again, {} exhausted, {} parks lost; drained in {:.1} ms\n",
+                t.redrive_rows,
+                r.landed,
+                r.contended,
+                r.exhausted,
+                self.logs.lost_to_redrive,
+                r.drain.as_secs_f64() * 1000.0
+            ),
+        };
         out += &format!(
             "  {:.1} ms, {rate:.0} resumes/s; repeat with --seed {}",
             secs * 1000.0,
@@ -174,6 +247,8 @@ mod tests {
                 seed: 42,
                 capability,
                 store: StoreArg::Memory,
+                dead_acquirers: 0,
+                redrive: true,
             },
             tally: Tally {
                 fenced_out,
@@ -181,14 +256,16 @@ mod tests {
             },
             logs: LogCounts {
                 resumed: 9,
+                redriven: 2,
                 ..LogCounts::default()
             },
+            redrive: Some(RedriveCounts::default()),
             elapsed: Duration::from_millis(5),
         }
     }
 
     #[test]
-    fn json_has_exactly_the_seven_keys() {
+    fn json_has_exactly_the_nine_keys() {
         let json = report(Capability::Conditional, 0).to_json();
         let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
         keys.sort();
@@ -199,12 +276,16 @@ mod tests {
                 "double_resumes",
                 "elapsed_ms",
                 "fenced_out",
+                "left_parked",
                 "parks",
+                "redriven",
                 "refused",
                 "resumed"
             ]
         );
         assert_eq!(json["elapsed_ms"], 5);
+        assert_eq!(json["left_parked"], 1);
+        assert_eq!(json["redriven"], 2);
     }
 
     #[test]
@@ -218,6 +299,22 @@ mod tests {
     fn human_summary_names_the_seed_and_the_parked() {
         let text = report(Capability::Conditional, 0).human();
         assert!(text.contains("seed 42"), "{text}");
-        assert!(text.contains("1 left parked"), "{text}");
+        assert!(text.contains("(1 left parked), 2 re-driven"), "{text}");
+        assert!(text.contains("re-drive on"), "{text}");
+    }
+
+    #[test]
+    fn a_park_lost_to_redrive_fails_the_run_and_a_redriven_body_fenced_out_is_a_bug() {
+        let mut lost = report(Capability::Conditional, 0);
+        assert!(!lost.redrive_failed());
+        lost.logs.lost_to_redrive = 1;
+        assert!(lost.redrive_failed());
+        let mut fenced = report(Capability::Conditional, 0);
+        fenced.redrive = Some(RedriveCounts {
+            fenced_out: 1,
+            ..RedriveCounts::default()
+        });
+        assert!(fenced.kernel_bug());
+        assert_eq!(fenced.to_json()["fenced_out"], 1);
     }
 }

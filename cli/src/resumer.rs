@@ -7,6 +7,24 @@
 //! events and a completion, all under the resume's token. A body whose own
 //! append is refused as stale has been fenced out.
 //!
+//! Dead acquirers (`--dead-acquirers K`) are modelled where they hurt, as
+//! the ADR's "three consecutive dead acquirers racing it" does: right
+//! before each of the first `K` acquires of every racing resume, a node
+//! that read the same log takes the token with the same expectation (the
+//! conditional acquire, or `acquire_fence` in the `--unconditional`
+//! control) and dies without appending. Dead acquires made before the race
+//! would not contend anything: the resume retries on the token the store
+//! reports, and passes them. With `K < MAX_ATTEMPTS` (3) a resume alone on
+//! its park lands on a later try (rivals' dead acquirers on the same park
+//! can add up to three stale tries); with `K >= 3` every racing resume ends
+//! contended. The dead acquirers strike racing resumes only, never the
+//! timer service's re-drives, and die with the race. A conditional dead
+//! acquire is refused once the park is answered, so it never fences out a
+//! running body.
+//!
+//! A resume that ends contended writes a re-drive row when re-drive is on
+//! (see [`crate::redrive`]).
+//!
 //! The memory store never awaits internally, so every step ends with
 //! [`yield_now`]: without it a task would run a whole resume without letting
 //! a rival in, and there would be no race to speak of.
@@ -15,6 +33,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use indicatif::ProgressBar;
+use loomfence_core::AcquireOutcome;
 use loomfence_core::{
     Action, Capability, ExecutionId, ExecutionView, JsonObject, KernelKind, MachineError, NewEvent,
     Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, Stepped,
@@ -27,6 +46,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
 use tokio::task::yield_now;
 
+use crate::redrive::{RedriveError, RedriveRows};
 use crate::report::Tally;
 
 /// A parked execution, as set up before the race.
@@ -54,6 +74,9 @@ pub(crate) enum ResumerError {
     /// The machine rejected the events it was started from.
     #[error("resume machine: {0}")]
     Machine(#[from] MachineError),
+    /// A contended resume's re-drive row could not be written.
+    #[error("re-drive row: {0}")]
+    Redrive(#[from] RedriveError),
 }
 
 /// Where an attempt is to crash, decided before it starts.
@@ -81,7 +104,7 @@ enum Attempt {
 
 /// How a body ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum BodyEnd {
+pub(crate) enum BodyEnd {
     /// Every step and the completion were appended.
     Completed,
     /// An append was refused as stale: a rival acquired after the resume.
@@ -103,6 +126,11 @@ pub(crate) struct Arena {
     pub(crate) crash_rate: f64,
     /// Ticked once per attempt.
     pub(crate) progress: ProgressBar,
+    /// Dead acquires in front of each resume's first acquires.
+    pub(crate) dead_acquirers: u32,
+    /// Where a contended resume writes its re-drive row; `None` with
+    /// re-drive off.
+    pub(crate) redrive: Option<Arc<RedriveRows>>,
 }
 
 /// One racing node.
@@ -133,7 +161,7 @@ impl Resumer {
         let mut tally = Tally::default();
         for execution in order {
             tally.attempts += 1;
-            match self.attempt(execution).await? {
+            match self.attempt(execution, &mut tally).await? {
                 Attempt::Won(resumed) => {
                     tally.won += 1;
                     match self.body(resumed).await? {
@@ -142,7 +170,14 @@ impl Resumer {
                     }
                 }
                 Attempt::Lost(ResumeError::Refused(_)) => tally.refused += 1,
-                Attempt::Lost(ResumeError::Contended(_)) => tally.contended += 1,
+                Attempt::Lost(ResumeError::Contended(_)) => {
+                    tally.contended += 1;
+                    if let Some(rows) = &self.arena.redrive {
+                        rows.schedule(&execution.id, self.rng.random::<f64>())
+                            .await?;
+                        tally.redrive_rows += 1;
+                    }
+                }
                 // Only an unfenced resume ends like this, and the race
                 // never asks for one; count it with the refusals rather
                 // than stop the run over it.
@@ -158,7 +193,11 @@ impl Resumer {
 
     /// One resume attempt, step by step, with the crash (if any) decided
     /// up front so the run is repeatable from the seed.
-    async fn attempt(&mut self, execution: &Parked) -> Result<Attempt, ResumerError> {
+    async fn attempt(
+        &mut self,
+        execution: &Parked,
+        tally: &mut Tally,
+    ) -> Result<Attempt, ResumerError> {
         let crash = self.rng.random_bool(self.arena.crash_rate).then(|| {
             if self.rng.random_bool(0.5) {
                 Crash::AfterAcquire
@@ -180,12 +219,32 @@ impl Resumer {
             &events,
         )?;
         loop {
+            // The dead acquirers take the first tries' windows, one each.
+            let dead_acquirer = machine.attempts() < self.arena.dead_acquirers;
             let acquiring = match machine.poll() {
                 // Every resume, fenced or not, is appended park-conditionally.
                 Poll::Act(Action::AppendIfParked { .. }) if crash == Some(Crash::BeforeAppend) => {
                     return Ok(Attempt::Crashed(Crash::BeforeAppend));
                 }
-                Poll::Act(Action::AcquireFenceIf(_) | Action::AcquireFence) => true,
+                Poll::Act(Action::AcquireFenceIf(expect)) => {
+                    if dead_acquirer {
+                        let store = &self.arena.store;
+                        let outcome = store.acquire_fence_if(&execution.id, expect).await?;
+                        if matches!(outcome, AcquireOutcome::Acquired { .. }) {
+                            tally.dead_acquires += 1;
+                        }
+                        yield_now().await;
+                    }
+                    true
+                }
+                Poll::Act(Action::AcquireFence) => {
+                    if dead_acquirer {
+                        self.arena.store.acquire_fence(&execution.id).await?;
+                        tally.dead_acquires += 1;
+                        yield_now().await;
+                    }
+                    true
+                }
                 _ => false,
             };
             match perform(&*self.arena.store, &mut machine).await? {
@@ -206,29 +265,40 @@ impl Resumer {
         }
     }
 
-    /// The winner's body: `steps` step events, then the completion, all
-    /// under the resume's token, yielding between appends so rivals can
-    /// interleave.
+    /// The winner's body, answered as this resumer.
     async fn body(&self, resumed: Resumed) -> Result<BodyEnd, ResumerError> {
-        let mut body = Body::new(&*self.arena.store, resumed);
-        for step in 0..self.arena.steps {
-            yield_now().await;
-            let mut payload = JsonObject::new();
-            payload.insert("step".to_owned(), Value::from(step));
-            let event = NewEvent::kernel(KernelKind::StepCompleted, now_ms()).with_payload(payload);
-            match body.append(event).await {
-                Ok(_) => {}
-                Err(StoreError::StaleFence(_)) => return Ok(BodyEnd::FencedOut),
-                Err(other) => return Err(other.into()),
-            }
-        }
+        let by = json!(self.index);
+        Ok(run_body(&*self.arena.store, resumed, self.arena.steps, by).await?)
+    }
+}
+
+/// A resumed body: `steps` step events, then the completion with output
+/// `{"by": by}`, all under the resume's token, yielding between appends so
+/// rivals can interleave. A stale refusal of one of its appends is the end
+/// [`BodyEnd::FencedOut`]; any other store failure is the error.
+pub(crate) async fn run_body(
+    store: &dyn EventStore,
+    resumed: Resumed,
+    steps: u32,
+    by: Value,
+) -> Result<BodyEnd, StoreError> {
+    let mut body = Body::new(store, resumed);
+    for step in 0..steps {
         yield_now().await;
-        let output = json!({ "by": self.index });
-        match body.complete(output, now_ms()).await {
-            Ok(_) => Ok(BodyEnd::Completed),
-            Err(StoreError::StaleFence(_)) => Ok(BodyEnd::FencedOut),
-            Err(other) => Err(other.into()),
+        let mut payload = JsonObject::new();
+        payload.insert("step".to_owned(), Value::from(step));
+        let event = NewEvent::kernel(KernelKind::StepCompleted, now_ms()).with_payload(payload);
+        match body.append(event).await {
+            Ok(_) => {}
+            Err(StoreError::StaleFence(_)) => return Ok(BodyEnd::FencedOut),
+            Err(other) => return Err(other),
         }
+    }
+    yield_now().await;
+    match body.complete(json!({ "by": by }), now_ms()).await {
+        Ok(_) => Ok(BodyEnd::Completed),
+        Err(StoreError::StaleFence(_)) => Ok(BodyEnd::FencedOut),
+        Err(other) => Err(other),
     }
 }
 

@@ -29,6 +29,14 @@ pub(crate) struct Settings {
     pub(crate) capability: Capability,
     /// The backend.
     pub(crate) store: StoreArg,
+    /// Dead acquirers per resume: each takes the token right before one of
+    /// the first `dead_acquirers` acquires of every racing resume (see
+    /// [`crate::resumer`]).
+    pub(crate) dead_acquirers: u32,
+    /// Whether a resume that ends contended writes a re-drive row, fired by
+    /// a timer service with the race's re-driver (off with `--no-redrive`,
+    /// and in the `--unconditional` control).
+    pub(crate) redrive: bool,
 }
 
 impl Settings {
@@ -58,6 +66,10 @@ pub(crate) struct RawSettings {
     pub(crate) store: String,
     /// `--sqlite-durability`, if given.
     pub(crate) sqlite_durability: Option<Durability>,
+    /// `--dead-acquirers`.
+    pub(crate) dead_acquirers: u32,
+    /// `--no-redrive`.
+    pub(crate) no_redrive: bool,
 }
 
 /// An option that is well-typed but out of range.
@@ -99,6 +111,9 @@ impl RawSettings {
                 Capability::Conditional
             },
             store,
+            dead_acquirers: self.dead_acquirers,
+            // Re-drive re-derives a conditional resume; the control has none.
+            redrive: !self.no_redrive && !self.unconditional,
         })
     }
 }
@@ -126,6 +141,8 @@ mod tests {
             unconditional: false,
             store: "memory".to_owned(),
             sqlite_durability: None,
+            dead_acquirers: 0,
+            no_redrive: false,
         }
     }
 
@@ -135,6 +152,22 @@ mod tests {
         assert_eq!(settings.seed, 7);
         assert_eq!(settings.capability, Capability::Conditional);
         assert!(!settings.unconditional());
+        assert!(settings.redrive, "re-drive is on by default");
+        assert_eq!(settings.dead_acquirers, 0);
+    }
+
+    #[test]
+    fn redrive_is_off_with_no_redrive_and_in_the_control() {
+        let off = RawSettings {
+            no_redrive: true,
+            ..raw()
+        };
+        assert!(!off.validate().unwrap().redrive);
+        let control = RawSettings {
+            unconditional: true,
+            ..raw()
+        };
+        assert!(!control.validate().unwrap().redrive);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use loomfence_postgres::{
     AcquireStrategy, ConfigError, ConnectError, PostgresEventStore, PostgresOptions, Schema,
 };
 use loomfence_sqlite::Durability;
-use loomfence_store::{EventStore, MemoryEventStore};
+use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 use tokio_postgres::config::Host;
 
 use crate::sqlite_file::{self, SqliteFileError, SqlitePathError, SqliteTarget, durability_name};
@@ -71,6 +71,11 @@ pub(crate) struct OpenOptions {
 pub(crate) struct OpenedStore {
     /// The store, as every command uses it.
     pub(crate) store: Arc<dyn EventStore>,
+    /// The same backend's timer store (a `MemoryTimerStore` beside the
+    /// memory store; the `timers` table of the SQLite file or of the
+    /// PostgreSQL schema, which `connect` migrates), for the race's
+    /// re-drive rows.
+    pub(crate) timers: Arc<dyn TimerStore>,
     /// What closing it does.
     cleanup: Cleanup,
 }
@@ -117,11 +122,13 @@ impl StoreArg {
         match self {
             StoreArg::Memory => Ok(OpenedStore {
                 store: Arc::new(MemoryEventStore::new()),
+                timers: Arc::new(MemoryTimerStore::new()),
                 cleanup: Cleanup::Nothing,
             }),
             StoreArg::Sqlite { target, durability } => {
                 let (store, file) = target.open(*durability).await?;
                 Ok(OpenedStore {
+                    timers: Arc::new(store.timers()),
                     store: Arc::new(store),
                     cleanup: file.map_or(Cleanup::Nothing, Cleanup::RemoveFile),
                 })
@@ -142,6 +149,7 @@ impl StoreArg {
                 let store = Arc::new(store);
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
+                    timers: Arc::new(store.timers()),
                     cleanup: Cleanup::DropSchema(store),
                 })
             }
@@ -198,10 +206,15 @@ impl OpenedStore {
     /// Ends the run: drops the PostgreSQL schema with everything in it, or
     /// removes the SQLite file; nothing to do in memory.
     pub(crate) async fn close(self) -> Result<(), OpenError> {
-        let OpenedStore { store, cleanup } = self;
-        // The last handle, once every run on the store has ended: dropping it
-        // closes the SQLite connections (checkpointing the WAL) before the
-        // files go.
+        let OpenedStore {
+            store,
+            timers,
+            cleanup,
+        } = self;
+        // The last handles, once every run on the store has ended: dropping
+        // them closes the SQLite connections (checkpointing the WAL) before
+        // the files go.
+        drop(timers);
         drop(store);
         let postgres = match cleanup {
             Cleanup::Nothing => return Ok(()),

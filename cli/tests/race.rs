@@ -46,8 +46,27 @@ fn count(json: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} is a count: {json}"))
 }
 
+/// The PostgreSQL server's URL from `LOOMFENCE_PG_URL` (`cargo xtask`
+/// sets it). Without it the test skips, unless `CI` is set: there it fails,
+/// as the PostgreSQL crate's tests do, since a CI run that silently skipped
+/// the database would prove nothing.
+fn postgres_url() -> Option<String> {
+    match std::env::var("LOOMFENCE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
+            panic!(
+                "CI is set but LOOMFENCE_PG_URL is not: the PostgreSQL races must not skip in CI"
+            )
+        }
+        _ => {
+            eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL race");
+            None
+        }
+    }
+}
+
 #[test]
-fn default_run_reports_the_seven_keys_and_no_bug() {
+fn default_run_reports_the_nine_keys_and_no_bug() {
     let json = race_json(&["--parks", "100"]);
     let mut keys: Vec<&str> = json
         .as_object()
@@ -63,12 +82,19 @@ fn default_run_reports_the_seven_keys_and_no_bug() {
             "double_resumes",
             "elapsed_ms",
             "fenced_out",
+            "left_parked",
             "parks",
+            "redriven",
             "refused",
             "resumed"
         ]
     );
     assert_eq!(count(&json, "parks"), 100);
+    assert_eq!(
+        count(&json, "left_parked"),
+        100 - count(&json, "resumed"),
+        "{json}"
+    );
     assert_eq!(count(&json, "double_resumes"), 0, "{json}");
     assert_eq!(count(&json, "fenced_out"), 0, "{json}");
     // With crashes some executions may be left parked (every resumer that
@@ -98,7 +124,18 @@ fn without_crashes_every_park_is_resumed_exactly_once() {
 
 #[test]
 fn every_attempt_crashing_leaves_every_park_parked() {
-    let out = race(&["--crash-rate", "1", "--parks", "10", "--seed", "1"]);
+    // Without re-drive: the crashed resumers' dead acquirers can make a
+    // rival's resume contended, and the re-driver (which never crashes)
+    // would then resume that park.
+    let out = race(&[
+        "--crash-rate",
+        "1",
+        "--parks",
+        "10",
+        "--seed",
+        "1",
+        "--no-redrive",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
@@ -118,6 +155,25 @@ fn every_attempt_crashing_leaves_every_park_parked() {
     };
     assert!(crashed("after acquire") > 0, "{stdout}");
     assert!(crashed("before append") > 0, "{stdout}");
+}
+
+#[test]
+fn every_attempt_crashing_is_redriven_where_a_resume_ended_contended() {
+    // The racing resumers all crash; the parks where their dead acquirers
+    // made a rival's resume contended got a re-drive row, and the re-driver
+    // resumes those. The others have no row: left for an operator, which
+    // is not a failure.
+    for seed in ["1", "2", "3"] {
+        let json = race_json(&["--crash-rate", "1", "--parks", "10", "--seed", seed]);
+        assert_eq!(count(&json, "resumed"), count(&json, "redriven"), "{json}");
+        assert_eq!(
+            count(&json, "left_parked") + count(&json, "redriven"),
+            10,
+            "{json}"
+        );
+        assert_eq!(count(&json, "double_resumes"), 0, "{json}");
+        assert_eq!(count(&json, "fenced_out"), 0, "{json}");
+    }
 }
 
 #[test]
@@ -213,11 +269,7 @@ fn bad_options_exit_2_with_a_clear_message() {
 fn postgres_race_answers_every_park_once() {
     // Runs only when a server is named (`cargo xtask` sets it); the race gets
     // a schema of its own, dropped at the end.
-    let Some(url) = std::env::var("LOOMFENCE_PG_URL")
-        .ok()
-        .filter(|url| !url.is_empty())
-    else {
-        eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL race");
+    let Some(url) = postgres_url() else {
         return;
     };
     let store = format!("postgres:{url}");
@@ -337,4 +389,121 @@ fn bad_sqlite_paths_exit_2_and_touch_nothing() {
     assert_eq!(scratch.files(), ["killed.db-wal", "notes.txt"]);
     let notes = std::fs::read_to_string(dir.join("notes.txt")).expect("still there");
     assert_eq!(notes, "not a database");
+}
+
+/// Checks a run with dead acquirers and re-drive on: every park resumed,
+/// none twice, no body fenced out, and some by the re-drive.
+fn assert_redriven(json: &Value, parks: u64) {
+    assert_eq!(count(json, "parks"), parks, "{json}");
+    assert_eq!(count(json, "left_parked"), 0, "{json}");
+    assert_eq!(count(json, "resumed"), parks, "{json}");
+    assert_eq!(count(json, "double_resumes"), 0, "{json}");
+    assert_eq!(count(json, "fenced_out"), 0, "{json}");
+    assert!(count(json, "contended") > 0, "{json}");
+    assert!(count(json, "redriven") > 0, "{json}");
+}
+
+#[test]
+fn dead_acquirers_are_redriven_on_memory_and_sqlite() {
+    for store in ["memory", "sqlite::memory:"] {
+        let json = race_json(&["--store", store, "--dead-acquirers", "3", "--parks", "50"]);
+        assert_redriven(&json, 50);
+    }
+    // A file: the timer rows live in it too, and it is removed with them.
+    let scratch = Scratch::new("race-redrive");
+    let json = race_json(&[
+        "--store",
+        &scratch.store("race.db"),
+        "--dead-acquirers",
+        "3",
+        "--parks",
+        "20",
+    ]);
+    assert_redriven(&json, 20);
+    assert_eq!(scratch.files(), Vec::<String>::new());
+}
+
+#[test]
+fn without_redrive_dead_acquirers_leave_parks_for_an_operator() {
+    for store in ["memory", "sqlite::memory:"] {
+        let json = race_json(&[
+            "--store",
+            store,
+            "--dead-acquirers",
+            "3",
+            "--parks",
+            "50",
+            "--no-redrive",
+        ]);
+        assert!(count(&json, "left_parked") > 0, "{json}");
+        assert_eq!(count(&json, "redriven"), 0, "{json}");
+        assert_eq!(count(&json, "double_resumes"), 0, "{json}");
+        assert_eq!(count(&json, "fenced_out"), 0, "{json}");
+    }
+}
+
+#[test]
+fn fewer_dead_acquirers_than_tries_are_passed_by_retrying() {
+    // One resumer, no crashes: nothing but the dead acquirers contends.
+    // Two are passed by the resume's third try; three take all three.
+    let one = ["--resumers", "1", "--crash-rate", "0", "--parks", "20"];
+    let two = race_json(&[&one[..], &["--dead-acquirers", "2", "--no-redrive"]].concat());
+    assert_eq!(count(&two, "resumed"), 20, "{two}");
+    assert_eq!(count(&two, "contended"), 0, "{two}");
+    let three = race_json(&[&one[..], &["--dead-acquirers", "3", "--no-redrive"]].concat());
+    assert_eq!(count(&three, "left_parked"), 20, "{three}");
+    assert_eq!(count(&three, "contended"), 20, "{three}");
+    let redriven = race_json(&[&one[..], &["--dead-acquirers", "3"]].concat());
+    assert_eq!(count(&redriven, "redriven"), 20, "{redriven}");
+    assert_eq!(count(&redriven, "left_parked"), 0, "{redriven}");
+}
+
+#[test]
+fn human_summary_shows_the_redrive() {
+    let out = race(&["--seed", "7", "--parks", "20", "--dead-acquirers", "3"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("resumed 20 of 20 (0 left parked), 20 re-driven"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("re-drive on: "), "{stdout}");
+    assert!(stdout.contains("3 dead acquirers per resume"), "{stdout}");
+    let off = race(&[
+        "--seed",
+        "7",
+        "--parks",
+        "20",
+        "--dead-acquirers",
+        "3",
+        "--no-redrive",
+    ]);
+    let stdout = String::from_utf8_lossy(&off.stdout);
+    assert_eq!(off.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("resumed 0 of 20 (20 left parked), 0 re-driven"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("re-drive off (--no-redrive)"), "{stdout}");
+}
+
+#[test]
+fn postgres_dead_acquirers_are_redriven() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let store = format!("postgres:{url}");
+    let json = race_json(&["--store", &store, "--dead-acquirers", "3", "--parks", "30"]);
+    assert_redriven(&json, 30);
+    let off = race_json(&[
+        "--store",
+        &store,
+        "--dead-acquirers",
+        "3",
+        "--parks",
+        "30",
+        "--no-redrive",
+    ]);
+    assert!(count(&off, "left_parked") > 0, "{off}");
+    assert_eq!(count(&off, "redriven"), 0, "{off}");
 }
