@@ -16,7 +16,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { TimerInputError } from 'loomfence';
+import { MemoryTimerStore, TimerInputError } from 'loomfence';
 
 import { describe as describeError, show } from './support.js';
 
@@ -373,6 +373,60 @@ kase('bad_input::bad_claims_are_refused_and_change_nothing', async (store) => {
   assert.deepEqual(await allRows(store), [wake('p', 0)]);
   assert.equal(await store.complete(held), 'done');
 });
+
+kase('model::agrees_with_the_reference_table_call_for_call', async (store) => {
+  // The reference is the package's MemoryTimerStore: the core's TimerTable.
+  const table = new MemoryTimerStore();
+  const seed = BigInt(process.env.TIMER_KIT_SEED ?? 0x5eed7153);
+  console.log(`TIMER_KIT_SEED=${seed}`);
+  const rng = splitmix64(seed);
+  const below = (n) => Number(rng() % BigInt(n));
+  const pick = (items) => items[below(items.length)];
+  const ids = ['a', 'B', 'é', 'a b', 'z'];
+  const holders = ['n1', 'n2', 'n3'];
+  const claims = [];
+  for (let step = 0; step < 2_000; step += 1) {
+    const filter = { redrive: below(3) !== 0 };
+    const choice = below(6);
+    if (choice <= 1) {
+      const executionId = pick(ids);
+      const wakeAt = below(6) * 10;
+      const row = below(3) === 0 ? { executionId, wakeAt, redrive: { attempt: below(3) } } : { executionId, wakeAt };
+      await table.schedule(row);
+      await store.schedule(row);
+    } else if (choice === 2) {
+      const now = below(70);
+      const limit = 1 + below(4);
+      assert.deepEqual(await store.due(now, limit, filter), await table.due(now, limit, filter), `step ${step}: due(${now}, ${limit}, ${show(filter)})`);
+    } else if (choice === 3) {
+      const byLease = { holder: pick(holders), now: below(80), durationMs: 1 + below(30) };
+      const limit = 1 + below(3);
+      const expected = await table.claimDue(byLease, limit, filter);
+      const got = await store.claimDue(byLease, limit, filter);
+      assert.deepEqual(got, expected, `step ${step}: claimDue(${show(byLease)}, ${limit})`);
+      claims.push(...got);
+    } else if (claims.length > 0) {
+      const held = claims[below(claims.length)];
+      const how = below(2) === 0 ? 'complete' : 'release';
+      assert.equal(await store[how](held), await table[how](held), `step ${step}: ${how}(${show(held)})`);
+    }
+  }
+  assert.deepEqual(await allRows(store), await allRows(table), 'the final tables');
+  assert.ok(claims.some((c) => c.number > 1), 'some row was claimed again (a lease taken over, or a release)');
+});
+
+/** splitmix64, as the Rust kit's model case draws: seedable and exact. */
+function splitmix64(seed) {
+  const mask = (1n << 64n) - 1n;
+  let state = seed & mask;
+  return () => {
+    state = (state + 0x9e3779b97f4a7c15n) & mask;
+    let z = state;
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask;
+    return z ^ (z >> 31n);
+  };
+}
 
 // ---------------------------------------------------------------------------
 // The JavaScript edge: values that are not rows, claims, leases, filters or

@@ -27,6 +27,7 @@
 pub mod bad_input;
 pub mod due;
 pub mod lease;
+pub mod model;
 pub mod schedule;
 pub mod support;
 
@@ -90,6 +91,7 @@ pub const ALL: &[TimerCase] = &[
     case!(bad_input::bad_listings_are_refused),
     case!(bad_input::bad_leases_are_refused_and_claim_nothing),
     case!(bad_input::bad_claims_are_refused_and_change_nothing),
+    case!(model::agrees_with_the_reference_table_call_for_call),
 ];
 
 /// Runs every case of the timer kit against stores from `make_store`, one
