@@ -9,7 +9,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use common::{DeadAcquirers, VirtualClock, finish, id, park_on, resumes};
+use common::{Hostile, Rival, VirtualClock, finish, id, park_on, resumes};
 use loomfence_conformance::support::Around;
 use loomfence_core::{Capability, DueFilter, KernelKind, MAX_TIMER_MS, NodeId, TimerRow, Wait};
 use loomfence_runtime::{
@@ -37,16 +37,16 @@ fn seed() -> u64 {
 /// acquirers who take the fence before every conditional acquire while
 /// they are `fencing`.
 struct World {
-    events: Arc<Around<DeadAcquirers>>,
+    events: Arc<Hostile>,
     timers: Arc<MemoryTimerStore>,
     clock: VirtualClock,
-    supervisor: Arc<ChildSupervisor<Around<DeadAcquirers>>>,
+    supervisor: Arc<ChildSupervisor<Hostile>>,
     errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl World {
     async fn new(redrive: bool, seed: u64) -> Self {
-        let events = Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(3)));
+        let events = Arc::new(Around::new(Capability::Conditional, Rival::new(3)));
         let timers = Arc::new(MemoryTimerStore::new());
         let clock = VirtualClock::at(T0);
         let errors = Arc::new(Mutex::new(Vec::new()));
@@ -85,7 +85,7 @@ impl World {
     }
 
     /// A timer service on this world with the supervisor's re-driver.
-    fn service(&self, seed: u64) -> TimerService<Around<DeadAcquirers>, MemoryTimerStore> {
+    fn service(&self, seed: u64) -> TimerService<Hostile, MemoryTimerStore> {
         let sink = Arc::clone(&self.errors);
         let service = TimerService::new(
             Arc::clone(&self.events),
@@ -115,7 +115,7 @@ impl World {
     /// recording every re-drive row seen.
     async fn run(
         &self,
-        service: &TimerService<Around<DeadAcquirers>, MemoryTimerStore>,
+        service: &TimerService<Hostile, MemoryTimerStore>,
         span_ms: i64,
         seen: &mut Vec<TimerRow>,
     ) -> PollReport {

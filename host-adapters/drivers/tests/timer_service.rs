@@ -14,13 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{VirtualClock, Yielding, id, park_on, resumes};
+use common::{Hostile, Rival, VirtualClock, Yielding, id, park_on, resumes};
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
-    AcquireOutcome, Capability, Claim, Completed, ConditionalAppend, DueFilter, Envelope,
-    ExecutionId, ExecutionView, Lease, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation,
-    RedriveAnswer, RedriveExhaustedError, RedrivePolicy, ResumeError, ResumeRequest, TimerRow,
-    Wait,
+    AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, ExecutionView,
+    Lease, MAX_TIMER_MS, NodeId, ParkExpectation, RedriveAnswer, RedriveExhaustedError,
+    RedrivePolicy, ResumeError, ResumeRequest, TimerRow, Wait,
 };
 use loomfence_runtime::{
     PollReport, RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError,
@@ -144,36 +143,10 @@ impl Redriver for Resuming {
     }
 }
 
-/// A rival that takes the fence, unconditionally, right before every
-/// conditional acquire, and notes the virtual time of each acquire.
-struct TimedRival {
-    clock: VirtualClock,
-    times: Mutex<Vec<i64>>,
-}
-
-#[async_trait]
-impl Hooks for TimedRival {
-    async fn acquire_fence_if(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        self.times.lock().expect("lock").push(self.clock.get());
-        inner.acquire_fence(id).await?;
-        inner.acquire_fence_if(id, expect).await
-    }
-}
-
-/// A rival store around a fresh memory store.
-fn rival_store(clock: &VirtualClock) -> Arc<Around<TimedRival>> {
-    Arc::new(Around::new(
-        Capability::Conditional,
-        TimedRival {
-            clock: clock.clone(),
-            times: Mutex::new(Vec::new()),
-        },
-    ))
+/// A rival store around a fresh memory store: one dead acquirer before
+/// every conditional acquire, whose times it notes.
+fn rival_store(clock: &VirtualClock) -> Arc<Hostile> {
+    Arc::new(Around::new(Capability::Conditional, Rival::timed(clock)))
 }
 
 /// A timer store around another that records the rows each holder retired,
@@ -261,50 +234,29 @@ impl TimerStore for TimerProbe {
     }
 }
 
-/// An event store whose `read_range` waits for a gate to open (announcing
-/// that it is waiting): a fire held in the middle, for a kill or a
-/// shutdown.
-struct Gated {
-    inner: Arc<dyn EventStore>,
+/// Hooks whose `read_range` waits for a gate to open (announcing that it
+/// is waiting): a fire held in the middle, for a kill or a shutdown.
+struct Gate {
     open: watch::Sender<bool>,
     entered: Notify,
 }
 
-impl Gated {
-    fn new(inner: Arc<dyn EventStore>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
+/// `inner` behind a closed [`Gate`].
+fn gated(inner: Arc<dyn EventStore>) -> Arc<Around<Gate>> {
+    Arc::new(Around {
+        inner,
+        hooks: Gate {
             open: watch::Sender::new(false),
             entered: Notify::new(),
-        })
-    }
+        },
+    })
 }
 
 #[async_trait]
-impl EventStore for Gated {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
-        self.inner.append(id, event).await
-    }
-    async fn append_many(
-        &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.append_many(id, events).await
-    }
-    async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        self.inner.append_if_parked(id, park_seq, events).await
-    }
+impl Hooks for Gate {
     async fn read_range(
         &self,
+        inner: &dyn EventStore,
         id: &ExecutionId,
         from: u64,
         to: Option<u64>,
@@ -314,23 +266,7 @@ impl EventStore for Gated {
             self.entered.notify_one();
             open.wait_for(|open| *open).await.expect("the gate lives");
         }
-        self.inner.read_range(id, from, to).await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.acquire_fence(id).await
-    }
-    async fn acquire_fence_if(
-        &self,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        self.inner.acquire_fence_if(id, expect).await
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.inner.delete_execution(id).await
+        inner.read_range(id, from, to).await
     }
 }
 
@@ -702,7 +638,7 @@ async fn contended_wake(policy: RedrivePolicy, seed: u64) -> (Vec<i64>, Vec<(i64
     }
     assert!(resumes(&*events, &order).await.is_empty(), "never lands");
     assert_eq!(all_rows(&*timers).await.len(), 1, "the row stays");
-    let times = store.hooks.times.lock().expect("lock").clone();
+    let times = store.hooks.times();
     let draws = draws.lock().expect("lock").clone();
     (times, draws)
 }
@@ -1162,7 +1098,7 @@ async fn a_killed_service_rows_fire_after_the_lease(
     let clock = VirtualClock::at(5_000);
     let sink = Sink::default();
     let ids = parked_timers(&*events, &*timers, COUNT, 1_000).await;
-    let gated = Gated::new(events.clone());
+    let gated = gated(events.clone());
     let killed = service(
         gated.clone(),
         timers.clone(),
@@ -1173,7 +1109,7 @@ async fn a_killed_service_rows_fire_after_the_lease(
         let killed = killed.clone();
         async move { killed.poll_once().await }
     });
-    gated.entered.notified().await;
+    gated.hooks.entered.notified().await;
     task.abort();
     assert!(task.await.expect_err("killed").is_cancelled());
 
@@ -1320,7 +1256,7 @@ async fn shutdown_releases_the_claims_not_fired() {
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
     let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
     let ids = parked_timers(&*events, &*timers, COUNT, 1_000).await;
-    let gated = Gated::new(events.clone());
+    let gated = gated(events.clone());
     let stopping = service(
         gated.clone(),
         timers.clone(),
@@ -1330,11 +1266,11 @@ async fn shutdown_releases_the_claims_not_fired() {
         },
     );
     let handle = stopping.clone().spawn();
-    gated.entered.notified().await;
+    gated.hooks.entered.notified().await;
     // Ask to stop while the first fire is held, then let it go on.
     let shutdown = tokio::spawn(handle.shutdown());
     tokio::time::sleep(Duration::from_millis(20)).await;
-    gated.open.send_replace(true);
+    gated.hooks.open.send_replace(true);
     tokio::time::timeout(Duration::from_secs(10), shutdown)
         .await
         .expect("stops")

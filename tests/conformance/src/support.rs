@@ -166,6 +166,17 @@ pub trait Hooks: Send + Sync {
         inner.append_if_parked(id, park_seq, events).await
     }
 
+    /// In place of [`EventStore::read_range`].
+    async fn read_range(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        inner.read_range(id, from_seq, to_seq).await
+    }
+
     /// In place of [`EventStore::acquire_fence`].
     async fn acquire_fence(
         &self,
@@ -247,7 +258,9 @@ impl<H: Hooks> EventStore for Around<H> {
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.read_range(id, from_seq, to_seq).await
+        self.hooks
+            .read_range(&*self.inner, id, from_seq, to_seq)
+            .await
     }
     async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
         self.inner.current_fence(id).await

@@ -2,8 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use loomfence_conformance::support::{Around, Hooks};
@@ -60,31 +60,6 @@ pub async fn resumes(store: &dyn EventStore, id: &ExecutionId) -> Vec<Envelope> 
         .into_iter()
         .filter(|e| e.kernel_kind() == Some(KernelKind::ExecutionResumed))
         .collect()
-}
-
-/// A memory store with a rival that takes the fence, unconditionally,
-/// right before every conditional acquire: the worst contention a resumer
-/// can meet. Counts the conditional acquires it saw.
-pub type Hostile = Around<Rival>;
-
-/// The rival of a [`Hostile`] store.
-#[derive(Default)]
-pub struct Rival {
-    pub conditional_acquires: AtomicU32,
-}
-
-#[async_trait]
-impl Hooks for Rival {
-    async fn acquire_fence_if(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        self.conditional_acquires.fetch_add(1, Ordering::SeqCst);
-        inner.acquire_fence(id).await?;
-        inner.acquire_fence_if(id, expect).await
-    }
 }
 
 /// A store that yields to the scheduler before every operation, so that on a
@@ -255,33 +230,71 @@ impl Hooks for Loses {
     }
 }
 
+/// A memory store with a rival in front of every conditional acquire.
+pub type Hostile = Around<Rival>;
+
 /// Dead acquirers: while `fencing`, each of `acquirers` takes the fence
-/// (bumps the token and never appends) right before every conditional
-/// acquire, so every conditional try is contended.
-pub struct DeadAcquirers {
+/// (bumps the token, unconditionally, and never appends) right before every
+/// conditional acquire, so every conditional try is contended: the worst
+/// contention a resumer can meet. It counts the conditional acquires it
+/// saw and the dead acquires it made, and notes the time of each
+/// conditional acquire on `clock`, if it has one.
+pub struct Rival {
     pub acquirers: u32,
     pub fencing: AtomicBool,
+    pub conditional_acquires: AtomicU32,
     pub dead_acquires: AtomicU32,
+    pub clock: Option<VirtualClock>,
+    pub times: Mutex<Vec<i64>>,
 }
 
-impl DeadAcquirers {
+impl Rival {
+    /// `acquirers` dead acquirers, fencing.
     pub fn new(acquirers: u32) -> Self {
         Self {
             acquirers,
             fencing: AtomicBool::new(true),
+            conditional_acquires: AtomicU32::new(0),
             dead_acquires: AtomicU32::new(0),
+            clock: None,
+            times: Mutex::new(Vec::new()),
         }
+    }
+
+    /// One dead acquirer that notes the virtual time of every conditional
+    /// acquire.
+    pub fn timed(clock: &VirtualClock) -> Self {
+        Self {
+            clock: Some(clock.clone()),
+            ..Self::new(1)
+        }
+    }
+
+    /// The times of the conditional acquires, in order.
+    pub fn times(&self) -> Vec<i64> {
+        self.times.lock().expect("lock").clone()
+    }
+}
+
+impl Default for Rival {
+    /// One dead acquirer.
+    fn default() -> Self {
+        Self::new(1)
     }
 }
 
 #[async_trait]
-impl Hooks for DeadAcquirers {
+impl Hooks for Rival {
     async fn acquire_fence_if(
         &self,
         inner: &dyn EventStore,
         id: &ExecutionId,
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, StoreError> {
+        self.conditional_acquires.fetch_add(1, Ordering::SeqCst);
+        if let Some(clock) = &self.clock {
+            self.times.lock().expect("lock").push(clock.get());
+        }
         if self.fencing.load(Ordering::SeqCst) {
             for _ in 0..self.acquirers {
                 inner.acquire_fence(id).await?;
@@ -294,8 +307,8 @@ impl Hooks for DeadAcquirers {
 
 /// A memory event store with three dead acquirers in front of every
 /// conditional acquire.
-pub fn fenced_by_three() -> Arc<Around<DeadAcquirers>> {
-    Arc::new(Around::new(Capability::Conditional, DeadAcquirers::new(3)))
+pub fn fenced_by_three() -> Arc<Hostile> {
+    Arc::new(Around::new(Capability::Conditional, Rival::new(3)))
 }
 
 /// A virtual clock the test advances.
