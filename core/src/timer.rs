@@ -243,6 +243,13 @@ impl TimerRow {
         }
     }
 
+    /// The row's place in the order every timer store lists and claims
+    /// rows in: by `wake_at`, then by id in byte order.
+    #[must_use]
+    pub fn due_key(&self) -> (i64, &ExecutionId) {
+        (self.wake_at, &self.execution_id)
+    }
+
     /// Whether this is a re-drive row.
     #[must_use]
     pub fn is_redrive(&self) -> bool {

@@ -1,7 +1,6 @@
 //! The `TimerStore` implementation: the core's `TimerTable` rules, each
 //! stated as one SQL statement.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -141,7 +140,7 @@ impl PostgresTimerStore {
             .await
             .map_err(|e| timer(client.write_failed(e)))?;
         let mut claims = claims;
-        claims.sort_by(|a, b| order(&a.row, &b.row));
+        claims.sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
         Ok(claims)
     }
 
@@ -182,11 +181,6 @@ async fn roll_back(client: &Conn) {
     if client.batch_execute("ROLLBACK").await.is_err() {
         client.discard();
     }
-}
-
-/// The reference order: `(wake_at, execution_id)`, ids by bytes.
-fn order(a: &TimerRow, b: &TimerRow) -> Ordering {
-    (a.wake_at, &a.execution_id).cmp(&(b.wake_at, &b.execution_id))
 }
 
 /// A `LIMIT` for the server; `check_due` bounds it by `MAX_DUE_LIMIT`.

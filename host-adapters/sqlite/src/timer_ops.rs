@@ -128,9 +128,7 @@ pub(crate) fn claim_due(
             expires_at,
         });
     }
-    claims.sort_by(|a, b| {
-        (a.row.wake_at, &a.row.execution_id).cmp(&(b.row.wake_at, &b.row.execution_id))
-    });
+    claims.sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
     Ok(claims)
 }
 
