@@ -1,11 +1,5 @@
 //! Execution ids: the one key every store, fence and log is addressed by.
 
-use std::borrow::Borrow;
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
 /// The longest execution id, in UTF-8 bytes.
 ///
 /// 255 bytes fits every backend's key column and index without truncation, so
@@ -37,27 +31,94 @@ pub enum IdError {
     },
 }
 
-/// A validated execution id: 1 to [`MAX_ID_BYTES`] bytes of UTF-8, no NUL.
-///
-/// Holding one proves the id was checked once, at the edge, so the kernel and
-/// every adapter can key on it without re-validating or escaping anything.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ExecutionId(String);
+/// A string checked against the id rules (1 to [`MAX_ID_BYTES`] bytes of
+/// UTF-8, no NUL) once, where it enters the program: the struct and the
+/// conversions every such name needs, for [`ExecutionId`] and
+/// [`NodeId`](crate::NodeId) alike.
+macro_rules! checked_name {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
 
-impl ExecutionId {
-    /// Validates `id`, taking ownership so a valid id is never copied.
-    pub fn new(id: impl Into<String>) -> Result<Self, IdError> {
-        let id = id.into();
-        validate(&id)?;
-        Ok(Self(id))
-    }
+        impl $name {
+            /// Validates `id`, taking ownership so a valid id is never
+            /// copied.
+            pub fn new(id: impl Into<String>) -> Result<Self, $crate::id::IdError> {
+                let id = id.into();
+                $crate::id::validate(&id)?;
+                Ok(Self(id))
+            }
 
-    /// The id as text, for keys, SQL parameters and messages.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+            /// The id as text, for keys, SQL parameters and messages.
+            #[must_use]
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::id::IdError;
+            fn try_from(id: String) -> Result<Self, $crate::id::IdError> {
+                Self::new(id)
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = $crate::id::IdError;
+            fn try_from(id: &str) -> Result<Self, $crate::id::IdError> {
+                $crate::id::validate(id)?;
+                Ok(Self(id.to_owned()))
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::id::IdError;
+            fn from_str(id: &str) -> Result<Self, $crate::id::IdError> {
+                Self::try_from(id)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+    };
+}
+pub(crate) use checked_name;
+
+checked_name! {
+    /// A validated execution id: 1 to [`MAX_ID_BYTES`] bytes of UTF-8, no NUL.
+    ///
+    /// Holding one proves the id was checked once, at the edge, so the kernel and
+    /// every adapter can key on it without re-validating or escaping anything.
+    ExecutionId
 }
 
 /// Checks `id` against the id rules without allocating.
@@ -75,58 +136,6 @@ pub(crate) fn validate(id: &str) -> Result<(), IdError> {
         return Err(IdError::Nul { at });
     }
     Ok(())
-}
-
-impl TryFrom<String> for ExecutionId {
-    type Error = IdError;
-    fn try_from(id: String) -> Result<Self, IdError> {
-        Self::new(id)
-    }
-}
-
-impl TryFrom<&str> for ExecutionId {
-    type Error = IdError;
-    fn try_from(id: &str) -> Result<Self, IdError> {
-        validate(id)?;
-        Ok(Self(id.to_owned()))
-    }
-}
-
-impl FromStr for ExecutionId {
-    type Err = IdError;
-    fn from_str(id: &str) -> Result<Self, IdError> {
-        Self::try_from(id)
-    }
-}
-
-impl From<ExecutionId> for String {
-    fn from(id: ExecutionId) -> String {
-        id.0
-    }
-}
-
-impl AsRef<str> for ExecutionId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for ExecutionId {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ExecutionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for ExecutionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
-    }
 }
 
 #[cfg(test)]

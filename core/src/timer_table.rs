@@ -34,11 +34,9 @@
 //!
 //! Ordering is by `(wake_at, execution_id)`, earliest first.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use crate::id::{ExecutionId, IdError, validate};
+use crate::id::{ExecutionId, IdError, checked_name};
 use crate::redrive::MAX_TIMER_MS;
 use crate::timer::{Redrive, TimeOutOfRange, TimerRow};
 
@@ -55,55 +53,14 @@ pub const MAX_LEASE_MS: u64 = 86_400_000;
 /// never overflows.
 pub const MAX_REDRIVE_ATTEMPT: u32 = i32::MAX as u32;
 
-/// Which node holds a claim: a validated name with the execution id's rules
-/// (1 to 255 bytes of UTF-8, no NUL).
-///
-/// It is the identity a claim is checked against, so two processes must not
-/// share one; a host makes it from its hostname and process id, or a random
-/// value.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct NodeId(String);
-
-impl NodeId {
-    /// Validates `id`.
-    pub fn new(id: impl Into<String>) -> Result<Self, IdError> {
-        let id = id.into();
-        validate(&id)?;
-        Ok(Self(id))
-    }
-
-    /// The id as text, for SQL parameters and messages.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for NodeId {
-    type Error = IdError;
-
-    fn try_from(id: String) -> Result<Self, IdError> {
-        Self::new(id)
-    }
-}
-
-impl From<NodeId> for String {
-    fn from(id: NodeId) -> Self {
-        id.0
-    }
-}
-
-impl fmt::Debug for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-impl fmt::Display for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+checked_name! {
+    /// Which node holds a claim: a validated name with the execution id's
+    /// rules (1 to 255 bytes of UTF-8, no NUL).
+    ///
+    /// It is the identity a claim is checked against, so two processes must
+    /// not share one; a host makes it from its hostname and process id, or a
+    /// random value.
+    NodeId
 }
 
 /// Which due rows a listing or a claim includes.
