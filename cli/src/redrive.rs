@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use loomfence_core::{
     Draw, DrawError, DueFilter, ExecutionId, ExecutionView, MAX_TIMER_MS, RedriveAnswer,
-    RedrivePolicy, ResumeError, ResumeRequest, TimerRow, redrive_wake_at,
+    RedrivePolicy, ResumeError, ResumeRequest, TimerRow,
 };
 use loomfence_runtime::{
     RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError, TimerServiceHandle,
@@ -92,19 +92,16 @@ impl RedriveRows {
         }
     }
 
-    /// Writes `id`'s try-0 row, due at
-    /// `redrive_wake_at(now, POLICY.delay_ms(0, draw), now)`, as the child
-    /// supervisor does. Every contended resume writes its own row, as every
+    /// Writes `id`'s first re-drive row ([`TimerRow::first_redrive`]), as
+    /// the child supervisor does. Every contended resume writes its own row, as every
     /// contended node of a fleet would; the second of a park finds it
     /// answered and is retired as nothing to re-drive.
     pub(crate) async fn schedule(&self, id: &ExecutionId, draw: f64) -> Result<(), RedriveError> {
         let draw = Draw::new(draw)?;
         let now = now_ms();
-        let wake_at = redrive_wake_at(now, POLICY.delay_ms(0, draw), now)
+        let row = TimerRow::first_redrive(id.clone(), now, &POLICY, draw)
             .ok_or(RedriveError::NoWakeTime { now })?;
-        self.timers
-            .schedule(&TimerRow::redrive(id.clone(), wake_at, 0))
-            .await?;
+        self.timers.schedule(&row).await?;
         self.scheduled
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -243,6 +243,22 @@ impl TimerRow {
         }
     }
 
+    /// The first row of a re-drive chain, written by the caller whose
+    /// resume was contended: try 0, due at
+    /// [`redrive_wake_at`]`(now, policy.delay_ms(0, draw), now)`, so at
+    /// least 1 ms after `now` like every later row of the chain. `None`
+    /// when no storable time follows `now`.
+    #[must_use]
+    pub fn first_redrive(
+        execution_id: ExecutionId,
+        now: i64,
+        policy: &RedrivePolicy,
+        draw: Draw,
+    ) -> Option<Self> {
+        let wake_at = redrive_wake_at(now, policy.delay_ms(0, draw), now)?;
+        Some(Self::redrive(execution_id, wake_at, 0))
+    }
+
     /// The row's place in the order every timer store lists and claims
     /// rows in: by `wake_at`, then by id in byte order.
     #[must_use]

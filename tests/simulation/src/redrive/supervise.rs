@@ -29,8 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use loomfence_core::{
     ChildOutcome, Draw, Envelope, ExecutionId, ExecutionView, RedriveAnswer, ResumeError,
-    ResumeMachine, ResumeRequest, TimerRow, Wait, answer_for, child_outcome, redrive_wake_at,
-    waits_of,
+    ResumeMachine, ResumeRequest, TimerRow, Wait, answer_for, child_outcome, waits_of,
 };
 use rand::RngExt;
 
@@ -340,10 +339,9 @@ impl SuperviseTask {
             return Ok(Phase::Done(Supervised::Contended));
         }
         let draw = Draw::new(env.rng.random::<f64>())?;
-        let delay = env.config.policy.delay_ms(0, draw);
-        let wake_at = redrive_wake_at(env.now, delay, env.now)
-            .ok_or(RedriveSimError::Ledger("no storable re-drive time"))?;
         let id = env.parents[self.parent].id.clone();
-        Ok(Phase::Schedule(TimerRow::redrive(id, wake_at, 0)))
+        let row = TimerRow::first_redrive(id, env.now, &env.config.policy, draw)
+            .ok_or(RedriveSimError::Ledger("no storable re-drive time"))?;
+        Ok(Phase::Schedule(row))
     }
 }
