@@ -157,6 +157,18 @@ pub enum InputError {
         /// Its value.
         value: u64,
     },
+    /// A count argument is outside what the operation accepts (a listing's
+    /// page limit, a guarded delete's number of parents): bounded so one
+    /// call's memory and time stay bounded on every backend.
+    #[error("{what} = {value} is out of bounds: at most {max}, and a limit is at least 1")]
+    Limit {
+        /// Which argument (`"limit"`, `"parents"`).
+        what: &'static str,
+        /// Its value.
+        value: u64,
+        /// The largest accepted.
+        max: u64,
+    },
 }
 
 impl InputError {

@@ -138,10 +138,12 @@ mod fence;
 mod fold;
 mod id;
 mod kind;
+mod lineage;
 mod memory;
 mod park;
 mod redrive;
 mod resume;
+mod retention;
 mod supervise;
 mod timer;
 mod timer_table;
@@ -152,6 +154,7 @@ pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, 
 pub use fold::{ExecutionView, OpenPark, Status, Terminal, locate_park};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
+pub use lineage::{LineageError, PARENT_FIELD, parent_of, started_child};
 pub use memory::{AppendError, MemoryStore};
 pub use park::{ParkError, Wait, park_payload, waits_of};
 pub use redrive::{
@@ -161,6 +164,12 @@ pub use redrive::{
 pub use resume::{
     Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
     ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
+};
+pub use retention::{
+    DeleteGuard, Ended, ExecutionSummary, GuardedDelete, Kept, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT,
+    ParentMark, Pinned, SweepAction, SweepError, SweepMachine, SweepMachineError, SweepOptions,
+    SweepPoll, SweepReport, check_guard, check_page_limit, ended_of, parent_moved,
+    pin_parked_children, summarize,
 };
 pub use supervise::{ChildOutcome, answer_for, child_outcome};
 pub use timer::{

@@ -6,6 +6,7 @@
 //! relies on it being `Clone + Eq + Hash`.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
@@ -14,8 +15,13 @@ use crate::fence::{
     StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if,
     guard_append,
 };
+use crate::fold::Status;
 use crate::id::ExecutionId;
-use crate::kind::KindClass;
+use crate::kind::{KernelKind, KindClass};
+use crate::retention::{
+    DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
+    parent_moved,
+};
 
 /// Why an append was not written. Either way, nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -238,6 +244,68 @@ impl MemoryStore {
             entry.log = Vec::new();
         }
         existed
+    }
+
+    /// Up to `limit` executions with a log whose ids follow `after` (from the
+    /// first when `None`), in id order, each with its head and when it
+    /// ended: one page of a retention sweep. An empty page is the end.
+    pub fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, InputError> {
+        let limit = check_page_limit(limit)?;
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(self
+            .entries
+            .range::<ExecutionId, _>((start, Bound::Unbounded))
+            .filter(|(_, entry)| !entry.log.is_empty())
+            .map(|(id, entry)| ExecutionSummary {
+                execution_id: id.clone(),
+                head: to_u64(entry.log.len()),
+                ended: entry.log.iter().zip(1..).find_map(|(record, sequence)| {
+                    Status::Pending
+                        .after(KernelKind::from_name(&record.event.kind))
+                        .is_terminal()
+                        .then_some(Ended {
+                            sequence,
+                            at: record.event.at,
+                        })
+                }),
+            })
+            .take(limit as usize)
+            .collect())
+    }
+
+    /// Deletes the execution's log, as [`MemoryStore::delete_execution`]
+    /// does, only while `guard` still holds: the log's head is the one read,
+    /// and no parent moved past the head its pin check saw. Otherwise says
+    /// what changed and deletes nothing.
+    pub fn delete_execution_if(
+        &mut self,
+        execution_id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, InputError> {
+        check_guard(guard)?;
+        let head = to_u64(self.log(execution_id).len());
+        if head != guard.head {
+            return Ok(GuardedDelete::LogChanged { head });
+        }
+        for mark in &guard.parents {
+            let log = self.log(&mark.parent);
+            let after_seen = log
+                .get(usize::try_from(mark.seen).unwrap_or(usize::MAX)..)
+                .unwrap_or_default()
+                .iter()
+                .any(|record| record.answering);
+            if parent_moved(to_u64(log.len()), mark.seen, after_seen) {
+                return Ok(GuardedDelete::ParentMoved {
+                    parent: mark.parent.clone(),
+                });
+            }
+        }
+        self.delete_execution(execution_id);
+        Ok(GuardedDelete::Deleted)
     }
 
     /// The ids of every execution with a log, in id order.

@@ -51,7 +51,7 @@ impl Wait {
 }
 
 /// Why a park's payload cannot be read as waits.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParkError {
     /// The envelope is not an `EXECUTION_SUSPENDED`.

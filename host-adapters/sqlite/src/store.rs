@@ -195,4 +195,27 @@ impl EventStore for SqliteEventStore {
             )
             .await
     }
+
+    // Not offered yet: the adapter's implementation lands in its own commit.
+    async fn delete_execution_if(
+        &self,
+        _execution_id: &ExecutionId,
+        _guard: &loomfence_core::DeleteGuard,
+    ) -> Result<loomfence_core::GuardedDelete, StoreError> {
+        Err(StoreError::Unsupported {
+            operation: "delete_execution_if",
+            capability: self.capability(),
+        })
+    }
+
+    async fn list_executions(
+        &self,
+        _after: Option<&ExecutionId>,
+        _limit: u32,
+    ) -> Result<Vec<loomfence_core::ExecutionSummary>, StoreError> {
+        Err(StoreError::Unsupported {
+            operation: "list_executions",
+            capability: self.capability(),
+        })
+    }
 }

@@ -4,8 +4,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, MemoryStore, NewEvent,
-    ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, MemoryStore, NewEvent, ParkExpectation,
 };
 
 use crate::{EventStore, StoreError};
@@ -138,5 +138,21 @@ impl EventStore for MemoryEventStore {
 
     async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError> {
         Ok(self.lock().delete_execution(execution_id))
+    }
+
+    async fn delete_execution_if(
+        &self,
+        execution_id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        Ok(self.lock().delete_execution_if(execution_id, guard)?)
+    }
+
+    async fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        Ok(self.lock().list_executions(after, limit)?)
     }
 }

@@ -2,7 +2,8 @@
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, NewEvent, ParkExpectation,
 };
 
 use crate::StoreError;
@@ -106,4 +107,35 @@ pub trait EventStore: Send + Sync {
     /// writer of a re-created id stays fenced out. Returns whether a log
     /// existed.
     async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError>;
+
+    /// Deletes the log as [`EventStore::delete_execution`] does, only while
+    /// `guard` holds, checked in the same atomic step as the delete: the
+    /// log's head is still `guard.head`, and no parent in `guard.parents`
+    /// has an answering event past (or a log shorter than) the head its pin
+    /// check saw. Otherwise answers what changed and deletes nothing.
+    ///
+    /// This is retention's delete: it closes the window in which a parent
+    /// parks on a finished child after the sweep checked the pin and before
+    /// it deleted the child (see `loomfence_core::SweepMachine`).
+    async fn delete_execution_if(
+        &self,
+        execution_id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError>;
+
+    /// Up to `limit` (1 to [`MAX_PAGE_LIMIT`](loomfence_core::MAX_PAGE_LIMIT))
+    /// executions that have a log and whose ids follow `after` (from the
+    /// first when `None`), in the store's id order, each with its head and
+    /// its first terminal event. An empty page is the end.
+    ///
+    /// Paging by the last id seen (not by offset) keeps a sweep that
+    /// deletes as it goes from skipping or repeating anything. The order is
+    /// byte order on every adapter except PostgreSQL, which uses the
+    /// `execution_id` column's collation so that its primary-key index
+    /// serves the page; a sweep only needs `after` and the order to agree.
+    async fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError>;
 }

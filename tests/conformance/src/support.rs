@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, KernelKind,
-    NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, InputError, KernelKind, NewEvent, ParkExpectation,
 };
 use loomfence_store::{EventStore, MemoryEventStore, StoreError};
 use serde_json::Value;
@@ -195,6 +195,16 @@ pub trait Hooks: Send + Sync {
     ) -> Result<AcquireOutcome, StoreError> {
         inner.acquire_fence_if(id, expect).await
     }
+
+    /// In place of [`EventStore::delete_execution_if`].
+    async fn delete_execution_if(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        inner.delete_execution_if(id, guard).await
+    }
 }
 
 /// A store that forwards every operation to `inner`, through `hooks` for
@@ -277,5 +287,21 @@ impl<H: Hooks> EventStore for Around<H> {
     }
     async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
         self.inner.delete_execution(id).await
+    }
+    async fn delete_execution_if(
+        &self,
+        id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        self.hooks
+            .delete_execution_if(&*self.inner, id, guard)
+            .await
+    }
+    async fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        self.inner.list_executions(after, limit).await
     }
 }

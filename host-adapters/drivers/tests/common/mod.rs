@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind,
-    NewEvent, ParkExpectation, Wait, park_payload,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, JsonObject, KernelKind, NewEvent, ParkExpectation, Wait,
+    park_payload,
 };
 use loomfence_store::{BackendError, EventStore, StoreError};
 use serde_json::Value;
@@ -121,6 +122,22 @@ impl<S: EventStore> EventStore for Yielding<S> {
     async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
         tokio::task::yield_now().await;
         self.0.delete_execution(id).await
+    }
+    async fn delete_execution_if(
+        &self,
+        id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.delete_execution_if(id, guard).await
+    }
+    async fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.list_executions(after, limit).await
     }
 }
 

@@ -12,6 +12,7 @@ pub mod guard;
 pub mod hostile;
 pub mod kinds;
 pub mod resume;
+pub mod retention;
 
 use crate::{Case, Needs};
 
@@ -149,4 +150,23 @@ pub const ALL: &[Case] = &[
         Any,
         resume::a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_nothing
     ),
+    case!(Any, retention::listing_pages_through_every_execution_once),
+    case!(Any, retention::listing_reports_the_first_terminal_event),
+    case!(Any, retention::listing_leaves_out_executions_without_a_log),
+    case!(Any, retention::listing_limits_are_checked),
+    case!(Any, retention::a_guarded_delete_deletes_when_nothing_moved),
+    case!(Any, retention::a_guarded_delete_refuses_a_log_that_changed),
+    case!(
+        Any,
+        retention::a_guarded_delete_refuses_when_a_parent_parked_after_the_check
+    ),
+    case!(
+        Any,
+        retention::a_guarded_delete_ignores_a_parents_ignorable_events
+    ),
+    case!(
+        Any,
+        retention::a_guarded_delete_refuses_when_a_parents_log_shrank
+    ),
+    case!(Any, retention::a_guarded_delete_checks_its_guard),
 ];

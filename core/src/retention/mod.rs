@@ -1,0 +1,23 @@
+//! Retention that never deletes a child its parent still waits on (the
+//! ADR's D3), as pure decisions: what a listing reports
+//! ([`ExecutionSummary`]), the pin ([`pin_parked_children`]), the guarded
+//! delete that closes the window between the pin check and the delete
+//! ([`DeleteGuard`]), and the sweep that puts them together
+//! ([`SweepMachine`]).
+
+mod guard;
+mod pin;
+mod summary;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+pub use guard::{
+    DeleteGuard, GuardedDelete, MAX_GUARD_PARENTS, ParentMark, check_guard, parent_moved,
+};
+pub use pin::pin_parked_children;
+pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
+pub use sweep::{
+    Kept, Pinned, SweepAction, SweepError, SweepMachine, SweepMachineError, SweepOptions,
+    SweepPoll, SweepReport,
+};

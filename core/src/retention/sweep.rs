@@ -1,0 +1,531 @@
+//! The retention sweep as a sans-IO machine: the same decisions for the
+//! Rust runtime, the npm package and the simulation, with the reads,
+//! archives and deletes done by whoever drives it.
+//!
+//! The order of steps is the policy:
+//!
+//! 1. **List** a page of executions (`list_executions(after, limit)`). Each
+//!    listed execution is *examined*; only those that ended before the
+//!    cutoff are *eligible*, judged from the listing alone, so nothing else
+//!    is read for the rest (they are *skipped*).
+//! 2. **Read** an eligible execution's log, and judge it again from what
+//!    was read (the listing may be older than the log).
+//! 3. **Read each parent** that could wait on it: the one its
+//!    `EXECUTION_STARTED` records ([`parent_of`]) and any the driver knows
+//!    of (a supervisor's edges, for logs written without the field). The
+//!    first parent parked on it ([`pin_parked_children`]) *pins* it: it is
+//!    left exactly where it is.
+//! 4. **Archive** the log, if the sweep archives, before anything is
+//!    deleted: a failed archive stops the sweep with the log still there.
+//! 5. **Delete** under a [`DeleteGuard`] of what steps 2 and 3 saw; the
+//!    store refuses (the execution is *kept*) if the log grew or a parent
+//!    moved meanwhile. This closes the window where a parent parks on a
+//!    child between the pin check and the delete.
+//!
+//! An archive can therefore hold a log that was then kept, and hold it again
+//! from the next sweep: archives are at-least-once, keyed by
+//! `(executionId, sequence)`.
+//!
+//! A log whose lineage or whose parent's park cannot be read ends the sweep
+//! with an error naming it ([`SweepError`]); nothing is deleted for it. A
+//! store failure is the driver's to report; either way
+//! [`SweepMachine::report`] says what was done before it.
+
+use crate::event::Envelope;
+use crate::id::ExecutionId;
+use crate::lineage::{LineageError, parent_of};
+use crate::park::ParkError;
+use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
+use crate::retention::pin::pin_parked_children;
+use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
+
+/// What one sweep does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SweepOptions {
+    /// Executions that ended strictly before this instant (ms since the
+    /// epoch) are eligible; the caller computes it from its own clock.
+    pub ended_before: i64,
+    /// Executions per listing page, 1 to
+    /// [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT).
+    pub page_limit: u32,
+    /// Hand each log to an archive before deleting it.
+    pub archive: bool,
+    /// Decide everything, read what deciding needs, change nothing: no
+    /// archive, no delete. `deleted` then counts what would be deleted.
+    pub dry_run: bool,
+}
+
+/// What [`SweepMachine::poll`] asks the driver to do next.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SweepAction {
+    /// List up to `limit` executions after `after`; answer with
+    /// [`SweepMachine::handle_page`].
+    List {
+        /// The last id of the previous page, `None` for the first.
+        after: Option<ExecutionId>,
+        /// The page size.
+        limit: u32,
+    },
+    /// Read the eligible execution's whole log; answer with
+    /// [`SweepMachine::handle_log`], adding any parents the driver knows
+    /// wait on it.
+    ReadLog {
+        /// The execution.
+        execution_id: ExecutionId,
+    },
+    /// Read a parent's whole log (no log reads as empty); answer with
+    /// [`SweepMachine::handle_parent`].
+    ReadParent {
+        /// The child whose pin is being decided.
+        child: ExecutionId,
+        /// The parent to read.
+        parent: ExecutionId,
+    },
+    /// Hand the log to the archive; answer with
+    /// [`SweepMachine::handle_archived`] once it is durably written.
+    Archive {
+        /// The execution.
+        execution_id: ExecutionId,
+        /// Its whole log, as read.
+        events: Vec<Envelope>,
+    },
+    /// Delete the log under `guard`; answer with
+    /// [`SweepMachine::handle_deleted`].
+    Delete {
+        /// The execution.
+        execution_id: ExecutionId,
+        /// What must still hold.
+        guard: DeleteGuard,
+    },
+}
+
+/// What [`SweepMachine::poll`] says.
+#[must_use]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SweepPoll {
+    /// Do this, then feed the answer back.
+    Act(SweepAction),
+    /// The sweep is over.
+    Done(Result<SweepReport, SweepError>),
+}
+
+/// A finished execution kept because a parent waits on it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Pinned {
+    /// The child kept.
+    pub child: ExecutionId,
+    /// The parent parked on it.
+    pub parent: ExecutionId,
+}
+
+/// An eligible, unpinned execution whose guarded delete was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Kept {
+    /// The execution, still there.
+    pub execution_id: ExecutionId,
+    /// What the store found changed.
+    pub refusal: GuardedDelete,
+}
+
+/// What a sweep did (or, in a dry run, would do).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SweepReport {
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+    /// Executions listed.
+    pub examined: u64,
+    /// Of those, the ones that ended before the cutoff.
+    pub eligible: u64,
+    /// Deleted (would be, in a dry run).
+    pub deleted: u64,
+    /// Handed to the archive.
+    pub archived: u64,
+    /// Kept because a parent waits on them.
+    pub pinned: Vec<Pinned>,
+    /// Kept because the store refused the guarded delete.
+    pub kept: Vec<Kept>,
+    /// Listing pages read.
+    pub pages: u64,
+    /// Logs of eligible executions read (one per eligible execution).
+    pub log_reads: u64,
+    /// Parent logs read for pins (only ever for eligible executions).
+    pub parent_reads: u64,
+}
+
+impl SweepReport {
+    /// Listed but not eligible: still running, or ended too recently.
+    #[must_use]
+    pub fn skipped(&self) -> u64 {
+        self.examined - self.eligible
+    }
+}
+
+/// Why a sweep stopped on a log it could not judge. Nothing was deleted for
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    /// The execution's recorded parent is corrupt.
+    #[error("execution {execution_id:?}: {source}")]
+    Lineage {
+        /// The execution being judged.
+        execution_id: ExecutionId,
+        /// What is wrong with its `EXECUTION_STARTED`.
+        #[source]
+        source: LineageError,
+    },
+    /// A parent's open park cannot be read, so whether it pins the child is
+    /// unknown.
+    #[error("execution {child:?}: the park of its parent {parent:?} is unreadable: {source}")]
+    Park {
+        /// The child being judged.
+        child: ExecutionId,
+        /// The parent whose park is unreadable.
+        parent: ExecutionId,
+        /// What is wrong with it.
+        #[source]
+        source: ParkError,
+    },
+}
+
+/// A driver that answered out of turn or with an answer about something
+/// else. The machine's state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepMachineError {
+    /// A `handle_*` call that does not answer the pending action.
+    #[error("{got} does not answer the pending action ({expected})")]
+    UnexpectedInput {
+        /// What the machine waits for.
+        expected: &'static str,
+        /// What it was given.
+        got: &'static str,
+    },
+    /// Events of another execution than the one asked for.
+    #[error("the store answered with events of {got:?} to a read of {expected:?}")]
+    WrongExecution {
+        /// The execution asked for.
+        expected: ExecutionId,
+        /// The one in the answer.
+        got: ExecutionId,
+    },
+    /// A page that lists the previous page's last id again: a listing
+    /// whose `after` is not exclusive would never end.
+    #[error("the listing after {after:?} repeated it")]
+    PageRepeatsCursor {
+        /// The cursor given.
+        after: ExecutionId,
+    },
+}
+
+/// An eligible execution being judged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Candidate {
+    /// The execution.
+    execution_id: ExecutionId,
+    /// Its log, as read.
+    events: Vec<Envelope>,
+    /// The parents to read, in order; `marks.len()` of them are read.
+    parents: Vec<ExecutionId>,
+    /// The parents read so far, with their heads.
+    marks: Vec<ParentMark>,
+}
+
+/// Where the sweep stands.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Stage {
+    /// Waiting for a listing page.
+    List,
+    /// Waiting for an eligible execution's log.
+    ReadLog(ExecutionId),
+    /// Waiting for the next parent's log.
+    ReadParent(Candidate),
+    /// Waiting for the archive.
+    Archive(Candidate),
+    /// Waiting for the guarded delete.
+    Delete(Candidate),
+    /// Over.
+    Done(Option<SweepError>),
+}
+
+/// One retention sweep; see the module docs for its steps.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SweepMachine {
+    /// What this sweep does.
+    options: SweepOptions,
+    /// The last id listed.
+    cursor: Option<ExecutionId>,
+    /// The current page's executions not yet examined, last first.
+    page: Vec<ExecutionSummary>,
+    /// The pending step.
+    stage: Stage,
+    /// What was done so far.
+    report: SweepReport,
+}
+
+impl SweepMachine {
+    /// A sweep that has done nothing yet. The page limit is the store's to
+    /// check, with the listing's own typed error.
+    #[must_use]
+    pub fn new(options: SweepOptions) -> Self {
+        Self {
+            options,
+            cursor: None,
+            page: Vec::new(),
+            stage: Stage::List,
+            report: SweepReport {
+                dry_run: options.dry_run,
+                ..SweepReport::default()
+            },
+        }
+    }
+
+    /// What was done so far: the whole report once the sweep is done, the
+    /// partial one when a driver stops on a store error.
+    #[must_use]
+    pub fn report(&self) -> &SweepReport {
+        &self.report
+    }
+
+    /// The next step.
+    pub fn poll(&self) -> SweepPoll {
+        let action = match &self.stage {
+            Stage::List => SweepAction::List {
+                after: self.cursor.clone(),
+                limit: self.options.page_limit,
+            },
+            Stage::ReadLog(execution_id) => SweepAction::ReadLog {
+                execution_id: execution_id.clone(),
+            },
+            Stage::ReadParent(candidate) => SweepAction::ReadParent {
+                child: candidate.execution_id.clone(),
+                parent: candidate.parents[candidate.marks.len()].clone(),
+            },
+            Stage::Archive(candidate) => SweepAction::Archive {
+                execution_id: candidate.execution_id.clone(),
+                events: candidate.events.clone(),
+            },
+            Stage::Delete(candidate) => SweepAction::Delete {
+                execution_id: candidate.execution_id.clone(),
+                guard: DeleteGuard {
+                    head: candidate.events.last().map_or(0, |e| e.sequence),
+                    parents: candidate.marks.clone(),
+                },
+            },
+            Stage::Done(error) => {
+                return SweepPoll::Done(match error {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(self.report.clone()),
+                });
+            }
+        };
+        SweepPoll::Act(action)
+    }
+
+    /// The answer to [`SweepAction::List`]: the page, in the store's id
+    /// order. An empty page ends the sweep.
+    pub fn handle_page(&mut self, page: Vec<ExecutionSummary>) -> Result<(), SweepMachineError> {
+        self.expect(matches!(self.stage, Stage::List), "handle_page")?;
+        if let Some(after) = &self.cursor
+            && page.iter().any(|s| &s.execution_id == after)
+        {
+            return Err(SweepMachineError::PageRepeatsCursor {
+                after: after.clone(),
+            });
+        }
+        self.report.pages += 1;
+        let Some(last) = page.last() else {
+            self.stage = Stage::Done(None);
+            return Ok(());
+        };
+        self.cursor = Some(last.execution_id.clone());
+        self.report.examined += page.len() as u64;
+        self.page = page;
+        self.page.reverse();
+        self.next_candidate();
+        Ok(())
+    }
+
+    /// The answer to [`SweepAction::ReadLog`]: the whole log, and the
+    /// parents the driver knows wait on the execution (a supervisor's
+    /// edges; empty when it has none).
+    pub fn handle_log(
+        &mut self,
+        events: Vec<Envelope>,
+        known_parents: impl IntoIterator<Item = ExecutionId>,
+    ) -> Result<(), SweepMachineError> {
+        let Stage::ReadLog(execution_id) = &self.stage else {
+            return Err(self.unexpected("handle_log"));
+        };
+        let execution_id = execution_id.clone();
+        check_owner(&execution_id, &events)?;
+        self.report.log_reads += 1;
+        // Judged again from the log itself: it may have been deleted, or
+        // deleted and grown back, since the listing.
+        if !self.is_eligible(ended_of(&events)) {
+            self.next_candidate();
+            return Ok(());
+        }
+        let recorded = match parent_of(&events) {
+            Ok(recorded) => recorded,
+            Err(source) => {
+                self.stage = Stage::Done(Some(SweepError::Lineage {
+                    execution_id,
+                    source,
+                }));
+                return Ok(());
+            }
+        };
+        let mut parents: Vec<ExecutionId> = Vec::new();
+        for parent in recorded.into_iter().chain(known_parents) {
+            if !parents.contains(&parent) {
+                parents.push(parent);
+            }
+        }
+        let candidate = Candidate {
+            execution_id,
+            events,
+            parents,
+            marks: Vec::new(),
+        };
+        self.after_parents(candidate);
+        Ok(())
+    }
+
+    /// The answer to [`SweepAction::ReadParent`]: the parent's whole log,
+    /// empty when it has none.
+    pub fn handle_parent(&mut self, events: Vec<Envelope>) -> Result<(), SweepMachineError> {
+        let Stage::ReadParent(candidate) = &self.stage else {
+            return Err(self.unexpected("handle_parent"));
+        };
+        let parent = candidate.parents[candidate.marks.len()].clone();
+        check_owner(&parent, &events)?;
+        let Stage::ReadParent(mut candidate) = std::mem::replace(&mut self.stage, Stage::List)
+        else {
+            unreachable!("matched above");
+        };
+        self.report.parent_reads += 1;
+        match pin_parked_children(&candidate.execution_id, &events) {
+            Ok(true) => {
+                self.report.pinned.push(Pinned {
+                    child: candidate.execution_id,
+                    parent,
+                });
+                self.next_candidate();
+            }
+            Ok(false) => {
+                candidate.marks.push(ParentMark {
+                    parent,
+                    seen: events.last().map_or(0, |e| e.sequence),
+                });
+                self.after_parents(candidate);
+            }
+            Err(source) => {
+                self.stage = Stage::Done(Some(SweepError::Park {
+                    child: candidate.execution_id,
+                    parent,
+                    source,
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer to [`SweepAction::Archive`]: the log is durably archived.
+    pub fn handle_archived(&mut self) -> Result<(), SweepMachineError> {
+        self.expect(matches!(self.stage, Stage::Archive(_)), "handle_archived")?;
+        if let Stage::Archive(candidate) = std::mem::replace(&mut self.stage, Stage::List) {
+            self.report.archived += 1;
+            self.stage = Stage::Delete(candidate);
+        }
+        Ok(())
+    }
+
+    /// The answer to [`SweepAction::Delete`].
+    pub fn handle_deleted(&mut self, outcome: GuardedDelete) -> Result<(), SweepMachineError> {
+        let Stage::Delete(candidate) = &self.stage else {
+            return Err(self.unexpected("handle_deleted"));
+        };
+        match outcome {
+            GuardedDelete::Deleted => self.report.deleted += 1,
+            refusal => self.report.kept.push(Kept {
+                execution_id: candidate.execution_id.clone(),
+                refusal,
+            }),
+        }
+        self.next_candidate();
+        Ok(())
+    }
+
+    /// Moves on once every parent of `candidate` is read and none pins it.
+    fn after_parents(&mut self, candidate: Candidate) {
+        self.stage = if candidate.marks.len() < candidate.parents.len() {
+            Stage::ReadParent(candidate)
+        } else if self.options.dry_run {
+            self.report.deleted += 1;
+            self.next_stage()
+        } else if self.options.archive {
+            Stage::Archive(candidate)
+        } else {
+            Stage::Delete(candidate)
+        };
+    }
+
+    /// Moves to the page's next eligible execution, or the next page.
+    fn next_candidate(&mut self) {
+        self.stage = self.next_stage();
+    }
+
+    /// The stage after the current candidate: the next eligible execution
+    /// of the page (counting the rest as examined only), or the next page.
+    fn next_stage(&mut self) -> Stage {
+        while let Some(summary) = self.page.pop() {
+            if self.is_eligible(summary.ended) {
+                self.report.eligible += 1;
+                return Stage::ReadLog(summary.execution_id);
+            }
+        }
+        Stage::List
+    }
+
+    /// Whether an execution that ended as `ended` says is old enough.
+    fn is_eligible(&self, ended: Option<Ended>) -> bool {
+        ended.is_some_and(|ended| ended.at < self.options.ended_before)
+    }
+
+    /// Refuses a `handle_*` call when the pending step is not `ok`.
+    fn expect(&self, ok: bool, got: &'static str) -> Result<(), SweepMachineError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.unexpected(got))
+        }
+    }
+
+    /// The error for a `handle_*` call that answers nothing pending.
+    fn unexpected(&self, got: &'static str) -> SweepMachineError {
+        let expected = match &self.stage {
+            Stage::List => "handle_page",
+            Stage::ReadLog(_) => "handle_log",
+            Stage::ReadParent(_) => "handle_parent",
+            Stage::Archive(_) => "handle_archived",
+            Stage::Delete(_) => "handle_deleted",
+            Stage::Done(_) => "nothing (the sweep is done)",
+        };
+        SweepMachineError::UnexpectedInput { expected, got }
+    }
+}
+
+/// Refuses events that belong to another execution than `expected`.
+fn check_owner(expected: &ExecutionId, events: &[Envelope]) -> Result<(), SweepMachineError> {
+    match events.iter().find(|e| &e.execution_id != expected) {
+        Some(other) => Err(SweepMachineError::WrongExecution {
+            expected: expected.clone(),
+            got: other.execution_id.clone(),
+        }),
+        None => Ok(()),
+    }
+}
