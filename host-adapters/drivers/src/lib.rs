@@ -5,7 +5,9 @@
 //! - [`Body`]: what a resumed body appends through, under its token;
 //! - [`ChildSupervisor`]: resumes parents parked on their children;
 //! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
-//!   [`TimerStore`](loomfence_store::TimerStore).
+//!   [`TimerStore`](loomfence_store::TimerStore);
+//! - [`Sweep`]: retention that deletes (or archives, then deletes) finished
+//!   executions, never a child its parent is parked on.
 //!
 //! ```
 //! use loomfence_core::{ExecutionId, KernelKind, NewEvent, ResumeRequest};
@@ -38,6 +40,7 @@ mod driver;
 mod error;
 mod features;
 mod redriver;
+mod retention;
 mod supervisor;
 mod timer_service;
 mod timer_service_options;
@@ -48,6 +51,7 @@ pub use driver::{perform, resume, resume_from, run};
 pub use error::ResumeFailure;
 pub use features::Features;
 pub use redriver::{RedriveFailure, Redriver};
+pub use retention::{ArchiveError, ArchiveSink, JsonLinesArchive, RetentionError, Sweep};
 pub use supervisor::{
     ChildSupervisor, OnError, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,
 };

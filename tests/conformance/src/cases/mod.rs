@@ -13,6 +13,7 @@ pub mod hostile;
 pub mod kinds;
 pub mod resume;
 pub mod retention;
+pub mod sweep;
 
 use crate::{Case, Needs};
 
@@ -169,4 +170,27 @@ pub const ALL: &[Case] = &[
         retention::a_guarded_delete_refuses_when_a_parents_log_shrank
     ),
     case!(Any, retention::a_guarded_delete_checks_its_guard),
+    case!(
+        Any,
+        sweep::a_child_is_pinned_while_its_parent_is_parked_on_it
+    ),
+    case!(
+        Any,
+        sweep::a_child_is_deleted_once_its_parent_is_answered_or_ended
+    ),
+    case!(Any, sweep::group_members_are_pinned_and_other_keys_are_not),
+    case!(
+        Any,
+        sweep::only_old_ended_executions_are_read_and_a_root_is_deleted
+    ),
+    case!(
+        Any,
+        sweep::a_log_without_the_edge_is_pinned_through_a_rebuilt_supervisor
+    ),
+    case!(Any, sweep::a_parent_that_cannot_be_read_stops_the_sweep),
+    case!(Any, sweep::an_unreadable_park_stops_the_sweep),
+    case!(Any, sweep::a_dry_run_changes_nothing),
+    case!(Any, sweep::the_archive_gets_each_log_before_its_delete),
+    case!(Any, sweep::a_parent_parking_in_the_window_keeps_the_child),
+    case!(Any, sweep::ten_thousand_executions_are_read_only_as_needed),
 ];

@@ -1,0 +1,636 @@
+//! The retention sweep, end to end over each store: who is pinned, who is
+//! deleted, what is read, and that a store failure or an unreadable park
+//! stops it with the log kept.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use loomfence_core::{
+    Envelope, ExecutionId, GuardedDelete, KernelKind, NewEvent, Pinned, SweepOptions, SweepReport,
+    Wait, park_payload, started_child,
+};
+use loomfence_runtime::{
+    ArchiveError, ArchiveSink, ChildSupervisor, RetentionError, Supervised, SupervisorOptions,
+    Sweep,
+};
+use loomfence_store::{BackendError, EventStore, StoreError};
+use serde_json::json;
+
+use crate::Store;
+use crate::support::{Around, Hooks, id, object};
+
+/// When the kit's old executions ended.
+pub const LONG_AGO: i64 = 1_000;
+/// When the kit's young executions ended.
+pub const RECENTLY: i64 = 9_000;
+/// The cutoff the kit sweeps with: old is before it, young after.
+pub const CUTOFF: i64 = 5_000;
+
+/// Sweep options with the kit's cutoff and a page size of `page_limit`.
+#[must_use]
+pub fn options(page_limit: u32) -> SweepOptions {
+    SweepOptions {
+        ended_before: CUTOFF,
+        page_limit,
+        archive: false,
+        dry_run: false,
+    }
+}
+
+/// Runs one sweep with the kit's cutoff; fails the case on an error.
+pub async fn sweep(store: &dyn EventStore, page_limit: u32) -> SweepReport {
+    Sweep::new(store, options(page_limit))
+        .run()
+        .await
+        .expect("the sweep runs to the end")
+}
+
+/// Starts `parent`, running.
+pub async fn start(store: &dyn EventStore, parent: &ExecutionId) {
+    store
+        .append(parent, NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+        .await
+        .expect("starts");
+}
+
+/// A child of `parent` (recorded in its start, unless `parent` is `None`)
+/// that ended at `ended`.
+pub async fn finished_child(
+    store: &dyn EventStore,
+    child: &ExecutionId,
+    parent: Option<&ExecutionId>,
+    ended: i64,
+) {
+    let start = parent.map_or_else(
+        || NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        |parent| started_child(parent, 0),
+    );
+    store
+        .append_many(
+            child,
+            vec![
+                start,
+                NewEvent::kernel(KernelKind::ExecutionCompleted, ended)
+                    .with_payload(object(json!({ "total": 42 }))),
+            ],
+        )
+        .await
+        .expect("runs the child");
+}
+
+/// Parks `parent` on `waits`.
+pub async fn park_on(store: &dyn EventStore, parent: &ExecutionId, waits: &[Wait]) {
+    store
+        .append(
+            parent,
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 0).with_payload(park_payload(waits)),
+        )
+        .await
+        .expect("parks");
+}
+
+/// Whether `id` still has its log.
+pub async fn exists(store: &dyn EventStore, id: &ExecutionId) -> bool {
+    !store
+        .read_range(id, 1, None)
+        .await
+        .expect("reads")
+        .is_empty()
+}
+
+/// A finished child is pinned (kept, reported, its parent read) while its
+/// parent is parked on it by its own key, and the parked parent itself is
+/// not eligible.
+pub async fn a_child_is_pinned_while_its_parent_is_parked_on_it(store: Store) {
+    let (parent, child) = (id("pin-parent"), id("pin-child"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+    park_on(&*store, &parent, &[Wait::Child(child.clone())]).await;
+    let report = sweep(&*store, 10).await;
+    assert_eq!(
+        report.pinned,
+        vec![Pinned {
+            child: child.clone(),
+            parent: parent.clone()
+        }]
+    );
+    assert_eq!(
+        (
+            report.examined,
+            report.eligible,
+            report.deleted,
+            report.parent_reads
+        ),
+        (2, 1, 0, 1)
+    );
+    assert!(exists(&*store, &child).await);
+}
+
+/// Once the parent's park is answered the child is no longer pinned, and
+/// once the parent has ended (long enough ago) both go.
+pub async fn a_child_is_deleted_once_its_parent_is_answered_or_ended(store: Store) {
+    let (parent, child) = (id("ans-parent"), id("ans-child"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+    park_on(&*store, &parent, &[Wait::Child(child.clone())]).await;
+    store
+        .append(&parent, NewEvent::kernel(KernelKind::ExecutionResumed, 0))
+        .await
+        .expect("resumes");
+    let report = sweep(&*store, 10).await;
+    assert!(report.pinned.is_empty(), "{report:?}");
+    assert_eq!(report.deleted, 1);
+    assert!(!exists(&*store, &child).await);
+
+    let (ended, late) = (id("end-parent"), id("end-child"));
+    start(&*store, &ended).await;
+    finished_child(&*store, &late, Some(&ended), LONG_AGO).await;
+    park_on(&*store, &ended, &[Wait::Child(late.clone())]).await;
+    store
+        .append(
+            &ended,
+            NewEvent::kernel(KernelKind::ExecutionCancelled, LONG_AGO),
+        )
+        .await
+        .expect("ends");
+    let report = sweep(&*store, 1).await;
+    assert!(report.pinned.is_empty(), "{report:?}");
+    assert_eq!(report.deleted, 2, "the ended parent and its child");
+    assert!(!exists(&*store, &late).await && !exists(&*store, &ended).await);
+    assert!(
+        exists(&*store, &parent).await,
+        "the answered parent runs on"
+    );
+}
+
+/// A member of a group the parent is parked on is pinned even while the
+/// group is incomplete; a finished child of the same parent that the park
+/// does not name (another key) is not.
+pub async fn group_members_are_pinned_and_other_keys_are_not(store: Store) {
+    let parent = id("grp-parent");
+    let (a, b, other) = (id("grp-a"), id("grp-b"), id("grp-other"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &a, Some(&parent), LONG_AGO).await;
+    start(&*store, &b).await;
+    finished_child(&*store, &other, Some(&parent), LONG_AGO).await;
+    park_on(
+        &*store,
+        &parent,
+        &[
+            Wait::Group(vec![a.clone(), b.clone()]),
+            Wait::Timer { wake_at: 99_000 },
+        ],
+    )
+    .await;
+    let report = sweep(&*store, 2).await;
+    assert_eq!(
+        report.pinned,
+        vec![Pinned {
+            child: a.clone(),
+            parent: parent.clone()
+        }]
+    );
+    assert_eq!(report.deleted, 1);
+    assert!(exists(&*store, &a).await && exists(&*store, &b).await);
+    assert!(!exists(&*store, &other).await);
+}
+
+/// Only executions that ended before the cutoff are eligible, and only
+/// those are read: running and young ones cost nothing beyond the listing,
+/// and a child with no parent is deleted without reading anyone else.
+pub async fn only_old_ended_executions_are_read_and_a_root_is_deleted(store: Store) {
+    let (root, young, running) = (id("root"), id("young"), id("running"));
+    finished_child(&*store, &root, None, LONG_AGO).await;
+    finished_child(&*store, &young, None, RECENTLY).await;
+    start(&*store, &running).await;
+    let report = sweep(&*store, 10).await;
+    assert_eq!(
+        (
+            report.examined,
+            report.eligible,
+            report.skipped(),
+            report.log_reads,
+            report.parent_reads,
+            report.deleted,
+        ),
+        (3, 1, 2, 1, 0, 1)
+    );
+    assert!(!exists(&*store, &root).await);
+    assert!(exists(&*store, &young).await && exists(&*store, &running).await);
+}
+
+/// A child whose log has no `payload.parent` (written before the field)
+/// is only protected through a supervisor's edges. The parent waits on a
+/// group: the old child has ended, its sibling runs. Without edges the
+/// sweep would delete the child (a dry run shows it); a supervisor rebuilt
+/// after a restart, from the parents' logs alone, pins it.
+pub async fn a_log_without_the_edge_is_pinned_through_a_rebuilt_supervisor(store: Store) {
+    let parent = id("old-parent");
+    let (child, sibling) = (id("old-child"), id("old-sibling"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &child, None, LONG_AGO).await;
+    start(&*store, &sibling).await;
+    park_on(
+        &*store,
+        &parent,
+        &[Wait::Group(vec![child.clone(), sibling.clone()])],
+    )
+    .await;
+    let blind = Sweep::new(
+        &*store,
+        SweepOptions {
+            dry_run: true,
+            ..options(10)
+        },
+    )
+    .run()
+    .await
+    .expect("runs");
+    assert_eq!(
+        (blind.deleted, blind.pinned.len()),
+        (1, 0),
+        "without edges the child looks free"
+    );
+    let restarted = ChildSupervisor::new(Arc::clone(&store), SupervisorOptions::default());
+    let rebuilt = restarted.rebuild([parent.clone()]).await;
+    assert!(
+        matches!(rebuilt.as_slice(), [(_, Ok(Supervised::Waiting))]),
+        "{rebuilt:?}"
+    );
+    let report = Sweep::new(&*store, options(10))
+        .supervisor(&restarted)
+        .run()
+        .await
+        .expect("runs");
+    assert_eq!(
+        report.pinned,
+        vec![Pinned {
+            child: child.clone(),
+            parent: parent.clone()
+        }],
+        "{report:?}"
+    );
+    assert_eq!(report.deleted, 0);
+    assert!(exists(&*store, &child).await);
+}
+
+/// Fails reads of one execution, as a backend that lost its connection
+/// does.
+struct Unreadable(ExecutionId);
+
+#[async_trait]
+impl Hooks for Unreadable {
+    async fn read_range(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if id == &self.0 {
+            return Err(StoreError::Backend(BackendError::retryable(
+                "connection reset while reading the parent",
+            )));
+        }
+        inner.read_range(id, from_seq, to_seq).await
+    }
+}
+
+/// A parent that cannot be read stops the sweep with the store's error and
+/// the partial report; the child is not deleted. "No such log" is not a
+/// failure: a child whose recorded parent is gone is free.
+pub async fn a_parent_that_cannot_be_read_stops_the_sweep(store: Store) {
+    let (parent, child) = (id("unread-parent"), id("unread-child"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+    let failing = Around {
+        inner: Arc::clone(&store),
+        hooks: Unreadable(parent.clone()),
+    };
+    match Sweep::new(&failing, options(10)).run().await {
+        Err(RetentionError::Store { report, source }) => {
+            assert!(source.is_retryable(), "{source}");
+            assert_eq!((report.eligible, report.deleted), (1, 0));
+        }
+        other => panic!("expected the store's error, got {other:?}"),
+    }
+    assert!(exists(&*store, &child).await);
+
+    let orphan = id("unread-orphan");
+    finished_child(&*store, &orphan, Some(&id("never-written")), LONG_AGO).await;
+    let report = sweep(&*store, 10).await;
+    assert!(!exists(&*store, &orphan).await, "{report:?}");
+}
+
+/// A parent whose open park cannot be read stops the sweep with a typed
+/// error naming both; nothing is deleted for the child.
+pub async fn an_unreadable_park_stops_the_sweep(store: Store) {
+    let (parent, child) = (id("bad-park-parent"), id("bad-park-child"));
+    start(&*store, &parent).await;
+    finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+    store
+        .append(
+            &parent,
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 0)
+                .with_payload(object(json!({ "waits": "all of them" }))),
+        )
+        .await
+        .expect("parks");
+    match Sweep::new(&*store, options(10)).run().await {
+        Err(RetentionError::Judge { report, source }) => {
+            let text = source.to_string();
+            assert!(
+                text.contains("bad-park-child") && text.contains("bad-park-parent"),
+                "{text}"
+            );
+            assert_eq!(report.deleted, 0);
+        }
+        other => panic!("expected a judge error, got {other:?}"),
+    }
+    assert!(exists(&*store, &child).await);
+}
+
+/// A dry run reads what deciding needs and changes nothing; `deleted`
+/// counts what a real run would delete.
+pub async fn a_dry_run_changes_nothing(store: Store) {
+    let parent = id("dry-parent");
+    start(&*store, &parent).await;
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let child = id(&format!("dry-child-{n}"));
+        finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+        ids.push(child);
+    }
+    park_on(&*store, &parent, &[Wait::Child(ids[0].clone())]).await;
+    ids.push(parent.clone());
+    let mut before = BTreeMap::new();
+    for id in &ids {
+        before.insert(
+            id.clone(),
+            store.read_range(id, 1, None).await.expect("reads"),
+        );
+    }
+    let report = Sweep::new(
+        &*store,
+        SweepOptions {
+            dry_run: true,
+            ..options(2)
+        },
+    )
+    .run()
+    .await
+    .expect("runs");
+    assert!(report.dry_run);
+    assert_eq!((report.deleted, report.pinned.len()), (4, 1));
+    for (id, events) in before {
+        assert_eq!(store.read_range(&id, 1, None).await.expect("reads"), events);
+    }
+}
+
+/// Records what it archives, checking each log is still in the store when
+/// it arrives.
+struct Recorder {
+    /// The store the sweep deletes from.
+    store: Store,
+    /// What was archived.
+    archived: std::sync::Mutex<Vec<(ExecutionId, Vec<Envelope>)>>,
+}
+
+#[async_trait]
+impl ArchiveSink for Recorder {
+    async fn archive(
+        &self,
+        execution_id: &ExecutionId,
+        events: &[Envelope],
+    ) -> Result<(), ArchiveError> {
+        let stored = self
+            .store
+            .read_range(execution_id, 1, None)
+            .await
+            .map_err(|e| ArchiveError::Other(Box::new(e)))?;
+        assert_eq!(stored, events, "archived before the delete, as stored");
+        self.archived
+            .lock()
+            .expect("not poisoned")
+            .push((execution_id.clone(), events.to_vec()));
+        Ok(())
+    }
+}
+
+/// Every deleted log reaches the archive first, whole; pinned ones do not.
+pub async fn the_archive_gets_each_log_before_its_delete(store: Store) {
+    let parent = id("arc-parent");
+    start(&*store, &parent).await;
+    for n in 0..4 {
+        finished_child(
+            &*store,
+            &id(&format!("arc-child-{n}")),
+            Some(&parent),
+            LONG_AGO,
+        )
+        .await;
+    }
+    park_on(&*store, &parent, &[Wait::Child(id("arc-child-3"))]).await;
+    let recorder = Recorder {
+        store: Arc::clone(&store),
+        archived: std::sync::Mutex::default(),
+    };
+    let report = Sweep::new(&*store, options(3))
+        .archive(&recorder)
+        .run()
+        .await
+        .expect("runs");
+    assert_eq!((report.archived, report.deleted), (3, 3));
+    let archived = recorder.archived.into_inner().expect("not poisoned");
+    let names: Vec<&str> = archived.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(names, ["arc-child-0", "arc-child-1", "arc-child-2"]);
+    assert!(archived.iter().all(|(_, events)| events.len() == 2));
+}
+
+/// Parks the parent on the child at the last moment: after the sweep's pin
+/// check, right before its delete. With `unguarded`, the delete then
+/// ignores the guard, as a sweep with a plain delete would.
+struct ParksInTheWindow {
+    /// The parent that parks.
+    parent: ExecutionId,
+    /// The child it parks on.
+    child: ExecutionId,
+    /// Whether the delete ignores its guard (the negative control).
+    unguarded: bool,
+}
+
+#[async_trait]
+impl Hooks for ParksInTheWindow {
+    async fn delete_execution_if(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        guard: &loomfence_core::DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        if id == &self.child {
+            park_on(inner, &self.parent, &[Wait::Child(self.child.clone())]).await;
+        }
+        if self.unguarded {
+            inner.delete_execution(id).await?;
+            return Ok(GuardedDelete::Deleted);
+        }
+        inner.delete_execution_if(id, guard).await
+    }
+}
+
+/// The window between the pin check and the delete: a parent that parks on
+/// the child in it keeps the child (the guarded delete is refused and
+/// reported), its supervisor then resumes it with the child's outcome, and
+/// the next sweep deletes the child. The same run with the guard ignored
+/// (the negative control) deletes the child under the parked parent, whose
+/// supervisor then waits forever.
+pub async fn a_parent_parking_in_the_window_keeps_the_child(store: Store) {
+    for unguarded in [false, true] {
+        let suffix = if unguarded { "unguarded" } else { "guarded" };
+        let (parent, child) = (
+            id(&format!("win-parent-{suffix}")),
+            id(&format!("win-child-{suffix}")),
+        );
+        start(&*store, &parent).await;
+        finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
+        let racing = Around {
+            inner: Arc::clone(&store),
+            hooks: ParksInTheWindow {
+                parent: parent.clone(),
+                child: child.clone(),
+                unguarded,
+            },
+        };
+        let report = Sweep::new(&racing, options(10)).run().await.expect("runs");
+        let supervisor = ChildSupervisor::new(Arc::clone(&store), SupervisorOptions::default());
+        let supervised = supervisor.watch(&parent).await.expect("supervises");
+        if unguarded {
+            assert_eq!(report.deleted, 1);
+            assert_eq!(
+                supervised,
+                Supervised::Waiting,
+                "the control: the parent waits on a child that is gone"
+            );
+            continue;
+        }
+        assert_eq!(report.deleted, 0, "{report:?}");
+        assert_eq!(report.kept.len(), 1, "{report:?}");
+        assert_eq!(
+            report.kept[0].refusal,
+            GuardedDelete::ParentMoved {
+                parent: parent.clone()
+            }
+        );
+        let Supervised::Resumed(resumed) = supervised else {
+            panic!("the parent is resumed from the kept child: {supervised:?}");
+        };
+        let answer = store
+            .read_range(&parent, resumed.view.head, None)
+            .await
+            .expect("reads");
+        assert_eq!(
+            answer[0].payload["answer"]["children"][child.as_str()]["output"],
+            json!({ "total": 42 })
+        );
+        let next = sweep(&*store, 10).await;
+        assert_eq!(next.deleted, 1, "{next:?}");
+        assert!(!exists(&*store, &child).await);
+    }
+}
+
+/// How many executions [`ten_thousand_executions_are_read_only_as_needed`]
+/// writes.
+pub const MANY: usize = 10_000;
+
+/// What one execution of the big sweep is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A parent, parked on its old child (shape `PinnedChild`).
+    ParkedParent,
+    /// An old child of a parked parent: pinned.
+    PinnedChild,
+    /// An old root: deleted, no parent read.
+    OldRoot,
+    /// An old child of a running parent: one parent read, deleted.
+    FreeChild,
+    /// Ended after the cutoff: skipped.
+    Young,
+    /// Still running: skipped.
+    Running,
+}
+
+/// The shape of execution `n` of the big sweep: parents and their pinned
+/// children in pairs, the rest spread over the other shapes.
+fn shape(n: usize) -> Shape {
+    match n % 10 {
+        0 => Shape::ParkedParent,
+        1 => Shape::PinnedChild,
+        2..=4 => Shape::OldRoot,
+        5 | 6 => Shape::FreeChild,
+        7 | 8 => Shape::Young,
+        _ => Shape::Running,
+    }
+}
+
+/// 10,000 executions of mixed shapes, swept in pages of 1,000: everything
+/// is examined once, only the eligible ones' logs are read (one read
+/// each), parents are read only for eligible children, and exactly the old
+/// unpinned ones are deleted. The counts are the proof that the pin is
+/// consulted only for eligible executions; the speed is the bench's
+/// (`loomfence bench --workload retention`).
+pub async fn ten_thousand_executions_are_read_only_as_needed(store: Store) {
+    let name = |n: usize| id(&format!("many-{n:05}"));
+    let running_parent = id("many-running-parent");
+    start(&*store, &running_parent).await;
+    let mut writers = tokio::task::JoinSet::new();
+    for lane in 0..8 {
+        let store = Arc::clone(&store);
+        let running_parent = running_parent.clone();
+        writers.spawn(async move {
+            for n in (lane..MANY).step_by(8) {
+                let id = name(n);
+                match shape(n) {
+                    Shape::ParkedParent => {
+                        start(&*store, &id).await;
+                        park_on(&*store, &id, &[Wait::Child(name(n + 1))]).await;
+                    }
+                    Shape::PinnedChild => {
+                        finished_child(&*store, &id, Some(&name(n - 1)), LONG_AGO).await;
+                    }
+                    Shape::OldRoot => finished_child(&*store, &id, None, LONG_AGO).await,
+                    Shape::FreeChild => {
+                        finished_child(&*store, &id, Some(&running_parent), LONG_AGO).await;
+                    }
+                    Shape::Young => finished_child(&*store, &id, None, RECENTLY).await,
+                    Shape::Running => start(&*store, &id).await,
+                }
+            }
+        });
+    }
+    while let Some(written) = writers.join_next().await {
+        written.expect("a writer task");
+    }
+    let count = |wanted: &[Shape]| (0..MANY).filter(|&n| wanted.contains(&shape(n))).count() as u64;
+    let eligible = count(&[Shape::PinnedChild, Shape::OldRoot, Shape::FreeChild]);
+    let report = sweep(&*store, 1_000).await;
+    assert_eq!(report.examined, MANY as u64 + 1);
+    assert_eq!(report.eligible, eligible);
+    assert_eq!(
+        report.log_reads, eligible,
+        "one read per eligible execution"
+    );
+    assert_eq!(
+        report.parent_reads,
+        count(&[Shape::PinnedChild, Shape::FreeChild]),
+        "parents read only for eligible children"
+    );
+    assert_eq!(report.pinned.len() as u64, count(&[Shape::PinnedChild]));
+    assert_eq!(report.deleted, count(&[Shape::OldRoot, Shape::FreeChild]));
+    assert!(report.kept.is_empty());
+    let left = store
+        .list_executions(None, loomfence_core::MAX_PAGE_LIMIT)
+        .await
+        .expect("lists");
+    assert_eq!(left.len() as u64, MANY as u64 + 1 - report.deleted);
+}
