@@ -1,1 +1,289 @@
+//! The sweep machine and the guarded delete over the in-memory store: the
+//! drive loop every host writes, and what the machine refuses.
 
+use serde_json::json;
+
+use super::*;
+use crate::event::{Envelope, JsonObject, NewEvent};
+use crate::id::ExecutionId;
+use crate::kind::KernelKind;
+use crate::memory::MemoryStore;
+use crate::park::{Wait, park_payload};
+use crate::{LineageError, started_child};
+
+fn id(s: &str) -> ExecutionId {
+    ExecutionId::new(s).expect("valid")
+}
+
+fn options() -> SweepOptions {
+    SweepOptions {
+        ended_before: 5_000,
+        page_limit: 2,
+        archive: true,
+        dry_run: false,
+    }
+}
+
+/// Drives a sweep over `store` to the end, archiving into `archive`.
+fn run(
+    store: &mut MemoryStore,
+    options: SweepOptions,
+    archive: &mut Vec<ExecutionId>,
+) -> Result<SweepReport, SweepError> {
+    let mut machine = SweepMachine::new(options);
+    loop {
+        let action = match machine.poll() {
+            SweepPoll::Done(result) => return result,
+            SweepPoll::Act(action) => action,
+        };
+        match action {
+            SweepAction::List { after, limit } => machine
+                .handle_page(store.list_executions(after.as_ref(), limit).expect("lists"))
+                .expect("a page"),
+            SweepAction::ReadLog { execution_id } => machine
+                .handle_log(store.read_range(&execution_id, 1, None).expect("reads"), [])
+                .expect("a log"),
+            SweepAction::ReadParent { parent, .. } => machine
+                .handle_parent(store.read_range(&parent, 1, None).expect("reads"))
+                .expect("a parent"),
+            SweepAction::Archive { execution_id, .. } => {
+                archive.push(execution_id);
+                machine.handle_archived().expect("archived");
+            }
+            SweepAction::Delete {
+                execution_id,
+                guard,
+            } => machine
+                .handle_deleted(
+                    store
+                        .delete_execution_if(&execution_id, &guard)
+                        .expect("deletes"),
+                )
+                .expect("deleted"),
+        }
+    }
+}
+
+fn ended(store: &mut MemoryStore, child: &str, parent: Option<&str>, at: i64) {
+    let start = parent.map_or_else(
+        || NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        |p| started_child(&id(p), 0),
+    );
+    store
+        .append_many(
+            &id(child),
+            vec![start, NewEvent::kernel(KernelKind::ExecutionCompleted, at)],
+        )
+        .expect("appends");
+}
+
+fn parked_on(store: &mut MemoryStore, parent: &str, waits: &[Wait]) {
+    store
+        .append_many(
+            &id(parent),
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, 0)
+                    .with_payload(park_payload(waits)),
+            ],
+        )
+        .expect("parks");
+}
+
+#[test]
+fn a_sweep_archives_then_deletes_the_old_and_keeps_the_pinned() {
+    let mut store = MemoryStore::new();
+    parked_on(&mut store, "p", &[Wait::Child(id("c1"))]);
+    ended(&mut store, "c1", Some("p"), 1_000);
+    ended(&mut store, "c2", Some("p"), 1_000);
+    ended(&mut store, "root", None, 1_000);
+    ended(&mut store, "young", None, 9_000);
+    let mut archive = Vec::new();
+    let report = run(&mut store, options(), &mut archive).expect("sweeps");
+    assert_eq!(archive, [id("c2"), id("root")]);
+    assert_eq!(
+        report,
+        SweepReport {
+            dry_run: false,
+            examined: 5,
+            eligible: 3,
+            deleted: 2,
+            archived: 2,
+            pinned: vec![Pinned {
+                child: id("c1"),
+                parent: id("p")
+            }],
+            kept: Vec::new(),
+            pages: 4,
+            log_reads: 3,
+            parent_reads: 2,
+        }
+    );
+    let left: Vec<&ExecutionId> = store.executions().collect();
+    assert_eq!(left, [&id("c1"), &id("p"), &id("young")]);
+}
+
+#[test]
+fn a_dry_run_asks_for_no_archive_or_delete() {
+    let mut store = MemoryStore::new();
+    ended(&mut store, "root", None, 1_000);
+    let before = store.clone();
+    let mut archive = Vec::new();
+    let report = run(
+        &mut store,
+        SweepOptions {
+            dry_run: true,
+            ..options()
+        },
+        &mut archive,
+    )
+    .expect("sweeps");
+    assert_eq!((report.deleted, report.archived), (1, 0));
+    assert!(archive.is_empty());
+    assert_eq!(store, before);
+}
+
+#[test]
+fn a_corrupt_recorded_parent_ends_the_sweep_naming_the_log() {
+    let mut store = MemoryStore::new();
+    let mut payload = JsonObject::new();
+    payload.insert("parent".to_owned(), json!(["not", "an", "id"]));
+    store
+        .append_many(
+            &id("bad"),
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, 0).with_payload(payload),
+                NewEvent::kernel(KernelKind::ExecutionFailed, 1),
+            ],
+        )
+        .expect("appends");
+    let before = store.clone();
+    let error = run(&mut store, options(), &mut Vec::new()).expect_err("stops");
+    assert!(matches!(
+        error,
+        SweepError::Lineage {
+            ref execution_id,
+            source: LineageError::NotAString { sequence: 1, .. }
+        } if execution_id == &id("bad")
+    ));
+    assert_eq!(store, before, "nothing deleted");
+}
+
+#[test]
+fn a_log_that_changed_since_the_listing_is_judged_by_what_was_read() {
+    let mut machine = SweepMachine::new(options());
+    let summary = ExecutionSummary {
+        execution_id: id("x"),
+        head: 2,
+        ended: Some(Ended {
+            sequence: 2,
+            at: 1_000,
+        }),
+    };
+    machine.handle_page(vec![summary]).expect("a page");
+    // Deleted and reborn between the listing and the read: running now.
+    let reborn = NewEvent::kernel(KernelKind::ExecutionStarted, 0).into_envelope(id("x"), 1);
+    machine.handle_log(vec![reborn], []).expect("a log");
+    assert!(matches!(
+        machine.poll(),
+        SweepPoll::Act(SweepAction::List { after: Some(ref a), .. }) if a == &id("x")
+    ));
+}
+
+#[test]
+fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
+    let mut machine = SweepMachine::new(options());
+    let before = machine.clone();
+    assert_eq!(
+        machine.handle_log(Vec::new(), []),
+        Err(SweepMachineError::UnexpectedInput {
+            expected: "handle_page",
+            got: "handle_log"
+        })
+    );
+    assert!(machine.handle_archived().is_err());
+    assert!(machine.handle_deleted(GuardedDelete::Deleted).is_err());
+    assert_eq!(machine, before);
+
+    let summary = |s: &str| ExecutionSummary {
+        execution_id: id(s),
+        head: 1,
+        ended: Some(Ended {
+            sequence: 1,
+            at: 1_000,
+        }),
+    };
+    machine.handle_page(vec![summary("a")]).expect("a page");
+    let foreign: Vec<Envelope> =
+        vec![NewEvent::kernel(KernelKind::ExecutionCompleted, 1).into_envelope(id("b"), 1)];
+    let before = machine.clone();
+    assert_eq!(
+        machine.handle_log(foreign, []),
+        Err(SweepMachineError::WrongExecution {
+            expected: id("a"),
+            got: id("b")
+        })
+    );
+    assert_eq!(machine, before);
+    let own = vec![NewEvent::kernel(KernelKind::ExecutionCompleted, 1).into_envelope(id("a"), 1)];
+    machine.handle_log(own, []).expect("a log");
+    machine.handle_archived().expect("archived");
+    machine
+        .handle_deleted(GuardedDelete::Deleted)
+        .expect("deleted");
+    assert_eq!(
+        machine.handle_page(vec![summary("a")]),
+        Err(SweepMachineError::PageRepeatsCursor { after: id("a") })
+    );
+}
+
+#[test]
+fn known_parents_are_read_after_the_recorded_one_and_once_each() {
+    let mut machine = SweepMachine::new(options());
+    machine
+        .handle_page(vec![ExecutionSummary {
+            execution_id: id("c"),
+            head: 2,
+            ended: Some(Ended {
+                sequence: 2,
+                at: 1_000,
+            }),
+        }])
+        .expect("a page");
+    let log = vec![
+        started_child(&id("p"), 0).into_envelope(id("c"), 1),
+        NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("c"), 2),
+    ];
+    machine
+        .handle_log(log, [id("q"), id("p"), id("q")])
+        .expect("a log");
+    let mut asked = Vec::new();
+    while let SweepPoll::Act(SweepAction::ReadParent { parent, .. }) = machine.poll() {
+        asked.push(parent);
+        machine.handle_parent(Vec::new()).expect("no log");
+    }
+    assert_eq!(asked, [id("p"), id("q")]);
+    let SweepPoll::Act(SweepAction::Archive { .. }) = machine.poll() else {
+        panic!("archive next");
+    };
+    machine.handle_archived().expect("archived");
+    let SweepPoll::Act(SweepAction::Delete { guard, .. }) = machine.poll() else {
+        panic!("delete next");
+    };
+    assert_eq!(
+        guard,
+        DeleteGuard {
+            head: 2,
+            parents: vec![
+                ParentMark {
+                    parent: id("p"),
+                    seen: 0
+                },
+                ParentMark {
+                    parent: id("q"),
+                    seen: 0
+                }
+            ],
+        }
+    );
+}
