@@ -287,3 +287,98 @@ fn known_parents_are_read_after_the_recorded_one_and_once_each() {
         }
     );
 }
+
+/// One sweep over `store`, with the parent parking on the child just
+/// before step `park_at` (counting the sweep's actions from 0), and the
+/// delete guarded or not. Returns whether the parent parked before the
+/// child was deleted while the child is gone: a parent waiting forever.
+fn strands_the_parent(park_at: usize, guarded: bool) -> bool {
+    let mut store = MemoryStore::new();
+    store
+        .append(&id("p"), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+        .expect("starts");
+    ended(&mut store, "c", Some("p"), 1_000);
+    let mut machine = SweepMachine::new(SweepOptions {
+        archive: false,
+        ..options()
+    });
+    let mut parked_before_delete = false;
+    let mut deleted = false;
+    for step in 0.. {
+        if step == park_at {
+            parked_on_child(&mut store);
+            parked_before_delete = !deleted;
+        }
+        let action = match machine.poll() {
+            SweepPoll::Done(result) => {
+                result.expect("sweeps");
+                break;
+            }
+            SweepPoll::Act(action) => action,
+        };
+        match action {
+            SweepAction::List { after, limit } => machine
+                .handle_page(store.list_executions(after.as_ref(), limit).expect("lists"))
+                .expect("a page"),
+            SweepAction::ReadLog { execution_id } => machine
+                .handle_log(store.read_range(&execution_id, 1, None).expect("reads"), [])
+                .expect("a log"),
+            SweepAction::ReadParent { parent, .. } => machine
+                .handle_parent(store.read_range(&parent, 1, None).expect("reads"))
+                .expect("a parent"),
+            SweepAction::Delete {
+                execution_id,
+                guard,
+            } => {
+                let outcome = if guarded {
+                    store
+                        .delete_execution_if(&execution_id, &guard)
+                        .expect("deletes")
+                } else {
+                    store.delete_execution(&execution_id);
+                    GuardedDelete::Deleted
+                };
+                deleted = outcome == GuardedDelete::Deleted;
+                machine.handle_deleted(outcome).expect("deleted");
+            }
+            SweepAction::Archive { .. } => unreachable!("no archive"),
+        }
+    }
+    parked_before_delete
+        && store
+            .read_range(&id("c"), 1, None)
+            .expect("reads")
+            .is_empty()
+}
+
+/// Parks `p` on `c`.
+fn parked_on_child(store: &mut MemoryStore) {
+    store
+        .append(
+            &id("p"),
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 0)
+                .with_payload(park_payload(&[Wait::Child(id("c"))])),
+        )
+        .expect("parks");
+}
+
+/// The window, over every point at which the parent can park: with the
+/// guarded delete no interleaving deletes a child its parent parked on
+/// before the delete; with a plain delete (the control) parking between
+/// the pin check and the delete does.
+#[test]
+fn no_interleaving_of_a_park_with_the_sweep_strands_the_parent() {
+    // The sweep's actions: 0 list [c, p], 1 read c, 2 read p (the pin
+    // check), 3 delete c, 4 list (empty: the end); 5 is after the sweep.
+    let stranded = |guarded| -> Vec<usize> {
+        (0..6)
+            .filter(|&at| strands_the_parent(at, guarded))
+            .collect()
+    };
+    assert_eq!(stranded(true), Vec::<usize>::new());
+    assert_eq!(
+        stranded(false),
+        [3],
+        "the control: a park between the pin check and a plain delete"
+    );
+}
