@@ -47,6 +47,7 @@ mod db;
 mod error;
 mod ops;
 mod options;
+mod retention_ops;
 mod schema;
 mod store;
 mod timer_ops;
