@@ -28,7 +28,7 @@ fn large_table() -> Connection {
             .unwrap();
         for n in 0..EXECUTIONS {
             let id = format!("exec-{:05}", (n * 7919) % EXECUTIONS);
-            let last = if n % 2 == 0 {
+            let last = if n.is_multiple_of(2) {
                 KernelKind::ExecutionCompleted.as_str()
             } else {
                 "app.step"
