@@ -8,7 +8,7 @@
 //! passes one conformance kit.
 //!
 //! - **Every write runs in a `BEGIN IMMEDIATE` transaction**: appends (with the
-//!   guard), the park-conditional append, both acquires and the delete. It
+//!   guard), the park-conditional append, both acquires and both deletes. It
 //!   takes SQLite's write lock up front, so the read, the decision and the
 //!   write cannot interleave with another writer in this process or any
 //!   other. The decisions are the core's own functions, not a SQL copy.
@@ -23,6 +23,12 @@
 //!   schema is created in one immediate transaction (two processes opening
 //!   a new file queue on it), and a foreign, damaged or newer file is
 //!   refused, unchanged, with a typed [`OpenError`].
+//! - **Retention's two calls are cheap and safe**: the paged listing is a
+//!   few index seeks per execution (a partial index of terminal events,
+//!   created on open, answers "when did it end"), and the guarded delete
+//!   checks the child's head and each parent's answering events in the same
+//!   write transaction as the delete, so a parent cannot park on a child
+//!   between the check and the delete.
 //! - **Timers live in the same file** ([`SqliteEventStore::timers`]), their
 //!   writes on the same writer thread, under the core's
 //!   [`TimerTable`](loomfence_core::TimerTable) rules stated in SQL. A
@@ -47,6 +53,7 @@ mod db;
 mod error;
 mod ops;
 mod options;
+mod retention_ops;
 mod schema;
 mod store;
 mod timer_ops;

@@ -25,12 +25,12 @@ fn to_i64(value: u64) -> i64 {
 }
 
 /// A stored sequence or token (never negative).
-fn to_u64(value: i64) -> u64 {
+pub(crate) fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()
 }
 
 /// The log's last sequence, 0 when empty.
-fn head(conn: &Connection, id: &str) -> Result<u64, StoreError> {
+pub(crate) fn head(conn: &Connection, id: &str) -> Result<u64, StoreError> {
     let head: i64 = conn
         .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE execution_id = ?1")
         .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
@@ -66,8 +66,14 @@ fn check_park(conn: &Connection, id: &str, park_seq: u64, head: u64) -> Result<(
 
 /// Whether an answering event follows `park_seq`, judged by the core's own
 /// classification. Only the tail after the park is read, and metadata is
-/// parsed only for kinds the kernel table does not know.
-fn answered_after(conn: &Connection, id: &str, park_seq: u64) -> Result<bool, StoreError> {
+/// parsed only for kinds the kernel table does not know. The conditional
+/// acquire, the park-conditional append and the guarded delete's parent
+/// check all ask it, so the three agree on what answers a park.
+pub(crate) fn answered_after(
+    conn: &Connection,
+    id: &str,
+    park_seq: u64,
+) -> Result<bool, StoreError> {
     let mut statement = conn
         .prepare_cached(
             "SELECT kind, metadata FROM events WHERE execution_id = ?1 AND sequence > ?2",

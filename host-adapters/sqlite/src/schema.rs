@@ -3,12 +3,15 @@
 //! The version lives in `PRAGMA user_version`. Creating the tables and
 //! setting the version happen in one `BEGIN IMMEDIATE` transaction, so two
 //! processes opening a new file at once queue on the write lock: the first
-//! creates, the second finds everything in place. The `timers` table is
-//! brought up to date in the same transaction, on every open (see
-//! [`crate::timer_schema`]).
+//! creates, the second finds everything in place. The `timers` table and
+//! the retention listing's index are brought up to date in the same
+//! transaction, on every open (see [`crate::timer_schema`] and
+//! [`crate::retention_ops`]): both are additive, so neither changes the
+//! version.
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::retention_ops;
 use crate::timer_schema::{self, TimersTable};
 
 /// The schema version this build writes and understands.
@@ -56,8 +59,11 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
         tx.execute_batch(DDL)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
-    // Whatever the version: a file of an earlier build has no `timers`
-    // table, and one shared with the reference engine may hold its old one.
+    // Whatever the version: a file of an earlier build has no index of
+    // terminal events (building it reads `events` once, on the first open by
+    // this build) and no `timers` table, and one shared with the reference
+    // engine may hold its old one.
+    retention_ops::migrate(&tx)?;
     if let TimersTable::Foreign { missing } = timer_schema::migrate(&tx)? {
         // Dropping the transaction rolls back everything above.
         return Ok(Migrated::ForeignTimers(missing));

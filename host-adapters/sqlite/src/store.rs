@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, NewEvent, ParkExpectation, check_guard, check_page_limit,
 };
 use loomfence_store::{
     BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,
@@ -16,6 +17,7 @@ use crate::db::Db;
 use crate::error::OpenError;
 use crate::ops::{self, Encoded};
 use crate::options::SqliteOptions;
+use crate::retention_ops;
 use crate::timers::SqliteTimerStore;
 
 /// A fenced event store in one SQLite file (or `:memory:`), with the
@@ -196,26 +198,31 @@ impl EventStore for SqliteEventStore {
             .await
     }
 
-    // Not offered yet: the adapter's implementation lands in its own commit.
     async fn delete_execution_if(
         &self,
-        _execution_id: &ExecutionId,
-        _guard: &loomfence_core::DeleteGuard,
-    ) -> Result<loomfence_core::GuardedDelete, StoreError> {
-        Err(StoreError::Unsupported {
-            operation: "delete_execution_if",
-            capability: self.capability(),
-        })
+        execution_id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        check_guard(guard)?;
+        let id = execution_id.clone();
+        let guard = guard.clone();
+        self.db
+            .write(
+                || Ok(()),
+                move |writer, ()| retention_ops::delete_execution_if(writer, &id, &guard),
+            )
+            .await
     }
 
     async fn list_executions(
         &self,
-        _after: Option<&ExecutionId>,
-        _limit: u32,
-    ) -> Result<Vec<loomfence_core::ExecutionSummary>, StoreError> {
-        Err(StoreError::Unsupported {
-            operation: "list_executions",
-            capability: self.capability(),
-        })
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let limit = check_page_limit(limit)?;
+        let after = after.cloned();
+        self.db
+            .read(move |reader| retention_ops::list_executions(reader, after.as_ref(), limit))
+            .await
     }
 }

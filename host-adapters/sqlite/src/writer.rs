@@ -586,6 +586,67 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_guarded_delete_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
+        use loomfence_core::{DeleteGuard, ExecutionId, GuardedDelete, KernelKind, NewEvent};
+        use loomfence_store::EventStore;
+
+        use crate::{SqliteEventStore, SqliteOptions};
+
+        let file = TempFile::new("guarded-delete");
+        let id = ExecutionId::new("job-1").unwrap();
+        let at = 1_700_000_000_000;
+        let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        store
+            .append_many(
+                &id,
+                vec![
+                    NewEvent::kernel(KernelKind::ExecutionStarted, at),
+                    NewEvent::kernel(KernelKind::ExecutionCompleted, at),
+                ],
+            )
+            .await
+            .unwrap();
+        let guard = DeleteGuard {
+            head: 2,
+            parents: Vec::new(),
+        };
+        let writer = store.db().writer();
+        let Hold {
+            release,
+            started,
+            job,
+        } = hold(writer);
+        let group = async {
+            started.await.unwrap();
+            queue_poison(writer).await;
+            tokio::join!(store.delete_execution_if(&id, &guard), async {
+                release.send(()).unwrap();
+            })
+        };
+        let (held, (deleted, ())) = tokio::join!(job, group);
+        held.unwrap();
+        assert!(
+            matches!(deleted, Err(StoreError::OutcomeUnknown(_))),
+            "expected OutcomeUnknown, got {deleted:?}"
+        );
+        drop(store);
+        let reopened = SqliteEventStore::open(&file.0, SqliteOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            reopened.read_range(&id, 1, None).await.unwrap().is_empty(),
+            "the delete landed in the committed group"
+        );
+        // Settled: the log the guard names is gone.
+        assert_eq!(
+            reopened.delete_execution_if(&id, &guard).await.unwrap(),
+            GuardedDelete::LogChanged { head: 0 }
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_timer_write_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
         use loomfence_core::{DueFilter, ExecutionId, TimerRow};
         use loomfence_store::{TimerStore, TimerStoreError};
