@@ -21,6 +21,13 @@
 //!
 //! Either command stopped by Ctrl-C drops its PostgreSQL schema (or removes
 //! its SQLite file) and exits 130.
+//!
+//! `loomfence retention` is the one command that works on a real, existing
+//! store: it deletes (or archives, then deletes) the executions that ended
+//! before a cutoff, keeping every child a parent is parked on. It exits 0
+//! when the sweep finished, 1 when it failed (with what it did before), 2
+//! on bad options (a missing store included: it creates nothing), 130 on
+//! Ctrl-C (see [`retention`]).
 
 mod bench;
 mod interrupt;
@@ -29,11 +36,14 @@ mod race;
 mod redrive;
 mod report;
 mod resumer;
+mod retention;
 mod settings;
 mod sqlite_file;
 mod store_arg;
 
 use std::process::ExitCode;
+
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loomfence_sqlite::Durability;
@@ -101,6 +111,82 @@ enum Command {
     /// resume vs the acquire_fence resume (as extra time per execution), and
     /// on PostgreSQL the function vs the pipelined acquire.
     Bench(BenchArgs),
+    /// Delete the executions of an existing store that ended more than
+    /// --older-than ago, except the children a parent is parked on.
+    ///
+    /// One sweep pages through the store's executions (--page-limit per
+    /// page), reads the log of each one that ended before the cutoff (now,
+    /// by the system clock, minus --older-than), reads its parent's log if
+    /// it has one, keeps it when the parent is parked on it (pinned), and
+    /// otherwise deletes it with a guarded delete that re-checks, in the
+    /// same atomic step, that neither the log nor the parent moved. With
+    /// --archive each log is first appended to a JSON-lines file and synced.
+    /// Running executions and those that ended recently are skipped.
+    ///
+    /// The store must exist: nothing is created, dropped or removed.
+    ///
+    /// Exit code: 0 when the sweep went through the whole store; 1 when the
+    /// store could not be opened or the sweep stopped on an error (printed,
+    /// with what was done before: each delete is atomic, so the next sweep
+    /// simply goes on); 2 on bad options, a missing store included; 130 on
+    /// Ctrl-C (the first stops before the sweep's next step, a second at
+    /// once), with what was done before.
+    Retention(RetentionArgs),
+}
+
+/// `loomfence retention`'s options.
+#[derive(Debug, Args)]
+struct RetentionArgs {
+    /// The existing store to sweep: `sqlite:PATH`, an existing loomfence
+    /// SQLite file (a missing one is refused, never created);
+    /// `postgres:URL`, a server whose schema (--schema) already holds a
+    /// loomfence store; both are migrated as their adapter does on open.
+    /// `memory` and `sqlite::memory:` are accepted but are a new, empty
+    /// store (nothing else can reach one): a smoke test of the command.
+    #[arg(long, value_name = "STORE")]
+    store: String,
+    /// The PostgreSQL schema holding the store; only with --store
+    /// postgres:…. Default: the adapter's default schema, `loomfence`.
+    #[arg(long, value_name = "NAME")]
+    schema: Option<String>,
+    /// Sweep executions that ended more than this long ago: a duration
+    /// such as 7d, 12h, 30m or 90s (units combine: `1d 12h`; w, M and y
+    /// work too).
+    #[arg(long, value_name = "DURATION")]
+    older_than: String,
+    /// Append each log to this JSON-lines file (created if missing, synced
+    /// after each execution) before deleting it. Not opened in a dry run.
+    #[arg(long, value_name = "FILE")]
+    archive: Option<PathBuf>,
+    /// Decide everything and change nothing: report what would be deleted
+    /// (and pinned), delete and archive nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Executions per listing page, 1 to 10000.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_PAGE_LIMIT)]
+    page_limit: u32,
+    /// Print exactly one JSON object on stdout instead of the summary:
+    /// outcome (done, failed, interrupted, aborted), store, olderThan,
+    /// endedBefore (ms), archive, dryRun, examined, eligible, skipped,
+    /// deleted, archived, pinned {count, list of {child, parent}}, kept
+    /// {count, list}, pages, logReads, parentReads, elapsedMs,
+    /// examinedPerSecond, and error when it failed.
+    #[arg(long)]
+    json: bool,
+}
+
+impl From<RetentionArgs> for retention::RawRetention {
+    fn from(args: RetentionArgs) -> Self {
+        retention::RawRetention {
+            store: args.store,
+            schema: args.schema,
+            older_than: args.older_than,
+            archive: args.archive,
+            dry_run: args.dry_run,
+            page_limit: args.page_limit,
+            json: args.json,
+        }
+    }
 }
 
 /// `loomfence race`'s options.
@@ -272,6 +358,7 @@ async fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Race(args) => race_command(args).await,
         Command::Bench(args) => bench_command(args).await,
+        Command::Retention(args) => retention::command(args.into()).await,
     }
 }
 

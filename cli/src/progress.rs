@@ -37,3 +37,35 @@ pub(crate) fn phases_bar() -> ProgressBar {
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
 }
+
+/// A spinner for a retention sweep, whose length is unknown until the
+/// listing ends: it shows the counts so far (see [`sweep_counts`]), set
+/// after every listing page; hidden unless stderr is a terminal. Like the
+/// bench's bar it shows with `--json` too (it is on stderr).
+pub(crate) fn sweep_spinner() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let bar = ProgressBar::new_spinner().with_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar.set_message("listing the first page…");
+    bar
+}
+
+/// The spinner's message for a sweep's report so far.
+pub(crate) fn sweep_counts(report: &loomfence_core::SweepReport) -> String {
+    format!(
+        "examined {} · eligible {} · {} {} · pinned {}",
+        report.examined,
+        report.eligible,
+        if report.dry_run {
+            "would delete"
+        } else {
+            "deleted"
+        },
+        report.deleted,
+        report.pinned.len()
+    )
+}

@@ -10,6 +10,11 @@
 //!
 //! `sqlite::memory:` is a private in-memory database instead: nothing on
 //! disk, nothing to remove, nothing fsynced.
+//!
+//! `loomfence retention` is the one command that works on somebody's real
+//! database, so it has the opposite path: [`SqliteTarget::check_existing`]
+//! and [`SqliteTarget::open_existing`] open a file that must already exist,
+//! never create one, and never remove anything.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -77,6 +82,22 @@ pub(crate) enum SqlitePathError {
         /// The companion found.
         companion: String,
     },
+    /// `loomfence retention`: the file does not exist. Retention sweeps a
+    /// store somebody made; creating an empty one would only hide a typo.
+    #[error(
+        "--store sqlite:{path}: no such file; retention opens an existing database and never creates one"
+    )]
+    Missing {
+        /// The path as given.
+        path: String,
+    },
+    /// `loomfence retention`: something other than a file is there (a
+    /// directory, a device).
+    #[error("--store sqlite:{path}: not a regular file")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+    },
     /// The file system would not say (permissions, a file as a directory
     /// along the path).
     #[error("--store sqlite:{path}: {reason}")]
@@ -104,6 +125,9 @@ pub(crate) enum SqliteFileError {
     /// The adapter refused to open it.
     #[error("SQLite: {0}")]
     Open(#[from] loomfence_sqlite::OpenError),
+    /// The existing database named for retention is gone, or is not a file.
+    #[error(transparent)]
+    Path(#[from] SqlitePathError),
     /// A file of the run could not be removed; it is left behind.
     #[error("could not remove {path} (remove it by hand): {source}")]
     Remove {
@@ -165,6 +189,47 @@ impl SqliteTarget {
             }
         }
         Ok(())
+    }
+
+    /// `loomfence retention`'s check: the file exists and is a regular
+    /// file (a symlink to one counts). Nothing is created or opened.
+    pub(crate) fn check_existing(&self) -> Result<(), SqlitePathError> {
+        let SqliteTarget::File(path) = self else {
+            return Ok(());
+        };
+        let shown = path.display().to_string();
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(()),
+            Ok(_) => Err(SqlitePathError::NotAFile { path: shown }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(SqlitePathError::Missing { path: shown })
+            }
+            Err(e) => Err(unusable(&shown, &e)),
+        }
+    }
+
+    /// Opens an existing database for `loomfence retention`: the adapter
+    /// migrates it as it does on every open (an older loomfence schema is
+    /// upgraded; a foreign, damaged or newer file is refused unchanged), and
+    /// nothing is ever removed. [`check_existing`](Self::check_existing) is
+    /// repeated right before the open so that a missing file is refused,
+    /// not created; a file deleted in the instant between that check and
+    /// the open would still be created empty by SQLite, which the adapter
+    /// gives no way to prevent.
+    pub(crate) async fn open_existing(
+        &self,
+        durability: Durability,
+    ) -> Result<SqliteEventStore, SqliteFileError> {
+        let options = SqliteOptions {
+            durability,
+            ..SqliteOptions::default()
+        };
+        let path = match self {
+            SqliteTarget::Memory => return Ok(SqliteEventStore::open(MEMORY, options).await?),
+            SqliteTarget::File(path) => path,
+        };
+        self.check_existing()?;
+        Ok(SqliteEventStore::open(path, options).await?)
     }
 
     /// Creates the file (failing if it exists by now) and opens it; the
