@@ -152,7 +152,7 @@ struct RetentionArgs {
     /// Sweep executions that ended more than this long ago: a duration
     /// such as 7d, 12h, 30m or 90s (units combine: `1d 12h`; w, M and y
     /// work too).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     older_than: String,
     /// Append each log to this JSON-lines file (created if missing, synced
     /// after each execution) before deleting it. Not opened in a dry run.
