@@ -110,6 +110,17 @@ enum Command {
     /// rounds, then the comparisons: fenced vs unfenced, the conditional
     /// resume vs the acquire_fence resume (as extra time per execution), and
     /// on PostgreSQL the function vs the pipelined acquire.
+    ///
+    /// --workload retention measures the retention sweep instead: the
+    /// store is filled (not timed) with --executions executions of mixed
+    /// shapes (parents parked on their old children, old roots, old
+    /// children of a running parent, young ones, running ones), then one
+    /// sweep (delete only, pages of 1000) is timed and its counts checked;
+    /// with --archive the store is emptied, filled again, and a second
+    /// sweep archives each log to a JSON-lines file in the temporary
+    /// directory (fsynced per execution; removed at the end) before its
+    /// delete. The table gives the counts, executions examined per second
+    /// and deleted per second.
     Bench(BenchArgs),
     /// Delete the executions of an existing store that ended more than
     /// --older-than ago, except the children a parent is parked on.
@@ -288,6 +299,10 @@ impl From<RaceArgs> for RawSettings {
 /// `loomfence bench`'s options.
 #[derive(Debug, Args)]
 struct BenchArgs {
+    /// What to measure: `kernel` (the fence kernel's workloads) or
+    /// `retention` (one retention sweep).
+    #[arg(long, value_name = "WORKLOAD", default_value = "kernel")]
+    workload: WorkloadArg,
     /// The store to measure: `memory`; `postgres:URL` (e.g.
     /// `postgres:postgres://postgres@127.0.0.1:5432/postgres`), where every
     /// store the bench opens gets a fresh schema, dropped at the end;
@@ -302,15 +317,22 @@ struct BenchArgs {
     /// full.
     #[arg(long, value_name = "MODE")]
     sqlite_durability: Option<DurabilityArg>,
-    /// Concurrent tasks; each takes the next execution until all are done.
+    /// Concurrent tasks; each takes the next execution until all are done
+    /// (with --workload retention: the tasks that fill the store).
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: u32,
-    /// Executions per run of each workload.
-    #[arg(long, value_name = "N", default_value_t = 3000)]
-    executions: u32,
-    /// Measured rounds; each runs every workload once, in turn.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    runs: u32,
+    /// Executions per run of each workload (default 3000); with --workload
+    /// retention, executions in the swept store (default 10000).
+    #[arg(long, value_name = "N")]
+    executions: Option<u32>,
+    /// Measured rounds; each runs every workload once, in turn (default
+    /// 3). Not with --workload retention, which times one sweep.
+    #[arg(long, value_name = "N")]
+    runs: Option<u32>,
+    /// With --workload retention: also time a sweep that archives every
+    /// log to a JSON-lines file before deleting it.
+    #[arg(long)]
+    archive: bool,
     /// PostgreSQL connections per store; default: --concurrency.
     #[arg(long, value_name = "N")]
     pool: Option<u32>,
@@ -323,14 +345,28 @@ struct BenchArgs {
 impl From<BenchArgs> for bench::RawBench {
     fn from(args: BenchArgs) -> Self {
         bench::RawBench {
+            suite: match args.workload {
+                WorkloadArg::Kernel => bench::Suite::Kernel,
+                WorkloadArg::Retention => bench::Suite::Retention,
+            },
             store: args.store,
             concurrency: args.concurrency,
             executions: args.executions,
             runs: args.runs,
+            archive: args.archive,
             pool: args.pool,
             sqlite_durability: args.sqlite_durability.map(Durability::from),
         }
     }
+}
+
+/// `--workload`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WorkloadArg {
+    /// The fence kernel's workloads.
+    Kernel,
+    /// One retention sweep.
+    Retention,
 }
 
 /// `--sqlite-durability`'s values.
@@ -372,8 +408,16 @@ async fn bench_command(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = match bench::run(settings, progress::phases_bar()).await {
-        Ok(report) => report,
+    let printed = match settings.suite {
+        bench::Suite::Kernel => bench::run(settings, progress::phases_bar("workload runs"))
+            .await
+            .map(|report| (report.to_json(), report.markdown())),
+        bench::Suite::Retention => bench::retention::run(settings, progress::phases_bar("phases"))
+            .await
+            .map(|report| (report.to_json(), report.markdown())),
+    };
+    let (as_json, markdown) = match printed {
+        Ok(printed) => printed,
         Err(bench::BenchError::Interrupted) => {
             eprintln!("interrupted");
             return ExitCode::from(interrupt::EXIT_CODE);
@@ -384,9 +428,9 @@ async fn bench_command(args: BenchArgs) -> ExitCode {
         }
     };
     if json {
-        println!("{}", report.to_json());
+        println!("{as_json}");
     } else {
-        print!("{}", report.markdown());
+        print!("{markdown}");
     }
     ExitCode::SUCCESS
 }
