@@ -399,6 +399,48 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_existing_database_is_opened_as_it_is_and_a_missing_one_never_made() {
+        use loomfence_core::{ExecutionId, KernelKind, NewEvent};
+        use loomfence_store::EventStore;
+
+        let dir = scratch("existing");
+        let path = dir.join("kept.db");
+        let target = SqliteTarget::File(path.clone());
+        assert_eq!(
+            target.check_existing(),
+            Err(SqlitePathError::Missing {
+                path: path.display().to_string()
+            })
+        );
+        assert!(matches!(
+            target.open_existing(Durability::Full).await,
+            Err(SqliteFileError::Path(SqlitePathError::Missing { .. }))
+        ));
+        assert!(!path.exists(), "a missing database is not created");
+        assert!(matches!(
+            SqliteTarget::File(dir.clone()).check_existing(),
+            Err(SqlitePathError::NotAFile { .. })
+        ));
+
+        let x = ExecutionId::new("x").unwrap();
+        {
+            let store = SqliteEventStore::open(&path, SqliteOptions::default())
+                .await
+                .unwrap();
+            store
+                .append(&x, NewEvent::kernel(KernelKind::ExecutionStarted, 1))
+                .await
+                .unwrap();
+        }
+        assert_eq!(target.check_existing(), Ok(()));
+        let store = target.open_existing(Durability::Full).await.unwrap();
+        assert_eq!(store.read_range(&x, 1, None).await.unwrap().len(), 1);
+        drop(store);
+        assert!(path.exists(), "nothing removes it");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn open_creates_a_fresh_file_and_remove_leaves_nothing() {
         use loomfence_core::ExecutionId;
         use loomfence_store::EventStore;

@@ -510,6 +510,52 @@ mod tests {
     }
 
     #[test]
+    fn existing_wants_the_file_to_be_there() {
+        let here = std::env::current_exe().unwrap();
+        let existing = StoreArg::existing(&format!("sqlite:{}", here.display())).unwrap();
+        assert_eq!(existing.to_string(), format!("sqlite:{}", here.display()));
+        assert!(matches!(
+            StoreArg::existing("sqlite:/loomfence/no/such/x.db"),
+            Err(StoreArgError::SqlitePath(SqlitePathError::Missing { .. }))
+        ));
+        assert_eq!(StoreArg::existing("memory"), Ok(StoreArg::Memory));
+        assert!(StoreArg::existing("postgres:postgres://u@h/db").is_ok());
+        assert!(matches!(
+            StoreArg::existing("nosuch"),
+            Err(StoreArgError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_missing_store_is_an_option_error() {
+        assert!(
+            OpenError::NoStore {
+                schema: "app".to_owned()
+            }
+            .names_no_store()
+        );
+        assert!(
+            OpenError::Sqlite(SqliteFileError::Path(SqlitePathError::Missing {
+                path: "x".to_owned()
+            }))
+            .names_no_store()
+        );
+        assert!(
+            !OpenError::Drop {
+                schema: "app".to_owned(),
+                reason: "gone".to_owned()
+            }
+            .names_no_store()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory_opens_as_a_new_empty_store() {
+        let store = StoreArg::Memory.open_existing(None, 1).await.unwrap();
+        assert!(store.list_executions(None, 10).await.unwrap().is_empty());
+    }
+
+    #[test]
     fn refuses_durability_elsewhere_and_paths_a_run_cannot_create() {
         assert!(matches!(
             StoreArg::from_options("memory", Some(Durability::Full)),
