@@ -181,7 +181,9 @@ struct RetentionArgs {
     /// endedBefore (ms), archive, dryRun, examined, eligible, skipped,
     /// deleted, archived, pinned {count, list of {child, parent}}, kept
     /// {count, list}, pages, logReads, parentReads, elapsedMs,
-    /// examinedPerSecond, and error when it failed.
+    /// examinedPerSecond, and error when it failed. A sweep that stopped
+    /// early counts its last page as examined when it was listed, so its
+    /// skipped includes the part of that page it had not reached.
     #[arg(long)]
     json: bool,
 }

@@ -142,8 +142,16 @@ impl RetentionOutput {
             rfc3339(self.ended_before),
             self.older_than,
         );
+        // The core counts a page as examined when it is listed, and each
+        // eligible execution as it reaches it: a sweep that stopped mid-page
+        // has not judged the rest of that page.
+        let skipped = if self.outcome == Outcome::Done {
+            "skipped (running, or ended too recently)"
+        } else {
+            "skipped or not reached (the last page listed was not finished)"
+        };
         out += &format!(
-            "examined {}: {} eligible, {} skipped (running, or ended too recently)\n",
+            "examined {}: {} eligible, {} {skipped}\n",
             r.examined,
             r.eligible,
             r.skipped()
@@ -275,6 +283,7 @@ mod tests {
         dry.report.dry_run = true;
         let text = dry.human();
         assert!(text.starts_with("interrupted by Ctrl-C"), "{text}");
+        assert!(text.contains("4 skipped or not reached"), "{text}");
         assert!(text.contains("DRY RUN"), "{text}");
         assert!(
             text.contains("would delete 4 (a dry run archives nothing)"),
