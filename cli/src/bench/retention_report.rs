@@ -131,7 +131,7 @@ impl RetentionBenchReport {
         if let [plain, archived] = self.sweeps.as_slice() {
             let ratio = archived.elapsed.as_secs_f64() / plain.elapsed.as_secs_f64();
             out += &format!(
-                "\n- archiving: ×{ratio:.2} the delete-only sweep's time ({} bytes of JSON lines, one fsync per archived execution: {:.3} ms each)\n",
+                "\n- archiving: ×{ratio:.2} the delete-only sweep's time ({} bytes of JSON lines, one fsync per archived execution: {:+.3} ms each)\n",
                 archived.archive_bytes.unwrap_or(0),
                 (archived.elapsed.as_secs_f64() - plain.elapsed.as_secs_f64()) * 1000.0
                     / archived.report.archived.max(1) as f64,
@@ -226,7 +226,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("fsync per archived execution: 1.000 ms each"),
+            text.contains("fsync per archived execution: +1.000 ms each"),
             "{text}"
         );
         let json = report.to_json();
