@@ -97,7 +97,8 @@ enum Command {
     /// was reported exhausted are left for an operator, as the design says,
     /// and do not fail the run; neither do parks left with --no-redrive.
     Race(RaceArgs),
-    /// Measure throughput and latency of the kernel's workloads on a store.
+    /// Measure throughput and latency of the kernel's workloads on a store,
+    /// or (--workload retention) the speed of one retention sweep.
     ///
     /// Workloads: unfenced (five single appends), fenced (acquire_fence,
     /// then the five appends under the token), and park/resume (start,
