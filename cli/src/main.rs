@@ -21,6 +21,13 @@
 //!
 //! Either command stopped by Ctrl-C drops its PostgreSQL schema (or removes
 //! its SQLite file) and exits 130.
+//!
+//! `loomfence retention` is the one command that works on a real, existing
+//! store: it deletes (or archives, then deletes) the executions that ended
+//! before a cutoff, keeping every child a parent is parked on. It exits 0
+//! when the sweep finished, 1 when it failed (with what it did before), 2
+//! on bad options (a missing store included: it creates nothing), 130 on
+//! Ctrl-C (see [`retention`]).
 
 mod bench;
 mod interrupt;
@@ -29,11 +36,14 @@ mod race;
 mod redrive;
 mod report;
 mod resumer;
+mod retention;
 mod settings;
 mod sqlite_file;
 mod store_arg;
 
 use std::process::ExitCode;
+
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loomfence_sqlite::Durability;
@@ -87,7 +97,8 @@ enum Command {
     /// was reported exhausted are left for an operator, as the design says,
     /// and do not fail the run; neither do parks left with --no-redrive.
     Race(RaceArgs),
-    /// Measure throughput and latency of the kernel's workloads on a store.
+    /// Measure throughput and latency of the kernel's workloads on a store,
+    /// or (--workload retention) the speed of one retention sweep.
     ///
     /// Workloads: unfenced (five single appends), fenced (acquire_fence,
     /// then the five appends under the token), and park/resume (start,
@@ -100,7 +111,96 @@ enum Command {
     /// rounds, then the comparisons: fenced vs unfenced, the conditional
     /// resume vs the acquire_fence resume (as extra time per execution), and
     /// on PostgreSQL the function vs the pipelined acquire.
+    ///
+    /// --workload retention measures the retention sweep instead: the
+    /// store is filled (not timed) with --executions executions of mixed
+    /// shapes (parents parked on their old children, old roots, old
+    /// children of a running parent, young ones, running ones), then one
+    /// sweep (delete only, pages of 1000) is timed and its counts checked;
+    /// with --archive the store is emptied, filled again, and a second
+    /// sweep archives each log to a JSON-lines file in the temporary
+    /// directory (fsynced per execution; removed at the end) before its
+    /// delete. The table gives the counts, executions examined per second
+    /// and deleted per second.
     Bench(BenchArgs),
+    /// Delete the executions of an existing store that ended more than
+    /// --older-than ago, except the children a parent is parked on.
+    ///
+    /// One sweep pages through the store's executions (--page-limit per
+    /// page), reads the log of each one that ended before the cutoff (now,
+    /// by the system clock, minus --older-than), reads its parent's log if
+    /// it has one, keeps it when the parent is parked on it (pinned), and
+    /// otherwise deletes it with a guarded delete that re-checks, in the
+    /// same atomic step, that neither the log nor the parent moved. With
+    /// --archive each log is first appended to a JSON-lines file and synced.
+    /// Running executions and those that ended recently are skipped.
+    ///
+    /// The store must exist: nothing is created, dropped or removed.
+    ///
+    /// Exit code: 0 when the sweep went through the whole store; 1 when the
+    /// store could not be opened or the sweep stopped on an error (printed,
+    /// with what was done before: each delete is atomic, so the next sweep
+    /// simply goes on); 2 on bad options, a missing store included; 130 on
+    /// Ctrl-C (the first stops before the sweep's next step, a second at
+    /// once), with what was done before.
+    Retention(RetentionArgs),
+}
+
+/// `loomfence retention`'s options.
+#[derive(Debug, Args)]
+struct RetentionArgs {
+    /// The existing store to sweep: `sqlite:PATH`, an existing loomfence
+    /// SQLite file (a missing one is refused, never created);
+    /// `postgres:URL`, a server whose schema (--schema) already holds a
+    /// loomfence store; both are migrated as their adapter does on open.
+    /// `memory` and `sqlite::memory:` are accepted but are a new, empty
+    /// store (nothing else can reach one): a smoke test of the command.
+    #[arg(long, value_name = "STORE")]
+    store: String,
+    /// The PostgreSQL schema holding the store; only with --store
+    /// postgres:…. Default: the adapter's default schema, `loomfence`.
+    #[arg(long, value_name = "NAME")]
+    schema: Option<String>,
+    /// Sweep executions that ended more than this long ago: a duration
+    /// such as 7d, 12h, 30m or 90s (units combine: `1d 12h`; w, M and y
+    /// work too).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    older_than: String,
+    /// Append each log to this JSON-lines file (created if missing, synced
+    /// after each execution) before deleting it. Not opened in a dry run.
+    #[arg(long, value_name = "FILE")]
+    archive: Option<PathBuf>,
+    /// Decide everything and change nothing: report what would be deleted
+    /// (and pinned), delete and archive nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Executions per listing page, 1 to 10000.
+    #[arg(long, value_name = "N", default_value_t = retention::DEFAULT_PAGE_LIMIT)]
+    page_limit: u32,
+    /// Print exactly one JSON object on stdout instead of the summary:
+    /// outcome (done, failed, interrupted, aborted), store, olderThan,
+    /// endedBefore (ms), archive, dryRun, examined, eligible, skipped,
+    /// deleted, archived, pinned {count, list of {child, parent}}, kept
+    /// {count, list}, pages, logReads, parentReads, elapsedMs,
+    /// examinedPerSecond, and error when it failed. A sweep that stopped
+    /// early counts its last page as examined when it was listed, so its
+    /// skipped includes the part of that page it had not reached.
+    #[arg(long)]
+    json: bool,
+}
+
+impl From<RetentionArgs> for retention::RawRetention {
+    fn from(args: RetentionArgs) -> Self {
+        retention::RawRetention {
+            store: args.store,
+            schema: args.schema,
+            older_than: args.older_than,
+            archive: args.archive,
+            dry_run: args.dry_run,
+            page_limit: args.page_limit,
+            json: args.json,
+        }
+    }
 }
 
 /// `loomfence race`'s options.
@@ -202,6 +302,10 @@ impl From<RaceArgs> for RawSettings {
 /// `loomfence bench`'s options.
 #[derive(Debug, Args)]
 struct BenchArgs {
+    /// What to measure: `kernel` (the fence kernel's workloads) or
+    /// `retention` (one retention sweep).
+    #[arg(long, value_name = "WORKLOAD", default_value = "kernel")]
+    workload: WorkloadArg,
     /// The store to measure: `memory`; `postgres:URL` (e.g.
     /// `postgres:postgres://postgres@127.0.0.1:5432/postgres`), where every
     /// store the bench opens gets a fresh schema, dropped at the end;
@@ -216,15 +320,22 @@ struct BenchArgs {
     /// full.
     #[arg(long, value_name = "MODE")]
     sqlite_durability: Option<DurabilityArg>,
-    /// Concurrent tasks; each takes the next execution until all are done.
+    /// Concurrent tasks; each takes the next execution until all are done
+    /// (with --workload retention: the tasks that fill the store).
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: u32,
-    /// Executions per run of each workload.
-    #[arg(long, value_name = "N", default_value_t = 3000)]
-    executions: u32,
-    /// Measured rounds; each runs every workload once, in turn.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    runs: u32,
+    /// Executions per run of each workload (default 3000); with --workload
+    /// retention, executions in the swept store (default 10000).
+    #[arg(long, value_name = "N")]
+    executions: Option<u32>,
+    /// Measured rounds; each runs every workload once, in turn (default
+    /// 3). Not with --workload retention, which times one sweep.
+    #[arg(long, value_name = "N")]
+    runs: Option<u32>,
+    /// With --workload retention: also time a sweep that archives every
+    /// log to a JSON-lines file before deleting it.
+    #[arg(long)]
+    archive: bool,
     /// PostgreSQL connections per store; default: --concurrency.
     #[arg(long, value_name = "N")]
     pool: Option<u32>,
@@ -237,14 +348,28 @@ struct BenchArgs {
 impl From<BenchArgs> for bench::RawBench {
     fn from(args: BenchArgs) -> Self {
         bench::RawBench {
+            suite: match args.workload {
+                WorkloadArg::Kernel => bench::Suite::Kernel,
+                WorkloadArg::Retention => bench::Suite::Retention,
+            },
             store: args.store,
             concurrency: args.concurrency,
             executions: args.executions,
             runs: args.runs,
+            archive: args.archive,
             pool: args.pool,
             sqlite_durability: args.sqlite_durability.map(Durability::from),
         }
     }
+}
+
+/// `--workload`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WorkloadArg {
+    /// The fence kernel's workloads.
+    Kernel,
+    /// One retention sweep.
+    Retention,
 }
 
 /// `--sqlite-durability`'s values.
@@ -272,6 +397,7 @@ async fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Race(args) => race_command(args).await,
         Command::Bench(args) => bench_command(args).await,
+        Command::Retention(args) => retention::command(args.into()).await,
     }
 }
 
@@ -285,8 +411,16 @@ async fn bench_command(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let report = match bench::run(settings, progress::phases_bar()).await {
-        Ok(report) => report,
+    let printed = match settings.suite {
+        bench::Suite::Kernel => bench::run(settings, progress::phases_bar("workload runs"))
+            .await
+            .map(|report| (report.to_json(), report.markdown())),
+        bench::Suite::Retention => bench::retention::run(settings, progress::phases_bar("phases"))
+            .await
+            .map(|report| (report.to_json(), report.markdown())),
+    };
+    let (as_json, markdown) = match printed {
+        Ok(printed) => printed,
         Err(bench::BenchError::Interrupted) => {
             eprintln!("interrupted");
             return ExitCode::from(interrupt::EXIT_CODE);
@@ -297,9 +431,9 @@ async fn bench_command(args: BenchArgs) -> ExitCode {
         }
     };
     if json {
-        println!("{}", report.to_json());
+        println!("{as_json}");
     } else {
-        print!("{}", report.markdown());
+        print!("{markdown}");
     }
     ExitCode::SUCCESS
 }

@@ -21,19 +21,52 @@ pub(crate) fn attempts_bar(total: u64, json: bool) -> ProgressBar {
     ProgressBar::new(total).with_style(style)
 }
 
-/// A bar counting the bench's workload runs (its length is set once the
-/// workloads are known), naming the one under way; hidden unless stderr is
-/// a terminal. Unlike the race's bar it shows with `--json` too: it is on
-/// stderr, and a bench takes long enough to want one.
-pub(crate) fn phases_bar() -> ProgressBar {
+/// A bar counting the bench's phases, `what` they are (`workload runs`;
+/// its length is set once the phases are known), naming the one under way;
+/// hidden unless stderr is a terminal. Unlike the race's bar it shows with
+/// `--json` too: it is on stderr, and a bench takes long enough to want
+/// one.
+pub(crate) fn phases_bar(what: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let style = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} workload runs: {msg}",
-    )
+    let style = ProgressStyle::with_template(&format!(
+        "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} {what}: {{msg}}"
+    ))
     .unwrap_or_else(|_| ProgressStyle::default_bar());
     let bar = ProgressBar::new(0).with_style(style);
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     bar
+}
+
+/// A spinner for a retention sweep, whose length is unknown until the
+/// listing ends: it shows the counts so far (see [`sweep_counts`]), set
+/// after every listing page; hidden unless stderr is a terminal. Like the
+/// bench's bar it shows with `--json` too (it is on stderr).
+pub(crate) fn sweep_spinner() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let bar = ProgressBar::new_spinner().with_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar.set_message("listing the first page…");
+    bar
+}
+
+/// The spinner's message for a sweep's report so far.
+pub(crate) fn sweep_counts(report: &loomfence_core::SweepReport) -> String {
+    format!(
+        "examined {} · eligible {} · {} {} · pinned {}",
+        report.examined,
+        report.eligible,
+        if report.dry_run {
+            "would delete"
+        } else {
+            "deleted"
+        },
+        report.deleted,
+        report.pinned.len()
+    )
 }

@@ -84,6 +84,9 @@ pub(crate) enum UsageError {
     /// No such backend.
     #[error(transparent)]
     Store(#[from] StoreArgError),
+    /// An option that means something for another workload only.
+    #[error("--{0}: only with {1}")]
+    OnlyFor(&'static str, &'static str),
 }
 
 impl RawSettings {

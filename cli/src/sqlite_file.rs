@@ -10,6 +10,11 @@
 //!
 //! `sqlite::memory:` is a private in-memory database instead: nothing on
 //! disk, nothing to remove, nothing fsynced.
+//!
+//! `loomfence retention` is the one command that works on somebody's real
+//! database, so it has the opposite path: [`SqliteTarget::check_existing`]
+//! and [`SqliteTarget::open_existing`] open a file that must already exist,
+//! never create one, and never remove anything.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -77,6 +82,22 @@ pub(crate) enum SqlitePathError {
         /// The companion found.
         companion: String,
     },
+    /// `loomfence retention`: the file does not exist. Retention sweeps a
+    /// store somebody made; creating an empty one would only hide a typo.
+    #[error(
+        "--store sqlite:{path}: no such file; retention opens an existing database and never creates one"
+    )]
+    Missing {
+        /// The path as given.
+        path: String,
+    },
+    /// `loomfence retention`: something other than a file is there (a
+    /// directory, a device).
+    #[error("--store sqlite:{path}: not a regular file")]
+    NotAFile {
+        /// The path as given.
+        path: String,
+    },
     /// The file system would not say (permissions, a file as a directory
     /// along the path).
     #[error("--store sqlite:{path}: {reason}")]
@@ -104,6 +125,9 @@ pub(crate) enum SqliteFileError {
     /// The adapter refused to open it.
     #[error("SQLite: {0}")]
     Open(#[from] loomfence_sqlite::OpenError),
+    /// The existing database named for retention is gone, or is not a file.
+    #[error(transparent)]
+    Path(#[from] SqlitePathError),
     /// A file of the run could not be removed; it is left behind.
     #[error("could not remove {path} (remove it by hand): {source}")]
     Remove {
@@ -165,6 +189,47 @@ impl SqliteTarget {
             }
         }
         Ok(())
+    }
+
+    /// `loomfence retention`'s check: the file exists and is a regular
+    /// file (a symlink to one counts). Nothing is created or opened.
+    pub(crate) fn check_existing(&self) -> Result<(), SqlitePathError> {
+        let SqliteTarget::File(path) = self else {
+            return Ok(());
+        };
+        let shown = path.display().to_string();
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(()),
+            Ok(_) => Err(SqlitePathError::NotAFile { path: shown }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(SqlitePathError::Missing { path: shown })
+            }
+            Err(e) => Err(unusable(&shown, &e)),
+        }
+    }
+
+    /// Opens an existing database for `loomfence retention`: the adapter
+    /// migrates it as it does on every open (an older loomfence schema is
+    /// upgraded; a foreign, damaged or newer file is refused unchanged), and
+    /// nothing is ever removed. [`check_existing`](Self::check_existing) is
+    /// repeated right before the open so that a missing file is refused,
+    /// not created; a file deleted in the instant between that check and
+    /// the open would still be created empty by SQLite, which the adapter
+    /// gives no way to prevent.
+    pub(crate) async fn open_existing(
+        &self,
+        durability: Durability,
+    ) -> Result<SqliteEventStore, SqliteFileError> {
+        let options = SqliteOptions {
+            durability,
+            ..SqliteOptions::default()
+        };
+        let path = match self {
+            SqliteTarget::Memory => return Ok(SqliteEventStore::open(MEMORY, options).await?),
+            SqliteTarget::File(path) => path,
+        };
+        self.check_existing()?;
+        Ok(SqliteEventStore::open(path, options).await?)
     }
 
     /// Creates the file (failing if it exists by now) and opens it; the
@@ -330,6 +395,48 @@ mod tests {
         let err = left.check().unwrap_err();
         assert!(matches!(err, SqlitePathError::Leftover { .. }), "{err}");
         assert!(err.to_string().contains("left.db-wal"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_existing_database_is_opened_as_it_is_and_a_missing_one_never_made() {
+        use loomfence_core::{ExecutionId, KernelKind, NewEvent};
+        use loomfence_store::EventStore;
+
+        let dir = scratch("existing");
+        let path = dir.join("kept.db");
+        let target = SqliteTarget::File(path.clone());
+        assert_eq!(
+            target.check_existing(),
+            Err(SqlitePathError::Missing {
+                path: path.display().to_string()
+            })
+        );
+        assert!(matches!(
+            target.open_existing(Durability::Full).await,
+            Err(SqliteFileError::Path(SqlitePathError::Missing { .. }))
+        ));
+        assert!(!path.exists(), "a missing database is not created");
+        assert!(matches!(
+            SqliteTarget::File(dir.clone()).check_existing(),
+            Err(SqlitePathError::NotAFile { .. })
+        ));
+
+        let x = ExecutionId::new("x").unwrap();
+        {
+            let store = SqliteEventStore::open(&path, SqliteOptions::default())
+                .await
+                .unwrap();
+            store
+                .append(&x, NewEvent::kernel(KernelKind::ExecutionStarted, 1))
+                .await
+                .unwrap();
+        }
+        assert_eq!(target.check_existing(), Ok(()));
+        let store = target.open_existing(Durability::Full).await.unwrap();
+        assert_eq!(store.read_range(&x, 1, None).await.unwrap().len(), 1);
+        drop(store);
+        assert!(path.exists(), "nothing removes it");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

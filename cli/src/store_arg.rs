@@ -16,6 +16,11 @@
 //! `--sqlite-durability full|normal` picks the SQLite store's
 //! [`Durability`]; it is refused with any other store, where it would mean
 //! nothing.
+//!
+//! `loomfence retention` reads the same `--store` syntax with the opposite
+//! meaning: it works on a store somebody else made and keeps, so
+//! [`StoreArg::existing`] and [`StoreArg::open_existing`] open it as it is
+//! and never create, drop or remove anything (see their docs).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -110,6 +115,32 @@ pub(crate) enum OpenError {
     /// The run's SQLite file could not be created, opened or removed.
     #[error(transparent)]
     Sqlite(#[from] SqliteFileError),
+    /// `loomfence retention`: the schema holds no loomfence store (it, or
+    /// its `events` table, does not exist). Nothing was created.
+    #[error(
+        "PostgreSQL: schema {schema} holds no loomfence store (no table {schema}.events); retention opens an existing store and creates nothing (name it with --schema)"
+    )]
+    NoStore {
+        /// The schema looked in.
+        schema: String,
+    },
+}
+
+impl OpenError {
+    /// Whether the store named is not one retention can sweep (missing, not
+    /// a loomfence database, another application's): the options are wrong,
+    /// not the store, so the command exits 2 rather than 1.
+    pub(crate) fn names_no_store(&self) -> bool {
+        use loomfence_sqlite::OpenError as Sqlite;
+        match self {
+            OpenError::NoStore { .. } | OpenError::Sqlite(SqliteFileError::Path(_)) => true,
+            OpenError::Sqlite(SqliteFileError::Open(open)) => matches!(
+                open,
+                Sqlite::NotADatabase { .. } | Sqlite::Foreign { .. } | Sqlite::ForeignTimers { .. }
+            ),
+            _ => false,
+        }
+    }
 }
 
 /// Schemas opened by this process so far: the `<n>` of `<prefix>_<pid>_<n>`.
@@ -152,6 +183,63 @@ impl StoreArg {
                     timers: Arc::new(store.timers()),
                     cleanup: Cleanup::DropSchema(store),
                 })
+            }
+        }
+    }
+
+    /// Reads `--store` for a command that works on an existing store
+    /// (`loomfence retention`): `sqlite:PATH` must name an existing file
+    /// (checked here, so a missing one exits 2 before anything runs);
+    /// `postgres:URL` and the memory stores are checked when opened.
+    pub(crate) fn existing(store: &str) -> Result<Self, StoreArgError> {
+        let parsed: StoreArg = store.parse()?;
+        if let StoreArg::Sqlite { target, .. } = &parsed {
+            target.check_existing()?;
+        }
+        Ok(parsed)
+    }
+
+    /// Opens the existing store this names, as it is, for a command that
+    /// must leave it in place: nothing is created (a missing SQLite file or
+    /// PostgreSQL schema is an error) and nothing is dropped or removed
+    /// when the handle goes. The store is migrated as its adapter's own
+    /// open does (`connect` on PostgreSQL, `open` on SQLite), so an older
+    /// loomfence schema gets the indexes the listing needs.
+    ///
+    /// On PostgreSQL the tables are looked for in `schema` (the adapter's
+    /// default schema when `None`), over `pool_size` connections. `memory`
+    /// and `sqlite::memory:` open a new, empty store: all a store in memory
+    /// can be from outside the process.
+    pub(crate) async fn open_existing(
+        &self,
+        schema: Option<&Schema>,
+        pool_size: usize,
+    ) -> Result<Arc<dyn EventStore>, OpenError> {
+        match self {
+            StoreArg::Memory => Ok(Arc::new(MemoryEventStore::new())),
+            StoreArg::Sqlite { target, durability } => {
+                Ok(Arc::new(target.open_existing(*durability).await?))
+            }
+            StoreArg::Postgres { url, .. } => {
+                let schema = schema.cloned().unwrap_or_default();
+                let store = PostgresEventStore::connect(
+                    url,
+                    PostgresOptions {
+                        schema: schema.clone(),
+                        pool_size: pool_size.max(1),
+                        // Looked for first: migrating would create it.
+                        migrate_on_connect: false,
+                        ..PostgresOptions::default()
+                    },
+                )
+                .await?;
+                if !holds_a_store(&store).await? {
+                    return Err(OpenError::NoStore {
+                        schema: schema.to_string(),
+                    });
+                }
+                store.migrate().await.map_err(ConnectError::from)?;
+                Ok(Arc::new(store))
             }
         }
     }
@@ -234,6 +322,25 @@ impl OpenedStore {
             .await
             .map_err(|reason| OpenError::Drop { schema, reason })
     }
+}
+
+/// Whether the store's schema has an `events` table: a loomfence store
+/// (of any version; `migrate` upgrades it) lives there.
+async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, OpenError> {
+    let failed = |e: &dyn fmt::Display| {
+        ConnectError::Backend(loomfence_store::BackendError::permanent(format!(
+            "looking for the store's tables: {e}"
+        )))
+    };
+    let client = store.pool().get().await.map_err(|e| failed(&e))?;
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'events')",
+            &[&store.schema().as_str()],
+        )
+        .await
+        .map_err(|e| failed(&e))?;
+    Ok(row.get(0))
 }
 
 /// Closes every store, even when one fails, and reports the first failure.
@@ -400,6 +507,52 @@ mod tests {
         assert_eq!(memory.summary(), "sqlite::memory:");
         assert!(!memory.is_postgres());
         assert_eq!(StoreArg::Memory.durability(), None);
+    }
+
+    #[test]
+    fn existing_wants_the_file_to_be_there() {
+        let here = std::env::current_exe().unwrap();
+        let existing = StoreArg::existing(&format!("sqlite:{}", here.display())).unwrap();
+        assert_eq!(existing.to_string(), format!("sqlite:{}", here.display()));
+        assert!(matches!(
+            StoreArg::existing("sqlite:/loomfence/no/such/x.db"),
+            Err(StoreArgError::SqlitePath(SqlitePathError::Missing { .. }))
+        ));
+        assert_eq!(StoreArg::existing("memory"), Ok(StoreArg::Memory));
+        assert!(StoreArg::existing("postgres:postgres://u@h/db").is_ok());
+        assert!(matches!(
+            StoreArg::existing("nosuch"),
+            Err(StoreArgError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn a_missing_store_is_an_option_error() {
+        assert!(
+            OpenError::NoStore {
+                schema: "app".to_owned()
+            }
+            .names_no_store()
+        );
+        assert!(
+            OpenError::Sqlite(SqliteFileError::Path(SqlitePathError::Missing {
+                path: "x".to_owned()
+            }))
+            .names_no_store()
+        );
+        assert!(
+            !OpenError::Drop {
+                schema: "app".to_owned(),
+                reason: "gone".to_owned()
+            }
+            .names_no_store()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn memory_opens_as_a_new_empty_store() {
+        let store = StoreArg::Memory.open_existing(None, 1).await.unwrap();
+        assert!(store.list_executions(None, 10).await.unwrap().is_empty());
     }
 
     #[test]

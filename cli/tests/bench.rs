@@ -127,6 +127,18 @@ fn bad_options_exit_2() {
             "not a PostgreSQL connection string",
         ),
         (&["--store", "nosuch"][..], "unknown store"),
+        (
+            &["--archive"][..],
+            "--archive: only with --workload retention",
+        ),
+        (
+            &["--workload", "retention", "--runs", "2"][..],
+            "--runs: only with --workload kernel",
+        ),
+        (
+            &["--workload", "retention", "--executions", "0"][..],
+            "--executions 0",
+        ),
     ] {
         let out = bench(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -263,4 +275,79 @@ fn sqlite_refuses_an_existing_file_and_leaves_it_alone() {
     let kept = std::fs::read_to_string(&existing).expect("still there");
     assert_eq!(kept, "someone's data");
     assert_eq!(scratch.files(), ["mine.db"]);
+}
+
+/// Runs `loomfence bench --workload retention --json ARGS…`, expects exit
+/// code 0 and one JSON object, and returns it.
+fn retention_json(args: &[&str]) -> Value {
+    let out = bench(&[&["--workload", "retention", "--json"], args].concat());
+    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(stderr.is_empty(), "no progress off a terminal: {stderr}");
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
+    serde_json::from_str(&stdout).expect("stdout is one JSON value")
+}
+
+/// The counts of a sweep of 200 bench executions: 20 parked parents and
+/// their 20 pinned children, 60 old roots, 40 old children of the running
+/// parent, 40 young, 20 running, and the running parent.
+fn assert_sweep_of_200(sweep: &Value) {
+    assert_eq!(sweep["examined"], 201, "{sweep}");
+    assert_eq!(sweep["eligible"], 120, "{sweep}");
+    assert_eq!(sweep["deleted"], 100, "{sweep}");
+    assert_eq!(sweep["pinned"], 20, "{sweep}");
+    assert_eq!(sweep["log_reads"], 120, "{sweep}");
+    assert_eq!(sweep["parent_reads"], 60, "{sweep}");
+    positive(sweep, "examined_per_sec");
+    positive(sweep, "deleted_per_sec");
+}
+
+#[test]
+fn retention_on_memory_times_a_sweep_and_an_archiving_sweep() {
+    let json = retention_json(&["--executions", "200", "--archive"]);
+    assert_eq!(json["workload"], "retention", "{json}");
+    assert_eq!(json["store"], "memory", "{json}");
+    assert_eq!(json["executions"], 200, "{json}");
+    let sweeps = json["sweeps"].as_array().expect("a sweeps array");
+    assert_eq!(sweeps.len(), 2, "{json}");
+    assert_eq!(sweeps[0]["variant"], "delete", "{json}");
+    assert_eq!(sweeps[0]["archived"], 0, "{json}");
+    assert_eq!(sweeps[1]["variant"], "archive_then_delete", "{json}");
+    assert_eq!(sweeps[1]["archived"], 100, "{json}");
+    positive(&sweeps[1], "archive_bytes");
+    for sweep in sweeps {
+        assert_sweep_of_200(sweep);
+    }
+}
+
+#[test]
+fn retention_on_sqlite_prints_a_table_and_leaves_no_file() {
+    let scratch = Scratch::new("bench-retention-sqlite");
+    let out = bench(&[
+        "--workload",
+        "retention",
+        "--store",
+        &scratch.store("bench.db"),
+        "--sqlite-durability",
+        "normal",
+        "--executions",
+        "200",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("(durability normal), 200 executions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| delete | 201 | 120 | 100 | 20 | 0 | 120 | 60 |"),
+        "{stdout}"
+    );
+    assert_eq!(scratch.files(), Vec::<String>::new());
 }

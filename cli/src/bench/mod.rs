@@ -14,8 +14,13 @@
 //! bench makes one new database (the file `sqlite:PATH` names, removed at
 //! the end, or one in memory) and every run writes into it. On memory every
 //! run gets a fresh store (see [`Backing`]).
+//!
+//! `--workload retention` measures something else, the retention sweep
+//! (see [`retention`]).
 
 mod report;
+pub(crate) mod retention;
+mod retention_report;
 mod stats;
 mod workloads;
 
@@ -39,9 +44,28 @@ use crate::interrupt::until_interrupted;
 use crate::settings::UsageError;
 use crate::store_arg::{OpenError, OpenOptions, OpenedStore, StoreArg, close_all};
 
+/// Which measurement `loomfence bench` makes (`--workload`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Suite {
+    /// The kernel's workloads: appends, fences, park/resume.
+    Kernel,
+    /// One retention sweep over a store of mixed executions.
+    Retention,
+}
+
+/// Executions per run of each kernel workload by default.
+pub(crate) const KERNEL_EXECUTIONS: u32 = 3_000;
+/// Executions in the retention bench's store by default (the size of the
+/// conformance kit's sweep case).
+pub(crate) const RETENTION_EXECUTIONS: u32 = 10_000;
+/// Measured rounds of the kernel workloads by default.
+pub(crate) const KERNEL_RUNS: u32 = 3;
+
 /// The bench's options after validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BenchSettings {
+    /// What is measured.
+    pub(crate) suite: Suite,
     /// The backend.
     pub(crate) store: StoreArg,
     /// Concurrent tasks.
@@ -52,19 +76,25 @@ pub(crate) struct BenchSettings {
     pub(crate) runs: u32,
     /// PostgreSQL connections per store.
     pub(crate) pool: usize,
+    /// Retention only: time a second sweep that archives.
+    pub(crate) archive: bool,
 }
 
 /// The options as typed, before the checks clap cannot do.
 #[derive(Clone, Debug)]
 pub(crate) struct RawBench {
+    /// `--workload`.
+    pub(crate) suite: Suite,
     /// `--store`, unparsed.
     pub(crate) store: String,
     /// `--concurrency`.
     pub(crate) concurrency: u32,
-    /// `--executions`.
-    pub(crate) executions: u32,
-    /// `--runs`.
-    pub(crate) runs: u32,
+    /// `--executions`, if given.
+    pub(crate) executions: Option<u32>,
+    /// `--runs`, if given.
+    pub(crate) runs: Option<u32>,
+    /// `--archive`.
+    pub(crate) archive: bool,
     /// `--pool`, if given.
     pub(crate) pool: Option<u32>,
     /// `--sqlite-durability`, if given.
@@ -72,12 +102,32 @@ pub(crate) struct RawBench {
 }
 
 impl RawBench {
-    /// Checks the ranges; the pool defaults to one connection per task.
+    /// Checks the ranges and the options that belong to one workload
+    /// only; fills in the workload's defaults; the pool defaults to one
+    /// connection per task.
     pub(crate) fn validate(self) -> Result<BenchSettings, UsageError> {
+        match self.suite {
+            Suite::Kernel if self.archive => {
+                return Err(UsageError::OnlyFor("archive", "--workload retention"));
+            }
+            // The retention bench times one sweep: there are no rounds.
+            Suite::Retention if self.runs.is_some() => {
+                return Err(UsageError::OnlyFor("runs", "--workload kernel"));
+            }
+            _ => {}
+        }
+        let executions = self.executions.unwrap_or(match self.suite {
+            Suite::Kernel => KERNEL_EXECUTIONS,
+            Suite::Retention => RETENTION_EXECUTIONS,
+        });
+        let runs = self.runs.unwrap_or(match self.suite {
+            Suite::Kernel => KERNEL_RUNS,
+            Suite::Retention => 1,
+        });
         for (name, value) in [
             ("concurrency", self.concurrency),
-            ("executions", self.executions),
-            ("runs", self.runs),
+            ("executions", executions),
+            ("runs", runs),
             ("pool", self.pool.unwrap_or(1)),
         ] {
             if value == 0 {
@@ -85,11 +135,13 @@ impl RawBench {
             }
         }
         Ok(BenchSettings {
+            suite: self.suite,
             store: StoreArg::from_options(&self.store, self.sqlite_durability)?,
             concurrency: self.concurrency,
-            executions: self.executions,
-            runs: self.runs,
+            executions,
+            runs,
             pool: self.pool.unwrap_or(self.concurrency) as usize,
+            archive: self.archive,
         })
     }
 }
@@ -119,6 +171,9 @@ pub(crate) enum BenchError {
     /// Ctrl-C: the bench was stopped (and its schemas dropped).
     #[error("interrupted")]
     Interrupted,
+    /// The retention bench failed.
+    #[error(transparent)]
+    Retention(#[from] retention::RetentionBenchError),
 }
 
 /// Where a workload's executions are written.
@@ -310,10 +365,12 @@ mod tests {
 
     fn raw() -> RawBench {
         RawBench {
+            suite: Suite::Kernel,
             store: "memory".to_owned(),
             concurrency: 64,
-            executions: 3000,
-            runs: 3,
+            executions: None,
+            runs: None,
+            archive: false,
             pool: None,
             sqlite_durability: None,
         }
@@ -335,11 +392,17 @@ mod tests {
             (
                 "executions",
                 RawBench {
-                    executions: 0,
+                    executions: Some(0),
                     ..raw()
                 },
             ),
-            ("runs", RawBench { runs: 0, ..raw() }),
+            (
+                "runs",
+                RawBench {
+                    runs: Some(0),
+                    ..raw()
+                },
+            ),
             (
                 "pool",
                 RawBench {
@@ -368,14 +431,71 @@ mod tests {
     }
 
     #[test]
+    fn each_workload_has_its_defaults_and_its_own_options() {
+        let kernel = raw().validate().unwrap();
+        assert_eq!((kernel.executions, kernel.runs), (3_000, 3));
+        let retention = RawBench {
+            suite: Suite::Retention,
+            archive: true,
+            ..raw()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!((retention.executions, retention.archive), (10_000, true));
+        assert_eq!(
+            RawBench {
+                archive: true,
+                ..raw()
+            }
+            .validate()
+            .unwrap_err(),
+            UsageError::OnlyFor("archive", "--workload retention")
+        );
+        assert_eq!(
+            RawBench {
+                suite: Suite::Retention,
+                runs: Some(3),
+                ..raw()
+            }
+            .validate()
+            .unwrap_err(),
+            UsageError::OnlyFor("runs", "--workload kernel")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_retention_bench_on_memory_checks_and_times_both_sweeps() {
+        let settings = RawBench {
+            suite: Suite::Retention,
+            executions: Some(200),
+            concurrency: 4,
+            archive: true,
+            ..raw()
+        }
+        .validate()
+        .unwrap();
+        let report = retention::run(settings, ProgressBar::hidden())
+            .await
+            .unwrap();
+        assert_eq!(report.sweeps.len(), 2);
+        for sweep in &report.sweeps {
+            assert_eq!(sweep.report.examined, 201, "{sweep:?}");
+            assert_eq!(sweep.report.deleted, 100, "{sweep:?}");
+            assert_eq!(sweep.report.pinned.len(), 20, "{sweep:?}");
+        }
+        assert_eq!(report.sweeps[1].report.archived, 100);
+        assert!(report.sweeps[1].archive_bytes.unwrap() > 0);
+    }
+
+    #[test]
     fn the_warmup_is_short_but_covers_every_task() {
         let small = RawBench {
-            executions: 50,
+            executions: Some(50),
             ..raw()
         };
         assert_eq!(small.validate().unwrap().warmup(), 50);
         let many = RawBench {
-            executions: 100_000,
+            executions: Some(100_000),
             concurrency: 8,
             ..raw()
         };
@@ -386,8 +506,8 @@ mod tests {
     async fn a_small_bench_on_memory_measures_every_workload() {
         let settings = RawBench {
             concurrency: 4,
-            executions: 20,
-            runs: 2,
+            executions: Some(20),
+            runs: Some(2),
             ..raw()
         }
         .validate()

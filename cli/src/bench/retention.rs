@@ -1,0 +1,432 @@
+//! `loomfence bench --workload retention`: how fast one retention sweep
+//! goes through a store of mixed executions.
+//!
+//! The store is filled (not timed) with `executions` executions of the
+//! shapes the conformance kit's 10,000-execution sweep case uses: parents
+//! parked on their old children (pinned), old roots, old children of a
+//! running parent (one parent read each), young ones, running ones. Then
+//! one sweep with the runtime's [`Sweep`] is timed, from its first listing
+//! to its report; the counts it reports are checked against the shapes, so
+//! a wrong sweep fails the bench instead of being measured. With
+//! `--archive` the store is emptied (not timed), filled again the same way,
+//! and swept once more archiving to a JSON-lines file, which shows what the
+//! fsync per archived execution costs. The file is created exclusively in
+//! the system's temporary directory (`TMPDIR` picks the disk) and removed
+//! at the end.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+use loomfence_core::{
+    ExecutionId, KernelKind, MAX_PAGE_LIMIT, NewEvent, SweepOptions, SweepReport, Wait,
+    park_payload, started_child,
+};
+use loomfence_postgres::AcquireStrategy;
+use loomfence_runtime::{JsonLinesArchive, RetentionError, Sweep};
+use loomfence_store::{EventStore, StoreError};
+use tokio::task::{JoinSet, yield_now};
+
+use super::{BenchError, BenchSettings};
+use crate::bench::retention_report::{RetentionBenchReport, SweepResult, Variant};
+use crate::interrupt::until_interrupted;
+use crate::resumer::now_ms;
+use crate::store_arg::OpenOptions;
+
+/// Executions per listing page: `loomfence retention`'s default.
+pub(crate) const PAGE_LIMIT: u32 = crate::retention::DEFAULT_PAGE_LIMIT;
+
+/// A day, in ms.
+const DAY: i64 = 86_400_000;
+
+/// Why the retention bench failed, beyond what every bench can.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RetentionBenchError {
+    /// Filling or emptying the store failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// A generated id was refused (a bug in the CLI).
+    #[error("execution id: {0}")]
+    Id(#[from] loomfence_core::IdError),
+    /// The sweep failed.
+    #[error("sweep: {0}")]
+    Sweep(#[from] RetentionError),
+    /// The archive file could not be made or removed.
+    #[error("archive file {path}: {reason}")]
+    Archive {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The sweep's counts are not the ones the shapes call for: a bug,
+    /// not a measurement.
+    #[error("the {variant} sweep reported {found}, expected {expected}")]
+    Counts {
+        /// Which sweep.
+        variant: &'static str,
+        /// What it reported.
+        found: String,
+        /// What the shapes call for.
+        expected: String,
+    },
+}
+
+/// What one execution of the bench's store is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A running parent, parked on its old child (the next execution).
+    ParkedParent,
+    /// An old child of a parked parent: pinned.
+    PinnedChild,
+    /// An old root: deleted, no parent read.
+    OldRoot,
+    /// An old child of the running parent: one parent read, deleted.
+    FreeChild,
+    /// Ended an hour ago: skipped.
+    Young,
+    /// Still running: skipped.
+    Running,
+}
+
+/// The shape of execution `n`: parents and their pinned children in pairs,
+/// the rest spread over the other shapes (the kit's proportions).
+fn shape(n: u32) -> Shape {
+    match n % 10 {
+        0 => Shape::ParkedParent,
+        1 => Shape::PinnedChild,
+        2..=4 => Shape::OldRoot,
+        5 | 6 => Shape::FreeChild,
+        7 | 8 => Shape::Young,
+        _ => Shape::Running,
+    }
+}
+
+/// Execution `n`'s id.
+fn name(n: u32) -> Result<ExecutionId, RetentionBenchError> {
+    Ok(ExecutionId::new(format!("ret-{n:07}"))?)
+}
+
+/// The running parent of every [`Shape::FreeChild`].
+fn running_parent() -> Result<ExecutionId, RetentionBenchError> {
+    Ok(ExecutionId::new("ret-running-parent")?)
+}
+
+/// The counts a correct sweep of `executions` executions reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Expected {
+    /// Listed: every execution and the running parent.
+    examined: u64,
+    /// Ended before the cutoff.
+    eligible: u64,
+    /// Deleted.
+    deleted: u64,
+    /// Pinned.
+    pinned: u64,
+}
+
+impl Expected {
+    fn of(executions: u32) -> Self {
+        let count = |wanted: &[Shape]| {
+            (0..executions)
+                .filter(|&n| wanted.contains(&shape(n)))
+                .count() as u64
+        };
+        Self {
+            examined: u64::from(executions) + 1,
+            eligible: count(&[Shape::PinnedChild, Shape::OldRoot, Shape::FreeChild]),
+            deleted: count(&[Shape::OldRoot, Shape::FreeChild]),
+            pinned: count(&[Shape::PinnedChild]),
+        }
+    }
+
+    fn found(report: &SweepReport) -> Self {
+        Self {
+            examined: report.examined,
+            eligible: report.eligible,
+            deleted: report.deleted,
+            pinned: report.pinned.len() as u64,
+        }
+    }
+}
+
+/// Runs the retention bench as `settings` say, ticking `progress` once per
+/// phase (fill, sweep, and empty before a second fill). Its store is
+/// closed (schema dropped, file removed) at the end, whether it finished,
+/// failed or was interrupted.
+pub(crate) async fn run(
+    settings: BenchSettings,
+    progress: ProgressBar,
+) -> Result<RetentionBenchReport, BenchError> {
+    let opened = settings
+        .store
+        .open(OpenOptions {
+            prefix: "bench",
+            pool_size: settings.pool,
+            acquire: AcquireStrategy::default(),
+        })
+        .await?;
+    let variants: Vec<Variant> = if settings.archive {
+        vec![Variant::Delete, Variant::Archive]
+    } else {
+        vec![Variant::Delete]
+    };
+    progress.set_length(variants.len() as u64 * 3 - 1);
+    let store = Arc::clone(&opened.store);
+    let outcome = until_interrupted(async {
+        let mut sweeps = Vec::new();
+        for (i, &variant) in variants.iter().enumerate() {
+            if i > 0 {
+                progress.set_message("emptying the store");
+                empty(&store, settings.concurrency).await?;
+                progress.inc(1);
+            }
+            sweeps.push(measure(&settings, &store, variant, &progress).await?);
+        }
+        Ok::<_, RetentionBenchError>(sweeps)
+    })
+    .await;
+    progress.finish_and_clear();
+    drop(store);
+    let closed = opened.close().await;
+    let sweeps = outcome
+        .ok_or(BenchError::Interrupted)?
+        .map_err(BenchError::Retention)?;
+    closed?;
+    Ok(RetentionBenchReport {
+        store: settings.store.to_string(),
+        summary: settings.store.summary(),
+        executions: settings.executions,
+        concurrency: settings.concurrency,
+        page_limit: PAGE_LIMIT,
+        sqlite_durability: settings.store.durability(),
+        pool: settings.store.is_postgres().then_some(settings.pool),
+        sweeps,
+    })
+}
+
+/// Fills the store, then times one sweep of `variant` and checks its
+/// counts.
+async fn measure(
+    settings: &BenchSettings,
+    store: &Arc<dyn EventStore>,
+    variant: Variant,
+    progress: &ProgressBar,
+) -> Result<SweepResult, RetentionBenchError> {
+    progress.set_message(format!(
+        "filling the store with {} executions (not timed)",
+        settings.executions
+    ));
+    let now = now_ms();
+    let filling = Instant::now();
+    fill(store, settings.executions, settings.concurrency, now).await?;
+    let populate = filling.elapsed();
+    progress.inc(1);
+
+    progress.set_message(format!("sweeping: {}", variant.label()));
+    let options = SweepOptions {
+        ended_before: now - 7 * DAY,
+        page_limit: PAGE_LIMIT,
+        archive: false,
+        dry_run: false,
+    };
+    let file = match variant {
+        Variant::Delete => None,
+        Variant::Archive => Some(ArchiveFile::create()?),
+    };
+    let sweep = Sweep::new(&**store, options);
+    let sweep = match &file {
+        Some(file) => sweep.archive(&file.archive),
+        None => sweep,
+    };
+    let began = Instant::now();
+    let report = sweep.run().await?;
+    let elapsed = began.elapsed();
+    let archive_bytes = match file {
+        Some(file) => Some(file.finish()?),
+        None => None,
+    };
+    progress.inc(1);
+
+    let expected = Expected::of(settings.executions);
+    let found = Expected::found(&report);
+    let archived_ok = match variant {
+        Variant::Delete => report.archived == 0,
+        Variant::Archive => report.archived == report.deleted,
+    };
+    if found != expected || !archived_ok || !report.kept.is_empty() {
+        return Err(RetentionBenchError::Counts {
+            variant: variant.key(),
+            found: format!("{report:?}"),
+            expected: format!("{expected:?}"),
+        });
+    }
+    Ok(SweepResult {
+        variant,
+        report,
+        elapsed,
+        populate,
+        archive_bytes,
+    })
+}
+
+/// Writes the executions through `concurrency` tasks; `now` places the
+/// old ones 30 days back and the young ones an hour back (the sweep's
+/// cutoff is 7 days back).
+async fn fill(
+    store: &Arc<dyn EventStore>,
+    executions: u32,
+    concurrency: u32,
+    now: i64,
+) -> Result<(), RetentionBenchError> {
+    store
+        .append(
+            &running_parent()?,
+            NewEvent::kernel(KernelKind::ExecutionStarted, now - 40 * DAY),
+        )
+        .await?;
+    let next = Arc::new(AtomicU32::new(0));
+    let mut set = JoinSet::new();
+    for _ in 0..concurrency.min(executions) {
+        let (store, next) = (Arc::clone(store), Arc::clone(&next));
+        set.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= executions {
+                    return Ok::<_, RetentionBenchError>(());
+                }
+                store.append_many(&name(n)?, events(n, now)?).await?;
+                // The memory store never awaits (see the kernel bench).
+                yield_now().await;
+            }
+        });
+    }
+    while let Some(joined) = set.join_next().await {
+        joined.map_err(|e| StoreError::Backend(loomfence_store::BackendError::permanent(e)))??;
+    }
+    Ok(())
+}
+
+/// Execution `n`'s whole log, written in one append.
+fn events(n: u32, now: i64) -> Result<Vec<NewEvent>, RetentionBenchError> {
+    let (old, young) = (now - 30 * DAY, now - 3_600_000);
+    let start = |at| NewEvent::kernel(KernelKind::ExecutionStarted, at);
+    let end = |at| NewEvent::kernel(KernelKind::ExecutionCompleted, at);
+    Ok(match shape(n) {
+        Shape::ParkedParent => vec![
+            start(old - DAY),
+            NewEvent::kernel(KernelKind::ExecutionSuspended, old)
+                .with_payload(park_payload(&[Wait::Child(name(n + 1)?)])),
+        ],
+        Shape::PinnedChild => vec![started_child(&name(n - 1)?, old - DAY), end(old)],
+        Shape::OldRoot => vec![start(old - DAY), end(old)],
+        Shape::FreeChild => vec![started_child(&running_parent()?, old - DAY), end(old)],
+        Shape::Young => vec![start(young - DAY), end(young)],
+        Shape::Running => vec![start(young)],
+    })
+}
+
+/// Deletes every execution in the store (what the last sweep kept), so
+/// the next fill starts from an empty store; not timed.
+async fn empty(store: &Arc<dyn EventStore>, concurrency: u32) -> Result<(), RetentionBenchError> {
+    loop {
+        let page = store.list_executions(None, MAX_PAGE_LIMIT).await?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        let ids: Arc<Vec<ExecutionId>> =
+            Arc::new(page.into_iter().map(|s| s.execution_id).collect());
+        let next = Arc::new(AtomicU32::new(0));
+        let mut set = JoinSet::new();
+        for _ in 0..concurrency {
+            let (store, ids, next) = (Arc::clone(store), Arc::clone(&ids), Arc::clone(&next));
+            set.spawn(async move {
+                while let Some(id) = ids.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
+                    store.delete_execution(id).await?;
+                }
+                Ok::<_, StoreError>(())
+            });
+        }
+        while let Some(joined) = set.join_next().await {
+            joined
+                .map_err(|e| StoreError::Backend(loomfence_store::BackendError::permanent(e)))??;
+        }
+    }
+}
+
+/// The archiving sweep's file: created exclusively, removed at the end.
+struct ArchiveFile {
+    /// Where.
+    path: PathBuf,
+    /// The sink on it.
+    archive: JsonLinesArchive,
+}
+
+impl ArchiveFile {
+    /// Creates `loomfence-bench-archive-<pid>.jsonl` in the temporary
+    /// directory; an existing file is an error, never appended to.
+    fn create() -> Result<Self, RetentionBenchError> {
+        let path = std::env::temp_dir().join(format!(
+            "loomfence-bench-archive-{}.jsonl",
+            std::process::id()
+        ));
+        let fail = |reason: String| RetentionBenchError::Archive {
+            path: path.display().to_string(),
+            reason,
+        };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| fail(e.to_string()))?;
+        let archive = JsonLinesArchive::open(&path).map_err(|e| fail(e.to_string()));
+        match archive {
+            Ok(archive) => Ok(Self { path, archive }),
+            Err(failure) => {
+                let _ = std::fs::remove_file(&path);
+                Err(failure)
+            }
+        }
+    }
+
+    /// Removes the file; returns how many bytes the sweep wrote to it.
+    fn finish(self) -> Result<u64, RetentionBenchError> {
+        let fail = |reason: String| RetentionBenchError::Archive {
+            path: self.path.display().to_string(),
+            reason,
+        };
+        let bytes = std::fs::metadata(&self.path)
+            .map_err(|e| fail(e.to_string()))?
+            .len();
+        std::fs::remove_file(&self.path).map_err(|e| fail(e.to_string()))?;
+        Ok(bytes)
+    }
+}
+
+/// `Duration` in ms, for the report.
+pub(crate) fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shapes_give_the_kits_counts() {
+        assert_eq!(
+            Expected::of(10_000),
+            Expected {
+                examined: 10_001,
+                eligible: 6_000,
+                deleted: 5_000,
+                pinned: 1_000
+            }
+        );
+        // A parked parent whose child is past the end is still a parent.
+        assert_eq!(Expected::of(1).eligible, 0);
+        assert_eq!(Expected::of(3).deleted, 1);
+    }
+}

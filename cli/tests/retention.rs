@@ -1,0 +1,527 @@
+//! `loomfence retention`, run as a user runs it: the built binary against a
+//! store the test made and wrote itself (an SQLite file, or a PostgreSQL
+//! schema), then read back directly to see what the sweep did.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use loomfence_core::{
+    Envelope, ExecutionId, KernelKind, NewEvent, Wait, park_payload, started_child,
+};
+use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
+use loomfence_store::EventStore;
+use serde_json::Value;
+
+use crate::common::Scratch;
+
+/// A day, in ms.
+const DAY: i64 = 86_400_000;
+
+/// Every execution the fixture writes, and what a sweep with
+/// `--older-than 7d` must do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Ended before the cutoff, nobody waits on it: deleted.
+    Deleted,
+    /// Ended before the cutoff, but its parent is parked on it: kept.
+    Pinned,
+    /// Running, or ended after the cutoff: not even eligible.
+    Skipped,
+}
+
+/// The fixture: ids and fates.
+const FIXTURE: [(&str, Fate); 8] = [
+    ("child-free", Fate::Deleted),
+    ("child-pinned", Fate::Pinned),
+    ("failed-old", Fate::Deleted),
+    ("parent-parked", Fate::Skipped),
+    ("parent-running", Fate::Skipped),
+    ("root-old-1", Fate::Deleted),
+    ("root-old-2", Fate::Deleted),
+    ("root-young", Fate::Skipped),
+];
+
+/// Executions of the fixture with fate `fate`, sorted.
+fn with_fate(fate: Fate) -> Vec<&'static str> {
+    FIXTURE
+        .iter()
+        .filter(|(_, f)| *f == fate)
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+fn id(name: &str) -> ExecutionId {
+    ExecutionId::new(name).expect("a valid id")
+}
+
+/// Now by the system clock, ms since the epoch (the binary reads the same
+/// clock for its cutoff).
+fn now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970");
+    i64::try_from(since.as_millis()).expect("ms fit i64")
+}
+
+/// Writes the fixture: a parent parked on its finished child (pinned), a
+/// running parent with a finished child (deleted, one parent read), old
+/// roots that completed or failed (deleted), a root that ended an hour ago
+/// (skipped). "Old" is 30 days ago, well past `--older-than 7d`.
+async fn populate(store: &dyn EventStore) {
+    let now = now_ms();
+    let old = now - 30 * DAY;
+    let started = |at| NewEvent::kernel(KernelKind::ExecutionStarted, at);
+    let done = |at| NewEvent::kernel(KernelKind::ExecutionCompleted, at);
+    let write = |name: &'static str, events: Vec<NewEvent>| async move {
+        store
+            .append_many(&id(name), events)
+            .await
+            .expect("the fixture is written");
+    };
+    write("parent-running", vec![started(old - DAY)]).await;
+    write(
+        "child-free",
+        vec![started_child(&id("parent-running"), old - DAY), done(old)],
+    )
+    .await;
+    write("parent-parked", vec![started(old - DAY)]).await;
+    write(
+        "child-pinned",
+        vec![started_child(&id("parent-parked"), old - DAY), done(old)],
+    )
+    .await;
+    let park = NewEvent::kernel(KernelKind::ExecutionSuspended, old)
+        .with_payload(park_payload(&[Wait::Child(id("child-pinned"))]));
+    write("parent-parked", vec![park]).await;
+    write("root-old-1", vec![started(old - DAY), done(old)]).await;
+    write("root-old-2", vec![started(old - DAY), done(old - DAY)]).await;
+    write(
+        "failed-old",
+        vec![
+            started(old - DAY),
+            NewEvent::kernel(KernelKind::ExecutionFailed, old),
+        ],
+    )
+    .await;
+    write(
+        "root-young",
+        vec![started(now - DAY), done(now - 3_600_000)],
+    )
+    .await;
+}
+
+/// Every fixture execution's log (empty once deleted).
+async fn logs(store: &dyn EventStore) -> BTreeMap<&'static str, Vec<Envelope>> {
+    let mut all = BTreeMap::new();
+    for (name, _) in FIXTURE {
+        let log = store.read_range(&id(name), 1, None).await.expect("reads");
+        all.insert(name, log);
+    }
+    all
+}
+
+/// The fixture executions whose log is still there.
+fn present(logs: &BTreeMap<&'static str, Vec<Envelope>>) -> Vec<&'static str> {
+    logs.iter()
+        .filter(|(_, log)| !log.is_empty())
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// Runs async test code on a runtime of its own (the binary runs between
+/// the calls, outside any runtime).
+fn block_on<F: std::future::Future>(work: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(work)
+}
+
+async fn open_sqlite(path: &Path) -> SqliteEventStore {
+    SqliteEventStore::open(path, SqliteOptions::default())
+        .await
+        .expect("the test's database opens")
+}
+
+/// A new SQLite file holding the fixture, closed again.
+fn sqlite_fixture(scratch: &Scratch) -> std::path::PathBuf {
+    let path = scratch.path().join("store.db");
+    block_on(async {
+        let store = open_sqlite(&path).await;
+        populate(&store).await;
+    });
+    path
+}
+
+/// The fixture's logs as they stand in the SQLite file.
+fn sqlite_logs(path: &Path) -> BTreeMap<&'static str, Vec<Envelope>> {
+    block_on(async { logs(&open_sqlite(path).await).await })
+}
+
+/// Runs `loomfence retention ARGS…` to completion.
+fn retention(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loomfence"))
+        .arg("retention")
+        .args(args)
+        .output()
+        .expect("the loomfence binary runs")
+}
+
+/// Runs `loomfence retention --json ARGS…`, expects exit code 0 and one
+/// JSON object alone on stdout, and returns it.
+fn retention_json(args: &[&str]) -> Value {
+    let out = retention(&[&["--json"], args].concat());
+    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stderr.is_empty(),
+        "nothing on stderr off a terminal: {stderr}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
+    serde_json::from_str(&stdout).expect("stdout is one JSON value")
+}
+
+/// What every sweep of the fixture (real or dry) reports.
+fn assert_fixture_counts(json: &Value, dry_run: bool) {
+    assert_eq!(json["outcome"], "done", "{json}");
+    assert_eq!(json["dryRun"], dry_run, "{json}");
+    assert_eq!(json["examined"], 8, "{json}");
+    assert_eq!(json["eligible"], 5, "{json}");
+    assert_eq!(json["skipped"], 3, "{json}");
+    assert_eq!(json["deleted"], 4, "{json}");
+    assert_eq!(
+        json["logReads"], 5,
+        "one read per eligible execution: {json}"
+    );
+    assert_eq!(json["parentReads"], 2, "the two children's parents: {json}");
+    assert_eq!(json["pinned"]["count"], 1, "{json}");
+    assert_eq!(
+        json["pinned"]["list"][0],
+        serde_json::json!({ "child": "child-pinned", "parent": "parent-parked" }),
+        "{json}"
+    );
+    assert_eq!(json["kept"]["count"], 0, "{json}");
+    assert_eq!(json["olderThan"], "7d", "{json}");
+    let cutoff = json["endedBefore"].as_i64().expect("endedBefore is ms");
+    assert!((now_ms() - cutoff - 7 * DAY).abs() < 60_000, "{json}");
+    assert!(json["elapsedMs"].is_u64(), "{json}");
+    assert!(json["examinedPerSecond"].as_f64().is_some(), "{json}");
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_counts_what_it_would_delete() {
+    let scratch = Scratch::new("retention-dry");
+    let path = sqlite_fixture(&scratch);
+    let before = sqlite_logs(&path);
+    let store = scratch.store("store.db");
+    let archive = scratch.path().join("archive.jsonl");
+    let json = retention_json(&[
+        "--store",
+        &store,
+        "--older-than",
+        "7d",
+        "--dry-run",
+        "--archive",
+        &archive.display().to_string(),
+    ]);
+    assert_fixture_counts(&json, true);
+    assert_eq!(json["archived"], 0, "{json}");
+    assert_eq!(sqlite_logs(&path), before, "a dry run changes no log");
+    assert!(!archive.exists(), "a dry run does not create the archive");
+}
+
+#[test]
+fn a_sweep_deletes_exactly_the_old_unpinned_and_keeps_the_pinned_child() {
+    let scratch = Scratch::new("retention-real");
+    let path = sqlite_fixture(&scratch);
+    let before = sqlite_logs(&path);
+    let json = retention_json(&["--store", &scratch.store("store.db"), "--older-than", "7d"]);
+    assert_fixture_counts(&json, false);
+    let after = sqlite_logs(&path);
+    let mut kept = with_fate(Fate::Pinned);
+    kept.extend(with_fate(Fate::Skipped));
+    kept.sort_unstable();
+    assert_eq!(present(&after), kept);
+    for name in kept {
+        assert_eq!(after[name], before[name], "{name} is untouched");
+    }
+    // A second sweep finds nothing more to delete: the pin still holds.
+    let again = retention_json(&["--store", &scratch.store("store.db"), "--older-than", "7d"]);
+    assert_eq!(again["examined"], 4, "{again}");
+    assert_eq!(again["deleted"], 0, "{again}");
+    assert_eq!(again["pinned"]["count"], 1, "{again}");
+}
+
+#[test]
+fn the_archive_holds_exactly_the_deleted_logs() {
+    let scratch = Scratch::new("retention-archive");
+    let path = sqlite_fixture(&scratch);
+    let before = sqlite_logs(&path);
+    let archive = scratch.path().join("archive.jsonl");
+    let json = retention_json(&[
+        "--store",
+        &scratch.store("store.db"),
+        "--older-than",
+        "7d",
+        "--archive",
+        &archive.display().to_string(),
+        "--page-limit",
+        "3",
+    ]);
+    assert_eq!(json["deleted"], 4, "{json}");
+    assert_eq!(json["archived"], 4, "{json}");
+    assert_eq!(
+        json["pages"], 4,
+        "8 executions in pages of 3, then an empty one: {json}"
+    );
+    let text = std::fs::read_to_string(&archive).expect("the archive exists");
+    let mut archived: BTreeMap<String, Vec<Envelope>> = BTreeMap::new();
+    for line in text.lines() {
+        let event: Envelope = serde_json::from_str(line).expect("each line is one envelope");
+        archived
+            .entry(event.execution_id.as_str().to_owned())
+            .or_default()
+            .push(event);
+    }
+    let deleted = with_fate(Fate::Deleted);
+    assert_eq!(
+        archived.keys().map(String::as_str).collect::<Vec<_>>(),
+        deleted
+    );
+    for name in deleted {
+        assert_eq!(archived[name], before[name], "{name}'s whole log, in order");
+    }
+    assert!(
+        present(&sqlite_logs(&path))
+            .iter()
+            .all(|n| !archived.contains_key(*n))
+    );
+}
+
+#[test]
+fn the_human_summary_names_the_counts_and_the_pinned_child() {
+    let scratch = Scratch::new("retention-human");
+    sqlite_fixture(&scratch);
+    let out = retention(&["--store", &scratch.store("store.db"), "--older-than", "7d"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("examined 8: 5 eligible, 3 skipped"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("deleted 4\n"), "{stdout}");
+    assert!(
+        stdout.contains("child-pinned (parent parent-parked)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_missing_sqlite_file_exits_2_and_creates_nothing() {
+    let scratch = Scratch::new("retention-missing");
+    let out = retention(&["--store", &scratch.store("nosuch.db"), "--older-than", "7d"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nosuch.db: no such file"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(scratch.files(), Vec::<String>::new(), "nothing was created");
+}
+
+#[test]
+fn a_bad_older_than_exits_2_with_a_clear_message_and_touches_nothing() {
+    let scratch = Scratch::new("retention-bad-duration");
+    let path = sqlite_fixture(&scratch);
+    let before = sqlite_logs(&path);
+    for bad in ["7", "seven days", "-7d", ""] {
+        let out = retention(&["--store", &scratch.store("store.db"), "--older-than", bad]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error: --older-than {bad:?}: ")),
+            "{bad}: {stderr}"
+        );
+        assert!(stderr.contains("such as 7d, 12h, 30m or 90s"), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(sqlite_logs(&path), before);
+}
+
+#[test]
+fn other_bad_options_exit_2() {
+    let scratch = Scratch::new("retention-bad-options");
+    sqlite_fixture(&scratch);
+    let store = scratch.store("store.db");
+    for (args, expected) in [
+        (
+            vec!["--store", &store, "--older-than", "7d", "--page-limit", "0"],
+            "--page-limit",
+        ),
+        (
+            vec!["--store", &store, "--older-than", "7d", "--schema", "app"],
+            "--schema: only for --store postgres",
+        ),
+        (
+            vec!["--store", "nosuch", "--older-than", "7d"],
+            "unknown store",
+        ),
+        (
+            vec!["--store", &scratch.store(""), "--older-than", "7d"],
+            "not a regular file",
+        ),
+    ] {
+        let out = retention(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // An existing file that is not an SQLite database is refused unchanged.
+    let junk = scratch.path().join("junk.db");
+    std::fs::write(&junk, "not a database, just text").expect("writes");
+    let out = retention(&[
+        "--store",
+        &format!("sqlite:{}", junk.display()),
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not an SQLite database"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&junk).expect("still there"),
+        "not a database, just text"
+    );
+}
+
+#[test]
+fn memory_is_an_empty_smoke_test() {
+    let out = retention(&["--store", "memory", "--older-than", "7d", "--json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("a new, empty store"), "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(json["examined"], 0, "{json}");
+    assert_eq!(json["store"], "memory", "{json}");
+}
+
+/// The PostgreSQL server's URL from `LOOMFENCE_PG_URL` (`cargo xtask`
+/// sets it). Without it the test skips, unless `CI` is set: there it fails,
+/// as the PostgreSQL crate's tests do, since a CI run that silently skipped
+/// the database would prove nothing.
+fn postgres_url() -> Option<String> {
+    match std::env::var("LOOMFENCE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
+            panic!(
+                "CI is set but LOOMFENCE_PG_URL is not: the PostgreSQL retention tests must not skip in CI"
+            )
+        }
+        _ => {
+            eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL retention test");
+            None
+        }
+    }
+}
+
+/// Connects to `schema` (migrating: this creates it) on `url`.
+async fn postgres(url: &str, schema: &str) -> loomfence_postgres::PostgresEventStore {
+    loomfence_postgres::PostgresEventStore::connect(
+        url,
+        loomfence_postgres::PostgresOptions {
+            schema: loomfence_postgres::Schema::new(schema).expect("a schema name"),
+            pool_size: 2,
+            ..loomfence_postgres::PostgresOptions::default()
+        },
+    )
+    .await
+    .expect("connects")
+}
+
+/// Whether `schema` exists on the server.
+async fn schema_exists(store: &loomfence_postgres::PostgresEventStore, schema: &str) -> bool {
+    let client = store.pool().get().await.expect("a connection");
+    client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+            &[&schema],
+        )
+        .await
+        .expect("asks")
+        .get(0)
+}
+
+/// Drops `schema` (the test's own).
+async fn drop_schema(store: &loomfence_postgres::PostgresEventStore, schema: &str) {
+    let client = store.pool().get().await.expect("a connection");
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+        .expect("drops the test's schema");
+}
+
+#[test]
+fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let schema = format!("cli_retention_{}", std::process::id());
+    let missing = format!("{schema}_missing");
+    let store = format!("postgres:{url}");
+    let before = block_on(async {
+        let pg = postgres(&url, &schema).await;
+        drop_schema(&pg, &missing).await;
+        populate(&pg).await;
+        logs(&pg).await
+    });
+
+    let dry = retention_json(&[
+        "--store",
+        &store,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+        "--dry-run",
+    ]);
+    assert_fixture_counts(&dry, true);
+    let json = retention_json(&["--store", &store, "--schema", &schema, "--older-than", "7d"]);
+    assert_fixture_counts(&json, false);
+
+    // A schema that holds no store is refused, and not created.
+    let out = retention(&[
+        "--store",
+        &store,
+        "--schema",
+        &missing,
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("holds no loomfence store"), "{stderr}");
+
+    block_on(async {
+        let pg = postgres(&url, &schema).await;
+        let after = logs(&pg).await;
+        let mut kept = with_fate(Fate::Pinned);
+        kept.extend(with_fate(Fate::Skipped));
+        kept.sort_unstable();
+        assert_eq!(present(&after), kept);
+        for name in kept {
+            assert_eq!(after[name], before[name], "{name} is untouched");
+        }
+        assert!(!schema_exists(&pg, &missing).await, "nothing was created");
+        drop_schema(&pg, &schema).await;
+    });
+}
