@@ -149,18 +149,9 @@ fn bad_options_exit_2() {
     }
 }
 
-/// The PostgreSQL server the tests may use (`cargo xtask` sets it); unset
-/// or empty, the PostgreSQL test passes without running.
-fn postgres_url() -> Option<String> {
-    std::env::var("LOOMFENCE_PG_URL")
-        .ok()
-        .filter(|url| !url.is_empty())
-}
-
 #[test]
 fn postgres_measures_both_acquire_strategies() {
-    let Some(url) = postgres_url() else {
-        eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL bench");
+    let Some(url) = common::postgres_url("the PostgreSQL bench") else {
         return;
     };
     let store = format!("postgres:{url}");

@@ -46,25 +46,6 @@ fn count(json: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} is a count: {json}"))
 }
 
-/// The PostgreSQL server's URL from `LOOMFENCE_PG_URL` (`cargo xtask`
-/// sets it). Without it the test skips, unless `CI` is set: there it fails,
-/// as the PostgreSQL crate's tests do, since a CI run that silently skipped
-/// the database would prove nothing.
-fn postgres_url() -> Option<String> {
-    match std::env::var("LOOMFENCE_PG_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
-            panic!(
-                "CI is set but LOOMFENCE_PG_URL is not: the PostgreSQL races must not skip in CI"
-            )
-        }
-        _ => {
-            eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL race");
-            None
-        }
-    }
-}
-
 #[test]
 fn default_run_reports_the_nine_keys_and_no_bug() {
     let json = race_json(&["--parks", "100"]);
@@ -269,7 +250,7 @@ fn bad_options_exit_2_with_a_clear_message() {
 fn postgres_race_answers_every_park_once() {
     // Runs only when a server is named (`cargo xtask` sets it); the race gets
     // a schema of its own, dropped at the end.
-    let Some(url) = postgres_url() else {
+    let Some(url) = common::postgres_url("the PostgreSQL races") else {
         return;
     };
     let store = format!("postgres:{url}");
@@ -489,7 +470,7 @@ fn human_summary_shows_the_redrive() {
 
 #[test]
 fn postgres_dead_acquirers_are_redriven() {
-    let Some(url) = postgres_url() else {
+    let Some(url) = common::postgres_url("the PostgreSQL races") else {
         return;
     };
     let store = format!("postgres:{url}");

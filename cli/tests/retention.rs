@@ -415,25 +415,6 @@ fn memory_is_an_empty_smoke_test() {
     assert_eq!(json["store"], "memory", "{json}");
 }
 
-/// The PostgreSQL server's URL from `LOOMFENCE_PG_URL` (`cargo xtask`
-/// sets it). Without it the test skips, unless `CI` is set: there it fails,
-/// as the PostgreSQL crate's tests do, since a CI run that silently skipped
-/// the database would prove nothing.
-fn postgres_url() -> Option<String> {
-    match std::env::var("LOOMFENCE_PG_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
-            panic!(
-                "CI is set but LOOMFENCE_PG_URL is not: the PostgreSQL retention tests must not skip in CI"
-            )
-        }
-        _ => {
-            eprintln!("LOOMFENCE_PG_URL is not set: skipping the PostgreSQL retention test");
-            None
-        }
-    }
-}
-
 /// Connects to `schema` (migrating: this creates it) on `url`.
 async fn postgres(url: &str, schema: &str) -> loomfence_postgres::PostgresEventStore {
     loomfence_postgres::PostgresEventStore::connect(
@@ -472,7 +453,7 @@ async fn drop_schema(store: &loomfence_postgres::PostgresEventStore, schema: &st
 
 #[test]
 fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
-    let Some(url) = postgres_url() else {
+    let Some(url) = common::postgres_url("the PostgreSQL retention test") else {
         return;
     };
     let schema = format!("cli_retention_{}", std::process::id());

@@ -1,4 +1,5 @@
-//! What the CLI tests share: a scratch directory for SQLite files.
+//! What the CLI tests share: a scratch directory for SQLite files, and the
+//! PostgreSQL server the tests may use.
 
 use std::path::{Path, PathBuf};
 
@@ -46,5 +47,22 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The PostgreSQL server the tests may use (`cargo xtask test` starts one
+/// and sets `LOOMFENCE_PG_URL`). Unset outside CI, the PostgreSQL test
+/// passes without running and says so; in CI (`CI` set) it fails instead:
+/// a test that needs a server never skips there. `what` names the test.
+pub(crate) fn postgres_url(what: &str) -> Option<String> {
+    match std::env::var("LOOMFENCE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
+            panic!("CI is set but LOOMFENCE_PG_URL is not: {what} must not skip in CI")
+        }
+        _ => {
+            eprintln!("LOOMFENCE_PG_URL is not set: skipping {what}");
+            None
+        }
     }
 }
