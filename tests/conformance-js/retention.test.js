@@ -226,7 +226,7 @@ describe('sweep: a host store answering outside the interface', () => {
         // The running parent, every time: nothing is eligible before the repeat.
         return (await store.listExecutions(null, limit)).filter((s) => s.executionId === 'p');
       },
-    }), (error) => assert.match(error.message, /repeated/));
+    }), (error) => assert.match(error.message, /listed "p" again/));
   });
 
   test('logs that are not the log asked for', async () => {

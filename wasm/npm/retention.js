@@ -81,11 +81,12 @@ function isId(id) {
   return id.length * 3 <= MAX_ID_BYTES || utf8.encode(id).length <= MAX_ID_BYTES;
 }
 
-/** A listing page: an array of at most `limit` summaries `{ executionId,
- * head, ended }`, `ended` null or `{ sequence, at }` within the log. Strict
+/** A listing page after `after`: an array of at most `limit` summaries
+ * `{ executionId, head, ended }`, none of them `after` itself, `ended` null
+ * or `{ sequence, at }` within the log. Strict
  * as the interface is written: a summary without `ended` would read as
  * running forever, and the sweep would quietly never delete anything. */
-function checkPage(page, limit) {
+function checkPage(page, after, limit) {
   if (!Array.isArray(page)) {
     throw contract(`listExecutions() must resolve to an array of { executionId, head, ended }, got ${show(page)}`);
   }
@@ -96,6 +97,9 @@ function checkPage(page, limit) {
     if (!isObject(summary)) throw contract(`${where} must be { executionId, head, ended }, got ${show(summary)}`);
     const { executionId, head, ended } = summary;
     if (!isId(executionId)) throw contract(`${where}.executionId must be an execution id, got ${show(executionId)}`);
+    if (executionId === after) {
+      throw contract(`listExecutions(${show(after)}, ${limit}) listed ${show(after)} again: the cursor is exclusive, or the sweep would never end`);
+    }
     if (!isCount(head, 1)) {
       throw contract(`${where}.head must be a safe integer from 1 (a listed execution has a log), got ${show(head)}`);
     }
@@ -238,7 +242,7 @@ async function perform(store, machine, step, archive, knownParents) {
   switch (step.act) {
     case 'list': {
       const page = await store.listExecutions(step.after, step.limit);
-      checkPage(page, step.limit);
+      checkPage(page, step.after, step.limit);
       machine.handlePage(page);
       break;
     }

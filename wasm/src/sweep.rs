@@ -37,13 +37,20 @@ pub struct SweepMachineJs {
     page_limit: u32,
 }
 
-/// A driver's answer the machine refused.
+/// A driver's answer the machine refused: out of turn, or (what `sweep`
+/// checks first, with the ids in its message) events of another execution
+/// or a page that repeats its cursor. Fixed messages: the core's `Display`
+/// of these would cost the `.wasm` for errors `sweep` never lets through.
 fn machine_error(error: &SweepMachineError) -> JsValue {
     match error {
-        SweepMachineError::UnexpectedInput { .. } => {
-            js_errors::invalid(&error.to_string(), "UNEXPECTED_ANSWER")
-        }
-        _ => contract(&error.to_string()),
+        SweepMachineError::UnexpectedInput { .. } => js_errors::invalid(
+            "the answer does not answer the pending action",
+            "UNEXPECTED_ANSWER",
+        ),
+        _ => contract(
+            "the store answered with another execution's events, or with a page that lists \
+             its cursor again",
+        ),
     }
 }
 
