@@ -43,6 +43,8 @@ import {
   stamped,
   wrap,
 } from './support.js';
+import { RETENTION_CASES } from './retention-kit.js';
+import { SWEEP_CASES } from './sweep-kit.js';
 
 /** What a case needs of a store. */
 const needs = {
@@ -1241,6 +1243,12 @@ kase('resume::a_store_without_append_if_parked_is_refused_up_front', needs.notRe
   assert.deepEqual(calls, [], 'resume called nothing on the store');
   await before.assertUnchanged(store, 'a refused resume');
 });
+
+// ---------------------------------------------------------------------------
+// retention.rs and sweep.rs: the paged listing, the guarded delete and the
+// package's sweep over the store, in their own files; any store runs them.
+
+for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES]) kase(name, needs.any, run);
 
 // ---------------------------------------------------------------------------
 

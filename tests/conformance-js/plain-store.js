@@ -16,6 +16,11 @@
 // - in both conditional operations, the check that `parkSeq` is in the log
 //   AND that its event is a park: after a delete (which keeps a real token)
 //   a log can grow back past the sequence a slow resumer read as its park;
+// - what a retention sweep needs: `listExecutions`, the paged listing (by
+//   the last id, in UTF-8 byte order, each execution with its head and its
+//   first terminal event), and `deleteExecutionIf`, the guarded delete that
+//   re-checks, in the same step as the delete, that the log and every parent
+//   the sweep read are as it read them;
 // - the same typed errors as the package on bad input, thrown before anything
 //   changes: `InputError` (a TypeError) for a bad id or a malformed event,
 //   `RangeError` for a number out of range, `TypeError` for a value that is
@@ -53,6 +58,28 @@ export const NOT_A_PARK = 'NOT_A_PARK';
 /** The one kind that is a park. */
 const PARK_KIND = 'EXECUTION_SUSPENDED';
 
+/** The kinds that end an execution (terminal is absorbing: the first one is
+ * when it ended). */
+const TERMINAL_KINDS = new Set(['EXECUTION_COMPLETED', 'EXECUTION_FAILED', 'EXECUTION_CANCELLED', 'EXECUTION_CONTINUED']);
+
+/** The largest listing page, and the most parents one guarded delete names. */
+const MAX_PAGE_LIMIT = 10_000;
+const MAX_GUARD_PARENTS = 1_000;
+
+/** Orders ids by their UTF-8 bytes, which is code point order (UTF-16 code
+ * units order U+E000..U+FFFF before the astral planes; bytes do not). */
+function compareIds(a, b) {
+  const left = a[Symbol.iterator]();
+  const right = b[Symbol.iterator]();
+  for (;;) {
+    const x = left.next();
+    const y = right.next();
+    if (x.done || y.done) return (x.done ? 0 : 1) - (y.done ? 0 : 1);
+    const order = x.value.codePointAt(0) - y.value.codePointAt(0);
+    if (order !== 0) return order;
+  }
+}
+
 function rangeError(message, code) {
   return Object.assign(new RangeError(message), { code });
 }
@@ -82,6 +109,37 @@ function checkCounter(name, value) {
     throw rangeError(`${name} must be a safe non-negative integer, got ${value}`, 'OUT_OF_RANGE');
   }
   return value + 0; // -0 becomes 0
+}
+
+/** A listing's page limit: a number (else TypeError) that is an integer from
+ * 1 to MAX_PAGE_LIMIT (else InputError INVALID_LIMIT). */
+function checkLimit(limit) {
+  if (typeof limit !== 'number') throw typeError('limit must be a number', 'NOT_A_NUMBER');
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_LIMIT) {
+    throw new InputError(`limit = ${limit} is out of bounds: at most ${MAX_PAGE_LIMIT}, and a limit is at least 1`, 'INVALID_LIMIT');
+  }
+  return limit;
+}
+
+/** A delete guard `{ head, parents: [{ parent, seen }] }` (`parents` omitted:
+ * none), checked whole before anything is read. */
+function checkGuard(guard) {
+  if (typeof guard !== 'object' || guard === null) {
+    throw typeError('guard must be an object { head, parents: [{ parent, seen }] }', 'NOT_AN_OBJECT');
+  }
+  const head = checkCounter('head', guard.head);
+  const marks = guard.parents ?? [];
+  if (!Array.isArray(marks)) throw typeError('guard.parents must be an array of { parent, seen }', 'NOT_AN_ARRAY');
+  if (marks.length > MAX_GUARD_PARENTS) {
+    throw new InputError(`parents = ${marks.length} is out of bounds: at most ${MAX_GUARD_PARENTS}`, 'INVALID_LIMIT');
+  }
+  const parents = marks.map((mark) => {
+    if (typeof mark !== 'object' || mark === null) {
+      throw typeError('each of guard.parents must be an object { parent, seen }', 'NOT_AN_OBJECT');
+    }
+    return { parent: checkId(mark.parent), seen: checkCounter('seen', mark.seen) };
+  });
+  return { head, parents };
 }
 
 function isPlainObject(value) {
@@ -302,9 +360,56 @@ export class PlainEventStore {
    * old token stays fenced out of a re-created id. Resolves to whether a log
    * existed. */
   async deleteExecution(executionId) {
-    const id = checkId(executionId);
+    return this.#delete(checkId(executionId));
+  }
+
+  #delete(id) {
     if (this.#fences.get(id) === 0) this.#fences.delete(id);
     return this.#logs.delete(id);
+  }
+
+  /** Up to `limit` executions with a log (a token alone is not listed), ids
+   * after `after` (exclusive; null or omitted: from the first), in UTF-8
+   * byte order: `[{ executionId, head, ended: { sequence, at } | null }]`,
+   * `ended` the first terminal event. */
+  async listExecutions(after, limit) {
+    const cursor = after == null ? null : checkId(after);
+    limit = checkLimit(limit);
+    const ids = [];
+    for (const [id, log] of this.#logs) {
+      if (log.length > 0 && (cursor === null || compareIds(id, cursor) > 0)) ids.push(id);
+    }
+    ids.sort(compareIds);
+    return ids.slice(0, limit).map((executionId) => {
+      const log = this.#logs.get(executionId);
+      const end = log.findIndex((record) => TERMINAL_KINDS.has(record.envelope.kind));
+      return {
+        executionId,
+        head: log.length,
+        ended: end === -1 ? null : { sequence: end + 1, at: log[end].envelope.at },
+      };
+    });
+  }
+
+  /** Deletes the log as `deleteExecution` does, only while `guard` still
+   * holds, checked in the same synchronous step as the delete: the log's head
+   * (0 when none) is `guard.head`, else `{ logChanged: true, head }`; no
+   * parent's log is shorter than the head the sweep saw or has an answering
+   * event after it, else `{ parentMoved: true, parent }`; then
+   * `{ deleted: true }`. */
+  async deleteExecutionIf(executionId, guard) {
+    const id = checkId(executionId);
+    const { head, parents } = checkGuard(guard);
+    const current = this.#log(id).length;
+    if (current !== head) return { logChanged: true, head: current };
+    for (const { parent, seen } of parents) {
+      const log = this.#log(parent);
+      if (log.length < seen || log.slice(seen).some((record) => record.answering)) {
+        return { parentMoved: true, parent };
+      }
+    }
+    this.#delete(id);
+    return { deleted: true };
   }
 }
 
@@ -326,7 +431,7 @@ export function withCapability(store, capability, { appendIfParked = true } = {}
   const optional = OPTIONAL[capability];
   if (!optional) throw new TypeError(`unknown capability ${capability}`);
   const view = {};
-  for (const name of ['append', 'appendMany', 'readRange', 'currentFence', 'deleteExecution', ...optional]) {
+  for (const name of ['append', 'appendMany', 'readRange', 'currentFence', 'deleteExecution', 'listExecutions', 'deleteExecutionIf', ...optional]) {
     if (name === 'appendIfParked' && !appendIfParked) continue;
     view[name] = store[name].bind(store);
   }

@@ -174,6 +174,8 @@ export function wrap(inner, overrides = {}) {
     'deleteExecution',
     'acquireFence',
     'acquireFenceIf',
+    'listExecutions',
+    'deleteExecutionIf',
   ]) {
     if (typeof inner[name] === 'function') view[name] = inner[name].bind(inner);
   }

@@ -89,6 +89,10 @@ export interface EventStore {
     events: NewEvent[],
   ): Promise<Envelope[] | { parkAnswered: true }>;
   deleteExecution?(executionId: string): Promise<boolean>;
+  /** Retention's paged listing; see `RetentionStore`. */
+  listExecutions?(after: string | null | undefined, limit: number): Promise<ExecutionSummary[]>;
+  /** Retention's guarded delete; see `RetentionStore`. */
+  deleteExecutionIf?(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
 }
 
 /**
@@ -119,7 +123,197 @@ export class MemoryEventStore implements EventStore {
   currentFence(executionId: string): Promise<number>;
   /** Deletes the log, keeping a real token; resolves to whether a log existed. */
   deleteExecution(executionId: string): Promise<boolean>;
+  /**
+   * Up to `limit` executions that have a log, ids after `after` (exclusive;
+   * `null` or omitted for the first page), in id order (UTF-8 byte order).
+   * `limit` is 1 to 10 000: a `TypeError` `NOT_A_NUMBER` for a non-number,
+   * an `InputError` `INVALID_LIMIT` for any other value out of bounds.
+   */
+  listExecutions(after: string | null | undefined, limit: number): Promise<ExecutionSummary[]>;
+  /**
+   * Deletes the log as `deleteExecution` does (a real token is kept), only
+   * while `guard` still holds, decided in the same step as the delete.
+   * Rejects before anything changes with a `RangeError` `OUT_OF_RANGE` for a
+   * `head` or `seen` that is not a safe non-negative integer, an
+   * `InputError` `INVALID_LIMIT` for more than 1 000 parents, an
+   * `InputError` `INVALID_ID` for a bad id.
+   */
+  deleteExecutionIf(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
 }
+
+// ---------------------------------------------------------------------------
+// Retention: the child → parent edge, the pin, the listing, the guarded
+// delete and the sweep (ADR D3). A finished child is never deleted while its
+// parent is parked on it.
+
+/** When an execution ended: its first terminal event (terminal is absorbing). */
+export interface Ended {
+  sequence: number;
+  /** The terminal event's `at`, ms since the epoch: what a sweep's cutoff is compared with. */
+  at: number;
+}
+
+/** One execution as a listing reports it. */
+export interface ExecutionSummary {
+  executionId: string;
+  /** Its last sequence; from 1 (a listed execution has a log). */
+  head: number;
+  /** Its first terminal event (`EXECUTION_COMPLETED`, `_FAILED`, `_CANCELLED`, `_CONTINUED`), `null` while it runs. */
+  ended: Ended | null;
+}
+
+/** A parent's log as a sweep's pin check saw it: its head then (0 for no log). */
+export interface ParentMark {
+  parent: string;
+  seen: number;
+}
+
+/**
+ * What a sweep saw, which must still hold for its delete to happen: the head
+ * of the log being deleted, and every parent whose pin was checked with the
+ * head it was checked at (at most 1 000; `parents` omitted: none).
+ */
+export interface DeleteGuard {
+  head: number;
+  parents?: ParentMark[];
+}
+
+/**
+ * What a guarded delete answers, exactly one of: `{ deleted: true }`;
+ * `{ logChanged: true, head }` (the log's head is `head`, not the guard's: it
+ * grew, or is gone at 0; nothing changed); `{ parentMoved: true, parent }`
+ * (`parent`, one of the guard's, has a log shorter than `seen` or an
+ * answering event after it: a park, a resume, an end; nothing changed).
+ */
+export type GuardedDelete =
+  | { deleted: true }
+  | { logChanged: true; head: number }
+  | { parentMoved: true; parent: string };
+
+/**
+ * What `sweep` needs of a store, beyond `readRange(id, 1)` (the whole log;
+ * no log reads as `[]`):
+ * - `listExecutions(after, limit)`: up to `limit` executions that have a log
+ *   (a token without a log is not listed), ids after `after` (exclusive;
+ *   `null` for the first page) in the store's id order, each with its head and
+ *   its first terminal event; an empty page is the end;
+ * - `deleteExecutionIf(id, guard)`, in ONE atomic step: the log's head (0
+ *   for none) differs from `guard.head` → `{ logChanged: true, head }`; else,
+ *   for each mark in order, the parent's head is below `seen` or it has an
+ *   answering event (`isAnsweringKind`) after `seen` → `{ parentMoved: true,
+ *   parent }`; else delete exactly as `deleteExecution` does →
+ *   `{ deleted: true }`.
+ * `tests/conformance-js/plain-store.js` is one in plain JavaScript, and the
+ * kit (`retention::…`) holds a store to it. `sweep` checks every answer: one
+ * outside this interface rejects it with an `InputError` `STORE_CONTRACT`.
+ */
+export interface RetentionStore {
+  readRange(executionId: string, fromSeq?: number, toSeq?: number): Promise<Envelope[]>;
+  listExecutions(after: string | null | undefined, limit: number): Promise<ExecutionSummary[]>;
+  deleteExecutionIf(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
+}
+
+/** A finished execution kept because its parent is parked on it. */
+export interface Pinned {
+  child: string;
+  parent: string;
+}
+
+/** An eligible, unpinned execution whose guarded delete the store refused: still there, judged again next sweep. */
+export interface Kept {
+  executionId: string;
+  refusal: { logChanged: true; head: number } | { parentMoved: true; parent: string };
+}
+
+/** What a sweep did (in a dry run, would do). */
+export interface SweepReport {
+  dryRun: boolean;
+  /** Executions listed. */
+  examined: number;
+  /** Of those, the ones that ended before the cutoff. */
+  eligible: number;
+  /** Listed but not eligible (running, or ended too recently): `examined - eligible`. Nothing else of them was read. */
+  skipped: number;
+  /** Deleted (would be, in a dry run). */
+  deleted: number;
+  /** Handed to the archive. */
+  archived: number;
+  pinned: Pinned[];
+  kept: Kept[];
+  /** Listing pages read (the last one empty). */
+  pages: number;
+  /** Logs of eligible executions read: one each. */
+  logReads: number;
+  /** Parent logs read for pins: only ever for eligible executions. */
+  parentReads: number;
+}
+
+export interface SweepOptions {
+  /** Executions whose first terminal event is strictly before this time (ms since the epoch, a safe integer) are eligible. */
+  endedBefore: number;
+  /** Executions per listing page, 1 to 10 000 (default 1 000; `INVALID_LIMIT` otherwise). */
+  pageLimit?: number;
+  /** Decide everything and read what deciding needs, change nothing: no archive, no delete. `deleted` counts what would be. */
+  dryRun?: boolean;
+  /**
+   * Takes each log before its delete and resolves once it is durable; a
+   * rejection stops the sweep with the log kept. At least once: a log
+   * archived and then kept (a parent moved) is archived again by a later
+   * sweep, so dedupe by `(executionId, sequence)`.
+   */
+  archive?: (executionId: string, events: Envelope[]) => Promise<void> | void;
+  /**
+   * Parents the host knows wait on a child besides the one its log records
+   * (`payload.parent`): the edges of a supervisor, for logs written without
+   * the field. Each is read and can pin the child, never unpin it. Must
+   * return execution ids (`UNEXPECTED_ANSWER` otherwise).
+   */
+  knownParents?: (childId: string) => string[] | Promise<string[]>;
+}
+
+/**
+ * One retention sweep of `store`: pages through every execution with a log;
+ * reads the log of those that ended before `endedBefore` (only those), then
+ * each parent that could wait on it (its recorded parent and `knownParents`);
+ * keeps it if a parent is parked on it (`pinned`); otherwise archives it (with
+ * `archive`) and deletes it under a guard of what it read, so a parent that
+ * parks on it in between keeps it (`kept`). Every decision is the core's
+ * (`SweepMachine`). Run it from a service or a cron job.
+ *
+ * Rejects before touching the store with a `TypeError` `NOT_A_STORE` (a
+ * method missing), an `InputError` `INVALID_OPTIONS` / `INVALID_LIMIT`. Stops
+ * with a `SweepError` on a log it cannot judge (nothing deleted for it); any
+ * other failure (the store, `archive`, `knownParents`, an answer outside the
+ * interface: `InputError` `STORE_CONTRACT`) is rethrown as it came, with
+ * `report` (what was done before; those deletes stand) set on it when it is
+ * an object.
+ */
+export function sweep(store: RetentionStore, options: SweepOptions): Promise<SweepReport>;
+
+/**
+ * The `EXECUTION_STARTED` of a child started by `parentId`, at `at`: it
+ * records `payload.parent`, the edge retention reads to find the one park that
+ * could pin the child, after any restart. Write it as the child's first event.
+ */
+export function startedChild(parentId: string, at: number): NewEvent & { kind: 'EXECUTION_STARTED'; payload: { parent: string } };
+
+/**
+ * The parent the log's first `EXECUTION_STARTED` records, `null` for none (no
+ * start; `parent` absent or `null`: a root, or a log written before the field).
+ * A recorded parent that is not an execution id throws `InputError`
+ * `INVALID_LINEAGE`: corrupt, never guessed.
+ */
+export function parentOf(events: Envelope[]): string | null;
+
+/**
+ * Whether `childId` must be kept because the parent whose whole log is
+ * `parentEvents` is parked on it: the parent is not terminal and its open park
+ * has a `CHILD_DONE` wait naming the child, by `key` or in a `group`. A parent
+ * running, answered, ended, parked on something else, or with no log (`[]`)
+ * does not pin. An open park whose waits cannot be read throws `InputError`
+ * `INVALID_PARK`: never a guess either way.
+ */
+export function pinParkedChildren(childId: string, parentEvents: Envelope[]): boolean;
 
 export interface ResumeOptions {
   /** The sequence of the park being answered, as `locatePark` gives it. */
@@ -637,11 +831,34 @@ export class ResumeContendedError extends Error {
   attempts: number;
 }
 
-/** Malformed input other than a bad number: an execution id, an event, a batch, or a host store's answer outside the interface (`code: 'STORE_CONTRACT'`). */
+/** Malformed input other than a bad number: an execution id, an event, a batch, a count out of its bounds (`code: 'INVALID_LIMIT'`), or a host store's answer outside the interface (`code: 'STORE_CONTRACT'`). */
 export class InputError extends TypeError {
+  constructor(message?: string, code?: string);
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'STORE_CONTRACT'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, … */
   code: string;
+}
+
+/**
+ * A retention sweep stopped on a log it cannot judge, and kept it: the
+ * child's recorded parent is not an execution id (`code: 'INVALID_LINEAGE'`,
+ * `parent: null`), or the open park of its parent `parent` cannot be read
+ * (`code: 'INVALID_PARK'`). The next sweep stops on it again until it is fixed
+ * or deleted by hand.
+ */
+export class SweepError extends Error {
+  constructor(
+    message?: string,
+    fields?: { code?: 'INVALID_LINEAGE' | 'INVALID_PARK'; executionId?: string; parent?: string | null; report?: SweepReport },
+  );
+  readonly name: 'SweepError';
+  code: 'INVALID_LINEAGE' | 'INVALID_PARK';
+  /** The execution being judged. */
+  executionId: string;
+  /** The parent whose park is unreadable; `null` for a lineage error. */
+  parent: string | null;
+  /** What the sweep did before it stopped; its deletes stand. */
+  report: SweepReport;
 }
 
 /**

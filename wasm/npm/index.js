@@ -16,8 +16,12 @@ export const redriveWakeAt = wasm.redriveWakeAt;
 export const WakeBackoff = wasm.WakeBackoff;
 export const FireMachine = wasm.FireMachine;
 export const MemoryTimerStore = wasm.MemoryTimerStore;
-// JavaScript around the glue (timer-service.js), not in the .wasm.
+export const startedChild = wasm.startedChild;
+export const parentOf = wasm.parentOf;
+export const pinParkedChildren = wasm.pinParkedChildren;
+// JavaScript around the glue (timer-service.js, retention.js), not in the .wasm.
 export { TimerService } from './timer-service.js';
+export { sweep } from './retention.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
 export const StaleFenceError = classes.StaleFenceError;
 export const ResumeRefusedError = classes.ResumeRefusedError;
@@ -25,3 +29,4 @@ export const ResumeContendedError = classes.ResumeContendedError;
 export const InputError = classes.InputError;
 export const TimerInputError = classes.TimerInputError;
 export const RedriveExhaustedError = classes.RedriveExhaustedError;
+export const SweepError = classes.SweepError;

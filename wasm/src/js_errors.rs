@@ -13,7 +13,13 @@
 //! - a resume refused or contended: `ResumeRefusedError` /
 //!   `ResumeContendedError`;
 //! - a host store's answer outside the interface: `InputError` with code
-//!   `STORE_CONTRACT` (`host_store.rs`);
+//!   `STORE_CONTRACT` (`host_store.rs`, and the sweep's answers in
+//!   `sweep.rs`);
+//! - a count out of its bounds (a listing's `limit`, a guard's number of
+//!   parents): `InputError` with code `INVALID_LIMIT`;
+//! - a sweep that stopped on a log it cannot judge (a corrupt recorded
+//!   parent, a parent's unreadable park): `SweepError`, carrying the
+//!   partial report;
 //! - a timer call's input the core refuses (a row, claim, lease, listing,
 //!   policy, draw, backoff entry, or a fire machine answer that does not fit):
 //!   `TimerInputError`, with a `code` naming the input (`timer_values.rs`);
@@ -57,6 +63,14 @@ extern "C" {
     fn type_error(message: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = internalError)]
     fn internal_error(message: &str) -> JsValue;
+    #[wasm_bindgen(js_name = sweepError)]
+    fn sweep_error(
+        message: &str,
+        code: &str,
+        execution_id: &str,
+        parent: JsValue,
+        report: JsValue,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = errorClasses)]
     fn error_classes_js() -> JsValue;
 }
@@ -207,8 +221,35 @@ pub(crate) fn input(error: &InputError) -> JsValue {
         InputError::ParkSeqOutOfRange { .. } => out_of_range(&message, PARK_SEQ_OUT_OF_RANGE),
         InputError::NotAPark { .. } => invalid(&message, NOT_A_PARK),
         InputError::OutOfRange { .. } => out_of_range(&message, "OUT_OF_RANGE"),
+        InputError::Limit { .. } => invalid(&message, INVALID_LIMIT),
         _ => invalid(&message, "INVALID_INPUT"),
     }
+}
+
+/// The `code` of a count out of its bounds: a listing's `limit`, a guard's
+/// number of parents, a sweep's `pageLimit`.
+pub(crate) const INVALID_LIMIT: &str = "INVALID_LIMIT";
+
+/// The `code` of a recorded parent (`payload.parent` of the start) that is
+/// not an execution id.
+pub(crate) const INVALID_LINEAGE: &str = "INVALID_LINEAGE";
+
+/// The `code` of an open park whose waits cannot be read.
+pub(crate) const INVALID_PARK: &str = "INVALID_PARK";
+
+/// A sweep stopped on a log it cannot judge, as `SweepError` with `code`
+/// ([`INVALID_LINEAGE`] or [`INVALID_PARK`]), the execution, the parent
+/// whose park is unreadable (`null` for a lineage error) and the report of
+/// what was done before.
+pub(crate) fn sweep(
+    message: &str,
+    code: &str,
+    execution_id: &str,
+    parent: Option<&str>,
+    report: JsValue,
+) -> JsValue {
+    let parent = parent.map_or(JsValue::NULL, JsValue::from_str);
+    sweep_error(message, code, execution_id, parent, report)
 }
 
 /// The `code` of the error a store throws when `parkSeq` is not in the log:

@@ -23,6 +23,13 @@
 //!   `MemoryTimerStore` (the core's `TimerTable`, settled synchronously like
 //!   `MemoryEventStore`). Input the timer calls refuse is a
 //!   `TimerInputError` with a `code`, before anything changes.
+//! - Retention: `MemoryEventStore.listExecutions` and `deleteExecutionIf`
+//!   (the paged listing and the guarded delete), `startedChild` and
+//!   `parentOf` (the child → parent edge), `pinParkedChildren` (the pin),
+//!   and `SweepMachine` (the sweep, polled like `FireMachine`), which the
+//!   package's `sweep` (`npm/retention.js`) drives against any store and
+//!   does not export. A sweep that stops on a log it cannot judge ends in a
+//!   `SweepError`.
 
 mod events;
 mod fire;
@@ -30,10 +37,13 @@ mod host_store;
 mod js_errors;
 mod json;
 mod kinds;
+mod lineage;
 mod memory_store;
 mod out;
 mod redrive;
 mod resume;
+mod retention_values;
+mod sweep;
 mod timer_store;
 mod timer_values;
 mod values;
@@ -41,7 +51,9 @@ mod values;
 pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
+pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
 pub use memory_store::MemoryEventStore;
 pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
 pub use resume::resume;
+pub use sweep::SweepMachineJs;
 pub use timer_store::MemoryTimerStore;

@@ -18,6 +18,7 @@ use wasm_bindgen::prelude::*;
 use crate::events;
 use crate::js_errors;
 use crate::out::{self, Out};
+use crate::retention_values;
 use crate::values::{self, counter, optional_counter, property};
 
 /// The in-memory event store.
@@ -195,6 +196,46 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let existed = self.store.borrow_mut().delete_execution(&id);
             Ok(JsValue::from_bool(existed))
+        })())
+    }
+
+    /// Up to `limit` (1 to 10 000) executions that have a log, with ids
+    /// after `after` (exclusive; `null` or omitted for the first page), in
+    /// id order: `[{ executionId, head, ended: { sequence, at } | null }]`,
+    /// `ended` being the first terminal event. An empty page is the end. A
+    /// retention sweep pages through it by the last id, so deleting as it
+    /// goes neither skips nor repeats anything.
+    #[wasm_bindgen(js_name = listExecutions)]
+    pub fn list_executions(&self, after: JsValue, limit: JsValue) -> Promise {
+        settle((|| {
+            let after = retention_values::after(&after)?;
+            let limit = retention_values::limit("limit", &limit)?;
+            let page = self
+                .store
+                .borrow()
+                .list_executions(after.as_ref(), limit)
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(retention_values::page_js(&page))
+        })())
+    }
+
+    /// Deletes the log as `deleteExecution` does, only while `guard` (what
+    /// a sweep saw: `{ head, parents: [{ parent, seen }] }`) still holds,
+    /// decided in the same step as the delete; resolves to
+    /// `{ deleted: true }`, or to `{ logChanged: true, head }` /
+    /// `{ parentMoved: true, parent }` with nothing deleted. How a parent
+    /// that parks on the child after the sweep's pin check keeps it.
+    #[wasm_bindgen(js_name = deleteExecutionIf)]
+    pub fn delete_execution_if(&self, execution_id: JsValue, guard: JsValue) -> Promise {
+        settle((|| {
+            let id = values::execution_id(&execution_id)?;
+            let guard = retention_values::guard(&guard)?;
+            let outcome = self
+                .store
+                .borrow_mut()
+                .delete_execution_if(&id, &guard)
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(retention_values::outcome_js(&outcome))
         })())
     }
 }

@@ -14,6 +14,11 @@ import {
   FireMachine,
   TimerInputError,
   TimerService,
+  sweep,
+  startedChild,
+  parentOf,
+  pinParkedChildren,
+  SweepError,
 } from 'loomfence';
 
 const store = new MemoryEventStore();
@@ -77,4 +82,19 @@ const report = await service.pollOnce();
 assert.equal(report.fired, 1);
 assert.deepEqual((await store.readRange('nap-1', sleeping.sequence + 1)).map((e) => e.payload.answer), [{ wait: 0, timer: { wakeAt: 30 } }]);
 await service.stop();
+
+// Retention (retention.js, shipped beside the glue): a finished child is kept
+// while its parent is parked on it, and swept once the park is answered.
+await store.append('shop-1', { kind: 'EXECUTION_STARTED', at: 0 });
+await store.appendMany('shop-1/pay', [startedChild('shop-1', 1), { kind: 'EXECUTION_COMPLETED', at: 2 }]);
+assert.equal(parentOf(await store.readRange('shop-1/pay')), 'shop-1');
+await store.append('shop-1', { kind: 'EXECUTION_SUSPENDED', at: 3, payload: { waits: [{ kind: 'CHILD_DONE', key: 'shop-1/pay' }] } });
+assert.ok(pinParkedChildren('shop-1/pay', await store.readRange('shop-1')));
+const kept = await sweep(store, { endedBefore: 100 });
+assert.deepEqual(kept.pinned, [{ child: 'shop-1/pay', parent: 'shop-1' }]);
+await store.append('shop-1', { kind: 'EXECUTION_RESUMED', at: 4 });
+const swept = await sweep(store, { endedBefore: 100, pageLimit: 10 });
+assert.deepEqual([swept.examined, swept.eligible, swept.deleted, swept.pinned.length], [4, 1, 1, 0]);
+assert.deepEqual(await store.readRange('shop-1/pay'), []);
+assert.ok(new SweepError('x', { code: 'INVALID_PARK' }) instanceof Error);
 console.log('smoke.mjs: ok (import)');

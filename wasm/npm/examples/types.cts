@@ -17,7 +17,9 @@ async function main(): Promise<void> {
   service.registerRedriver(async (): Promise<loomfence.RedriveAnswer> => 'noop');
   const report: loomfence.PollReport = await service.pollOnce();
   await service.stop();
-  void isError, step, refused, report;
+  const swept: loomfence.SweepReport = await loomfence.sweep(store, { endedBefore: token });
+  const edge: string | null = loomfence.parentOf(await store.readRange('x'));
+  void isError, step, refused, report, swept, edge;
 }
 
 void main;

@@ -19,6 +19,11 @@ import {
   FireMachine,
   MemoryTimerStore,
   TimerService,
+  sweep,
+  startedChild,
+  parentOf,
+  pinParkedChildren,
+  SweepError,
   type Envelope,
   type EventStore,
   type NewEvent,
@@ -37,6 +42,14 @@ import {
   type RedriveAnswer,
   type TimerServiceOptions,
   type TimerServiceErrorInfo,
+  type ExecutionSummary,
+  type DeleteGuard,
+  type GuardedDelete,
+  type RetentionStore,
+  type SweepOptions,
+  type SweepReport,
+  type Pinned,
+  type Kept,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -225,4 +238,53 @@ async function service(events: EventStore, timerStore: TimerStore): Promise<void
   void counts, state, seen, memory;
 }
 
-void main, timers, service;
+// Retention: the edge, the pin, the listing, the guarded delete and the
+// sweep over the memory store and over a host store.
+async function retention(host: RetentionStore): Promise<void> {
+  const store = new MemoryEventStore();
+  const start = startedChild('parent-1', 0);
+  const recorded: string = start.payload.parent;
+  await store.appendMany('child-1', [start, { kind: 'EXECUTION_COMPLETED', at: 1 }]);
+  const parent: string | null = parentOf(await store.readRange('child-1'));
+  const pinned: boolean = pinParkedChildren('child-1', await store.readRange('parent-1'));
+  const page: ExecutionSummary[] = await store.listExecutions(null, 100);
+  const next: ExecutionSummary[] = await store.listExecutions(page[0]?.executionId, 100);
+  const ended: number | undefined = page[0]?.ended?.at;
+  const guard: DeleteGuard = { head: 2, parents: [{ parent: 'parent-1', seen: 0 }] };
+  const outcome: GuardedDelete = await store.deleteExecutionIf('child-1', guard);
+  if ('parentMoved' in outcome) {
+    const moved: string = outcome.parent;
+    void moved;
+  } else if ('logChanged' in outcome) {
+    const head: number = outcome.head;
+    void head;
+  }
+  const archived: Envelope[][] = [];
+  const options: SweepOptions = {
+    endedBefore: Date.now() - 7 * 24 * 3_600_000,
+    pageLimit: 500,
+    dryRun: false,
+    archive: async (_executionId: string, events: Envelope[]) => {
+      archived.push(events);
+    },
+    knownParents: (childId: string) => (childId === 'child-1' ? ['parent-1'] : []),
+  };
+  try {
+    const report: SweepReport = await sweep(store, options);
+    const counts: number[] = [report.examined, report.eligible, report.skipped, report.deleted, report.archived, report.pages, report.logReads, report.parentReads];
+    const pins: Pinned[] = report.pinned;
+    const kept: Kept[] = report.kept;
+    void counts, pins, kept;
+  } catch (error) {
+    if (error instanceof SweepError) {
+      const code: 'INVALID_LINEAGE' | 'INVALID_PARK' = error.code;
+      const partial: SweepReport = error.report;
+      const moved: string | null = error.parent;
+      void code, partial, moved;
+    }
+  }
+  await sweep(host, { endedBefore: 0, dryRun: true });
+  void recorded, parent, pinned, next, ended;
+}
+
+void main, timers, service, retention;
