@@ -32,11 +32,12 @@ const TOOLS_DIR: &str = "wasm/npm-tools";
 const SUITES_DIR: &str = "tests/conformance-js";
 
 /// The largest acceptable `.wasm`, raw bytes after `wasm-opt` (what the
-/// engine compiles): about 170 KB today, 138 KB of it the event kernel and
-/// 31 KB the timer decisions and store. Raised from 150 KB when the timers
-/// came in; see "The npm package" in docs/decisions.md for where the bytes
-/// go and what would bring it back under 150 KB.
-const BUDGET: u64 = 175_000;
+/// engine compiles): about 201 KB today, 138 KB of it the event kernel,
+/// 31 KB the timer decisions and store and 30 KB retention. Raised from
+/// 150 KB when the timers came in and from 175 KB when retention did; see
+/// "The npm package" in docs/decisions.md for where the bytes go and what
+/// would bring it back under 150 KB.
+const BUDGET: u64 = 205_000;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
