@@ -54,8 +54,10 @@
 mod backfill;
 mod config;
 mod conn;
+mod ended_index;
 mod error;
 mod migrate;
+mod retention_sql;
 mod sql;
 mod store;
 mod timer_migrate;
@@ -65,6 +67,7 @@ mod timers;
 pub use backfill::{BackfillReport, backfill_park_fences};
 pub use config::{AcquireStrategy, ConfigError, MigrateOptions, PostgresOptions, Schema};
 pub use deadpool_postgres::Pool;
+pub use ended_index::EndedIndex;
 pub use error::{ConnectError, MigrateError};
 pub use migrate::{MigrationReport, SCHEMA_VERSION, migrate};
 pub use store::PostgresEventStore;
