@@ -121,10 +121,18 @@ impl PostgresEventStore {
             ))
             .await
             .map_err(|e| client.store(e))?;
+        // `EXECUTE` takes no bind parameters: the id is quoted by the
+        // server, the limit is an integer.
+        let quoted: String = client
+            .query_one("SELECT quote_literal($1::text)", &[&after])
+            .await
+            .map_err(|e| client.store(e))?
+            .try_get(0)
+            .map_err(error::store)?;
         let rows = client
             .query(
-                "EXPLAIN (ANALYZE, BUFFERS) EXECUTE listing($1, $2)",
-                &[&after, &limit],
+                &format!("EXPLAIN (ANALYZE, BUFFERS) EXECUTE listing({quoted}, {limit})"),
+                &[],
             )
             .await
             .map_err(|e| client.store(e))?;
