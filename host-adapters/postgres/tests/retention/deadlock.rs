@@ -22,6 +22,18 @@ const ROUNDS: usize = 150;
 /// Pairs racing in each round.
 const PAIRS: usize = 8;
 
+/// The error and its innermost cause (the server's message and SQLSTATE,
+/// which the store's error wraps).
+fn cause(error: &StoreError) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        text = format!("{text}: {inner}");
+        source = inner.source();
+    }
+    text
+}
+
 /// The guarded delete of `child`, which saw `parent` at head 2.
 async fn delete(
     store: Arc<PostgresEventStore>,
@@ -73,10 +85,16 @@ async fn crossed_guarded_deletes_never_deadlock() {
         }
         for ((a, b), first, second) in tasks {
             let first = first.await.expect("the task").unwrap_or_else(|e| {
-                panic!("round {round}: the guarded delete of {a:?} failed: {e}")
+                panic!(
+                    "round {round}: the guarded delete of {a:?} failed: {}",
+                    cause(&e)
+                )
             });
             let second = second.await.expect("the task").unwrap_or_else(|e| {
-                panic!("round {round}: the guarded delete of {b:?} failed: {e}")
+                panic!(
+                    "round {round}: the guarded delete of {b:?} failed: {}",
+                    cause(&e)
+                )
             });
             let answers = [first, second];
             assert!(
