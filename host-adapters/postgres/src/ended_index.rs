@@ -89,11 +89,13 @@ fn locked(
 /// is empty, or the schema is a newer version's (which the transaction
 /// refuses, untouched).
 ///
-/// Runs on a connection of its own that is closed afterwards, not handed
-/// back to the pool: the session's `lock_timeout`, `statement_timeout` and
-/// advisory lock go with it, on every path. `lock_timeout` bounds each wait
-/// of the build (the table lock, and the waits for transactions that
-/// started before it); on timeout the build fails with the retryable
+/// The checks that usually end it (the index is there) read only the
+/// catalog, on a pooled connection. A build runs on that connection's
+/// session, which is closed afterwards instead of going back to the pool:
+/// its `lock_timeout`, `statement_timeout` and advisory lock go with it, on
+/// every path. `lock_timeout` bounds each wait of the build (the table
+/// lock, and the waits for transactions that started before it); on
+/// timeout the build fails with the retryable
 /// [`MigrateError::TableLocked`] before the migration changed anything,
 /// and leaves at most an invalid index, which the next boot replaces.
 pub(crate) async fn concurrently(
@@ -102,17 +104,6 @@ pub(crate) async fn concurrently(
     options: &MigrateOptions,
 ) -> Result<Option<EndedIndex>, MigrateError> {
     let client = pool.get().await.map_err(error::pool)?;
-    let result = build(&client, schema, options).await;
-    drop(Object::take(client));
-    result
-}
-
-/// [`concurrently`], on its connection.
-async fn build(
-    client: &Object,
-    schema: &Schema,
-    options: &MigrateOptions,
-) -> Result<Option<EndedIndex>, MigrateError> {
     let events: Option<String> = client
         .query_one(
             "SELECT to_regclass($1)::text",
@@ -125,16 +116,29 @@ async fn build(
     if events.is_none() {
         return Ok(None);
     }
-    let valid = validity(client, schema).await?;
+    let valid = validity(&client, schema).await?;
     if valid == Some(true) {
         return Ok(Some(EndedIndex::Present));
     }
-    if stored_version(client, schema)
+    if stored_version(&client, schema)
         .await?
         .is_some_and(|found| found > SCHEMA_VERSION)
     {
         return Ok(None);
     }
+    let result = build(&client, schema, valid, options).await;
+    drop(Object::take(client));
+    result
+}
+
+/// [`concurrently`]'s build, on a session of its own; `valid` is what the
+/// catalog said of the index.
+async fn build(
+    client: &Object,
+    schema: &Schema,
+    valid: Option<bool>,
+    options: &MigrateOptions,
+) -> Result<Option<EndedIndex>, MigrateError> {
     client
         .query(
             "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)",

@@ -26,6 +26,14 @@
 //!   gap or duplicate, the park-conditional append is exclusive, and a
 //!   delete never interleaves with an append (which would otherwise write
 //!   at a stale head into the emptied log).
+//! - Retention's guarded delete (`delete_execution_if`) takes the execution
+//!   locks of the child and of every parent it names, in one global order,
+//!   before it checks anything: a parent's park either committed before the
+//!   check (which then refuses) or waits until the delete committed. Its
+//!   listing (`list_executions`) pages by id in the `execution_id` column's
+//!   collation, the primary key's order, so a page costs a few index
+//!   descents per execution; ends come from a partial index of terminal
+//!   events that `migrate` builds without blocking appends.
 //!
 //! Beside the logs, [`PostgresTimerStore`] (from
 //! [`PostgresEventStore::timers`]) keeps the fleet's timer rows in the same
