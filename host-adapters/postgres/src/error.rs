@@ -20,11 +20,14 @@ pub enum MigrateError {
         waited_ms: u128,
     },
     /// A table the migration had to change (the `timers` table of an older
-    /// version, which lacks columns) stayed locked by another session for
+    /// version, which lacks columns, or `events`, which lacks the listing's
+    /// index of terminal events) stayed locked by another session for
     /// longer than the configured timeout: some open transaction used the
-    /// table. Retryable: nothing was changed, and a boot after that
-    /// transaction ends succeeds. A boot that finds nothing to change never
-    /// waits for such a lock.
+    /// table. Retryable: nothing was changed (a concurrent index build cut
+    /// short may leave an invalid index, which the planner never reads and
+    /// the next boot replaces), and a boot after that transaction ends
+    /// succeeds. A boot that finds nothing to change never waits for such a
+    /// lock.
     #[error(
         "timed out after {waited_ms} ms waiting for a lock on {table} to {action} \
          (another session's open transaction holds it); nothing was changed, retry the boot"

@@ -26,6 +26,14 @@
 //!   gap or duplicate, the park-conditional append is exclusive, and a
 //!   delete never interleaves with an append (which would otherwise write
 //!   at a stale head into the emptied log).
+//! - Retention's guarded delete (`delete_execution_if`) takes the execution
+//!   locks of the child and of every parent it names, in one global order,
+//!   before it checks anything: a parent's park either committed before the
+//!   check (which then refuses) or waits until the delete committed. Its
+//!   listing (`list_executions`) pages by id in the `execution_id` column's
+//!   collation, the primary key's order, so a page costs a few index
+//!   descents per execution; ends come from a partial index of terminal
+//!   events that `migrate` builds without blocking appends.
 //!
 //! Beside the logs, [`PostgresTimerStore`] (from
 //! [`PostgresEventStore::timers`]) keeps the fleet's timer rows in the same
@@ -54,8 +62,10 @@
 mod backfill;
 mod config;
 mod conn;
+mod ended_index;
 mod error;
 mod migrate;
+mod retention_sql;
 mod sql;
 mod store;
 mod timer_migrate;
@@ -65,6 +75,7 @@ mod timers;
 pub use backfill::{BackfillReport, backfill_park_fences};
 pub use config::{AcquireStrategy, ConfigError, MigrateOptions, PostgresOptions, Schema};
 pub use deadpool_postgres::Pool;
+pub use ended_index::EndedIndex;
 pub use error::{ConnectError, MigrateError};
 pub use migrate::{MigrationReport, SCHEMA_VERSION, migrate};
 pub use store::PostgresEventStore;

@@ -1,13 +1,14 @@
 //! Creating and upgrading the schema, under an advisory lock, in one
 //! transaction; and the one-time park-fence backfill.
 
-use deadpool_postgres::Pool;
+use deadpool_postgres::{GenericClient, Pool};
 use loomfence_core::KernelKind;
 use loomfence_store::BackendError;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crate::config::{MigrateOptions, Schema};
+use crate::ended_index::{self, EndedIndex};
 use crate::error::{self, MigrateError};
 use crate::sql::schema_ddl;
 use crate::timer_migrate::migrate_timers;
@@ -27,6 +28,11 @@ use crate::timer_migrate::migrate_timers;
 /// version guards builds that would break what a newer one relies on; an
 /// added table no older build touches is not that. The table's own shape
 /// is read from the catalog at every boot, not inferred from the version.
+///
+/// Retention's additions did not bump it either, for the same reason: the
+/// `delete_execution_if` function is new (an older build neither calls nor
+/// replaces it), and the index of terminal events is maintained by the
+/// server for every writer, old or new.
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// The ledger row that marks the park-fence backfill as done, whichever
@@ -46,6 +52,10 @@ pub struct MigrationReport {
     /// created or already current. Worth logging: it is the one migration
     /// step that waits for the table's users.
     pub timer_columns_added: Vec<String>,
+    /// What became of the listing's index of terminal events (see
+    /// [`EndedIndex`]): the one step that builds over the whole of an
+    /// existing `events` table, without blocking appends.
+    pub ended_index: EndedIndex,
 }
 
 /// Creates or upgrades loomfence's schema (the event log, the fences and
@@ -59,11 +69,20 @@ pub struct MigrationReport {
 /// token-0 fence row for every execution that is parked and unanswered right
 /// now, so a park written before fence rows existed can be acquired safely.
 /// A ledger row marks it done so it never runs twice.
+///
+/// The retention listing's index of terminal events is created here too:
+/// inside the transaction when `events` is new or empty, otherwise
+/// `CONCURRENTLY` before it, so appends go on while a large table is
+/// indexed (see [`EndedIndex`]). That build happens at most once; a boot
+/// that finds the index in place reads only the catalog.
 pub async fn migrate(
     pool: &Pool,
     schema: &Schema,
     options: &MigrateOptions,
 ) -> Result<MigrationReport, MigrateError> {
+    // Outside the transaction, which a concurrent build cannot run in; it
+    // changes nothing unless the index is missing and `events` has rows.
+    let built = ended_index::concurrently(pool, schema, options).await?;
     let mut client = pool.get().await.map_err(error::pool)?;
     let transaction = client
         .build_transaction()
@@ -84,32 +103,13 @@ pub async fn migrate(
         return Err(lock_error(e, options));
     }
     let ledger = format!("{schema}.migrations");
-    let exists: Option<String> = transaction
-        .query_one("SELECT to_regclass($1)::text", &[&ledger])
-        .await
-        .map_err(error::backend)?
-        .try_get(0)
-        .map_err(error::backend)?;
-    if exists.is_some() {
-        let found: Option<String> = transaction
-            .query_opt(
-                &format!("SELECT detail FROM {ledger} WHERE name = 'schema-version'"),
-                &[],
-            )
-            .await
-            .map_err(error::backend)?
-            .map(|row| row.try_get(0))
-            .transpose()
-            .map_err(error::backend)?;
-        let found = found
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(SCHEMA_VERSION);
-        if found > SCHEMA_VERSION {
-            return Err(MigrateError::NewerSchema {
-                found,
-                supported: SCHEMA_VERSION,
-            });
-        }
+    if let Some(found) = stored_version(&transaction, schema).await?
+        && found > SCHEMA_VERSION
+    {
+        return Err(MigrateError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
     }
     for statement in schema_ddl(schema) {
         if let Err(e) = transaction.batch_execute(&statement).await {
@@ -119,6 +119,10 @@ pub async fn migrate(
     // Before the backfill, which can be long: a timers table that stays
     // locked fails the boot before that work, not after it.
     let timer_columns_added = migrate_timers(&transaction, schema, options).await?;
+    let ended_index = match built {
+        Some(built) => built,
+        None => ended_index::in_transaction(&transaction, schema, options).await?,
+    };
     transaction
         .execute(
             &format!(
@@ -156,7 +160,43 @@ pub async fn migrate(
         version: SCHEMA_VERSION,
         backfilled,
         timer_columns_added,
+        ended_index,
     })
+}
+
+/// The schema version the ledger records, `None` when there is no ledger
+/// (a new schema) or no version row. Reads the catalog first, so a schema
+/// without a ledger is not an error, and takes no lock on the tables.
+pub(crate) async fn stored_version(
+    client: &impl GenericClient,
+    schema: &Schema,
+) -> Result<Option<i64>, MigrateError> {
+    let ledger = format!("{schema}.migrations");
+    let exists: Option<String> = client
+        .query_one("SELECT to_regclass($1)::text", &[&ledger])
+        .await
+        .map_err(error::backend)?
+        .try_get(0)
+        .map_err(error::backend)?;
+    if exists.is_none() {
+        return Ok(None);
+    }
+    let found: Option<String> = client
+        .query_opt(
+            &format!("SELECT detail FROM {ledger} WHERE name = 'schema-version'"),
+            &[],
+        )
+        .await
+        .map_err(error::backend)?
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(error::backend)?;
+    // An unreadable version row is taken as this build's, as before.
+    Ok(Some(
+        found
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(SCHEMA_VERSION),
+    ))
 }
 
 /// A failure while holding or waiting for locks: a lock timeout is its own

@@ -9,6 +9,7 @@
 use loomfence_core::KernelKind;
 
 use crate::config::Schema;
+use crate::retention_sql;
 
 /// The park kind (`EXECUTION_SUSPENDED`) as a SQL string literal. The event
 /// at a conditional operation's `p_park` must be of this kind: after a
@@ -34,7 +35,7 @@ const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint,
 /// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
 /// twin of `loomfence_core::is_answering`; the conformance kit checks the two
 /// agree.
-fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
+pub(crate) fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
     format!(
         "(e.kind = ANY({answering_kinds}) OR (e.kind <> ALL({kernel_kinds}) \
          AND e.metadata -> 'kernel' = 'true'::jsonb))"
@@ -63,6 +64,10 @@ pub(crate) struct Sql {
     pub(crate) acquire_fence_if_pipelined: [String; 3],
     /// The delete function's call.
     pub(crate) delete_call: String,
+    /// The retention listing (see [`retention_sql::list_executions`]).
+    pub(crate) list_executions: String,
+    /// The guarded delete function's call.
+    pub(crate) delete_execution_if_call: String,
 }
 
 impl Sql {
@@ -113,6 +118,8 @@ impl Sql {
                 ),
             ],
             delete_call: format!("SELECT {s}.delete_execution($1)"),
+            list_executions: retention_sql::list_executions(schema),
+            delete_execution_if_call: retention_sql::delete_execution_if_call(schema),
         }
     }
 }
@@ -147,6 +154,7 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
         drop_if_outdated(s, ACQUIRE_FENCE_IF_SIGNATURE, "park_kind"),
         acquire_fence_if_function(s),
         delete_function(s),
+        retention_sql::delete_execution_if_function(schema),
     ]
 }
 
@@ -169,7 +177,7 @@ fn drop_if_outdated(s: &str, signature: &str, column: &str) -> String {
 
 /// Fails a function called outside READ COMMITTED, whose fresh snapshot per
 /// statement the functions rely on.
-fn require_read_committed(function: &str) -> String {
+pub(crate) fn require_read_committed(function: &str) -> String {
     format!(
         "IF current_setting('transaction_isolation') <> 'read committed' THEN \
            RAISE EXCEPTION 'loomfence: {function} needs READ COMMITTED, the transaction is %', \
@@ -184,7 +192,35 @@ fn require_read_committed(function: &str) -> String {
 /// stale head into an emptied log) and same-execution appends queue rather
 /// than collide. It is a lock-manager entry, not a row write: no WAL.
 fn execution_lock(s: &str) -> String {
-    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext(p_id));")
+    execution_lock_of(s, "p_id")
+}
+
+/// [`execution_lock`] of the execution whose id is the PL/pgSQL expression
+/// `id`: the one lock key every append and delete of that execution takes,
+/// so a function that must exclude the appends of several executions (the
+/// guarded delete, for the child and each parent) takes exactly theirs.
+pub(crate) fn execution_lock_of(s: &str, id: &str) -> String {
+    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext({id}));")
+}
+
+/// The delete's first row lock, after the execution lock: the fence row of
+/// `p_id` `FOR UPDATE`, so a conditional acquire (which locks that row and
+/// takes no execution lock) is not half-way when the log goes.
+pub(crate) fn lock_fence_row(s: &str) -> String {
+    format!("PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE;")
+}
+
+/// The deletion itself, for `p_id`, once the locks are held: the log, then a
+/// token-0 fence row (inert, a park's); a real token is kept, so a zombie
+/// writer of a re-created id stays fenced out. Counts the deleted events
+/// into `v_deleted` (which the function declares). Shared by the plain and
+/// the guarded delete, so the two cannot delete differently.
+pub(crate) fn delete_log(s: &str) -> String {
+    format!(
+        "DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
+         GET DIAGNOSTICS v_deleted = ROW_COUNT; \
+         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0;"
+    )
 }
 
 /// The append as a function: one round trip, one plan per connection.
@@ -328,14 +364,14 @@ fn delete_function(s: &str) -> String {
          BEGIN \
            {rc} \
            {lock} \
-           PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE; \
-           DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
-           GET DIAGNOSTICS v_deleted = ROW_COUNT; \
-           DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0; \
+           {fence_row} \
+           {delete} \
            RETURN v_deleted; \
          END $fn$",
         rc = require_read_committed("delete_execution"),
         lock = execution_lock(s),
+        fence_row = lock_fence_row(s),
+        delete = delete_log(s),
     )
 }
 

@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use loomfence_core::backend::check_is_park;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
-    KernelKind, NewEvent, ParkExpectation, StaleFenceError,
+    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
+    ExecutionSummary, GuardedDelete, InputError, JsonObject, KernelKind, NewEvent, ParkExpectation,
+    StaleFenceError,
 };
 use loomfence_store::{
     CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read, check_write,
@@ -24,6 +25,8 @@ use crate::error::{self, ConnectError, MigrateError};
 use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
 use crate::timers::PostgresTimerStore;
+
+mod retention;
 
 /// How many times an append retries after losing a sequence to a concurrent
 /// appender. Each loss means another append committed, so the log moves on;
@@ -563,26 +566,19 @@ impl EventStore for PostgresEventStore {
         Ok(deleted > 0)
     }
 
-    // Not offered yet: the adapter's implementation lands in its own commit.
     async fn delete_execution_if(
         &self,
-        _execution_id: &ExecutionId,
-        _guard: &loomfence_core::DeleteGuard,
-    ) -> Result<loomfence_core::GuardedDelete, StoreError> {
-        Err(StoreError::Unsupported {
-            operation: "delete_execution_if",
-            capability: self.capability(),
-        })
+        execution_id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        self.delete_if(execution_id, guard).await
     }
 
     async fn list_executions(
         &self,
-        _after: Option<&ExecutionId>,
-        _limit: u32,
-    ) -> Result<Vec<loomfence_core::ExecutionSummary>, StoreError> {
-        Err(StoreError::Unsupported {
-            operation: "list_executions",
-            capability: self.capability(),
-        })
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        self.list(after, limit).await
     }
 }

@@ -1,0 +1,110 @@
+//! Retention on PostgreSQL beyond the kit: the guarded delete against a
+//! park in flight (both orders, forced), crossed guarded deletes that must
+//! not deadlock, the listing's plans and timings on 10,000 executions (and
+//! in a database whose collation is not byte order), and the migration that
+//! brings an older schema the index and the function.
+//!
+//! Forced interleavings hold one side inside an open transaction on an
+//! admin session and find the other side's backend waiting in `pg_locks`
+//! (by application name): no test depends on timing.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod collation;
+mod deadlock;
+mod interleave;
+mod migration;
+mod plan;
+
+use loomfence_core::{ExecutionId, KernelKind, NewEvent, Wait, park_payload, started_child};
+use loomfence_store::EventStore;
+
+use common::{AT, kernel};
+
+/// A running `parent` and a finished `child` of it: what a sweep finds
+/// eligible. Returns the child's head and the parent's.
+pub async fn family(
+    store: &dyn EventStore,
+    parent: &ExecutionId,
+    child: &ExecutionId,
+) -> (u64, u64) {
+    let parent_head = store
+        .append_many(
+            parent,
+            vec![
+                kernel(KernelKind::ExecutionStarted),
+                NewEvent::new("app.step", AT),
+            ],
+        )
+        .await
+        .expect("starts the parent")
+        .len() as u64;
+    let child_head = store
+        .append_many(
+            child,
+            vec![
+                started_child(parent, AT),
+                kernel(KernelKind::ExecutionCompleted),
+            ],
+        )
+        .await
+        .expect("runs the child")
+        .len() as u64;
+    (child_head, parent_head)
+}
+
+/// The parent's park on `child` (by its key).
+pub fn park_on(child: &ExecutionId) -> NewEvent {
+    kernel(KernelKind::ExecutionSuspended).with_payload(park_payload(&[Wait::Child(child.clone())]))
+}
+
+/// The wire names of the answering kernel kinds, as the store binds them.
+pub fn answering_kinds() -> Vec<&'static str> {
+    KernelKind::answering().map(KernelKind::as_str).collect()
+}
+
+/// The wire names of every kernel kind.
+pub fn kernel_kinds() -> Vec<&'static str> {
+    KernelKind::ALL.iter().map(|kind| kind.as_str()).collect()
+}
+
+/// The pids of `application_name`'s backends that wait for an advisory
+/// lock (an execution lock). `monitor` must not be inside a transaction.
+pub async fn advisory_waiters(
+    monitor: &tokio_postgres::Client,
+    application_name: &str,
+) -> Vec<i32> {
+    monitor
+        .query(
+            "SELECT DISTINCT a.pid FROM pg_stat_activity a \
+             JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted AND l.locktype = 'advisory' \
+             WHERE a.application_name = $1",
+            &[&application_name],
+        )
+        .await
+        .expect("reads pg_locks")
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+/// Waits (up to 10 s) until one of `application_name`'s backends waits
+/// for an execution lock, or `done` says the call it would be making has
+/// already finished (so it never will). Returns whether one waits.
+pub async fn wait_for_advisory_waiter(
+    monitor: &tokio_postgres::Client,
+    application_name: &str,
+    done: impl Fn() -> bool,
+) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if !advisory_waiters(monitor, application_name).await.is_empty() {
+            return true;
+        }
+        if done() || std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
