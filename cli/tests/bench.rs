@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -11,11 +11,7 @@ use crate::common::Scratch;
 
 /// Runs `loomfence bench ARGS…` to completion.
 fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loomfence"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .expect("the loomfence binary runs")
+    common::loomfence("bench", args)
 }
 
 /// A positive, finite number from the JSON.
@@ -29,17 +25,7 @@ fn positive(json: &Value, key: &str) -> f64 {
 
 #[test]
 fn json_has_every_memory_workload_with_positive_numbers() {
-    let out = bench(&["--executions", "50", "--runs", "1", "--json"]);
-    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(stderr.is_empty(), "no progress off a terminal: {stderr}");
-    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
-    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
+    let json = common::loomfence_json("bench", &["--executions", "50", "--runs", "1"]);
     assert_eq!(json["store"], "memory");
     assert_eq!(json["executions"], 50);
     assert_eq!(json["runs"], 1);
@@ -271,17 +257,7 @@ fn sqlite_refuses_an_existing_file_and_leaves_it_alone() {
 /// Runs `loomfence bench --workload retention --json ARGS…`, expects exit
 /// code 0 and one JSON object, and returns it.
 fn retention_json(args: &[&str]) -> Value {
-    let out = bench(&[&["--workload", "retention", "--json"], args].concat());
-    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(stderr.is_empty(), "no progress off a terminal: {stderr}");
-    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
-    serde_json::from_str(&stdout).expect("stdout is one JSON value")
+    common::loomfence_json("bench", &[&["--workload", "retention"], args].concat())
 }
 
 /// The counts of a sweep of 200 bench executions: 20 parked parents and

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -11,32 +11,12 @@ use crate::common::Scratch;
 
 /// Runs `loomfence race ARGS…` to completion.
 fn race(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loomfence"))
-        .arg("race")
-        .args(args)
-        .output()
-        .expect("the loomfence binary runs")
+    common::loomfence("race", args)
 }
 
-/// Runs `loomfence race --json ARGS…`, expects exit code 0 and exactly one
-/// JSON object on stdout, and returns it.
+/// Runs `loomfence race --json ARGS…`; see [`common::loomfence_json`].
 fn race_json(args: &[&str]) -> Value {
-    let out = race(&[&["--json"], args].concat());
-    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stderr.is_empty(),
-        "--json writes nothing to stderr: {stderr}"
-    );
-    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
-    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
-    assert!(json.is_object(), "{json}");
-    json
+    common::loomfence_json("race", args)
 }
 
 /// A count from the JSON object.

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use loomfence_core::{
@@ -166,30 +166,13 @@ fn sqlite_logs(path: &Path) -> BTreeMap<&'static str, Vec<Envelope>> {
 
 /// Runs `loomfence retention ARGS…` to completion.
 fn retention(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loomfence"))
-        .arg("retention")
-        .args(args)
-        .output()
-        .expect("the loomfence binary runs")
+    common::loomfence("retention", args)
 }
 
-/// Runs `loomfence retention --json ARGS…`, expects exit code 0 and one
-/// JSON object alone on stdout, and returns it.
+/// Runs `loomfence retention --json ARGS…`; see
+/// [`common::loomfence_json`].
 fn retention_json(args: &[&str]) -> Value {
-    let out = retention(&[&["--json"], args].concat());
-    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stderr.is_empty(),
-        "nothing on stderr off a terminal: {stderr}"
-    );
-    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
-    serde_json::from_str(&stdout).expect("stdout is one JSON value")
+    common::loomfence_json("retention", args)
 }
 
 /// What every sweep of the fixture (real or dry) reports.

@@ -20,10 +20,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use loomfence_core::{
-    ExecutionId, KernelKind, MAX_PAGE_LIMIT, NewEvent, SweepOptions, SweepReport, Wait,
-    park_payload, started_child,
-};
+use loomfence_conformance::mixed::{Expected, Mixed};
+use loomfence_core::{ExecutionId, MAX_PAGE_LIMIT, SweepOptions, SweepReport};
 use loomfence_postgres::AcquireStrategy;
 use loomfence_runtime::{JsonLinesArchive, RetentionError, Sweep};
 use loomfence_store::{EventStore, StoreError};
@@ -74,81 +72,19 @@ pub(crate) enum RetentionBenchError {
     },
 }
 
-/// What one execution of the bench's store is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    /// A running parent, parked on its old child (the next execution).
-    ParkedParent,
-    /// An old child of a parked parent: pinned.
-    PinnedChild,
-    /// An old root: deleted, no parent read.
-    OldRoot,
-    /// An old child of the running parent: one parent read, deleted.
-    FreeChild,
-    /// Ended an hour ago: skipped.
-    Young,
-    /// Still running: skipped.
-    Running,
-}
-
-/// The shape of execution `n`: parents and their pinned children in pairs,
-/// the rest spread over the other shapes (the kit's proportions).
-fn shape(n: u32) -> Shape {
-    match n % 10 {
-        0 => Shape::ParkedParent,
-        1 => Shape::PinnedChild,
-        2..=4 => Shape::OldRoot,
-        5 | 6 => Shape::FreeChild,
-        7 | 8 => Shape::Young,
-        _ => Shape::Running,
-    }
-}
-
 /// Execution `n`'s id.
 fn name(n: u32) -> Result<ExecutionId, RetentionBenchError> {
     Ok(ExecutionId::new(format!("ret-{n:07}"))?)
 }
 
-/// The running parent of every [`Shape::FreeChild`].
-fn running_parent() -> Result<ExecutionId, RetentionBenchError> {
-    Ok(ExecutionId::new("ret-running-parent")?)
-}
-
-/// The counts a correct sweep of `executions` executions reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Expected {
-    /// Listed: every execution and the running parent.
-    examined: u64,
-    /// Ended before the cutoff.
-    eligible: u64,
-    /// Deleted.
-    deleted: u64,
-    /// Pinned.
-    pinned: u64,
-}
-
-impl Expected {
-    fn of(executions: u32) -> Self {
-        let count = |wanted: &[Shape]| {
-            (0..executions)
-                .filter(|&n| wanted.contains(&shape(n)))
-                .count() as u64
-        };
-        Self {
-            examined: u64::from(executions) + 1,
-            eligible: count(&[Shape::PinnedChild, Shape::OldRoot, Shape::FreeChild]),
-            deleted: count(&[Shape::OldRoot, Shape::FreeChild]),
-            pinned: count(&[Shape::PinnedChild]),
-        }
-    }
-
-    fn found(report: &SweepReport) -> Self {
-        Self {
-            examined: report.examined,
-            eligible: report.eligible,
-            deleted: report.deleted,
-            pinned: report.pinned.len() as u64,
-        }
+/// The counts `report` gives, to compare with [`Expected::of`].
+fn found(report: &SweepReport) -> Expected {
+    Expected {
+        examined: report.examined,
+        eligible: report.eligible,
+        deleted: report.deleted,
+        pinned: report.pinned.len() as u64,
+        parent_reads: report.parent_reads,
     }
 }
 
@@ -251,7 +187,7 @@ async fn measure(
     progress.inc(1);
 
     let expected = Expected::of(settings.executions);
-    let found = Expected::found(&report);
+    let found = found(&report);
     let archived_ok = match variant {
         Variant::Delete => report.archived == 0,
         Variant::Archive => report.archived == report.deleted,
@@ -281,23 +217,21 @@ async fn fill(
     concurrency: u32,
     now: i64,
 ) -> Result<(), RetentionBenchError> {
+    let mixed = Arc::new(mixed(now)?);
     store
-        .append(
-            &running_parent()?,
-            NewEvent::kernel(KernelKind::ExecutionStarted, now - 40 * DAY),
-        )
+        .append(&mixed.running_parent, mixed.running_parent_start())
         .await?;
     let next = Arc::new(AtomicU32::new(0));
     let mut set = JoinSet::new();
     for _ in 0..concurrency.min(executions) {
-        let (store, next) = (Arc::clone(store), Arc::clone(&next));
+        let (store, next, mixed) = (Arc::clone(store), Arc::clone(&next), Arc::clone(&mixed));
         set.spawn(async move {
             loop {
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 if n >= executions {
                     return Ok::<_, RetentionBenchError>(());
                 }
-                store.append_many(&name(n)?, events(n, now)?).await?;
+                store.append_many(&name(n)?, mixed.events(n, name)?).await?;
                 // The memory store never awaits (see the kernel bench).
                 yield_now().await;
             }
@@ -309,22 +243,13 @@ async fn fill(
     Ok(())
 }
 
-/// Execution `n`'s whole log, written in one append.
-fn events(n: u32, now: i64) -> Result<Vec<NewEvent>, RetentionBenchError> {
-    let (old, young) = (now - 30 * DAY, now - 3_600_000);
-    let start = |at| NewEvent::kernel(KernelKind::ExecutionStarted, at);
-    let end = |at| NewEvent::kernel(KernelKind::ExecutionCompleted, at);
-    Ok(match shape(n) {
-        Shape::ParkedParent => vec![
-            start(old - DAY),
-            NewEvent::kernel(KernelKind::ExecutionSuspended, old)
-                .with_payload(park_payload(&[Wait::Child(name(n + 1)?)])),
-        ],
-        Shape::PinnedChild => vec![started_child(&name(n - 1)?, old - DAY), end(old)],
-        Shape::OldRoot => vec![start(old - DAY), end(old)],
-        Shape::FreeChild => vec![started_child(&running_parent()?, old - DAY), end(old)],
-        Shape::Young => vec![start(young - DAY), end(young)],
-        Shape::Running => vec![start(young)],
+/// The kit's mixed store around `now`: old executions ended 30 days back,
+/// young ones an hour back (the sweep's cutoff is 7 days back).
+fn mixed(now: i64) -> Result<Mixed, RetentionBenchError> {
+    Ok(Mixed {
+        old: now - 30 * DAY,
+        young: now - 3_600_000,
+        running_parent: ExecutionId::new("ret-running-parent")?,
     })
 }
 
@@ -422,7 +347,8 @@ mod tests {
                 examined: 10_001,
                 eligible: 6_000,
                 deleted: 5_000,
-                pinned: 1_000
+                pinned: 1_000,
+                parent_reads: 3_000,
             }
         );
         // A parked parent whose child is past the end is still a parent.

@@ -2,6 +2,9 @@
 //! PostgreSQL server the tests may use.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
 
 /// An empty directory of the test's own under the system's temp dir,
 /// removed (with whatever is left in it) when dropped.
@@ -65,4 +68,35 @@ pub(crate) fn postgres_url(what: &str) -> Option<String> {
             None
         }
     }
+}
+
+/// Runs `loomfence SUBCOMMAND ARGS…` to completion.
+pub(crate) fn loomfence(subcommand: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loomfence"))
+        .arg(subcommand)
+        .args(args)
+        .output()
+        .expect("the loomfence binary runs")
+}
+
+/// Runs `loomfence SUBCOMMAND --json ARGS…`, expects exit code 0, nothing
+/// on stderr (off a terminal) and exactly one JSON object alone on stdout,
+/// and returns it.
+pub(crate) fn loomfence_json(subcommand: &str, args: &[&str]) -> Value {
+    let out = loomfence(subcommand, &[&["--json"], args].concat());
+    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stderr.is_empty(),
+        "--json writes nothing to stderr: {stderr}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
+    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
+    assert!(json.is_object(), "{json}");
+    json
 }

@@ -30,8 +30,25 @@ fn run(
     options: SweepOptions,
     archive: &mut Vec<ExecutionId>,
 ) -> Result<SweepReport, SweepError> {
+    drive(store, options, archive, |_, _| {}, true)
+}
+
+/// The drive loop every host writes, over `store`: `before` runs before
+/// each action (with its number, from 0) and may change the store;
+/// `guarded` false deletes with a plain delete, as a sweep without the
+/// guard would.
+fn drive(
+    store: &mut MemoryStore,
+    options: SweepOptions,
+    archive: &mut Vec<ExecutionId>,
+    mut before: impl FnMut(usize, &mut MemoryStore),
+    guarded: bool,
+) -> Result<SweepReport, SweepError> {
     let mut machine = SweepMachine::new(options);
+    let mut step = 0;
     loop {
+        before(step, store);
+        step += 1;
         let action = match machine.poll() {
             SweepPoll::Done(result) => return result,
             SweepPoll::Act(action) => action,
@@ -53,13 +70,17 @@ fn run(
             SweepAction::Delete {
                 execution_id,
                 guard,
-            } => machine
-                .handle_deleted(
+            } => {
+                let outcome = if guarded {
                     store
                         .delete_execution_if(&execution_id, &guard)
-                        .expect("deletes"),
-                )
-                .expect("deleted"),
+                        .expect("deletes")
+                } else {
+                    store.delete_execution(&execution_id);
+                    GuardedDelete::Deleted
+                };
+                machine.handle_deleted(outcome).expect("deleted");
+            }
         }
     }
 }
@@ -288,63 +309,32 @@ fn known_parents_are_read_after_the_recorded_one_and_once_each() {
     );
 }
 
-/// One sweep over `store`, with the parent parking on the child just
-/// before step `park_at` (counting the sweep's actions from 0), and the
-/// delete guarded or not. Returns whether the parent parked before the
-/// child was deleted while the child is gone: a parent waiting forever.
+/// One sweep, with the parent parking on the child just before action
+/// `park_at` (counting the sweep's actions from 0), and the delete guarded
+/// or not. Returns whether the parent parked while the child still had its
+/// log and the child is gone now: a parent waiting forever.
 fn strands_the_parent(park_at: usize, guarded: bool) -> bool {
     let mut store = MemoryStore::new();
     store
         .append(&id("p"), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
         .expect("starts");
     ended(&mut store, "c", Some("p"), 1_000);
-    let mut machine = SweepMachine::new(SweepOptions {
+    let mut parked_on_a_log = false;
+    let options = SweepOptions {
         archive: false,
         ..options()
-    });
-    let mut parked_before_delete = false;
-    let mut deleted = false;
-    for step in 0.. {
+    };
+    let park = |step: usize, store: &mut MemoryStore| {
         if step == park_at {
-            parked_on_child(&mut store);
-            parked_before_delete = !deleted;
+            parked_on_child(store);
+            parked_on_a_log = !store
+                .read_range(&id("c"), 1, None)
+                .expect("reads")
+                .is_empty();
         }
-        let action = match machine.poll() {
-            SweepPoll::Done(result) => {
-                result.expect("sweeps");
-                break;
-            }
-            SweepPoll::Act(action) => action,
-        };
-        match action {
-            SweepAction::List { after, limit } => machine
-                .handle_page(store.list_executions(after.as_ref(), limit).expect("lists"))
-                .expect("a page"),
-            SweepAction::ReadLog { execution_id } => machine
-                .handle_log(store.read_range(&execution_id, 1, None).expect("reads"), [])
-                .expect("a log"),
-            SweepAction::ReadParent { parent, .. } => machine
-                .handle_parent(store.read_range(&parent, 1, None).expect("reads"))
-                .expect("a parent"),
-            SweepAction::Delete {
-                execution_id,
-                guard,
-            } => {
-                let outcome = if guarded {
-                    store
-                        .delete_execution_if(&execution_id, &guard)
-                        .expect("deletes")
-                } else {
-                    store.delete_execution(&execution_id);
-                    GuardedDelete::Deleted
-                };
-                deleted = outcome == GuardedDelete::Deleted;
-                machine.handle_deleted(outcome).expect("deleted");
-            }
-            SweepAction::Archive { .. } => unreachable!("no archive"),
-        }
-    }
-    parked_before_delete
+    };
+    drive(&mut store, options, &mut Vec::new(), park, guarded).expect("sweeps");
+    parked_on_a_log
         && store
             .read_range(&id("c"), 1, None)
             .expect("reads")

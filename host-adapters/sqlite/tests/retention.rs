@@ -11,9 +11,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{AT, TempDir, files, id, kernel};
+use loomfence_conformance::cases::retention::{family, guard_of};
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, GuardedDelete, KernelKind, NewEvent, ParentMark, Wait,
-    park_payload, pin_parked_children, started_child,
+    DeleteGuard, Ended, ExecutionId, GuardedDelete, KernelKind, NewEvent, Wait, park_payload,
+    pin_parked_children,
 };
 use loomfence_sqlite::{Durability, SCHEMA_VERSION, SqliteEventStore, SqliteOptions};
 use loomfence_store::{EventStore, StoreError};
@@ -50,39 +51,13 @@ async fn finished_child_of_a_running_parent(
     child: &ExecutionId,
     parent: &ExecutionId,
 ) -> DeleteGuard {
-    store
-        .append_many(
-            parent,
-            vec![
-                kernel(KernelKind::ExecutionStarted),
-                NewEvent::new("app.step", AT),
-            ],
-        )
-        .await
-        .expect("starts the parent");
-    store
-        .append_many(
-            child,
-            vec![
-                started_child(parent, AT),
-                kernel(KernelKind::ExecutionCompleted),
-            ],
-        )
-        .await
-        .expect("runs the child to its end");
-    let child_log = store.read_range(child, 1, None).await.expect("reads");
+    let (head, seen) = family(store, parent, child).await;
     let parent_log = store.read_range(parent, 1, None).await.expect("reads");
     assert!(
         !pin_parked_children(child, &parent_log).expect("a readable parent"),
         "the parent does not wait on the child yet"
     );
-    DeleteGuard {
-        head: child_log.last().expect("a log").sequence,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen: parent_log.last().expect("a log").sequence,
-        }],
-    }
+    guard_of(head, &[(parent, seen)])
 }
 
 /// Begins a write transaction on a second connection to the file and

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use loomfence_store::{Capability, EventStore};
 
 pub mod cases;
+pub mod mixed;
 pub mod support;
 pub mod timers;
 

@@ -17,42 +17,11 @@ mod interleave;
 mod migration;
 mod plan;
 
-use loomfence_core::{ExecutionId, KernelKind, NewEvent, Wait, park_payload, started_child};
-use loomfence_store::EventStore;
+use loomfence_core::{ExecutionId, KernelKind, NewEvent, Wait, park_payload};
 
-use common::{AT, kernel};
+use common::kernel;
 
-/// A running `parent` and a finished `child` of it: what a sweep finds
-/// eligible. Returns the child's head and the parent's.
-pub async fn family(
-    store: &dyn EventStore,
-    parent: &ExecutionId,
-    child: &ExecutionId,
-) -> (u64, u64) {
-    let parent_head = store
-        .append_many(
-            parent,
-            vec![
-                kernel(KernelKind::ExecutionStarted),
-                NewEvent::new("app.step", AT),
-            ],
-        )
-        .await
-        .expect("starts the parent")
-        .len() as u64;
-    let child_head = store
-        .append_many(
-            child,
-            vec![
-                started_child(parent, AT),
-                kernel(KernelKind::ExecutionCompleted),
-            ],
-        )
-        .await
-        .expect("runs the child")
-        .len() as u64;
-    (child_head, parent_head)
-}
+pub use loomfence_conformance::cases::retention::family;
 
 /// The parent's park on `child` (by its key).
 pub fn park_on(child: &ExecutionId) -> NewEvent {

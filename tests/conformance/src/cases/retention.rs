@@ -10,6 +10,8 @@ use loomfence_core::{
     started_child,
 };
 
+use loomfence_store::EventStore;
+
 use crate::Store;
 use crate::support::{AT, Witness, event, expect_input, id, kernel};
 
@@ -225,8 +227,12 @@ pub async fn listing_limits_are_checked(store: Store) {
 
 /// A finished child `child` of `parent`, and `parent` running: what a
 /// retention sweep finds eligible. Returns the child's head and the
-/// parent's.
-async fn family(store: &Store, parent: &ExecutionId, child: &ExecutionId) -> (u64, u64) {
+/// parent's. Adapters' own retention tests start from it too.
+pub async fn family(
+    store: &dyn EventStore,
+    parent: &ExecutionId,
+    child: &ExecutionId,
+) -> (u64, u64) {
     let parent_head = store
         .append_many(
             parent,
@@ -249,6 +255,22 @@ async fn family(store: &Store, parent: &ExecutionId, child: &ExecutionId) -> (u6
     (child_head, parent_head)
 }
 
+/// A guard of a log read at `head` whose parents were read at these
+/// heads.
+#[must_use]
+pub fn guard_of(head: u64, parents: &[(&ExecutionId, u64)]) -> DeleteGuard {
+    DeleteGuard {
+        head,
+        parents: parents
+            .iter()
+            .map(|(parent, seen)| ParentMark {
+                parent: (*parent).clone(),
+                seen: *seen,
+            })
+            .collect(),
+    }
+}
+
 /// The parent parks on `child` (by its key).
 async fn park_on(store: &Store, parent: &ExecutionId, child: &ExecutionId) {
     store
@@ -265,20 +287,14 @@ async fn park_on(store: &Store, parent: &ExecutionId, child: &ExecutionId) {
 /// goes, a real token stays, the parent is untouched.
 pub async fn a_guarded_delete_deletes_when_nothing_moved(store: Store) {
     let (parent, child) = (id("gd-parent"), id("gd-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     let token = if store.capability().fences() {
         store.acquire_fence(&child).await.expect("acquires")
     } else {
         0
     };
     let parent_before = Witness::capture(&*store, &parent).await;
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -319,19 +335,13 @@ pub async fn a_guarded_delete_deletes_when_nothing_moved(store: Store) {
 /// events) or is already gone is not deleted: the answer says its head.
 pub async fn a_guarded_delete_refuses_a_log_that_changed(store: Store) {
     let (parent, child) = (id("gc-parent"), id("gc-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     store
         .append(&child, event("app.audit"))
         .await
         .expect("appends");
     let before = Witness::capture(&*store, &child).await;
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -361,7 +371,7 @@ pub async fn a_guarded_delete_refuses_a_log_that_changed(store: Store) {
 /// the child's log is intact for the parent's supervisor to answer from.
 pub async fn a_guarded_delete_refuses_when_a_parent_parked_after_the_check(store: Store) {
     let (parent, child) = (id("gw-parent"), id("gw-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     let other = id("gw-other-parent");
     store
         .append(&other, kernel(KernelKind::ExecutionStarted))
@@ -369,19 +379,7 @@ pub async fn a_guarded_delete_refuses_when_a_parent_parked_after_the_check(store
         .expect("appends");
     park_on(&store, &parent, &child).await;
     let before = Witness::capture(&*store, &child).await;
-    let guard = DeleteGuard {
-        head,
-        parents: vec![
-            ParentMark {
-                parent: other.clone(),
-                seen: 1,
-            },
-            ParentMark {
-                parent: parent.clone(),
-                seen,
-            },
-        ],
-    };
+    let guard = guard_of(head, &[(&other, 1), (&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -401,7 +399,7 @@ pub async fn a_guarded_delete_refuses_when_a_parent_parked_after_the_check(store
 /// neither does anything at or before `seen`.
 pub async fn a_guarded_delete_ignores_a_parents_ignorable_events(store: Store) {
     let (parent, child) = (id("gi-parent"), id("gi-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     store
         .append_many(
             &parent,
@@ -413,13 +411,7 @@ pub async fn a_guarded_delete_ignores_a_parents_ignorable_events(store: Store) {
         )
         .await
         .expect("appends");
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -428,18 +420,12 @@ pub async fn a_guarded_delete_ignores_a_parents_ignorable_events(store: Store) {
         GuardedDelete::Deleted
     );
     let (ended_parent, late_child) = (id("gi-ended-parent"), id("gi-late-child"));
-    let (head, seen) = family(&store, &ended_parent, &late_child).await;
+    let (head, seen) = family(&*store, &ended_parent, &late_child).await;
     store
         .append(&ended_parent, kernel(KernelKind::ExecutionCompleted))
         .await
         .expect("ends");
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: ended_parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&ended_parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&late_child, &guard)
@@ -456,19 +442,13 @@ pub async fn a_guarded_delete_ignores_a_parents_ignorable_events(store: Store) {
 /// regrown) moved: the log the check judged is gone.
 pub async fn a_guarded_delete_refuses_when_a_parents_log_shrank(store: Store) {
     let (parent, child) = (id("gs-parent"), id("gs-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     assert!(store.delete_execution(&parent).await.expect("deletes"));
     store
         .append(&parent, event("app.reborn"))
         .await
         .expect("appends");
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -482,7 +462,7 @@ pub async fn a_guarded_delete_refuses_when_a_parents_log_shrank(store: Store) {
 /// error, and nothing is deleted.
 pub async fn a_guarded_delete_checks_its_guard(store: Store) {
     let (parent, child) = (id("gb-parent"), id("gb-child"));
-    let (head, seen) = family(&store, &parent, &child).await;
+    let (head, seen) = family(&*store, &parent, &child).await;
     let before = Witness::capture(&*store, &child).await;
     let huge = DeleteGuard {
         head: 1 << 53,
@@ -492,13 +472,7 @@ pub async fn a_guarded_delete_checks_its_guard(store: Store) {
         expect_input(store.delete_execution_if(&child, &huge).await, "head"),
         InputError::OutOfRange { what: "head", .. }
     ));
-    let unseen = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen: u64::MAX,
-        }],
-    };
+    let unseen = guard_of(head, &[(&parent, u64::MAX)]);
     assert!(matches!(
         expect_input(store.delete_execution_if(&child, &unseen).await, "seen"),
         InputError::OutOfRange { what: "seen", .. }

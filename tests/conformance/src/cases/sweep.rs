@@ -18,6 +18,7 @@ use loomfence_store::{BackendError, EventStore, StoreError};
 use serde_json::json;
 
 use crate::Store;
+use crate::mixed::{Expected, Mixed};
 use crate::support::{Around, Hooks, id, object};
 
 /// When the kit's old executions ended.
@@ -541,96 +542,60 @@ pub async fn a_parent_parking_in_the_window_keeps_the_child(store: Store) {
 
 /// How many executions [`ten_thousand_executions_are_read_only_as_needed`]
 /// writes.
-pub const MANY: usize = 10_000;
+pub const MANY: u32 = 10_000;
 
-/// What one execution of the big sweep is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shape {
-    /// A parent, parked on its old child (shape `PinnedChild`).
-    ParkedParent,
-    /// An old child of a parked parent: pinned.
-    PinnedChild,
-    /// An old root: deleted, no parent read.
-    OldRoot,
-    /// An old child of a running parent: one parent read, deleted.
-    FreeChild,
-    /// Ended after the cutoff: skipped.
-    Young,
-    /// Still running: skipped.
-    Running,
-}
-
-/// The shape of execution `n` of the big sweep: parents and their pinned
-/// children in pairs, the rest spread over the other shapes.
-fn shape(n: usize) -> Shape {
-    match n % 10 {
-        0 => Shape::ParkedParent,
-        1 => Shape::PinnedChild,
-        2..=4 => Shape::OldRoot,
-        5 | 6 => Shape::FreeChild,
-        7 | 8 => Shape::Young,
-        _ => Shape::Running,
-    }
-}
-
-/// 10,000 executions of mixed shapes, swept in pages of 1,000: everything
-/// is examined once, only the eligible ones' logs are read (one read
-/// each), parents are read only for eligible children, and exactly the old
-/// unpinned ones are deleted. The counts are the proof that the pin is
-/// consulted only for eligible executions; the speed is the bench's
-/// (`loomfence bench --workload retention`).
+/// 10,000 executions of mixed shapes ([`crate::mixed`]), swept in pages
+/// of 1,000: everything is examined once, only the eligible ones' logs are
+/// read (one read each), parents are read only for eligible children, and
+/// exactly the old unpinned ones are deleted. The counts are the proof
+/// that the pin is consulted only for eligible executions; the speed is
+/// the bench's (`loomfence bench --workload retention`, same shapes).
 pub async fn ten_thousand_executions_are_read_only_as_needed(store: Store) {
-    let name = |n: usize| id(&format!("many-{n:05}"));
-    let running_parent = id("many-running-parent");
-    start(&*store, &running_parent).await;
+    let mixed = Mixed {
+        old: LONG_AGO,
+        young: RECENTLY,
+        running_parent: id("many-running-parent"),
+    };
+    store
+        .append(&mixed.running_parent, mixed.running_parent_start())
+        .await
+        .expect("starts");
     let mut writers = tokio::task::JoinSet::new();
     for lane in 0..8 {
-        let store = Arc::clone(&store);
-        let running_parent = running_parent.clone();
+        let (store, mixed) = (Arc::clone(&store), mixed.clone());
         writers.spawn(async move {
             for n in (lane..MANY).step_by(8) {
-                let id = name(n);
-                match shape(n) {
-                    Shape::ParkedParent => {
-                        start(&*store, &id).await;
-                        park_on(&*store, &id, &[Wait::Child(name(n + 1))]).await;
-                    }
-                    Shape::PinnedChild => {
-                        finished_child(&*store, &id, Some(&name(n - 1)), LONG_AGO).await;
-                    }
-                    Shape::OldRoot => finished_child(&*store, &id, None, LONG_AGO).await,
-                    Shape::FreeChild => {
-                        finished_child(&*store, &id, Some(&running_parent), LONG_AGO).await;
-                    }
-                    Shape::Young => finished_child(&*store, &id, None, RECENTLY).await,
-                    Shape::Running => start(&*store, &id).await,
-                }
+                let events = mixed
+                    .events(n, |n| ExecutionId::new(format!("many-{n:05}")))
+                    .expect("valid ids");
+                store
+                    .append_many(&id(&format!("many-{n:05}")), events)
+                    .await
+                    .expect("appends");
             }
         });
     }
     while let Some(written) = writers.join_next().await {
         written.expect("a writer task");
     }
-    let count = |wanted: &[Shape]| (0..MANY).filter(|&n| wanted.contains(&shape(n))).count() as u64;
-    let eligible = count(&[Shape::PinnedChild, Shape::OldRoot, Shape::FreeChild]);
+    let expected = Expected::of(MANY);
     let report = sweep(&*store, 1_000).await;
-    assert_eq!(report.examined, MANY as u64 + 1);
-    assert_eq!(report.eligible, eligible);
+    assert_eq!(report.examined, expected.examined);
+    assert_eq!(report.eligible, expected.eligible);
     assert_eq!(
-        report.log_reads, eligible,
+        report.log_reads, expected.eligible,
         "one read per eligible execution"
     );
     assert_eq!(
-        report.parent_reads,
-        count(&[Shape::PinnedChild, Shape::FreeChild]),
+        report.parent_reads, expected.parent_reads,
         "parents read only for eligible children"
     );
-    assert_eq!(report.pinned.len() as u64, count(&[Shape::PinnedChild]));
-    assert_eq!(report.deleted, count(&[Shape::OldRoot, Shape::FreeChild]));
+    assert_eq!(report.pinned.len() as u64, expected.pinned);
+    assert_eq!(report.deleted, expected.deleted);
     assert!(report.kept.is_empty());
     let left = store
         .list_executions(None, loomfence_core::MAX_PAGE_LIMIT)
         .await
         .expect("lists");
-    assert_eq!(left.len() as u64, MANY as u64 + 1 - report.deleted);
+    assert_eq!(left.len() as u64, expected.examined - report.deleted);
 }
