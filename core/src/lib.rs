@@ -31,6 +31,15 @@
 //! in-memory timer stores use as is and the SQL adapters restate. No timer
 //! service is built yet: a host claims rows and drives the machine.
 //!
+//! Retention is here as pure decisions too: the child → parent edge a
+//! child's start records ([`started_child`], [`parent_of`]), the pin
+//! ([`pin_parked_children`]: a finished child stays while its parent is
+//! parked on it), what a paged listing reports ([`ExecutionSummary`]), the
+//! guarded delete that closes the window between the pin check and the
+//! delete ([`DeleteGuard`], [`GuardedDelete`]), and the sweep that puts
+//! them together ([`SweepMachine`], in the same `poll` / `handle_*`
+//! vocabulary; its steps head `core/src/retention/sweep.rs`).
+//!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own
 //! atomic step; `loomfence-runtime` drives the machines against them.
