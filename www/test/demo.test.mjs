@@ -119,6 +119,8 @@ test('the page runs seeded races in each mode in Chromium; the counters tell the
     const { counters } = await race(page, 'unconditional', seed);
     assert.equal(counters.double_resumes, 0, `unconditional, seed ${seed}: the park-conditional append still lands one resume`);
     fenced.push(counters.fenced_out);
+    // What the counter says is drawn: as many bodies marked fenced out.
+    assert.equal(await page.locator('#executions .chip.note.fenced').count(), counters.fenced_out, `unconditional, seed ${seed}: fenced-out bodies shown`);
   }
   assert.ok(fenced.some((n) => n > 0), `unconditional: no body fenced out in seeds ${SEEDS}: ${fenced}`);
 
