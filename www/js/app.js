@@ -170,7 +170,8 @@ async function run(event) {
     if (race.failures.length > 0) throw new Error(race.failures.join('; '));
     $('verdict').textContent =
       c.double_resumes === 0 && c.fenced_out === 0
-        ? `Every landed resume ran its body to the end under its own token: ${c.resumed} of ${settings.parks} resumed, none twice.`
+        ? `Every landed resume ran its body to the end under its own token: ${c.resumed} of ${settings.parks} resumed, none twice.` +
+          (settings.unconditional ? ' (No rival acquired while a body ran this time: try another seed or more resumers.)' : '')
         : `The fence bit: ${c.fenced_out} body(ies) fenced out${c.double_resumes ? `, ${c.double_resumes} double resume(s)` : ''}.`;
     $('verdict').className = c.double_resumes === 0 && c.fenced_out === 0 ? 'good' : 'bad';
     setStatus(`done: seed ${settings.seed}, ${race.scheduler.turns} turns`, 'done');

@@ -115,6 +115,10 @@ export async function runRace(pkg, settings, onTurn = async () => {}) {
   await race.scheduler.run(race.tasks(), () => onTurn(race));
   race.done = true;
   race.counters = await race.verify();
+  // Every task has ended: give the wasm objects' memory back.
+  race.store.free();
+  race.timers.free();
+  race.policy.free();
   return race;
 }
 
