@@ -105,3 +105,26 @@ pub(crate) fn test(warnings: &mut Vec<String>) -> Result<()> {
     cmd::note(&format!("screenshot: {}", screenshot.display()));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The demo's files are where xtask looks for them, and a folder's
+    /// newest time is at least any of its files'.
+    #[test]
+    fn demo_files_and_source_times() {
+        let root = cmd::root();
+        for file in [
+            "index.html",
+            "serve.mjs",
+            "test/demo.test.mjs",
+            "package-lock.json",
+        ] {
+            assert!(root.join(WWW_DIR).join(file).is_file(), "{file}");
+        }
+        let lib = newest_in(&root.join("core/src/lib.rs")).expect("core/src/lib.rs");
+        assert!(newest_in(&root.join("core")).expect("core") >= lib);
+        assert_eq!(newest_in(&root.join("no-such-folder")), None);
+    }
+}

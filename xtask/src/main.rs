@@ -158,6 +158,7 @@ mod tests {
         assert!(parse(&["pg"]).is_err());
         assert!(parse(&["pg", "--durable"]).is_err());
         assert!(parse(&["npm", "--release"]).is_err());
+        assert!(parse(&["demo", "--port", "x"]).is_err());
     }
 
     /// `bench` defaults to the core package and all its bench targets.
