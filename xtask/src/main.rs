@@ -16,6 +16,7 @@
 
 mod bench;
 mod cmd;
+mod demo;
 mod npm;
 mod postgres;
 mod test;
@@ -46,7 +47,8 @@ enum Commands {
     /// fmt, clippy, the tests on a throwaway PostgreSQL server, the wasm
     /// import check, docs, then the npm package (build, size budget, wasm
     /// and JS tests, its tarball installed and run, its browser entry in
-    /// Chromium). Stops at the first failure.
+    /// Chromium), then the browser demo in Chromium. Stops at the first
+    /// failure.
     Test {
         /// Extra arguments for `cargo test`'s test binaries, given after
         /// `--` (e.g. `cargo xtask test -- --nocapture`).
@@ -76,6 +78,14 @@ enum Commands {
     /// wasm-bindgen, wasm-opt -Oz) and print the size of its .wasm against
     /// the budget. Installs wasm-bindgen-cli and the npm tools when missing.
     Npm,
+    /// Serve the browser demo (`www/`, with the npm package at `/pkg/`) on
+    /// 127.0.0.1 and print its URL; builds the package first when
+    /// wasm/npm/dist is missing or older than its sources. Runs until Ctrl-C.
+    Demo {
+        /// The port to listen on; 0 picks a free one.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// Start a throwaway PostgreSQL server (Debian's pg_virtualenv), run a
     /// program with LOOMFENCE_PG_URL naming it, then drop the server. Exits
     /// with the program's status.
@@ -110,6 +120,7 @@ fn main() -> ExitCode {
             bench_args,
         }) => bench::run(&package, bench.as_deref(), &bench_args).map(|()| ExitCode::SUCCESS),
         Some(Commands::Npm) => npm::run().map(|()| ExitCode::SUCCESS),
+        Some(Commands::Demo { port }) => demo::serve(port).map(|()| ExitCode::SUCCESS),
         Some(Commands::Pg { durable, program }) => postgres::run_program(durable, &program),
     };
     result.unwrap_or_else(|err| {
@@ -147,6 +158,7 @@ mod tests {
         assert!(parse(&["pg"]).is_err());
         assert!(parse(&["pg", "--durable"]).is_err());
         assert!(parse(&["npm", "--release"]).is_err());
+        assert!(parse(&["demo", "--port", "x"]).is_err());
     }
 
     /// `bench` defaults to the core package and all its bench targets.

@@ -316,7 +316,7 @@ fn browser(warnings: &mut Vec<String>) -> Result<()> {
 }
 
 /// Finds Chromium, installing Debian's package when it is missing.
-fn ensure_chromium() -> Result<()> {
+pub(crate) fn ensure_chromium() -> Result<()> {
     let version = || cmd::probe(Command::new("chromium").arg("--version"));
     if version().is_none() {
         cmd::note("chromium not found: installing Debian's package");

@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::{cmd, npm, postgres, toolchain, wasm_imports};
+use crate::{cmd, demo, npm, postgres, toolchain, wasm_imports};
 
 /// How many steps [`steps`] has, for the `[i/n]` headers.
-const STEPS: usize = 10;
+const STEPS: usize = 11;
 
 /// Runs the pipeline; `test_args` go to `cargo test` after its `--`.
 pub(crate) fn run(test_args: &[String]) -> Result<()> {
@@ -101,6 +101,11 @@ fn steps(pipeline: &Pipeline, warnings: &mut Vec<String>, test_args: &[String]) 
         "the npm package passes its wasm tests, runs installed from its tarball and in \
          Chromium, and passes the JS suites",
         || npm::test(warnings),
+    )?;
+    pipeline.step(
+        "demo",
+        "the browser demo runs a race in each mode in Chromium and the counters tell them apart",
+        || demo::test(warnings),
     )?;
     Ok(())
 }
