@@ -256,8 +256,8 @@ const E = {
   notAString: expect.notAString,
   notANumber: expect.notANumber,
   outOfRange: expect.outOfRange,
-  notAnObject: { type: TypeError, code: 'NOT_AN_OBJECT' },
-  notAnArray: { type: TypeError, code: 'NOT_AN_ARRAY' },
+  notAnObject: expect.notAnObject,
+  notAnArray: expect.notAnArray,
   invalidEvent: expect.invalidEvent,
   atOutOfRange: expect.atOutOfRange,
   /** Any TypeError, InputError included: a value of the wrong type. */

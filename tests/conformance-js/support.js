@@ -128,6 +128,9 @@ export const expect = {
   invalidEvent: { type: InputError, code: 'INVALID_EVENT' },
   mixedFences: { type: InputError, code: 'MIXED_FENCES' },
   atOutOfRange: { type: RangeError, code: 'AT_OUT_OF_RANGE' },
+  invalidLimit: { type: InputError, code: 'INVALID_LIMIT' },
+  notAnObject: { type: TypeError, code: 'NOT_AN_OBJECT' },
+  notAnArray: { type: TypeError, code: 'NOT_AN_ARRAY' },
   /** A bad `metadata.fence`: RangeError for a number, TypeError otherwise. */
   badFence: (found) => ({ type: typeof found === 'number' ? RangeError : TypeError, code: 'BAD_FENCE' }),
 };

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{AT, TempDir, files, id, kernel};
-use loomfence_conformance::cases::retention::{family, guard_of};
+use loomfence_conformance::cases::retention::{family, guard_of, pages};
 use loomfence_core::{
     DeleteGuard, Ended, ExecutionId, GuardedDelete, KernelKind, NewEvent, Wait, park_payload,
     pin_parked_children,
@@ -274,20 +274,7 @@ async fn listing_ten_thousand_executions_on_a_file_pages_by_a_thousand() {
     let store = large_file(&path).await;
 
     let started = Instant::now();
-    let mut pages = Vec::new();
-    let mut after: Option<ExecutionId> = None;
-    loop {
-        let page = store
-            .list_executions(after.as_ref(), PAGE)
-            .await
-            .expect("lists");
-        let Some(last) = page.last() else {
-            break;
-        };
-        after = Some(last.execution_id.clone());
-        pages.push(page);
-        assert!(pages.len() <= EXECUTIONS, "the listing never ends");
-    }
+    let pages = pages(&store, PAGE).await;
     let took = started.elapsed();
     println!(
         "listed {EXECUTIONS} executions in {} pages of {PAGE} (and the empty one) in {took:.2?}",

@@ -22,8 +22,10 @@ const IDS: &[&str] = &[
     "a", "a-1", "a-10", "a-2", "a/b", "a/b/c", "b", "order 7", "zz", "~", "é", "ü-9", "日本",
 ];
 
-/// Every page of the listing, with `limit` per page, until the empty page.
-async fn pages(store: &Store, limit: u32) -> Vec<Vec<ExecutionSummary>> {
+/// Every page of the listing, with `limit` per page, until the empty page
+/// (at most 100 pages), each checked to hold at most `limit` executions
+/// and not to repeat its cursor. Adapters' own listing tests page with it.
+pub async fn pages(store: &dyn EventStore, limit: u32) -> Vec<Vec<ExecutionSummary>> {
     let mut pages = Vec::new();
     let mut after: Option<ExecutionId> = None;
     loop {
@@ -81,7 +83,7 @@ pub async fn listing_pages_through_every_execution_once(store: Store) {
     }
     let mut reference: Option<Vec<ExecutionId>> = None;
     for limit in [1, 2, 3, 5, 13, 100, MAX_PAGE_LIMIT] {
-        let listed: Vec<ExecutionSummary> = pages(&store, limit).await.concat();
+        let listed: Vec<ExecutionSummary> = pages(&*store, limit).await.concat();
         let order: Vec<ExecutionId> = listed.iter().map(|s| s.execution_id.clone()).collect();
         let unique: BTreeSet<&ExecutionId> = order.iter().collect();
         assert_eq!(unique.len(), order.len(), "limit {limit} repeats an id");
