@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { InputError, StaleFenceError } from 'loomfence';
+import { mulberry32 as prng } from '../../www/js/prng.js';
 
 /** The timestamp every kit event carries; the kernel never reads a clock. */
 export const AT = 1_700_000_000_000;
@@ -204,17 +205,9 @@ export function yielding(inner) {
   return wrap(inner, overrides);
 }
 
-/** A small seeded PRNG (mulberry32), so a jittery run can be replayed. */
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded PRNG (mulberry32), so a jittery run can be replayed: the
+ * browser demo's, one generator for both. */
+export { prng };
 
 /**
  * A view of `inner` that waits a random number (0 to 3) of event-loop turns
