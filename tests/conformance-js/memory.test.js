@@ -5,9 +5,19 @@
 import { MemoryEventStore } from 'loomfence';
 
 import { conformance } from './kit.js';
+import { wrap } from './support.js';
 
 conformance(
   'memory',
   () => new MemoryEventStore(),
+  { fencing: true, conditional: true, appendIfParked: true },
+);
+
+// The same store behind a forwarding view: `resume` then drives it through
+// its JavaScript methods, one awaited call per step, instead of running the
+// whole resume inside WebAssembly. Both ways must pass the same kit.
+conformance(
+  'memory, driven through its methods',
+  () => wrap(new MemoryEventStore()),
   { fencing: true, conditional: true, appendIfParked: true },
 );

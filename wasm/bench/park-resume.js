@@ -1,6 +1,15 @@
-// Park/resume throughput: the package's MemoryEventStore (the Rust core's
-// in-memory store, compiled to WebAssembly) against the plain-JavaScript store
-// of the conformance kit (tests/conformance-js/plain-store.js). NOT a test.
+// Park/resume throughput of the npm package against what a JavaScript host
+// would otherwise write for itself. NOT a test. Three columns:
+//
+//   1. the package: its MemoryEventStore (the Rust core's in-memory store,
+//      compiled to WebAssembly) driven by its `resume` and `locatePark`;
+//   2. the package's `resume` and `locatePark` over the plain-JavaScript store
+//      of the conformance kit (tests/conformance-js/plain-store.js), which
+//      checks its input as the package does: the cost of a host store;
+//   3. pure JavaScript: a hand-written store and resume (./pure-js.js: a Map of
+//      arrays, structuredClone in and out, D1 and D2 written in JavaScript),
+//      no WebAssembly at all: the yardstick a host that adopts the package
+//      must not fall below.
 //
 // Usage (from the repository root):
 //
@@ -9,7 +18,7 @@
 //   (cd tests/conformance-js && npm install)         # for the plain store's import
 //   node wasm/bench/park-resume.js [--executions N] [--rounds R] [--concurrency C]
 //
-//   --executions N   executions per store per round (default 3000)
+//   --executions N   executions per column per round (default 3000)
 //   --rounds R       measured rounds (default 5); the table reports the median
 //   --concurrency C  executions in flight at once (default 64)
 //
@@ -20,31 +29,24 @@
 //   readRange + locatePark; resume(store, id, { fenceIfParkedAt, answer });
 //   append STEP_COMPLETED and EXECUTION_COMPLETED under the token resume got.
 //
-// `resume` is the package's in both cases (the core's resume machine driving
-// the store through its JavaScript methods), so the comparison is between the
-// stores: the WebAssembly one pays for crossing the boundary and converting
-// values on every call, the plain one for doing the same checks in JavaScript.
-//
-// The stores run interleaved round-robin in ONE process (round r runs both,
-// starting with a different one each round), each round on a fresh store,
-// after an unmeasured warm-up, so that JIT warm-up and machine noise fall on
-// both alike. Every round is checked afterwards (each execution: five events,
-// token 1), outside the timing. Prints a Markdown table.
+// The columns run interleaved round-robin in ONE process (round r runs all
+// three, starting with a different one each round), each round on a fresh
+// store, after an unmeasured warm-up, so that JIT warm-up and machine noise
+// fall on all alike. Every round is checked afterwards (each execution: five
+// events, token 1), outside the timing. Prints a Markdown table with the
+// package's ratio to each of the others, per round and of the medians.
 //
 // Each round's MemoryEventStore is released with free() once the round is
-// checked. Without it the dropped stores stay in the WebAssembly memory until
-// their FinalizationRegistry callbacks run, which this all-microtask loop never
-// lets happen; and once that memory passes about 64 MB, every further
-// memory.grow costs a full (mark-compact) GC in V8 (Node 20), so the figures
-// would measure the leftovers of earlier rounds. A single round large enough
-// to pass that size (about 13,000 executions of this workload) shows the same
-// slowdown; that is the store's behaviour, not the benchmark's.
+// checked, as a host that is done with a store does; otherwise the dropped
+// stores stay in the WebAssembly memory until their FinalizationRegistry
+// callbacks run, which this all-microtask loop never lets happen.
 
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { MemoryEventStore, locatePark, resume } from 'loomfence';
 
 import { PlainEventStore } from '../../tests/conformance-js/plain-store.js';
+import { PureJsStore, pureLocatePark, pureResume } from './pure-js.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -71,13 +73,14 @@ const ROUNDS = positive('rounds');
 const CONCURRENCY = positive('concurrency');
 const AT = 1_700_000_000_000;
 
-const STORES = [
-  { name: 'MemoryEventStore (WebAssembly)', make: () => new MemoryEventStore() },
-  { name: 'PlainEventStore (plain JavaScript)', make: () => new PlainEventStore() },
+const COLUMNS = [
+  { name: 'package: MemoryEventStore + resume', make: () => new MemoryEventStore(), resume, locatePark },
+  { name: 'package resume + PlainEventStore (JS)', make: () => new PlainEventStore(), resume, locatePark },
+  { name: 'pure JavaScript store + resume', make: () => new PureJsStore(), resume: pureResume, locatePark: pureLocatePark },
 ];
 
 /** One execution, start to finish. */
-async function parkAndResume(store, id) {
+async function parkAndResume({ resume, locatePark }, store, id) {
   await store.append(id, { kind: 'EXECUTION_STARTED', payload: { input: { n: id.length } }, at: AT });
   await store.append(id, {
     kind: 'EXECUTION_SUSPENDED',
@@ -91,10 +94,10 @@ async function parkAndResume(store, id) {
 }
 
 /** Runs `count` executions, `CONCURRENCY` at a time; resolves to the seconds taken. */
-async function run(store, prefix, count) {
+async function run(column, store, prefix, count) {
   let next = 0;
   const worker = async () => {
-    while (next < count) await parkAndResume(store, `${prefix}-${next++}`);
+    while (next < count) await parkAndResume(column, store, `${prefix}-${next++}`);
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker));
@@ -122,18 +125,18 @@ const median = (xs) => {
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 
 // Warm-up, unmeasured.
-for (const { make } of STORES) {
-  const store = make();
-  await run(store, 'warm', Math.min(EXECUTIONS, 1000));
+for (const column of COLUMNS) {
+  const store = column.make();
+  await run(column, store, 'warm', Math.min(EXECUTIONS, 1000));
   store.free?.();
 }
 
-const rates = STORES.map(() => []);
+const rates = COLUMNS.map(() => []);
 for (let round = 0; round < ROUNDS; round++) {
-  const order = STORES.map((_, i) => (i + round) % STORES.length);
+  const order = COLUMNS.map((_, i) => (i + round) % COLUMNS.length);
   for (const i of order) {
-    const store = STORES[i].make();
-    const seconds = await run(store, `r${round}`, EXECUTIONS);
+    const store = COLUMNS[i].make();
+    const seconds = await run(COLUMNS[i], store, `r${round}`, EXECUTIONS);
     await check(store, `r${round}`, EXECUTIONS);
     store.free?.();
     rates[i].push(EXECUTIONS / seconds);
@@ -144,13 +147,15 @@ const medians = rates.map(median);
 const roundHeaders = rates[0].map((_, r) => `round ${r + 1}`);
 console.log(
   `## park/resume under fenceIfParkedAt, executions/s\n\n` +
-    `${EXECUTIONS} executions per store per round, ${CONCURRENCY} in flight, ${ROUNDS} rounds interleaved round-robin; ` +
+    `${EXECUTIONS} executions per column per round, ${CONCURRENCY} in flight, ${ROUNDS} rounds interleaved round-robin; ` +
     `Node ${process.version}, ${process.platform}/${process.arch}.\n`,
 );
-console.log(`| store | median | ${roundHeaders.join(' | ')} |`);
+console.log(`| column | median | ${roundHeaders.join(' | ')} |`);
 console.log(`| --- | ---: | ${roundHeaders.map(() => '---:').join(' | ')} |`);
-STORES.forEach(({ name }, i) => {
+COLUMNS.forEach(({ name }, i) => {
   console.log(`| ${name} | **${fmt(medians[i])}** | ${rates[i].map(fmt).join(' | ')} |`);
 });
-const perRound = rates[0].map((rate, r) => (rate / rates[1][r]).toFixed(2));
-console.log(`| ratio memory / plain | **${(medians[0] / medians[1]).toFixed(2)}** | ${perRound.join(' | ')} |`);
+for (const [i, label] of [[2, 'pure JavaScript'], [1, 'plain store']]) {
+  const perRound = rates[0].map((rate, r) => (rate / rates[i][r]).toFixed(2));
+  console.log(`| ratio package / ${label} | **${(medians[0] / medians[i]).toFixed(2)}** | ${perRound.join(' | ')} |`);
+}

@@ -7,7 +7,6 @@ await wasm.default({ module_or_path: new URL('./dist/loomfence_wasm_bg.wasm', im
 const classes = wasm.errorClasses();
 
 export const MemoryEventStore = wasm.MemoryEventStore;
-export const resume = wasm.resume;
 export const isAnsweringKind = wasm.isAnsweringKind;
 export const locatePark = wasm.locatePark;
 export const RedrivePolicy = wasm.RedrivePolicy;
@@ -18,7 +17,8 @@ export const MemoryTimerStore = wasm.MemoryTimerStore;
 export const startedChild = wasm.startedChild;
 export const parentOf = wasm.parentOf;
 export const pinParkedChildren = wasm.pinParkedChildren;
-// JavaScript around the glue (timer-service.js, retention.js), not in the .wasm.
+// JavaScript around the glue (resume.js, timer-service.js, retention.js), not in the .wasm.
+export { resume } from './resume.js';
 export { TimerService } from './timer-service.js';
 export { sweep } from './retention.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());

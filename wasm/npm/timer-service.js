@@ -30,7 +30,8 @@
 //   (another node may hold the row by now) but released;
 // - stop() lets the fire in hand finish and releases the claims not fired.
 
-import { FireMachine, RedrivePolicy, WakeBackoff, errorClasses, resume } from './dist/loomfence_wasm.js';
+import { FireMachine, RedrivePolicy, WakeBackoff, errorClasses } from './dist/loomfence_wasm.js';
+import { resume } from './resume.js';
 
 /** The longest lease and the largest batch a TimerStore takes (index.d.ts, `Lease` and `claimDue`). */
 const MAX_LEASE_MS = 86_400_000;

@@ -47,6 +47,13 @@ fn append_error(error: &AppendError) -> JsValue {
     }
 }
 
+impl MemoryEventStore {
+    /// Runs `f` on the logs, as one synchronous step.
+    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut MemoryStore) -> T) -> T {
+        f(&mut self.store.borrow_mut())
+    }
+}
+
 #[wasm_bindgen(js_class = MemoryEventStore)]
 impl MemoryEventStore {
     /// An empty store.

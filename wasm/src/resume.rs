@@ -4,13 +4,17 @@
 //! The machine decides everything; this loop only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
-use loomfence_core::{Action, Poll, ResumeMachine, ResumeRequest, Resumed, Status};
+use js_sys::Promise;
+use loomfence_core::{
+    Action, Capability, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed, Status, drive,
+};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::host_store::{HostStore, Refusal, contract};
 use crate::js_errors;
 use crate::json;
+use crate::memory_store::{MemoryEventStore, settle};
 use crate::out::{self, Out};
 use crate::values::{self, counter, property};
 
@@ -30,25 +34,8 @@ pub async fn resume(
     execution_id: JsValue,
     options: JsValue,
 ) -> Result<JsValue, JsValue> {
-    let id = values::execution_id(&execution_id)?;
-    if !options.is_object() {
-        return Err(js_errors::wrong_type(
-            "options must be an object { fenceIfParkedAt, answer }",
-            "NOT_AN_OBJECT",
-        ));
-    }
-    let park_seq = counter("fenceIfParkedAt", &property(&options, "fenceIfParkedAt")?)?;
-    let answer = property(&options, "answer")?;
-    let answer: Value = if answer.is_undefined() {
-        Value::Null
-    } else {
-        json::value("answer", "INVALID_ANSWER", &answer)?
-    };
-    let at = timestamp(&property(&options, "at")?)?;
+    let (id, request) = request_of(&execution_id, &options)?;
     let host = HostStore::new(store)?;
-    let request = ResumeRequest::new(park_seq, answer, at);
-    // Refused here, before the machine takes a token for it.
-    request.check().map_err(|e| js_errors::input(&e))?;
     let mut machine = ResumeMachine::new(id, request, host.capability());
     loop {
         match machine.poll() {
@@ -58,6 +45,56 @@ pub async fn resume(
             _ => return Err(unknown("the resume machine answered")),
         }
     }
+}
+
+/// `resume` over the package's own `MemoryEventStore`, which the JS entry
+/// routes here when `store` is one with its methods untouched: the whole
+/// resume runs as one synchronous step inside WebAssembly, with no
+/// crossing and no promise per store call. One step is also one atomic
+/// step, an interleaving the host path allows as well, so every answer is
+/// one the host path could give.
+#[wasm_bindgen(js_name = resumeInMemory)]
+pub fn resume_in_memory(
+    store: &MemoryEventStore,
+    execution_id: JsValue,
+    options: JsValue,
+) -> Promise {
+    settle((|| {
+        let (id, request) = request_of(&execution_id, &options)?;
+        let mut machine = ResumeMachine::new(id, request, Capability::Conditional);
+        match store.with_store(|store| drive::run(store, &mut machine)) {
+            Ok(Ok(resumed)) => answer_of(&resumed),
+            Ok(Err(error)) => Err(js_errors::resume(&error)),
+            // The core's own store answered outside its own machine: a bug.
+            Err(error) => Err(js_errors::internal(&error.to_string())),
+        }
+    })())
+}
+
+/// The execution id and the checked request, refused before anything is
+/// read or a token taken.
+fn request_of(
+    execution_id: &JsValue,
+    options: &JsValue,
+) -> Result<(ExecutionId, ResumeRequest), JsValue> {
+    let id = values::execution_id(execution_id)?;
+    if !options.is_object() {
+        return Err(js_errors::wrong_type(
+            "options must be an object { fenceIfParkedAt, answer }",
+            "NOT_AN_OBJECT",
+        ));
+    }
+    let park_seq = counter("fenceIfParkedAt", &property(options, "fenceIfParkedAt")?)?;
+    let answer = property(options, "answer")?;
+    let answer: Value = if answer.is_undefined() {
+        Value::Null
+    } else {
+        json::value("answer", "INVALID_ANSWER", &answer)?
+    };
+    let at = timestamp(&property(options, "at")?)?;
+    let request = ResumeRequest::new(park_seq, answer, at);
+    request.check().map_err(|e| js_errors::input(&e))?;
+    Ok((id, request))
 }
 
 /// `options.at`, or the host's clock: the core itself never reads one.

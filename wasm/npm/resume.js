@@ -1,0 +1,37 @@
+// `resume(store, executionId, options)`: one entry for every store, two ways
+// through the core's resume machine.
+//
+// - The package's own MemoryEventStore, its methods untouched: the whole
+//   resume runs inside WebAssembly as one synchronous step (resumeInMemory),
+//   with no boundary crossing and no promise per store call.
+// - Any other store, including a MemoryEventStore wrapped, subclassed or with
+//   a method replaced (a host's fault injection, a logging decorator): the
+//   machine drives the store through its JavaScript methods, one awaited
+//   call per step, so the host sees every call it asked to see.
+//
+// Both resolve and reject alike: the same answer, the same error classes.
+import { MemoryEventStore, resume as resumeThroughMethods, resumeInMemory } from './dist/loomfence_wasm.js';
+
+const OWN = MemoryEventStore.prototype;
+const DRIVEN = ['readRange', 'appendIfParked', 'acquireFenceIf', 'acquireFence'];
+
+/** Whether `store` is exactly the package's store, every method the
+ * machine would call the package's own. */
+function isOwnStore(store) {
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    Object.getPrototypeOf(store) === OWN &&
+    DRIVEN.every((name) => store[name] === OWN[name])
+  );
+}
+
+export function resume(store, executionId, options) {
+  if (!isOwnStore(store)) return resumeThroughMethods(store, executionId, options);
+  try {
+    return resumeInMemory(store, executionId, options);
+  } catch (error) {
+    // A freed store: wasm-bindgen throws before the call; a resume rejects.
+    return Promise.reject(error);
+  }
+}
