@@ -91,6 +91,20 @@ impl MemoryStore {
         execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, AppendError> {
+        let first = self.append_many_from(execution_id, events)?;
+        Ok(self.envelopes_from(execution_id, first))
+    }
+
+    /// Appends as [`MemoryStore::append_many`] does, answering only the
+    /// sequence of the batch's first event (the head plus one when the
+    /// batch is empty): for a host that keeps the events it handed over and
+    /// needs no copies back, such as the npm package, which builds the
+    /// envelopes it returns from the text it parsed.
+    pub fn append_many_from(
+        &mut self,
+        execution_id: &ExecutionId,
+        events: Vec<NewEvent>,
+    ) -> Result<u64, AppendError> {
         let (batch, facts) = check_batch(&events)?;
         self.write(execution_id, batch, facts, events)
     }
@@ -110,28 +124,58 @@ impl MemoryStore {
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, AppendError> {
-        let (batch, facts) = check_batch(&events)?;
-        if self.answered_after(execution_id, park_seq)? {
-            return Ok(ConditionalAppend::ParkAnswered);
-        }
-        Ok(ConditionalAppend::Appended(self.write(
-            execution_id,
-            batch,
-            facts,
-            events,
-        )?))
+        Ok(
+            match self.append_if_parked_from(execution_id, park_seq, events)? {
+                Some(first) => {
+                    ConditionalAppend::Appended(self.envelopes_from(execution_id, first))
+                }
+                None => ConditionalAppend::ParkAnswered,
+            },
+        )
     }
 
-    /// Guards and writes an already validated batch.
+    /// Appends as [`MemoryStore::append_if_parked`] does, answering only the
+    /// first sequence written, or `None` when the park was answered (see
+    /// [`MemoryStore::append_many_from`]).
+    pub fn append_if_parked_from(
+        &mut self,
+        execution_id: &ExecutionId,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<u64>, AppendError> {
+        let (batch, facts) = check_batch(&events)?;
+        if self.answered_after(execution_id, park_seq)? {
+            return Ok(None);
+        }
+        self.write(execution_id, batch, facts, events).map(Some)
+    }
+
+    /// The envelopes from `first` to the head (what a write just stored).
+    fn envelopes_from(&self, execution_id: &ExecutionId, first: u64) -> Vec<Envelope> {
+        let log = self.log(execution_id);
+        log.iter()
+            .zip(1..)
+            .skip(to_index(first - 1))
+            .map(|(record, sequence)| {
+                record
+                    .event
+                    .clone()
+                    .into_envelope(execution_id.clone(), sequence)
+            })
+            .collect()
+    }
+
+    /// Guards and writes an already validated batch; answers the sequence
+    /// of its first event.
     fn write(
         &mut self,
         id: &ExecutionId,
         batch: BatchFacts,
         facts: Vec<EventFacts>,
         events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, AppendError> {
+    ) -> Result<u64, AppendError> {
         if events.is_empty() {
-            return Ok(Vec::new());
+            return Ok(self.head(id) + 1);
         }
         guard_append(id, self.current_token(id), batch)?;
         let log = match self.entries.get_mut(id) {
@@ -140,15 +184,13 @@ impl MemoryStore {
         };
         let first = to_u64(log.len()) + 1;
         check_safe("sequence", first + to_u64(events.len()) - 1)?;
-        let mut stored = Vec::with_capacity(events.len());
-        for ((event, facts), sequence) in events.into_iter().zip(facts).zip(first..) {
-            stored.push(event.clone().into_envelope(id.clone(), sequence));
+        for (event, facts) in events.into_iter().zip(facts) {
             log.push(Record {
                 event,
                 answering: facts.class == KindClass::Answering,
             });
         }
-        Ok(stored)
+        Ok(first)
     }
 
     /// Whether an answering event follows `park_seq`, which must name a park

@@ -7,20 +7,35 @@
 // `undefined` members of an object are dropped, as JSON.stringify drops
 // them (so `{ a: undefined }` is stored as `{}`); anything else that is not
 // JSON is refused with a message naming where it is.
+//
+// What crosses into WebAssembly is the JSON text (`jsonText`), which the Rust
+// side parses: one crossing instead of one per member. What comes back is
+// JSON text too, turned into plain values by `parseJson`.
+
+import { InputError } from './errors.js';
 
 const MAX_DEPTH = 128;
 
 /**
- * `{ value }`: the JSON value to convert (`value` itself, or a copy without
- * its `undefined` members); `{ problem }`: why it is not JSON.
+ * `value` as JSON text, or the InputError with `code` naming where it is not
+ * JSON. Checked first, then written by JSON.stringify (which drops the
+ * `undefined` members the check let through); a getter that answers
+ * something else the second time is caught by the Rust side's parse, or by
+ * JSON.stringify itself (a BigInt throws).
  */
-export function jsonValue(value, path) {
+export function jsonText(value, path, code) {
   try {
-    return { value: walk(value, path, 0) };
+    walk(value, path, 0);
+    return JSON.stringify(value);
   } catch (problem) {
-    if (problem instanceof NotJson) return { problem: problem.message };
-    throw problem;
+    if (problem instanceof NotJson) return new InputError(problem.message, code);
+    return new InputError(`${path}: changed while it was read (${problem})`, code);
   }
+}
+
+/** JSON text the Rust side wrote (always valid) as plain values. */
+export function parseJson(text) {
+  return JSON.parse(text);
 }
 
 class NotJson extends Error {}
@@ -32,12 +47,12 @@ function walk(value, path, depth) {
   switch (typeof value) {
     case 'string':
     case 'boolean':
-      return value;
+      return;
     case 'number':
       if (!Number.isFinite(value)) throw new NotJson(`${path}: ${value} is not a JSON number`);
-      return value;
+      return;
     case 'object':
-      if (value === null) return value;
+      if (value === null) return;
       if (Array.isArray(value)) return walkArray(value, path, depth);
       return walkObject(value, path, depth);
     default:
@@ -46,17 +61,11 @@ function walk(value, path, depth) {
 }
 
 function walkArray(array, path, depth) {
-  let copy = null;
   for (let i = 0; i < array.length; i++) {
     const item = array[i];
     if (item === undefined) throw new NotJson(`${path}[${i}]: undefined is not JSON`);
-    const converted = walk(item, `${path}[${i}]`, depth + 1);
-    if (converted !== item) {
-      copy ??= array.slice();
-      copy[i] = converted;
-    }
+    walk(item, `${path}[${i}]`, depth + 1);
   }
-  return copy ?? array;
 }
 
 function walkObject(object, path, depth) {
@@ -65,19 +74,19 @@ function walkObject(object, path, depth) {
     const name = object.constructor?.name ?? 'an object with a prototype';
     throw new NotJson(`${path}: a ${name} is not a plain JSON object`);
   }
-  let copy = null;
   for (const key of Object.keys(object)) {
     const member = object[key];
-    if (member === undefined) {
-      copy ??= { ...object };
-      delete copy[key];
-      continue;
-    }
-    const converted = walk(member, `${path}.${key}`, depth + 1);
-    if (converted !== member) {
-      copy ??= { ...object };
-      copy[key] = converted;
-    }
+    // Left out, as JSON.stringify leaves it out.
+    if (member !== undefined) walk(member, `${path}.${key}`, depth + 1);
   }
-  return copy ?? object;
+}
+
+/** A JSON number token that is not a safe integer, as JSON.parse reads it. */
+export function numberOf(text) {
+  return Number(text);
+}
+
+/** A float as JSON.stringify writes it. */
+export function textOf(number) {
+  return String(number);
 }

@@ -4,10 +4,9 @@
 use loomfence_core::{Envelope, JsonObject, KERNEL_EVENT_KINDS, is_answering, locate_park};
 use wasm_bindgen::prelude::*;
 
-use crate::events::envelopes;
+use crate::events::envelopes_to_fold;
 use crate::js_errors;
 use crate::json;
-use crate::out;
 use crate::values::property;
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
@@ -46,9 +45,17 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             "NOT_AN_ARRAY",
         ));
     }
-    let log: Vec<Envelope> = envelopes("events", "INVALID_EVENT", &events)?;
+    let log: Vec<Envelope> = envelopes_to_fold("events", "INVALID_EVENT", &events)?;
     match locate_park(&log) {
-        Some(park) => Ok(out::envelope(park)),
+        // The caller's own element, as `Array.prototype.find` gives it.
+        Some(park) => {
+            let index = log.iter().position(|event| std::ptr::eq(event, park));
+            Ok(js_sys::Array::from(&events).get(
+                index
+                    .and_then(|i| u32::try_from(i).ok())
+                    .unwrap_or(u32::MAX),
+            ))
+        }
         None => Ok(JsValue::UNDEFINED),
     }
 }

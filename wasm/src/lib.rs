@@ -33,9 +33,11 @@
 
 mod events;
 mod fire;
+mod heap;
 mod host_store;
 mod js_errors;
 mod json;
+mod json_text;
 mod kinds;
 mod lineage;
 mod memory_store;

@@ -10,9 +10,7 @@
 use std::cell::RefCell;
 
 use js_sys::Promise;
-use loomfence_core::{
-    AcquireOutcome, AppendError, ConditionalAppend, MemoryStore, ParkExpectation,
-};
+use loomfence_core::{AcquireOutcome, AppendError, MemoryStore, ParkExpectation};
 use wasm_bindgen::prelude::*;
 
 use crate::events;
@@ -29,9 +27,10 @@ pub struct MemoryEventStore {
     store: RefCell<MemoryStore>,
 }
 
-/// What `acquireFenceIf` resolves to.
-/// Settles `result` into a promise.
+/// Settles `result` into a promise, after giving the memory room to grow
+/// in a large step if this call grew it (see `heap.rs`).
 pub(crate) fn settle(result: Result<JsValue, JsValue>) -> Promise {
+    crate::heap::reserve();
     match result {
         Ok(value) => Promise::resolve(&value),
         Err(error) => Promise::reject(&error),
@@ -69,13 +68,13 @@ impl MemoryEventStore {
     pub fn append(&self, execution_id: JsValue, event: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let event = events::event(event)?;
-            let stored = self
+            let (event, text) = events::event(&event)?;
+            let first = self
                 .store
                 .borrow_mut()
-                .append(&id, event)
+                .append_many_from(&id, vec![event])
                 .map_err(|e| append_error(&e))?;
-            Ok(out::envelope(&stored))
+            Ok(out::stored(&id, first, &text))
         })())
     }
 
@@ -85,13 +84,13 @@ impl MemoryEventStore {
     pub fn append_many(&self, execution_id: JsValue, events: JsValue) -> Promise {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
-            let events = events::events(events)?;
-            let stored = self
+            let (events, lines) = events::events(&events)?;
+            let first = self
                 .store
                 .borrow_mut()
-                .append_many(&id, events)
+                .append_many_from(&id, events)
                 .map_err(|e| append_error(&e))?;
-            Ok(out::envelopes(&stored))
+            Ok(out::stored_batch(&id, first, &lines))
         })())
     }
 
@@ -109,17 +108,15 @@ impl MemoryEventStore {
         settle((|| {
             let id = values::execution_id(&execution_id)?;
             let park_seq = counter("parkSeq", &park_seq)?;
-            let events = events::events(events)?;
+            let (events, lines) = events::events(&events)?;
             let outcome = self
                 .store
                 .borrow_mut()
-                .append_if_parked(&id, park_seq, events)
+                .append_if_parked_from(&id, park_seq, events)
                 .map_err(|e| append_error(&e))?;
             match outcome {
-                ConditionalAppend::Appended(stored) => Ok(out::envelopes(&stored)),
-                ConditionalAppend::ParkAnswered => {
-                    Ok(Out::new().set("parkAnswered", &JsValue::TRUE).done())
-                }
+                Some(first) => Ok(out::stored_batch(&id, first, &lines)),
+                None => Ok(Out::new().set("parkAnswered", &JsValue::TRUE).done()),
             }
         })())
     }

@@ -1,17 +1,16 @@
 //! Results going out to JavaScript, built field by field: plain objects,
 //! arrays and numbers, as JSON would have them (no `Map`s, no `BigInt`s).
 //!
-//! By hand rather than through serde-wasm-bindgen's serializer: a serializer
-//! instantiated for each outgoing type, with its generic sequence and map
-//! code, cost the package about 10 KB of its `.wasm`, and every value here
-//! is one of a handful of shapes.
+//! Small results (a few numbers and flags) are built field by field; events
+//! and JSON values go out as JSON text (see [`json`]), one crossing each.
 
-use js_sys::{Array, Object, Reflect};
-use loomfence_core::{Envelope, JsonObject, NewEvent, ParkExpectation};
+use js_sys::{Object, Reflect};
+use loomfence_core::{Envelope, ExecutionId, NewEvent, ParkExpectation};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use crate::js_errors::number;
+use crate::json_text;
 
 /// A plain object built field by field: smaller in the `.wasm` than a
 /// serde serializer instantiated for each outgoing type.
@@ -43,53 +42,64 @@ impl Out {
     }
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/json.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = parseJson)]
+    fn parse_json(text: &str) -> JsValue;
+}
+
+/// Text `write` wrote, parsed by `JSON.parse` on the JS side: one crossing
+/// for the whole value, and the plain objects, arrays and numbers JSON has
+/// (every key an own data property, `__proto__` too).
+pub(crate) fn via_text(write: impl FnOnce(&mut String)) -> JsValue {
+    let mut text = String::new();
+    write(&mut text);
+    parse_json(&text)
+}
+
 /// A JSON value as the plain JS value `JSON.parse` would give.
 pub(crate) fn json(value: &Value) -> JsValue {
-    match value {
-        Value::Null => JsValue::NULL,
-        Value::Bool(flag) => JsValue::from_bool(*flag),
-        Value::Number(n) => JsValue::from_f64(n.as_f64().unwrap_or(f64::NAN)),
-        Value::String(text) => JsValue::from_str(text),
-        Value::Array(items) => items.iter().map(json).collect::<Array>().into(),
-        Value::Object(map) => object(map),
-    }
+    via_text(|out| json_text::write_value(out, value))
 }
 
-/// A JSON object as a plain JS object.
-pub(crate) fn object(map: &JsonObject) -> JsValue {
-    map.iter()
-        .fold(Out::new(), |out, (key, member)| out.set(key, &json(member)))
-        .done()
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/events.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = storedEnvelope)]
+    fn stored_envelope(execution_id: &str, sequence: f64, text: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = storedEnvelopes)]
+    fn stored_envelopes(execution_id: &str, first: f64, lines: &JsValue) -> JsValue;
 }
 
-/// A stored event: `{ executionId, sequence, kind, payload, metadata, at }`.
-pub(crate) fn envelope(event: &Envelope) -> JsValue {
-    Out::new()
-        .set(
-            "executionId",
-            &JsValue::from_str(event.execution_id.as_str()),
-        )
-        .set("sequence", &JsValue::from_f64(number(event.sequence)))
-        .set("kind", &JsValue::from_str(&event.kind))
-        .set("payload", &object(&event.payload))
-        .set("metadata", &object(&event.metadata))
-        .number("at", event.at)
-        .done()
+/// The envelope of an event just stored, built on the JS side from the
+/// text the event was read from (see `events::event`): the very JSON the
+/// store parsed, so nothing is written back out here.
+pub(crate) fn stored(id: &ExecutionId, sequence: u64, text: &JsValue) -> JsValue {
+    stored_envelope(id.as_str(), number(sequence), text)
+}
+
+/// The envelopes of a batch just stored from `first` on, as [`stored`]
+/// builds one.
+pub(crate) fn stored_batch(id: &ExecutionId, first: u64, lines: &JsValue) -> JsValue {
+    stored_envelopes(id.as_str(), number(first), lines)
 }
 
 /// Stored events, as an array.
 pub(crate) fn envelopes(events: &[Envelope]) -> JsValue {
-    events.iter().map(envelope).collect::<Array>().into()
+    via_text(|out| {
+        out.push('[');
+        for (index, event) in events.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            json_text::write_envelope(out, event);
+        }
+        out.push(']');
+    })
 }
 
 /// An event to be stored: `{ kind, payload, metadata, at }`.
 pub(crate) fn new_event(event: &NewEvent) -> JsValue {
-    Out::new()
-        .set("kind", &JsValue::from_str(&event.kind))
-        .set("payload", &object(&event.payload))
-        .set("metadata", &object(&event.metadata))
-        .number("at", event.at)
-        .done()
+    via_text(|out| json_text::write_new_event(out, event))
 }
 
 /// A conditional acquire's expectation: `{ fence, parkSeq }`.

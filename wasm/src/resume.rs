@@ -4,19 +4,21 @@
 //! The machine decides everything; this loop only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
-use js_sys::Promise;
+use std::fmt::Write as _;
+
+use js_sys::{Array, Promise};
 use loomfence_core::{
     Action, Capability, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed, Status, drive,
 };
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::host_store::{HostStore, Refusal, contract};
 use crate::js_errors;
 use crate::json;
+use crate::json_text;
 use crate::memory_store::{MemoryEventStore, settle};
-use crate::out::{self, Out};
-use crate::values::{self, counter, property};
+use crate::out;
+use crate::values::{self, counter};
 
 /// Resumes the park at `options.fenceIfParkedAt` with `options.answer`.
 ///
@@ -84,17 +86,22 @@ fn request_of(
             "NOT_AN_OBJECT",
         ));
     }
-    let park_seq = counter("fenceIfParkedAt", &property(options, "fenceIfParkedAt")?)?;
-    let answer = property(options, "answer")?;
-    let answer: Value = if answer.is_undefined() {
-        Value::Null
-    } else {
-        json::value("answer", "INVALID_ANSWER", &answer)?
+    let fields = resume_options(options);
+    let Some(fields) = fields.dyn_ref::<Array>() else {
+        return Err(fields);
     };
-    let at = timestamp(&property(options, "at")?)?;
+    let park_seq = counter("fenceIfParkedAt", &fields.get(0))?;
+    let answer = json::read_value("answer", "INVALID_ANSWER", &fields.get(1))?;
+    let at = timestamp(&fields.get(2))?;
     let request = ResumeRequest::new(park_seq, answer, at);
     request.check().map_err(|e| js_errors::input(&e))?;
     Ok((id, request))
+}
+
+#[wasm_bindgen(module = "/js/options.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = resumeOptions)]
+    fn resume_options(options: &JsValue) -> JsValue;
 }
 
 /// `options.at`, or the host's clock: the core itself never reads one.
@@ -113,22 +120,26 @@ fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
 /// `fence` `null` when no token was taken.
 fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
     debug_assert_eq!(resumed.view.status, Status::Running);
-    let fence = resumed.fence.map_or(JsValue::NULL, |fence| {
-        JsValue::from_f64(js_errors::number(fence))
-    });
-    Ok(Out::new()
-        .set(
-            "executionId",
-            &JsValue::from_str(resumed.execution_id.as_str()),
-        )
-        .set("fence", &fence)
-        .set("resumed", &out::envelope(&resumed.resumed))
-        .set("attempts", &JsValue::from(resumed.attempts))
-        .set(
-            "head",
-            &JsValue::from_f64(js_errors::number(resumed.view.head)),
-        )
-        .done())
+    // One text, parsed once on the JS side: five fields set across the
+    // boundary cost a third of a resume.
+    Ok(out::via_text(|text| {
+        text.push_str("{\"executionId\":");
+        json_text::write_string(text, resumed.execution_id.as_str());
+        text.push_str(",\"fence\":");
+        match resumed.fence {
+            Some(fence) => {
+                let _ = write!(text, "{fence}");
+            }
+            None => text.push_str("null"),
+        }
+        text.push_str(",\"resumed\":");
+        json_text::write_envelope(text, &resumed.resumed);
+        let _ = write!(
+            text,
+            ",\"attempts\":{},\"head\":{}}}",
+            resumed.attempts, resumed.view.head
+        );
+    }))
 }
 
 /// Performs one action against the store and feeds the answer back.

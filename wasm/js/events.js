@@ -1,0 +1,152 @@
+// Events and envelopes on their way into WebAssembly, checked and turned
+// into JSON text here, in one pass in JavaScript: the Rust side parses the
+// text (serde) instead of reading the object field by field across the
+// boundary, one crossing per call instead of dozens. Each check is the one
+// the package documents for the value, with the same error class and code;
+// what only the core knows (an id's or a kind's length, NUL characters)
+// the core checks after parsing.
+//
+// Each function returns the text on success and the error object (not
+// thrown) on failure, so the binding needs no exception handler per call.
+// Several values come back as one text, one JSON value per line.
+
+import { InputError, rangeError, typeError } from './errors.js';
+import { jsonText } from './json.js';
+
+const EVENT_FIELDS = new Set(['kind', 'payload', 'metadata', 'at']);
+
+const isObject = (value) => typeof value === 'object' && value !== null;
+
+/** A timestamp in ms: a number (else InputError with `code`) that is a safe
+ * integer, negative allowed (else RangeError AT_OUT_OF_RANGE). */
+function checkAt(name, code, at) {
+  if (typeof at !== 'number') return new InputError(`${name} must be a number of milliseconds`, code);
+  if (!Number.isSafeInteger(at)) return rangeError(`${name} must be a safe integer, got ${at}`, 'AT_OUT_OF_RANGE');
+  return null;
+}
+
+/** A JSON object member of an event or envelope (`undefined` is `{}`), as
+ * text, or the InputError with `code` naming why it is not one. */
+function objectText(path, code, value) {
+  if (value === undefined) return '{}';
+  if (!isObject(value) || Array.isArray(value)) return new InputError(`${path} must be a plain object`, code);
+  return jsonText(value, path, code);
+}
+
+/** `text` if `value` is a plain object or undefined, else the InputError. */
+function shallow(path, code, value, text) {
+  if (value === undefined) return text;
+  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
+  if (proto !== Object.prototype && proto !== null) return new InputError(`${path} must be a plain object`, code);
+  return text;
+}
+
+/** One event as a writer hands it over: `{ kind, payload?, metadata?, at }`. */
+function eventLine(event) {
+  if (!isObject(event) || Array.isArray(event)) {
+    return typeError('event must be an object { kind, payload?, metadata?, at }', 'NOT_AN_OBJECT');
+  }
+  const bad = (detail) => new InputError(`event: ${detail}`, 'INVALID_EVENT');
+  for (const key of Object.keys(event)) {
+    if (!EVENT_FIELDS.has(key)) return bad(`unknown field \`${key}\`, expected one of kind, payload, metadata, at`);
+  }
+  const { kind, at, metadata, payload } = event;
+  if (typeof kind !== 'string') return bad('`kind` must be a string');
+  const badAt = checkAt('event.at', 'INVALID_EVENT', at);
+  if (badAt) return badAt;
+  const fence = isObject(metadata) ? metadata.fence : undefined;
+  if (fence !== undefined) {
+    if (typeof fence !== 'number') return typeError("metadata.fence must be a number (the writer's token)", 'BAD_FENCE');
+    if (!Number.isSafeInteger(fence) || fence < 0) {
+      return rangeError(`metadata.fence must be a safe non-negative integer, got ${fence}`, 'BAD_FENCE');
+    }
+  }
+  const metadataText = objectText('event.metadata', 'INVALID_EVENT', metadata);
+  if (typeof metadataText !== 'string') return metadataText;
+  const payloadText = objectText('event.payload', 'INVALID_EVENT', payload);
+  if (typeof payloadText !== 'string') return payloadText;
+  return `{"kind":${JSON.stringify(kind)},"payload":${payloadText},"metadata":${metadataText},"at":${at}}`;
+}
+
+/** One event, as text or its error. */
+export function eventText(event) {
+  return eventLine(event);
+}
+
+/** A batch of events, one per line, or the first error, its message
+ * prefixed with where in the batch it was. */
+export function eventsText(events) {
+  if (!Array.isArray(events)) return typeError('events must be an array', 'NOT_AN_ARRAY');
+  const lines = [];
+  for (let i = 0; i < events.length; i++) {
+    const line = eventLine(events[i]);
+    if (typeof line !== 'string') {
+      line.message = `events[${i}]: ${line.message}`;
+      return line;
+    }
+    lines.push(line);
+  }
+  return lines.join('\n');
+}
+
+/** Stored events as a store hands them back (or a log handed to
+ * locatePark), one per line, or an InputError with `code`. Fields an
+ * envelope does not have are left out: a host store may keep its own. */
+export function envelopesText(envelopes, what, code, payloads) {
+  if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
+  const lines = [];
+  for (let i = 0; i < envelopes.length; i++) {
+    const line = envelopeLine(envelopes[i], `${what}[${i}]`, code, payloads);
+    if (typeof line !== 'string') return line;
+    lines.push(line);
+  }
+  return lines.join('\n');
+}
+
+/** One stored event, as text or its InputError with `code`. */
+export function envelopeText(envelope, what, code) {
+  return envelopeLine(envelope, what, code, true);
+}
+
+/** The envelope a store hands back for an event it stored: the event's own
+ * text (`eventText`'s), under its execution id and sequence. */
+export function storedEnvelope(executionId, sequence, text) {
+  return JSON.parse(stored(JSON.stringify(executionId), sequence, text));
+}
+
+/** The envelopes for a batch `eventsText` wrote, from `first` on. */
+export function storedEnvelopes(executionId, first, lines) {
+  if (lines === '') return [];
+  const id = JSON.stringify(executionId);
+  return JSON.parse(`[${lines.split('\n').map((line, i) => stored(id, first + i, line)).join(',')}]`);
+}
+
+/** An event's text `{"kind":…}` as its envelope's, `id` already quoted. */
+function stored(id, sequence, text) {
+  return `{"executionId":${id},"sequence":${sequence},${text.slice(1)}`;
+}
+
+/** With `whole` false, for a fold, which reads no payload and no metadata
+ * but `kernel`: the two are only checked to be plain objects, and written
+ * as `{}` and `{}` or `{"kernel":true}`. */
+function envelopeLine(envelope, what, code, whole) {
+  const wrong = (detail) => new InputError(`${what}: ${detail}`, code);
+  if (!isObject(envelope) || Array.isArray(envelope)) return wrong('not an envelope object');
+  const { executionId, sequence, kind, payload, metadata, at } = envelope;
+  if (typeof executionId !== 'string') return wrong('`executionId` must be a string');
+  if (typeof kind !== 'string') return wrong('`kind` must be a string');
+  if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
+    return wrong('`sequence` must be a safe non-negative integer');
+  }
+  const payloadText = whole ? objectText(`${what}.payload`, code, payload) : shallow(`${what}.payload`, code, payload, '{}');
+  if (typeof payloadText !== 'string') return payloadText;
+  const folded = metadata?.kernel === true ? '{"kernel":true}' : '{}';
+  const metadataText = whole ? objectText(`${what}.metadata`, code, metadata) : shallow(`${what}.metadata`, code, metadata, folded);
+  if (typeof metadataText !== 'string') return metadataText;
+  const badAt = checkAt(`${what}.at`, code, at);
+  if (badAt) return badAt;
+  return (
+    `{"executionId":${JSON.stringify(executionId)},"sequence":${sequence},"kind":${JSON.stringify(kind)},` +
+    `"payload":${payloadText},"metadata":${metadataText},"at":${at}}`
+  );
+}

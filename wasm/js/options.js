@@ -1,0 +1,17 @@
+// A resume's options read in one call from WebAssembly, instead of one
+// property read (and one key decoded) per field: `[fenceIfParkedAt,
+// answerText, at]`, the answer as JSON text ('null' when omitted) or the
+// InputError that says why it is not JSON. A getter that throws answers
+// the error itself. The Rust side checks the fields in order, so the first
+// bad one is the one reported.
+
+import { jsonText } from './json.js';
+
+export function resumeOptions(options) {
+  try {
+    const { fenceIfParkedAt, answer, at } = options;
+    return [fenceIfParkedAt, answer === undefined ? 'null' : jsonText(answer, 'answer', 'INVALID_ANSWER'), at];
+  } catch (error) {
+    return error;
+  }
+}

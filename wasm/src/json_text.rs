@@ -1,0 +1,403 @@
+//! JSON text across the boundary, read and written here by hand.
+//!
+//! Events, envelopes and JSON values cross as text, one crossing per call
+//! (see `json.rs` and `out.rs`). serde_json's own reader and writer would do
+//! it, but cost the `.wasm` about 52 KB (generic visitors per type, float
+//! parsing and printing tables, and core's float formatting pulled in by
+//! serde's error messages), more than the package's whole remaining budget.
+//! This codec needs far less because it leaves floats to JavaScript: a
+//! number that is not a safe integer is read with `Number()` and written
+//! with `String()`, exactly as `JSON.parse` and `JSON.stringify` would, and
+//! everything else is integers, strings and structure.
+//!
+//! The reader takes what `JSON.stringify` writes (no whitespace) and is
+//! strict about the rest: anything else is a [`TextError`], never a guess.
+//! A lone surrogate, which `JSON.stringify` writes as a `\uD8xx` escape and
+//! a Rust `String` cannot hold, is refused rather than replaced.
+
+use std::fmt::Write as _;
+
+use loomfence_core::{Envelope, IdError, JsonObject, NewEvent};
+use serde_json::{Map, Number, Value};
+
+/// The largest integer a JS number holds exactly.
+const SAFE: u64 = 9_007_199_254_740_991;
+
+/// Deeper than any value `js/json.js` lets through (128 levels below the
+/// value, inside an event or an envelope).
+const MAX_DEPTH: usize = 160;
+
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/json.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = numberOf)]
+    fn number_of(text: &str) -> f64;
+    #[wasm_bindgen(js_name = textOf)]
+    fn text_of(number: f64) -> String;
+}
+
+/// Text that is not the JSON this codec reads, or a value in it the core
+/// refuses (an execution id).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct TextError(String);
+
+impl From<IdError> for TextError {
+    fn from(error: IdError) -> Self {
+        Self(error.to_string())
+    }
+}
+
+/// A reader over lines of JSON text, each a value or a fixed layout of
+/// values (an event as `js/events.js` writes it).
+pub(crate) struct Reader<'a> {
+    /// The text.
+    bytes: &'a [u8],
+    /// The next byte to read.
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `text`.
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            at: 0,
+        }
+    }
+
+    /// Whether the whole text has been read.
+    pub(crate) fn at_end(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+
+    /// Reads one line with `read`: what it reads, then the line's end (a
+    /// `\n`, or the end of the text).
+    pub(crate) fn line<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Result<T, TextError>,
+    ) -> Result<T, TextError> {
+        let value = read(self)?;
+        match self.peek() {
+            None => Ok(value),
+            Some(b'\n') => {
+                self.at += 1;
+                Ok(value)
+            }
+            Some(_) => Err(self.error("text after the value")),
+        }
+    }
+
+    /// Any JSON value.
+    pub(crate) fn any(&mut self) -> Result<Value, TextError> {
+        self.value(0)
+    }
+
+    /// Consumes `text` exactly (a fixed part of a line a `js/` checker
+    /// wrote, such as `{"kind":`), or fails.
+    pub(crate) fn literal(&mut self, text: &str) -> Result<(), TextError> {
+        if self.bytes[self.at..].starts_with(text.as_bytes()) {
+            self.at += text.len();
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{text}`")))
+        }
+    }
+
+    /// A JSON object.
+    pub(crate) fn read_object(&mut self) -> Result<JsonObject, TextError> {
+        self.object(0)
+    }
+
+    /// A JSON string.
+    pub(crate) fn read_string(&mut self) -> Result<String, TextError> {
+        self.string()
+    }
+
+    /// A safe integer, as JavaScript writes one.
+    pub(crate) fn read_integer(&mut self) -> Result<i64, TextError> {
+        match self.number()? {
+            Value::Number(n) => n.as_i64().ok_or_else(|| self.error("an integer")),
+            _ => Err(self.error("an integer")),
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn error(&self, what: &str) -> TextError {
+        TextError(format!("not JSON: {what} at byte {}", self.at))
+    }
+
+    /// Consumes `byte`, or fails.
+    #[inline]
+    fn expect(&mut self, byte: u8) -> Result<(), TextError> {
+        if self.peek() == Some(byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{}`", char::from(byte))))
+        }
+    }
+
+    /// Consumes `word` (`true`, `false`, `null`), or fails.
+    fn word(&mut self, word: &str, value: Value) -> Result<Value, TextError> {
+        self.literal(word).map(|()| value)
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, TextError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error("nested too deep"));
+        }
+        match self.peek() {
+            Some(b'{') => self.object(depth).map(Value::Object),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.word("true", Value::Bool(true)),
+            Some(b'f') => self.word("false", Value::Bool(false)),
+            Some(b'n') => self.word("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.error("expected a value")),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<JsonObject, TextError> {
+        self.expect(b'{')?;
+        let mut map = Map::new();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Ok(map);
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':')?;
+            map.insert(key, self.value(depth + 1)?);
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(map);
+                }
+                _ => return Err(self.error("expected `,` or `}`")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, TextError> {
+        self.expect(b'[')?;
+        let mut items = Vec::new();
+        if self.peek() == Some(b']') {
+            self.at += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            items.push(self.value(depth + 1)?);
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.error("expected `,` or `]`")),
+            }
+        }
+    }
+
+    /// A number: a safe integer is read here; anything else (a fraction,
+    /// an exponent, an integer past 2^53) by JavaScript's `Number()`, so it
+    /// is the very float `JSON.parse` gives.
+    fn number(&mut self) -> Result<Value, TextError> {
+        let start = self.at;
+        while matches!(
+            self.peek(),
+            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+        ) {
+            self.at += 1;
+        }
+        let token =
+            std::str::from_utf8(&self.bytes[start..self.at]).map_err(|_| self.error("a number"))?;
+        let digits = token.strip_prefix('-').unwrap_or(token);
+        if let Ok(whole) = digits.parse::<u64>()
+            && whole <= SAFE
+            && (digits == "0" || !digits.starts_with('0'))
+        {
+            return Ok(if token.starts_with('-') && whole != 0 {
+                Value::from(-i64::try_from(whole).map_err(|_| self.error("a number"))?)
+            } else {
+                Value::from(whole)
+            });
+        }
+        Number::from_f64(number_of(token))
+            .map(Value::Number)
+            .ok_or_else(|| self.error("a number that is not finite"))
+    }
+
+    fn string(&mut self) -> Result<String, TextError> {
+        self.expect(b'"')?;
+        let mut text = String::new();
+        loop {
+            let start = self.at;
+            while let Some(byte) = self.peek()
+                && byte != b'"'
+                && byte != b'\\'
+                && byte >= 0x20
+            {
+                self.at += 1;
+            }
+            text.push_str(
+                std::str::from_utf8(&self.bytes[start..self.at])
+                    .map_err(|_| self.error("a string that is not UTF-8"))?,
+            );
+            match self.peek() {
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok(text);
+                }
+                Some(b'\\') => {
+                    self.at += 1;
+                    text.push(self.escape()?);
+                }
+                _ => return Err(self.error("an unterminated string")),
+            }
+        }
+    }
+
+    /// The character of an escape, after its backslash.
+    fn escape(&mut self) -> Result<char, TextError> {
+        let Some(byte) = self.peek() else {
+            return Err(self.error("an unterminated escape"));
+        };
+        self.at += 1;
+        Ok(match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = self.hex4()?;
+                let code = if (0xD800..0xDC00).contains(&unit) {
+                    let low = if self.bytes[self.at..].starts_with(b"\\u") {
+                        self.at += 2;
+                        self.hex4()?
+                    } else {
+                        0
+                    };
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return Err(self.error("a lone surrogate"));
+                    }
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                char::from_u32(code).ok_or_else(|| self.error("a lone surrogate"))?
+            }
+            _ => return Err(self.error("an unknown escape")),
+        })
+    }
+
+    fn hex4(&mut self) -> Result<u32, TextError> {
+        let digits = self
+            .bytes
+            .get(self.at..self.at + 4)
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+            .ok_or_else(|| self.error("a bad \\u escape"))?;
+        self.at += 4;
+        Ok(digits)
+    }
+}
+
+/// Writes `value` as JSON text.
+pub(crate) fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        Value::Number(number) => write_number(out, number),
+        Value::String(text) => write_string(out, text),
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map),
+    }
+}
+
+/// Writes a JSON object.
+pub(crate) fn write_object(out: &mut String, map: &JsonObject) {
+    out.push('{');
+    for (index, (key, member)) in map.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_string(out, key);
+        out.push(':');
+        write_value(out, member);
+    }
+    out.push('}');
+}
+
+/// An integer as Rust writes it; a float as JavaScript does.
+fn write_number(out: &mut String, number: &Number) {
+    if let Some(whole) = number.as_u64() {
+        let _ = write!(out, "{whole}");
+    } else if let Some(whole) = number.as_i64() {
+        let _ = write!(out, "{whole}");
+    } else {
+        out.push_str(&text_of(number.as_f64().unwrap_or(f64::NAN)));
+    }
+}
+
+/// A JSON string: quotes, backslashes and control characters escaped.
+pub(crate) fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes a stored event.
+pub(crate) fn write_envelope(out: &mut String, event: &Envelope) {
+    out.push_str("{\"executionId\":");
+    write_string(out, event.execution_id.as_str());
+    let _ = write!(out, ",\"sequence\":{},\"kind\":", event.sequence);
+    write_string(out, &event.kind);
+    write_rest(out, &event.payload, &event.metadata, event.at);
+}
+
+/// Writes an event to be stored.
+pub(crate) fn write_new_event(out: &mut String, event: &NewEvent) {
+    out.push_str("{\"kind\":");
+    write_string(out, &event.kind);
+    write_rest(out, &event.payload, &event.metadata, event.at);
+}
+
+/// `,"payload":…,"metadata":…,"at":…}`.
+fn write_rest(out: &mut String, payload: &JsonObject, metadata: &JsonObject, at: i64) {
+    out.push_str(",\"payload\":");
+    write_object(out, payload);
+    out.push_str(",\"metadata\":");
+    write_object(out, metadata);
+    let _ = write!(out, ",\"at\":{at}}}");
+}
