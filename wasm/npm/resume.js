@@ -6,11 +6,14 @@
 //   with no boundary crossing and no promise per store call.
 // - Any other store, including a MemoryEventStore wrapped, subclassed or with
 //   a method replaced (a host's fault injection, a logging decorator): the
-//   machine drives the store through its JavaScript methods, one awaited
-//   call per step, so the host sees every call it asked to see.
+//   loop below steps the machine (the core's, bound as ResumeMachine), which
+//   starts each store call through the store's JavaScript methods; the loop
+//   awaits it and hands back what it settled to. The host sees every call
+//   it asked to see, and every check of the store's answers is the
+//   machine's.
 //
 // Both resolve and reject alike: the same answer, the same error classes.
-import { MemoryEventStore, resume as resumeThroughMethods, resumeInMemory } from './dist/loomfence_wasm.js';
+import { MemoryEventStore, ResumeMachine, resumeInMemory } from './dist/loomfence_wasm.js';
 
 const OWN = MemoryEventStore.prototype;
 const DRIVEN = ['readRange', 'appendIfParked', 'acquireFenceIf', 'acquireFence'];
@@ -24,6 +27,28 @@ function isOwnStore(store) {
     Object.getPrototypeOf(store) === OWN &&
     DRIVEN.every((name) => store[name] === OWN[name])
   );
+}
+
+/** The resume over a store's JavaScript methods, one awaited call a step. */
+async function resumeThroughMethods(store, executionId, options) {
+  const machine = new ResumeMachine(store, executionId, options);
+  try {
+    for (;;) {
+      const pending = machine.step();
+      if (machine.finished) return pending;
+      let settled;
+      let failed = false;
+      try {
+        settled = await pending;
+      } catch (error) {
+        settled = error;
+        failed = true;
+      }
+      machine.handle(settled, failed);
+    }
+  } finally {
+    machine.free();
+  }
 }
 
 export function resume(store, executionId, options) {

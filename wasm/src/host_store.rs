@@ -1,5 +1,7 @@
 //! A store implemented in JavaScript, as the resume driver sees it: any
-//! object with the `EventStore` methods, called and awaited one at a time.
+//! object with the `EventStore` methods, called here one at a time and
+//! awaited by the JS driver (`npm/resume.js`), which hands back what each
+//! call settled to.
 //!
 //! The store's answers are checked, not trusted: an answer outside the
 //! interface (an `acquireFenceIf` reply that is not `{ fence }` with the
@@ -11,10 +13,10 @@
 use js_sys::{Array, Function, Promise, Reflect};
 use loomfence_core::backend::fence_of;
 use loomfence_core::{
-    AcquireOutcome, Capability, Envelope, ExecutionId, NewEvent, ParkExpectation, StaleFenceError,
+    AcquireOutcome, Action, Capability, Envelope, ExecutionId, NewEvent, ParkExpectation,
+    StaleFenceError,
 };
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::events::envelopes;
 use crate::js_errors::{self, NOT_A_PARK, PARK_SEQ_OUT_OF_RANGE, number};
@@ -117,168 +119,168 @@ impl HostStore {
         }
     }
 
-    /// Calls `name(args…)` on the store and awaits what it returns (a
-    /// promise or a plain value); a throw or a rejection is the error.
-    async fn call(&self, name: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    /// Starts the store call `action` asks for: what the method returned
+    /// (a promise or a plain value), for the JS driver to await, or a
+    /// rejected promise of what it threw. The resume is always appended
+    /// with `appendIfParked`, carrying the token in `metadata.fence` when
+    /// one was taken: a park gone by then (a delete after the acquire) is a
+    /// refusal with nothing written.
+    pub(crate) fn start(&self, id: &ExecutionId, action: &Action) -> Result<JsValue, JsValue> {
+        let id = JsValue::from_str(id.as_str());
+        match action {
+            Action::ReadFrom { from_seq } => {
+                self.call("readRange", &[id, JsValue::from_f64(number(*from_seq))])
+            }
+            Action::AcquireFenceIf(expect) => {
+                self.call("acquireFenceIf", &[id, out::expectation(*expect)])
+            }
+            Action::AcquireFence => self.call("acquireFence", &[id]),
+            Action::AppendIfParked { park_seq, event } => self.call(
+                "appendIfParked",
+                &[
+                    id,
+                    JsValue::from_f64(number(*park_seq)),
+                    Array::of1(&out::new_event(event)).into(),
+                ],
+            ),
+            // A newer core's action this binding cannot perform: stop
+            // before doing anything with it.
+            _ => Err(js_errors::internal(
+                "the resume machine asked for an action this binding does not know; \
+                 nothing was written for it",
+            )),
+        }
+    }
+
+    /// Calls `name(args…)` on the store: what it returned, or a rejected
+    /// promise of what it threw, so the driver meets both alike.
+    fn call(&self, name: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
         let Some(function) = method(&self.store, name) else {
             return Err(js_errors::wrong_type(
                 &format!("store has no {name}() method"),
                 "NOT_A_STORE",
             ));
         };
-        let returned = function.apply(&self.store, &args.iter().collect::<Array>())?;
-        JsFuture::from(Promise::resolve(&returned)).await
+        Ok(function
+            .apply(&self.store, &args.iter().collect::<Array>())
+            .unwrap_or_else(|thrown| Promise::reject(&thrown).into()))
     }
+}
 
-    /// Classifies a failed append: a stale fence (by class or by `name`),
-    /// a park that is gone (by `code`: `PARK_SEQ_OUT_OF_RANGE` or
-    /// `NOT_A_PARK`), or something to pass on. A stale
-    /// refusal must say which token is current (`current`), above the one
-    /// presented (none: above 0), for that is the only case the guard
-    /// refuses.
-    fn refusal(id: &ExecutionId, presented: Option<u64>, error: JsValue) -> Refusal {
-        if is_named(&error, "name", "StaleFenceError") {
-            let current = property(&error, "current")
-                .ok()
-                .and_then(|v| counter("current", &v).ok());
-            return match current {
-                Some(current) if current > presented.unwrap_or(0) => {
-                    Refusal::Stale(StaleFenceError {
-                        execution_id: id.clone(),
-                        presented,
-                        current,
-                    })
-                }
-                _ => Refusal::Other(contract(
-                    "appendIfParked() threw a StaleFenceError whose `current` is not a token \
-                     above the one the resume presented",
-                )),
-            };
-        }
-        if is_park_gone(&error) {
-            return Refusal::ParkGone;
-        }
-        Refusal::Other(error)
-    }
+/// What a store call settled to: its value, or what it threw or rejected
+/// with.
+pub(crate) type Settled = Result<JsValue, JsValue>;
 
-    /// `readRange(id, fromSeq)`.
-    pub(crate) async fn read_from(
-        &self,
-        id: &ExecutionId,
-        from_seq: u64,
-    ) -> Result<Vec<Envelope>, JsValue> {
-        let read = self
-            .call(
-                "readRange",
-                &[
-                    JsValue::from_str(id.as_str()),
-                    JsValue::from_f64(number(from_seq)),
-                ],
-            )
-            .await?;
-        envelopes("readRange() result", STORE_CONTRACT, &read)
-    }
-
-    /// `acquireFenceIf(id, { fence, parkSeq })`. The reply must be
-    /// `{ fence }` with `fence` the expected token plus one, or
-    /// `{ stale: true, fence }` (`stale` the boolean `true`); `fence` a safe
-    /// non-negative integer either way. `None`: the store threw
-    /// `PARK_SEQ_OUT_OF_RANGE` or `NOT_A_PARK`, the park is gone.
-    pub(crate) async fn acquire_fence_if(
-        &self,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<Option<AcquireOutcome>, JsValue> {
-        let expected = out::expectation(expect);
-        let answer = match self
-            .call(
-                "acquireFenceIf",
-                &[JsValue::from_str(id.as_str()), expected],
-            )
-            .await
-        {
-            Ok(answer) => answer,
-            Err(error) if is_park_gone(&error) => return Ok(None),
-            Err(error) if is_named(&error, "name", "StaleFenceError") => {
-                return Err(contract(
-                    "acquireFenceIf() threw StaleFenceError; it answers { stale: true, fence } instead",
-                ));
-            }
-            Err(error) => return Err(error),
-        };
-        let wrong = || {
-            contract(
-                "acquireFenceIf() must resolve to { fence } holding the expected token + 1, \
-                 or to { stale: true, fence }",
-            )
-        };
-        if !answer.is_object() {
-            return Err(wrong());
-        }
-        let fence = counter("fence", &property(&answer, "fence")?).map_err(|_| wrong())?;
-        let stale = property(&answer, "stale")?;
-        if stale.is_undefined() && Some(fence) == expect.fence.checked_add(1) {
-            Ok(Some(AcquireOutcome::Acquired { fence }))
-        } else if stale == JsValue::TRUE {
-            Ok(Some(AcquireOutcome::Stale { fence }))
-        } else {
-            Err(wrong())
-        }
-    }
-
-    /// `acquireFence(id)`: the new token, a safe integer of at least 1.
-    pub(crate) async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, JsValue> {
-        let token = self
-            .call("acquireFence", &[JsValue::from_str(id.as_str())])
-            .await?;
-        counter("token", &token)
+/// Classifies a failed append: a stale fence (by class or by `name`), a
+/// park that is gone (by `code`: `PARK_SEQ_OUT_OF_RANGE` or `NOT_A_PARK`),
+/// or something to pass on. A stale refusal must say which token is
+/// current (`current`), above the one presented (none: above 0), for that
+/// is the only case the guard refuses.
+fn refusal(id: &ExecutionId, presented: Option<u64>, error: JsValue) -> Refusal {
+    if is_named(&error, "name", "StaleFenceError") {
+        let current = property(&error, "current")
             .ok()
-            .filter(|token| *token > 0)
-            .ok_or_else(|| {
-                contract("acquireFence() must resolve to the new token, a safe integer from 1")
-            })
+            .and_then(|v| counter("current", &v).ok());
+        return match current {
+            Some(current) if current > presented.unwrap_or(0) => Refusal::Stale(StaleFenceError {
+                execution_id: id.clone(),
+                presented,
+                current,
+            }),
+            _ => Refusal::Other(contract(
+                "appendIfParked() threw a StaleFenceError whose `current` is not a token \
+                 above the one the resume presented",
+            )),
+        };
     }
+    if is_park_gone(&error) {
+        return Refusal::ParkGone;
+    }
+    Refusal::Other(error)
+}
 
-    /// `appendIfParked(id, parkSeq, [event])`, the resume's one append:
-    /// `event.metadata.fence` is the resume's token when it took one.
-    /// Resolves to the stored envelopes, or to `None` when the store answers
-    /// `{ parkAnswered: true }`. The stored event must carry the token sent.
-    pub(crate) async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        event: &NewEvent,
-    ) -> Result<Option<Vec<Envelope>>, Refusal> {
-        let token = fence_of(&event.metadata).ok().flatten();
-        let batch: JsValue = js_sys::Array::of1(&out::new_event(event)).into();
-        let answer = self
-            .call(
-                "appendIfParked",
-                &[
-                    JsValue::from_str(id.as_str()),
-                    JsValue::from_f64(number(park_seq)),
-                    batch,
-                ],
-            )
-            .await
-            .map_err(|e| Self::refusal(id, token, e))?;
-        if Array::is_array(&answer) {
-            let stored = envelopes("appendIfParked() result", STORE_CONTRACT, &answer)?;
-            if stored
-                .iter()
-                .any(|envelope| envelope.fence().ok().flatten() != token)
-            {
-                return Err(Refusal::Other(contract(
-                    "appendIfParked() stored the resume without the token it carried",
-                )));
-            }
-            return Ok(Some(stored));
+/// What `readRange(id, fromSeq)` settled to, as envelopes.
+pub(crate) fn read_answer(settled: Settled) -> Result<Vec<Envelope>, JsValue> {
+    envelopes("readRange() result", STORE_CONTRACT, &settled?)
+}
+
+/// What `acquireFenceIf(id, { fence, parkSeq })` settled to. The reply must
+/// be `{ fence }` with `fence` the expected token plus one, or
+/// `{ stale: true, fence }` (`stale` the boolean `true`); `fence` a safe
+/// non-negative integer either way. `None`: the store threw
+/// `PARK_SEQ_OUT_OF_RANGE` or `NOT_A_PARK`, the park is gone.
+pub(crate) fn acquire_if_answer(
+    expect: ParkExpectation,
+    settled: Settled,
+) -> Result<Option<AcquireOutcome>, JsValue> {
+    let answer = match settled {
+        Ok(answer) => answer,
+        Err(error) if is_park_gone(&error) => return Ok(None),
+        Err(error) if is_named(&error, "name", "StaleFenceError") => {
+            return Err(contract(
+                "acquireFenceIf() threw StaleFenceError; it answers { stale: true, fence } instead",
+            ));
         }
-        if property(&answer, "parkAnswered")? == JsValue::TRUE {
-            return Ok(None);
-        }
-        Err(Refusal::Other(contract(
-            "appendIfParked() must resolve to the envelopes or { parkAnswered: true }",
-        )))
+        Err(error) => return Err(error),
+    };
+    let wrong = || {
+        contract(
+            "acquireFenceIf() must resolve to { fence } holding the expected token + 1, \
+             or to { stale: true, fence }",
+        )
+    };
+    if !answer.is_object() {
+        return Err(wrong());
     }
+    let fence = counter("fence", &property(&answer, "fence")?).map_err(|_| wrong())?;
+    let stale = property(&answer, "stale")?;
+    if stale.is_undefined() && Some(fence) == expect.fence.checked_add(1) {
+        Ok(Some(AcquireOutcome::Acquired { fence }))
+    } else if stale == JsValue::TRUE {
+        Ok(Some(AcquireOutcome::Stale { fence }))
+    } else {
+        Err(wrong())
+    }
+}
+
+/// What `acquireFence(id)` settled to: the new token, a safe integer of at
+/// least 1.
+pub(crate) fn acquire_answer(settled: Settled) -> Result<u64, JsValue> {
+    counter("token", &settled?)
+        .ok()
+        .filter(|token| *token > 0)
+        .ok_or_else(|| {
+            contract("acquireFence() must resolve to the new token, a safe integer from 1")
+        })
+}
+
+/// What `appendIfParked(id, parkSeq, [event])`, the resume's one append,
+/// settled to: the stored envelopes, or `None` when the store answers
+/// `{ parkAnswered: true }`. The stored event must carry the token sent
+/// (`event.metadata.fence`, when the resume took one).
+pub(crate) fn append_answer(
+    id: &ExecutionId,
+    event: &NewEvent,
+    settled: Settled,
+) -> Result<Option<Vec<Envelope>>, Refusal> {
+    let token = fence_of(&event.metadata).ok().flatten();
+    let answer = settled.map_err(|e| refusal(id, token, e))?;
+    if Array::is_array(&answer) {
+        let stored = envelopes("appendIfParked() result", STORE_CONTRACT, &answer)?;
+        if stored
+            .iter()
+            .any(|envelope| envelope.fence().ok().flatten() != token)
+        {
+            return Err(Refusal::Other(contract(
+                "appendIfParked() stored the resume without the token it carried",
+            )));
+        }
+        return Ok(Some(stored));
+    }
+    if property(&answer, "parkAnswered")? == JsValue::TRUE {
+        return Ok(None);
+    }
+    Err(Refusal::Other(contract(
+        "appendIfParked() must resolve to the envelopes or { parkAnswered: true }",
+    )))
 }

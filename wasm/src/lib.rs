@@ -56,6 +56,6 @@ pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
 pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
 pub use memory_store::MemoryEventStore;
 pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
-pub use resume::{resume, resume_in_memory};
+pub use resume::{ResumeMachineJs, resume_in_memory};
 pub use sweep::SweepMachineJs;
 pub use timer_store::MemoryTimerStore;

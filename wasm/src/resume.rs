@@ -1,7 +1,9 @@
 //! `resume(store, executionId, { fenceIfParkedAt, answer })`: the core's
-//! resume machine, driven against any JavaScript store.
+//! resume machine, run inside WebAssembly in one step over the package's
+//! own store ([`resume_in_memory`]), and stepped by the JS driver over any
+//! other ([`ResumeMachineJs`]).
 //!
-//! The machine decides everything; this loop only performs the action it
+//! The machine decides everything; the driver only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
 use std::fmt::Write as _;
@@ -12,7 +14,7 @@ use loomfence_core::{
 };
 use wasm_bindgen::prelude::*;
 
-use crate::host_store::{HostStore, Refusal, contract};
+use crate::host_store::{self, HostStore, Refusal, contract};
 use crate::js_errors;
 use crate::json;
 use crate::json_text;
@@ -20,32 +22,127 @@ use crate::memory_store::{MemoryEventStore, settle};
 use crate::out;
 use crate::values::{self, counter};
 
-/// Resumes the park at `options.fenceIfParkedAt` with `options.answer`.
+/// `resume` over any other store: the core's machine, stepped by the JS
+/// driver (`npm/resume.js`), which awaits each store call this starts and
+/// hands back what it settled to:
 ///
-/// Resolves to `{ executionId, fence, resumed, attempts, head }`, or
-/// rejects with `ResumeRefusedError` (the park is not open, or was deleted
+/// ```js
+/// const machine = new ResumeMachine(store, executionId, options);
+/// for (;;) {
+///   const pending = machine.step();        // throws the resume's error
+///   if (machine.finished) return pending;  // the answer
+///   let settled, failed = false;
+///   try { settled = await pending; } catch (error) { settled = error; failed = true; }
+///   machine.handle(settled, failed);       // throws what ends the resume
+/// }
+/// ```
+///
+/// The answer is `{ executionId, fence, resumed, attempts, head }`; the
+/// errors are `ResumeRefusedError` (the park is not open, or was deleted
 /// under the resume; nothing was appended), `ResumeContendedError` (rivals
-/// kept the fence moving; retry), a typed input error, an `InputError`
-/// with code `STORE_CONTRACT` (the store answered outside the interface),
-/// or whatever the store threw. A store without `readRange` and
+/// kept the fence moving; retry), a typed input error, an `InputError` with
+/// code `STORE_CONTRACT` (the store answered outside the interface), or
+/// whatever the store threw. A store without `readRange` and
 /// `appendIfParked` is refused before it is called (`NOT_A_STORE`).
 /// `options.at` (ms) stamps the resume; it defaults to `Date.now()`.
-#[wasm_bindgen(js_name = resume)]
-pub async fn resume(
-    store: JsValue,
-    execution_id: JsValue,
-    options: JsValue,
-) -> Result<JsValue, JsValue> {
-    let (id, request) = request_of(&execution_id, &options)?;
-    let host = HostStore::new(store)?;
-    let mut machine = ResumeMachine::new(id, request, host.capability());
-    loop {
-        match machine.poll() {
-            Poll::Done(Ok(resumed)) => return answer_of(&resumed),
-            Poll::Done(Err(error)) => return Err(js_errors::resume(&error)),
-            Poll::Act(action) => perform(&host, &mut machine, action).await?,
-            _ => return Err(unknown("the resume machine answered")),
+#[wasm_bindgen(js_name = ResumeMachine)]
+pub struct ResumeMachineJs {
+    /// The host's store.
+    host: HostStore,
+    /// The core's machine.
+    machine: ResumeMachine,
+    /// The action whose store call is in flight.
+    pending: Option<Action>,
+    /// Whether the resume is over.
+    finished: bool,
+}
+
+#[wasm_bindgen(js_class = ResumeMachine)]
+impl ResumeMachineJs {
+    /// A resume of `executionId` on `store`; bad input and a store without
+    /// the methods a resume needs are refused here, before any call.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        store: JsValue,
+        execution_id: JsValue,
+        options: JsValue,
+    ) -> Result<ResumeMachineJs, JsValue> {
+        let (id, request) = request_of(&execution_id, &options)?;
+        let host = HostStore::new(store)?;
+        let machine = ResumeMachine::new(id, request, host.capability());
+        Ok(Self {
+            host,
+            machine,
+            pending: None,
+            finished: false,
+        })
+    }
+
+    /// Starts the store call the machine asks for and answers what the
+    /// store returned, to be awaited and handed to `handle`; or, once the
+    /// resume is over, its answer (`finished` is then true), or throws its
+    /// error.
+    pub fn step(&mut self) -> Result<JsValue, JsValue> {
+        match self.machine.poll() {
+            Poll::Done(result) => {
+                self.finished = true;
+                match result {
+                    Ok(resumed) => answer_of(&resumed),
+                    Err(error) => Err(js_errors::resume(&error)),
+                }
+            }
+            Poll::Act(action) => {
+                let returned = self.host.start(self.machine.execution_id(), &action)?;
+                self.pending = Some(action);
+                Ok(returned)
+            }
+            _ => Err(js_errors::internal(
+                "the resume machine answered what this binding does not know; \
+                 nothing was written for it",
+            )),
         }
+    }
+
+    /// Whether the resume is over: the last `step` answered its result.
+    #[wasm_bindgen(getter)]
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Feeds what the pending store call settled to: its value, or
+    /// (`failed`) what it threw or rejected with. Throws what the store
+    /// threw when that ends the resume, or a `STORE_CONTRACT` error for an
+    /// answer outside the interface.
+    pub fn handle(&mut self, answer: JsValue, failed: bool) -> Result<(), JsValue> {
+        let Some(action) = self.pending.take() else {
+            return Err(js_errors::internal(
+                "handle() without a store call in flight",
+            ));
+        };
+        let settled = if failed { Err(answer) } else { Ok(answer) };
+        let machine = &mut self.machine;
+        let fed = match action {
+            Action::ReadFrom { .. } => machine.handle_read(host_store::read_answer(settled)?),
+            Action::AcquireFenceIf(expect) => {
+                match host_store::acquire_if_answer(expect, settled)? {
+                    Some(outcome) => machine.handle_acquire_if(outcome),
+                    None => machine.handle_park_gone(),
+                }
+            }
+            Action::AcquireFence => machine.handle_acquire(host_store::acquire_answer(settled)?),
+            Action::AppendIfParked { event, .. } => {
+                let id = machine.execution_id().clone();
+                match host_store::append_answer(&id, &event, settled) {
+                    Ok(Some(stored)) => machine.handle_appended(stored),
+                    Ok(None) => machine.handle_park_answered(),
+                    Err(Refusal::Stale(stale)) => machine.handle_stale(stale),
+                    Err(Refusal::ParkGone) => machine.handle_park_gone(),
+                    Err(Refusal::Other(error)) => return Err(error),
+                }
+            }
+            _ => return Err(js_errors::internal("an answer to an unknown action")),
+        };
+        fed.map_err(|e| contract(&format!("the store's answer does not fit the resume: {e}")))
     }
 }
 
@@ -140,46 +237,4 @@ fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
             resumed.attempts, resumed.view.head
         );
     }))
-}
-
-/// Performs one action against the store and feeds the answer back.
-///
-/// The resume is always appended with `appendIfParked`, carrying the
-/// token in `metadata.fence` when one was taken: a park gone by then (a
-/// delete after the acquire) is a refusal with nothing written.
-async fn perform(
-    host: &HostStore,
-    machine: &mut ResumeMachine,
-    action: Action,
-) -> Result<(), JsValue> {
-    let id = machine.execution_id().clone();
-    let fed = match action {
-        Action::ReadFrom { from_seq } => machine.handle_read(host.read_from(&id, from_seq).await?),
-        Action::AcquireFenceIf(expect) => match host.acquire_fence_if(&id, expect).await? {
-            Some(outcome) => machine.handle_acquire_if(outcome),
-            None => machine.handle_park_gone(),
-        },
-        Action::AcquireFence => machine.handle_acquire(host.acquire_fence(&id).await?),
-        Action::AppendIfParked { park_seq, event } => {
-            match host.append_if_parked(&id, park_seq, &event).await {
-                Ok(Some(stored)) => machine.handle_appended(stored),
-                Ok(None) => machine.handle_park_answered(),
-                Err(Refusal::Stale(stale)) => machine.handle_stale(stale),
-                Err(Refusal::ParkGone) => machine.handle_park_gone(),
-                Err(Refusal::Other(error)) => return Err(error),
-            }
-        }
-        // A newer core's action this binding cannot perform: stop before
-        // doing anything with it.
-        _ => return Err(unknown("the resume machine asked for an action")),
-    };
-    fed.map_err(|e| contract(&format!("the store's answer does not fit the resume: {e}")))
-}
-
-/// A newer core's answer this binding does not know: it stops there,
-/// having written nothing for it.
-fn unknown(what: &str) -> JsValue {
-    js_errors::internal(&format!(
-        "{what} this binding does not know; nothing was written for it"
-    ))
 }

@@ -1,16 +1,16 @@
 //! The binding layer itself, under Node (`wasm-bindgen-test-runner`): how
 //! values and errors cross the boundary. The store semantics are the
 //! conformance kit's business (`tests/conformance-js`); these tests pin
-//! what only this crate decides.
+//! what only this crate decides. `resume` is JavaScript over the bound
+//! machine (`npm/resume.js`), so its tests are the JS suite's
+//! (`resume-paths`, `store-contract`, `concurrency`, `errors`).
 #![cfg(target_arch = "wasm32")]
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use js_sys::{Array, Object, Promise, Reflect};
-use loomfence_wasm::{
-    MemoryEventStore, is_answering_kind, kernel_event_kinds, locate_park_js, resume,
-};
+use js_sys::{Object, Promise, Reflect};
+use loomfence_wasm::{MemoryEventStore, is_answering_kind, kernel_event_kinds, locate_park_js};
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::{JsFuture, future_to_promise};
+use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 /// Parses a JS literal (test data only).
@@ -77,7 +77,10 @@ async fn json_payloads_round_trip_exactly() {
     .unwrap();
     let expected = js_sys::JSON::stringify(&js(payload)).unwrap();
     let got = js_sys::JSON::stringify(&get(&stored, "payload")).unwrap();
-    // Object keys come back sorted (the core's JSON objects are ordered).
+    // The append answers the event as it was written, in the writer's key
+    // order (built from the very text the store parsed).
+    assert_eq!(got, expected);
+    // A read answers the store's order: the core's JSON objects are sorted.
     let sorted = js(&format!(
         "(() => {{ const o = JSON.parse({}); return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a < b ? -1 : 1)); }})()",
         js_sys::JSON::stringify(&expected)
@@ -85,7 +88,15 @@ async fn json_payloads_round_trip_exactly() {
             .as_string()
             .unwrap()
     ));
-    assert_eq!(got, js_sys::JSON::stringify(&sorted).unwrap());
+    let read: js_sys::Array =
+        settle(store.read_range("j".into(), JsValue::UNDEFINED, JsValue::UNDEFINED))
+            .await
+            .unwrap()
+            .into();
+    assert_eq!(
+        js_sys::JSON::stringify(&get(&read.get(0), "payload")).unwrap(),
+        js_sys::JSON::stringify(&sorted).unwrap()
+    );
     // An undefined member is dropped, as JSON.stringify drops it.
     let dropped = settle(store.append(
         "j".into(),
@@ -219,141 +230,6 @@ async fn a_stale_append_is_a_stale_fence_error_with_its_tokens() {
 }
 
 #[wasm_bindgen_test]
-async fn resume_drives_a_store_given_as_a_plain_js_value() {
-    let store = MemoryEventStore::new();
-    settle(store.append("a".into(), js("{ kind: 'EXECUTION_SUSPENDED', at: 1 }")))
-        .await
-        .unwrap();
-    let store = JsValue::from(store);
-    let options = js("{ fenceIfParkedAt: 1, answer: { ok: true }, at: 5 }");
-    let resumed = resume(store.clone(), "a".into(), options.clone())
-        .await
-        .unwrap();
-    assert_eq!(get(&resumed, "fence").as_f64(), Some(1.0));
-    assert_eq!(get(&resumed, "attempts").as_f64(), Some(1.0));
-    let event = get(&resumed, "resumed");
-    assert_eq!(
-        get(&event, "kind").as_string().as_deref(),
-        Some("EXECUTION_RESUMED")
-    );
-    assert_eq!(get(&event, "at").as_f64(), Some(5.0));
-    let again = resume(store, "a".into(), options).await.unwrap_err();
-    assert_eq!(
-        get(&again, "name").as_string().as_deref(),
-        Some("ResumeRefusedError")
-    );
-    assert_eq!(
-        get(&again, "reason").as_string().as_deref(),
-        Some("not-suspended")
-    );
-    assert_eq!(get(&again, "parkSeq").as_f64(), Some(1.0));
-}
-
-#[wasm_bindgen_test]
-async fn two_resumes_under_promise_all_record_one_and_raise_nothing_else() {
-    let store = MemoryEventStore::new();
-    settle(store.append("a".into(), js("{ kind: 'EXECUTION_SUSPENDED', at: 1 }")))
-        .await
-        .unwrap();
-    let store = JsValue::from(store);
-    let start = |store: JsValue| {
-        future_to_promise(async move {
-            let outcome = resume(store, "a".into(), js("{ fenceIfParkedAt: 1 }")).await;
-            // Settle both ways as a value, so allSettled-like inspection is easy.
-            Ok(match outcome {
-                Ok(resumed) => resumed,
-                Err(error) => error,
-            })
-        })
-    };
-    let both = Array::of2(&start(store.clone()), &start(store.clone()));
-    let outcomes: Array = settle(Promise::all(&both)).await.unwrap().unchecked_into();
-    let names: Vec<String> = outcomes
-        .iter()
-        .map(|o| {
-            get(&o, "name")
-                .as_string()
-                .unwrap_or_else(|| "resumed".into())
-        })
-        .collect();
-    assert!(
-        names.contains(&"resumed".to_owned()) && names.contains(&"ResumeRefusedError".to_owned()),
-        "{names:?}"
-    );
-    let events: Array = settle(
-        Reflect::get(&store, &"readRange".into())
-            .unwrap()
-            .unchecked_into::<js_sys::Function>()
-            .call1(&store, &"a".into())
-            .unwrap()
-            .unchecked_into(),
-    )
-    .await
-    .unwrap()
-    .unchecked_into();
-    let resumes = events
-        .iter()
-        .filter(|e| get(e, "kind").as_string().as_deref() == Some("EXECUTION_RESUMED"))
-        .count();
-    assert_eq!(resumes, 1);
-}
-
-#[wasm_bindgen_test]
-async fn a_host_store_missing_methods_or_throwing_objects_is_understood() {
-    let not_a_store = resume(js("{}"), "a".into(), js("{ fenceIfParkedAt: 1 }"))
-        .await
-        .unwrap_err();
-    assert!(not_a_store.is_instance_of::<js_sys::TypeError>());
-    assert_eq!(
-        get(&not_a_store, "code").as_string().as_deref(),
-        Some("NOT_A_STORE")
-    );
-    // Reads and a plain append are not enough: the resume's one append is
-    // the park-conditional one, required of every store, refused up front.
-    let no_append_if_parked = resume(
-        js(
-            "{ readRange() { throw 'never called'; }, append() { throw 'never called'; }, \
-            acquireFence() { throw 'never called'; } }",
-        ),
-        "a".into(),
-        js("{ fenceIfParkedAt: 1 }"),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(
-        get(&no_append_if_parked, "code").as_string().as_deref(),
-        Some("NOT_A_STORE")
-    );
-    assert!(
-        get(&no_append_if_parked, "message")
-            .as_string()
-            .unwrap()
-            .contains("appendIfParked()")
-    );
-    // A fencing-only host store whose resume append always throws a plain
-    // object named StaleFenceError: three acquisitions, then contention.
-    let host = js(
-        "{
-          log: [{ executionId: 'a', sequence: 1, kind: 'EXECUTION_SUSPENDED', payload: {}, metadata: {}, at: 1 }],
-          token: 0,
-          async readRange(id, from = 1) { return this.log.filter(e => e.sequence >= from); },
-          async acquireFence(id) { return ++this.token; },
-          async appendIfParked(id, parkSeq, events) { throw { name: 'StaleFenceError', current: this.token + 1 }; },
-        }",
-    );
-    let error = resume(host.clone(), "a".into(), js("{ fenceIfParkedAt: 1 }"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        get(&error, "name").as_string().as_deref(),
-        Some("ResumeContendedError")
-    );
-    assert_eq!(get(&error, "retryable"), JsValue::TRUE);
-    assert_eq!(get(&error, "attempts").as_f64(), Some(3.0));
-    assert_eq!(get(&host, "token").as_f64(), Some(3.0));
-}
-
-#[wasm_bindgen_test]
 fn kinds_and_parks_follow_the_core() {
     assert_eq!(kernel_event_kinds().len(), 15);
     assert!(is_answering_kind(js("{ kind: 'EXECUTION_RESUMED' }")).unwrap());
@@ -373,33 +249,4 @@ fn kinds_and_parks_follow_the_core() {
         get(&error, "code").as_string().as_deref(),
         Some("INVALID_EVENT")
     );
-}
-
-#[wasm_bindgen_test]
-async fn a_host_store_answer_outside_the_interface_is_a_store_contract_input_error() {
-    // acquireFenceIf claims a token that is not the expected one plus one.
-    let host = js(
-        "{
-          appended: 0,
-          async readRange(id, from = 1) {
-            return [{ executionId: 'a', sequence: 1, kind: 'EXECUTION_SUSPENDED', payload: {}, metadata: {}, at: 1 }]
-              .filter(e => e.sequence >= from);
-          },
-          async acquireFenceIf(id, expect) { return { fence: expect.fence + 2 }; },
-          async appendIfParked() { this.appended++; return []; },
-        }",
-    );
-    let error = resume(host.clone(), "a".into(), js("{ fenceIfParkedAt: 1 }"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        get(&error, "name").as_string().as_deref(),
-        Some("InputError")
-    );
-    assert!(error.is_instance_of::<js_sys::TypeError>());
-    assert_eq!(
-        get(&error, "code").as_string().as_deref(),
-        Some("STORE_CONTRACT")
-    );
-    assert_eq!(get(&host, "appended").as_f64(), Some(0.0));
 }
