@@ -2,7 +2,7 @@
 //! park if there is one.
 
 use crate::event::Envelope;
-use crate::kind::KernelKind;
+use crate::kind::{KernelKind, KindClass, classify_stamped, has_kernel_stamp};
 
 /// How an execution ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -154,14 +154,48 @@ impl ExecutionView {
 /// [`ExecutionView::fold`] of the same log calls it terminal.
 #[must_use]
 pub fn locate_park(events: &[Envelope]) -> Option<&Envelope> {
-    if events.iter().any(Envelope::is_terminal) {
+    let facts: Vec<KindFacts<'_>> = events.iter().map(KindFacts::of).collect();
+    open_park_index(&facts).map(|index| &events[index])
+}
+
+/// What a fold reads of one event: its kind, and whether it carries the
+/// kernel stamp (`metadata.kernel` is the boolean `true`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KindFacts<'a> {
+    /// The event's kind.
+    pub kind: &'a str,
+    /// Whether `metadata.kernel` is the boolean `true`.
+    pub stamped: bool,
+}
+
+impl<'a> KindFacts<'a> {
+    /// What the fold reads of `event`.
+    #[must_use]
+    pub fn of(event: &'a Envelope) -> Self {
+        Self {
+            kind: &event.kind,
+            stamped: has_kernel_stamp(&event.metadata),
+        }
+    }
+}
+
+/// [`locate_park`] over only what it reads of each event: the index of the
+/// open park. For a host that holds the log outside Rust and hands over
+/// just this (the npm package's `locatePark`, which then answers the
+/// host's own envelope at that index).
+#[must_use]
+pub fn open_park_index(events: &[KindFacts<'_>]) -> Option<usize> {
+    let kernel = |event: &KindFacts<'_>| KernelKind::from_name(event.kind);
+    if events
+        .iter()
+        .any(|event| Status::Pending.after(kernel(event)).is_terminal())
+    {
         return None;
     }
     events
         .iter()
-        .rev()
-        .find(|event| event.is_answering())
-        .filter(|event| event.is_park())
+        .rposition(|event| classify_stamped(event.kind, event.stamped) == KindClass::Answering)
+        .filter(|&index| kernel(&events[index]) == Some(KernelKind::ExecutionSuspended))
 }
 
 #[cfg(test)]

@@ -160,7 +160,9 @@ mod timer_table;
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
-pub use fold::{ExecutionView, OpenPark, Status, Terminal, locate_park};
+pub use fold::{
+    ExecutionView, KindFacts, OpenPark, Status, Terminal, locate_park, open_park_index,
+};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use lineage::{LineageError, PARENT_FIELD, parent_of, started_child};

@@ -216,23 +216,41 @@ impl MemoryStore {
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, InputError> {
+        let mut events = Vec::new();
+        self.visit_range(execution_id, from_seq, to_seq, |id, sequence, event| {
+            events.push(event.clone().into_envelope(id.clone(), sequence));
+        })?;
+        Ok(events)
+    }
+
+    /// Hands `visit` each event [`MemoryStore::read_range`] would return,
+    /// in order, with its execution id and sequence, without copying it:
+    /// for a host that writes events straight out of the store (the npm
+    /// package writes them as JSON text).
+    pub fn visit_range(
+        &self,
+        execution_id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+        mut visit: impl FnMut(&ExecutionId, u64, &NewEvent),
+    ) -> Result<(), InputError> {
         check_safe("fromSeq", from_seq)?;
         if let Some(to) = to_seq {
             check_safe("toSeq", to)?;
         }
         let Some((id, Entry { log, .. })) = self.entries.get_key_value(execution_id) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let head = to_u64(log.len());
         let last = to_seq.map_or(head, |to| to.min(head));
         let first = from_seq.max(1);
         if first > last {
-            return Ok(Vec::new());
+            return Ok(());
         }
-        Ok((first..=last)
-            .zip(&log[to_index(first - 1)..to_index(last)])
-            .map(|(sequence, record)| record.event.clone().into_envelope(id.clone(), sequence))
-            .collect())
+        for (sequence, record) in (first..=last).zip(&log[to_index(first - 1)..to_index(last)]) {
+            visit(id, sequence, &record.event);
+        }
+        Ok(())
     }
 
     /// The sequence of the last event, 0 for an empty or unknown execution.

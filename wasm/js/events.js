@@ -33,12 +33,13 @@ function objectText(path, code, value) {
   return jsonText(value, path, code);
 }
 
-/** `text` if `value` is a plain object or undefined, else the InputError. */
-function shallow(path, code, value, text) {
-  if (value === undefined) return text;
+/** The InputError for a value that is neither a plain object nor
+ * undefined, or undefined. */
+function shallow(path, code, value) {
+  if (value === undefined) return undefined;
   const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
   if (proto !== Object.prototype && proto !== null) return new InputError(`${path} must be a plain object`, code);
-  return text;
+  return undefined;
 }
 
 /** One event as a writer hands it over: `{ kind, payload?, metadata?, at }`. */
@@ -92,11 +93,11 @@ export function eventsText(events) {
 /** Stored events as a store hands them back (or a log handed to
  * locatePark), one per line, or an InputError with `code`. Fields an
  * envelope does not have are left out: a host store may keep its own. */
-export function envelopesText(envelopes, what, code, payloads) {
+export function envelopesText(envelopes, what, code) {
   if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
   const lines = [];
   for (let i = 0; i < envelopes.length; i++) {
-    const line = envelopeLine(envelopes[i], `${what}[${i}]`, code, payloads);
+    const line = envelopeLine(envelopes[i], `${what}[${i}]`, code);
     if (typeof line !== 'string') return line;
     lines.push(line);
   }
@@ -105,7 +106,27 @@ export function envelopesText(envelopes, what, code, payloads) {
 
 /** One stored event, as text or its InputError with `code`. */
 export function envelopeText(envelope, what, code) {
-  return envelopeLine(envelope, what, code, true);
+  return envelopeLine(envelope, what, code);
+}
+
+/**
+ * What a fold reads of a log (locatePark's), one line per envelope: `1` or
+ * `0` for whether `metadata.kernel` is the boolean `true`, then the kind as
+ * JSON text. Each envelope is checked as far as its fields' types (the
+ * payload and metadata plain objects, not walked: a fold never reads them),
+ * with the InputError `envelopesText` would give.
+ */
+export function foldText(envelopes, what, code) {
+  if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
+  let text = '';
+  for (let i = 0; i < envelopes.length; i++) {
+    const envelope = envelopes[i];
+    const where = `${what}[${i}]`;
+    const wrong = fieldTypes(envelope, where, code) ?? shallow(`${where}.payload`, code, envelope.payload) ?? shallow(`${where}.metadata`, code, envelope.metadata);
+    if (wrong) return wrong;
+    text += `${i > 0 ? '\n' : ''}${envelope.metadata?.kernel === true ? 1 : 0}${JSON.stringify(envelope.kind)}`;
+  }
+  return text;
 }
 
 /** The envelope a store hands back for an event it stored: the event's own
@@ -126,25 +147,28 @@ function stored(id, sequence, text) {
   return `{"executionId":${id},"sequence":${sequence},${text.slice(1)}`;
 }
 
-/** With `whole` false, for a fold, which reads no payload and no metadata
- * but `kernel`: the two are only checked to be plain objects, and written
- * as `{}` and `{}` or `{"kernel":true}`. */
-function envelopeLine(envelope, what, code, whole) {
+/** The InputError for an envelope whose fields are not of their types
+ * (payload and metadata aside), or undefined. */
+function fieldTypes(envelope, what, code) {
   const wrong = (detail) => new InputError(`${what}: ${detail}`, code);
   if (!isObject(envelope) || Array.isArray(envelope)) return wrong('not an envelope object');
-  const { executionId, sequence, kind, payload, metadata, at } = envelope;
+  const { executionId, sequence, kind, at } = envelope;
   if (typeof executionId !== 'string') return wrong('`executionId` must be a string');
   if (typeof kind !== 'string') return wrong('`kind` must be a string');
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
     return wrong('`sequence` must be a safe non-negative integer');
   }
-  const payloadText = whole ? objectText(`${what}.payload`, code, payload) : shallow(`${what}.payload`, code, payload, '{}');
+  return checkAt(`${what}.at`, code, at) ?? undefined;
+}
+
+function envelopeLine(envelope, what, code) {
+  const wrong = fieldTypes(envelope, what, code);
+  if (wrong) return wrong;
+  const { executionId, sequence, kind, payload, metadata, at } = envelope;
+  const payloadText = objectText(`${what}.payload`, code, payload);
   if (typeof payloadText !== 'string') return payloadText;
-  const folded = metadata?.kernel === true ? '{"kernel":true}' : '{}';
-  const metadataText = whole ? objectText(`${what}.metadata`, code, metadata) : shallow(`${what}.metadata`, code, metadata, folded);
+  const metadataText = objectText(`${what}.metadata`, code, metadata);
   if (typeof metadataText !== 'string') return metadataText;
-  const badAt = checkAt(`${what}.at`, code, at);
-  if (badAt) return badAt;
   return (
     `{"executionId":${JSON.stringify(executionId)},"sequence":${sequence},"kind":${JSON.stringify(kind)},` +
     `"payload":${payloadText},"metadata":${metadataText},"at":${at}}`

@@ -27,7 +27,9 @@ extern "C" {
     #[wasm_bindgen(js_name = envelopeText)]
     fn envelope_text(value: &JsValue, what: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = envelopesText)]
-    fn envelopes_text(value: &JsValue, what: &str, code: &str, payloads: bool) -> JsValue;
+    fn envelopes_text(value: &JsValue, what: &str, code: &str) -> JsValue;
+    #[wasm_bindgen(js_name = foldText)]
+    fn fold_text(value: &JsValue, what: &str, code: &str) -> JsValue;
 }
 
 /// Reads one event as a writer hands it over; with it, the JS text it was
@@ -60,27 +62,27 @@ pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<E
     json::lines(
         what,
         code,
-        &envelopes_text(value, what, code, true),
+        &envelopes_text(value, what, code),
         read_envelope,
     )
 }
 
-/// Reads a log to be folded: each envelope checked as far as a fold reads
-/// it (its id, sequence, kind, `metadata.kernel` and time; payload and
-/// metadata plain objects), and brought over without its payload or any
-/// other metadata, which a fold never reads. Cheap enough to call on every
-/// log a host folds; the envelopes are not for storing.
-pub(crate) fn envelopes_to_fold(
+/// What a fold reads of a log, one `(kind, stamped)` per envelope (see
+/// [`KindFacts`](loomfence_core::KindFacts)): each envelope checked as far
+/// as its fields' types, and nothing else brought over, so folding a log a
+/// host holds costs little more than reading its kinds.
+pub(crate) fn fold_facts(
     what: &str,
     code: &str,
     value: &JsValue,
-) -> Result<Vec<Envelope>, JsValue> {
-    json::lines(
-        what,
-        code,
-        &envelopes_text(value, what, code, false),
-        read_envelope,
-    )
+) -> Result<Vec<(String, bool)>, JsValue> {
+    json::lines(what, code, &fold_text(value, what, code), |reader| {
+        let stamped = reader.literal("1").is_ok();
+        if !stamped {
+            reader.literal("0")?;
+        }
+        Ok((reader.read_string()?, stamped))
+    })
 }
 
 /// Reads one stored event, as [`envelopes`] reads each.

@@ -379,11 +379,27 @@ pub(crate) fn write_string(out: &mut String, text: &str) {
 
 /// Writes a stored event.
 pub(crate) fn write_envelope(out: &mut String, event: &Envelope) {
-    out.push_str("{\"executionId\":");
-    write_string(out, event.execution_id.as_str());
-    let _ = write!(out, ",\"sequence\":{},\"kind\":", event.sequence);
-    write_string(out, &event.kind);
+    write_head(
+        out,
+        event.execution_id.as_str(),
+        event.sequence,
+        &event.kind,
+    );
     write_rest(out, &event.payload, &event.metadata, event.at);
+}
+
+/// Writes `event`, stored in `id`'s log at `sequence`, as its envelope.
+pub(crate) fn write_stored(out: &mut String, id: &str, sequence: u64, event: &NewEvent) {
+    write_head(out, id, sequence, &event.kind);
+    write_rest(out, &event.payload, &event.metadata, event.at);
+}
+
+/// `{"executionId":…,"sequence":…,"kind":…`.
+fn write_head(out: &mut String, id: &str, sequence: u64, kind: &str) {
+    out.push_str("{\"executionId\":");
+    write_string(out, id);
+    let _ = write!(out, ",\"sequence\":{sequence},\"kind\":");
+    write_string(out, kind);
 }
 
 /// Writes an event to be stored.

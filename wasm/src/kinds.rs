@@ -1,10 +1,10 @@
 //! The answering-kind table and park location, for hosts that fold logs in
 //! JavaScript: the same decisions every store makes.
 
-use loomfence_core::{Envelope, JsonObject, KERNEL_EVENT_KINDS, is_answering, locate_park};
+use loomfence_core::{JsonObject, KERNEL_EVENT_KINDS, KindFacts, is_answering, open_park_index};
 use wasm_bindgen::prelude::*;
 
-use crate::events::envelopes_to_fold;
+use crate::events::fold_facts;
 use crate::js_errors;
 use crate::json;
 use crate::values::property;
@@ -45,19 +45,21 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             "NOT_AN_ARRAY",
         ));
     }
-    let log: Vec<Envelope> = envelopes_to_fold("events", "INVALID_EVENT", &events)?;
-    match locate_park(&log) {
-        // The caller's own element, as `Array.prototype.find` gives it.
-        Some(park) => {
-            let index = log.iter().position(|event| std::ptr::eq(event, park));
-            Ok(js_sys::Array::from(&events).get(
-                index
-                    .and_then(|i| u32::try_from(i).ok())
-                    .unwrap_or(u32::MAX),
-            ))
-        }
-        None => Ok(JsValue::UNDEFINED),
-    }
+    let facts = fold_facts("events", "INVALID_EVENT", &events)?;
+    let facts: Vec<KindFacts<'_>> = facts
+        .iter()
+        .map(|(kind, stamped)| KindFacts {
+            kind,
+            stamped: *stamped,
+        })
+        .collect();
+    // The caller's own element, as `Array.prototype.find` gives it.
+    Ok(
+        match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
+            Some(index) => js_sys::Array::from(&events).get(index),
+            None => JsValue::UNDEFINED,
+        },
+    )
 }
 
 /// Every kernel kind's name; the package exports it frozen as

@@ -15,6 +15,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::events;
 use crate::js_errors;
+use crate::json_text;
 use crate::out::{self, Out};
 use crate::retention_values;
 use crate::values::{self, counter, optional_counter, property};
@@ -129,12 +130,24 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let from = optional_counter("fromSeq", &from_seq)?.unwrap_or(1);
             let to = optional_counter("toSeq", &to_seq)?;
-            let events = self
-                .store
-                .borrow()
-                .read_range(&id, from, to)
-                .map_err(|e| js_errors::input(&e))?;
-            Ok(out::envelopes(&events))
+            let store = self.store.borrow();
+            let mut failed = None;
+            let events = out::via_text(|text| {
+                text.push('[');
+                failed = store
+                    .visit_range(&id, from, to, |id, sequence, event| {
+                        if sequence > from.max(1) {
+                            text.push(',');
+                        }
+                        json_text::write_stored(text, id.as_str(), sequence, event);
+                    })
+                    .err();
+                text.push(']');
+            });
+            match failed {
+                Some(error) => Err(js_errors::input(&error)),
+                None => Ok(events),
+            }
         })())
     }
 
