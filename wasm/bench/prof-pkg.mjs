@@ -8,7 +8,7 @@ async function one(store, id) {
   await store.append(id, { kind: 'STEP_COMPLETED', payload: { step: 'after-wake' }, metadata: { fence }, at: AT + 1001 });
   await store.append(id, { kind: 'EXECUTION_COMPLETED', payload: { output: { ok: true } }, metadata: { fence }, at: AT + 1002 });
 }
-for (let r = 0; r < 5; r++) {
+for (let r = 0; r < 8; r++) {
   const store = new MemoryEventStore();
   let next = 0; const N = 3000;
   const t = performance.now();

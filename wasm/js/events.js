@@ -114,9 +114,10 @@ export function envelopeText(envelope, what, code) {
  * `0` for whether `metadata.kernel` is the boolean `true`, then the kind as
  * JSON text. Each envelope is checked as far as its fields' types (the
  * payload and metadata plain objects, not walked: a fold never reads them),
- * with the InputError `envelopesText` would give.
+ * with the InputError `envelopesText` would give (locatePark's: `events`,
+ * INVALID_EVENT).
  */
-export function foldText(envelopes, what, code) {
+export function foldText(envelopes, what = 'events', code = 'INVALID_EVENT') {
   if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
   let text = '';
   for (let i = 0; i < envelopes.length; i++) {

@@ -29,7 +29,7 @@ extern "C" {
     #[wasm_bindgen(js_name = envelopesText)]
     fn envelopes_text(value: &JsValue, what: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = foldText)]
-    fn fold_text(value: &JsValue, what: &str, code: &str) -> JsValue;
+    fn fold_text(value: &JsValue) -> JsValue;
 }
 
 /// Reads one event as a writer hands it over; with it, the JS text it was
@@ -67,16 +67,13 @@ pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<E
     )
 }
 
-/// What a fold reads of a log, one `(kind, stamped)` per envelope (see
+/// What a fold reads of a log (`locatePark`'s `events`, refused with
+/// `INVALID_EVENT`), one `(kind, stamped)` per envelope (see
 /// [`KindFacts`](loomfence_core::KindFacts)): each envelope checked as far
 /// as its fields' types, and nothing else brought over, so folding a log a
 /// host holds costs little more than reading its kinds.
-pub(crate) fn fold_facts(
-    what: &str,
-    code: &str,
-    value: &JsValue,
-) -> Result<Vec<(String, bool)>, JsValue> {
-    json::lines(what, code, &fold_text(value, what, code), |reader| {
+pub(crate) fn fold_facts(value: &JsValue) -> Result<Vec<(String, bool)>, JsValue> {
+    json::lines("events", INVALID_EVENT, &fold_text(value), |reader| {
         let stamped = reader.literal("1").is_ok();
         if !stamped {
             reader.literal("0")?;

@@ -417,3 +417,86 @@ fn write_rest(out: &mut String, payload: &JsonObject, metadata: &JsonObject, at:
     write_object(out, metadata);
     let _ = write!(out, ",\"at\":{at}}}");
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Reads every line of `text` as a value.
+    fn read(text: &str) -> Result<Vec<Value>, TextError> {
+        let mut reader = Reader::new(text);
+        let mut values = Vec::new();
+        while !reader.at_end() {
+            values.push(reader.line(Reader::any)?);
+        }
+        Ok(values)
+    }
+
+    #[test]
+    fn reads_what_json_stringify_writes_and_writes_it_back() {
+        let text = r#"{"a":[1,-2,0,9007199254740991,-9007199254740991,true,false,null,{},[]],"s":"q\"b\\s\/\b\f\n\r\t\u0001é😀","":{"":""}}"#;
+        let [value] = read(text).unwrap().try_into().unwrap();
+        assert_eq!(
+            value,
+            json!({"a": [1, -2, 0, 9_007_199_254_740_991_u64, -9_007_199_254_740_991_i64, true, false, null, {}, []],
+                   "s": "q\"b\\s/\u{8}\u{c}\n\r\t\u{1}é😀", "": {"": ""}})
+        );
+        let mut written = String::new();
+        write_value(&mut written, &value);
+        assert_eq!(read(&written).unwrap(), vec![value]);
+    }
+
+    #[test]
+    fn surrogate_pairs_are_characters_and_lone_surrogates_are_refused() {
+        assert_eq!(read(r#""\ud83d\ude00""#).unwrap(), vec![json!("😀")]);
+        for lone in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800x""#,
+            r#""\ud800\u0041""#,
+        ] {
+            let error = read(lone).unwrap_err();
+            assert!(
+                error.to_string().contains("lone surrogate"),
+                "{lone}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn lines_are_separate_values_and_anything_else_is_an_error() {
+        assert_eq!(
+            read("1\n\"a\"\n{}").unwrap(),
+            vec![json!(1), json!("a"), json!({})]
+        );
+        for bad in [
+            "{",
+            "[1,]",
+            "{\"a\"1}",
+            "tru",
+            "\"a",
+            "1 2",
+            "{} x",
+            "\"\\x\"",
+            "\"\\u12\"",
+        ] {
+            assert!(read(bad).is_err(), "{bad} must not read");
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(read(&deep(MAX_DEPTH + 1)).is_ok());
+        assert!(read(&deep(MAX_DEPTH + 2)).is_err());
+    }
+
+    #[test]
+    fn strings_escape_what_json_must() {
+        let mut out = String::new();
+        write_string(&mut out, "a\"b\\c\n\u{1}\u{1f}é\u{2028}");
+        assert_eq!(out, "\"a\\\"b\\\\c\\n\\u0001\\u001fé\u{2028}\"");
+    }
+}

@@ -45,7 +45,7 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             "NOT_AN_ARRAY",
         ));
     }
-    let facts = fold_facts("events", "INVALID_EVENT", &events)?;
+    let facts = fold_facts(&events)?;
     let facts: Vec<KindFacts<'_>> = facts
         .iter()
         .map(|(kind, stamped)| KindFacts {
