@@ -18,25 +18,11 @@
 //   tail, and lands the resume with `appendIfParked`; a stale answer re-reads
 //   and retries on the store's token, three attempts in all.
 
-const ANSWERING = new Set([
-  'EXECUTION_RESUMED',
-  'EXECUTION_SUSPENDED',
-  'EXECUTION_COMPLETED',
-  'EXECUTION_FAILED',
-  'EXECUTION_CANCELLED',
-  'EXECUTION_CONTINUED',
-]);
-const IGNORABLE = new Set([
-  'EXECUTION_STARTED',
-  'EXECUTION_DENIED',
-  'EXECUTION_MIGRATED',
-  'OUTCOME_RECORDED',
-  'STEP_STARTED',
-  'STEP_COMPLETED',
-  'STEP_FAILED',
-  'MESSAGE_CONSUMED',
-  'ANNOTATION_ADDED',
-]);
+import { ANSWERING_KINDS, IGNORABLE_KINDS } from '../../tests/conformance-js/support.js';
+
+// The design's kind table (DESIGN.md), as the conformance kit states it.
+const ANSWERING = new Set(ANSWERING_KINDS);
+const IGNORABLE = new Set(IGNORABLE_KINDS);
 const PARK = 'EXECUTION_SUSPENDED';
 const MAX_ATTEMPTS = 3;
 

@@ -345,6 +345,10 @@ export interface Resumed {
  * input error, an `InputError` with `code: 'STORE_CONTRACT'` (the store
  * answered outside the interface), a `TypeError` with `code: 'NOT_A_STORE'`
  * (no `readRange` or `appendIfParked`), or whatever the store threw.
+ * Given the package's own `MemoryEventStore` (its methods untouched), the
+ * whole resume runs inside WebAssembly as one step; given any other store
+ * (a wrapper, a subclass, a method replaced), it calls the store's methods,
+ * one awaited call a step. Both answer alike.
  */
 export function resume(store: EventStore, executionId: string, options: ResumeOptions): Promise<Resumed>;
 
@@ -798,6 +802,10 @@ export function isAnsweringKind(event: { kind: string; metadata?: JsonObject }):
  * The newest `EXECUTION_SUSPENDED` with no answering event after it, in a log
  * given from its first event; `undefined` when there is none, or when the
  * execution has ended (terminal is absorbing: a park after the end is not open).
+ * The answer is the element of `events` itself, not a copy. Each envelope's
+ * fields are checked for their types (an `InputError` `INVALID_EVENT`, a
+ * `TypeError` or a `RangeError` otherwise); payloads, which the fold never
+ * reads, are not walked.
  */
 export function locatePark(events: Envelope[]): Envelope | undefined;
 
