@@ -85,6 +85,18 @@ describe('what a Rust string cannot hold is refused, nothing stored', () => {
     }
   });
 
+  test('a lone surrogate in an execution id: INVALID_ID, on every call that takes one', async () => {
+    const store = new MemoryEventStore();
+    for (const id of LONE) {
+      await assertRejects(store.append(id, event('EXECUTION_STARTED')), expect.badId, `append ${JSON.stringify(id)}`);
+      await assertRejects(store.appendMany(id, [event('EXECUTION_STARTED')]), expect.badId, 'appendMany');
+      await assertRejects(store.readRange(id), expect.badId, 'readRange');
+      await assertRejects(store.currentFence(id), expect.badId, 'currentFence');
+      await assertRejects(resume(store, id, { fenceIfParkedAt: 1, at: AT }), expect.badId, 'resume');
+    }
+    assert.deepEqual(await store.listExecutions(null, 10), [], 'nothing was stored under a reshaped id');
+  });
+
   test('a surrogate pair is a character, and crosses whole', async () => {
     const store = new MemoryEventStore();
     const stored = await store.append('u', event('X', { payload: { face: '\uD83D\uDE00' } }));

@@ -90,3 +90,9 @@ export function numberOf(text) {
 export function textOf(number) {
   return String(number);
 }
+
+/** Whether a string is well-formed UTF-16 (no lone surrogate), so that it
+ * crosses into Rust unchanged rather than with U+FFFD in its place. */
+export function isWellFormed(text) {
+  return text.isWellFormed();
+}

@@ -75,7 +75,7 @@ impl MemoryEventStore {
                 .borrow_mut()
                 .append_many_from(&id, vec![event])
                 .map_err(|e| append_error(&e))?;
-            Ok(out::stored(&id, first, &text))
+            Ok(out::stored(&execution_id, first, &text))
         })())
     }
 
@@ -91,7 +91,7 @@ impl MemoryEventStore {
                 .borrow_mut()
                 .append_many_from(&id, events)
                 .map_err(|e| append_error(&e))?;
-            Ok(out::stored_batch(&id, first, &lines))
+            Ok(out::stored_batch(&execution_id, first, &lines))
         })())
     }
 
@@ -116,7 +116,7 @@ impl MemoryEventStore {
                 .append_if_parked_from(&id, park_seq, events)
                 .map_err(|e| append_error(&e))?;
             match outcome {
-                Some(first) => Ok(out::stored_batch(&id, first, &lines)),
+                Some(first) => Ok(out::stored_batch(&execution_id, first, &lines)),
                 None => Ok(Out::new().set("parkAnswered", &JsValue::TRUE).done()),
             }
         })())

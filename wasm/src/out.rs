@@ -5,7 +5,7 @@
 //! and JSON values go out as JSON text (see [`json`]), one crossing each.
 
 use js_sys::{Object, Reflect};
-use loomfence_core::{Envelope, ExecutionId, NewEvent, ParkExpectation};
+use loomfence_core::{Envelope, NewEvent, ParkExpectation};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
@@ -65,22 +65,24 @@ pub(crate) fn json(value: &Value) -> JsValue {
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/js/events.js")]
 extern "C" {
     #[wasm_bindgen(js_name = storedEnvelope)]
-    fn stored_envelope(execution_id: &str, sequence: f64, text: &JsValue) -> JsValue;
+    fn stored_envelope(execution_id: &JsValue, sequence: f64, text: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = storedEnvelopes)]
-    fn stored_envelopes(execution_id: &str, first: f64, lines: &JsValue) -> JsValue;
+    fn stored_envelopes(execution_id: &JsValue, first: f64, lines: &JsValue) -> JsValue;
 }
 
 /// The envelope of an event just stored, built on the JS side from the
 /// text the event was read from (see `events::event`): the very JSON the
-/// store parsed, so nothing is written back out here.
-pub(crate) fn stored(id: &ExecutionId, sequence: u64, text: &JsValue) -> JsValue {
-    stored_envelope(id.as_str(), number(sequence), text)
+/// store parsed, so nothing is written back out here. `id` is the caller's
+/// own string, which [`values::execution_id`](crate::values::execution_id)
+/// accepted, so it is the id stored.
+pub(crate) fn stored(id: &JsValue, sequence: u64, text: &JsValue) -> JsValue {
+    stored_envelope(id, number(sequence), text)
 }
 
 /// The envelopes of a batch just stored from `first` on, as [`stored`]
 /// builds one.
-pub(crate) fn stored_batch(id: &ExecutionId, first: u64, lines: &JsValue) -> JsValue {
-    stored_envelopes(id.as_str(), number(first), lines)
+pub(crate) fn stored_batch(id: &JsValue, first: u64, lines: &JsValue) -> JsValue {
+    stored_envelopes(id, number(first), lines)
 }
 
 /// Stored events, as an array.

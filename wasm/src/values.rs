@@ -9,8 +9,15 @@ use wasm_bindgen::JsValue;
 
 use crate::js_errors;
 
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/json.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = isWellFormed)]
+    fn is_well_formed(text: &JsValue) -> bool;
+}
+
 /// Reads an execution id: a string (else `TypeError`) that the core accepts
-/// (else `InputError`).
+/// and that has no lone surrogate (else `InputError`): one would cross into
+/// Rust as U+FFFD, and the id stored would not be the id given.
 pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
     let Some(text) = value.as_string() else {
         return Err(js_errors::wrong_type(
@@ -18,6 +25,12 @@ pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
             "NOT_A_STRING",
         ));
     };
+    if !is_well_formed(value) {
+        return Err(js_errors::invalid(
+            "executionId: execution id has a lone surrogate (not well-formed UTF-16)",
+            "INVALID_ID",
+        ));
+    }
     ExecutionId::try_from(text.as_str()).map_err(|e| js_errors::id(&e))
 }
 
