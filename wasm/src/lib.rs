@@ -2,8 +2,9 @@
 //!
 //! A thin layer. Every decision (the append guard, the conditional acquire,
 //! the answering-kind table, the resume machine) is `loomfence-core`'s; this
-//! crate converts values and errors at the boundary and drives the resume
-//! machine against stores written in JavaScript.
+//! crate converts values and errors at the boundary (events, envelopes and
+//! JSON as JSON text, one crossing per value) and binds the machines that
+//! the package's JavaScript steps against stores written in JavaScript.
 //!
 //! - Numbers are JS numbers. A fence or sequence that is not a safe
 //!   non-negative integer is a `RangeError` (a `TypeError` when it is not a
@@ -13,10 +14,12 @@
 //!   `InputError` (a `TypeError`) for other malformed input.
 //! - `MemoryEventStore` settles every call synchronously, so concurrent
 //!   calls never overlap inside it.
-//! - `resume` drives any JavaScript object with `readRange` and
-//!   `appendIfParked` (refused up front without them), and checks every
-//!   answer against the interface: one outside it is an `InputError` with
-//!   code `STORE_CONTRACT`, and nothing more is written.
+//! - `resume` runs in one call over the package's own `MemoryEventStore`
+//!   (`resumeInMemory`), and over any other JavaScript object with
+//!   `readRange` and `appendIfParked` (refused up front without them) as
+//!   `ResumeMachine`, stepped by `npm/resume.js`, which checks every answer
+//!   against the interface: one outside it is an `InputError` with code
+//!   `STORE_CONTRACT`, and nothing more is written.
 //! - Timers: `RedrivePolicy`, `redriveWakeAt` and `WakeBackoff` (the
 //!   re-drive backoff), `FireMachine` (the fire decision, polled by the host
 //!   like the core's machine, its actions and outcomes plain objects) and
