@@ -1,8 +1,8 @@
 //! Events coming in from JavaScript (what writers hand to a store) and
 //! envelopes (what host stores and callers hand back): checked by
 //! `js/events.js`, each mistake with its own typed error, and handed over
-//! as JSON text, which serde parses here. The rest (an id's or a kind's
-//! length, NUL characters) is the core's check, made by the store.
+//! as JSON text, which `json_text.rs` reads here. The rest (an id's or a
+//! kind's length, NUL characters) is the core's check, made by the store.
 //!
 //! The checks, for an event: an object (`TypeError` `NOT_AN_OBJECT`) with
 //! no field but `kind`, `payload`, `metadata` and `at` (an envelope passed
@@ -55,7 +55,8 @@ pub(crate) fn events(value: &JsValue) -> Result<(Vec<NewEvent>, JsValue), JsValu
 }
 
 /// Reads the envelopes a host store returned (or a log handed to
-/// `locatePark`), refusing anything else with an `InputError` with `code`.
+/// `parentOf`, `pinParkedChildren` or a fire machine), refusing anything
+/// else with an `InputError` with `code`.
 /// Fields an envelope does not have are ignored: a host store may keep its
 /// own beside them.
 pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<Envelope>, JsValue> {

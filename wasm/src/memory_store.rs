@@ -130,24 +130,18 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let from = optional_counter("fromSeq", &from_seq)?.unwrap_or(1);
             let to = optional_counter("toSeq", &to_seq)?;
-            let store = self.store.borrow();
-            let mut failed = None;
-            let events = out::via_text(|text| {
-                text.push('[');
-                failed = store
-                    .visit_range(&id, from, to, |id, sequence, event| {
-                        if sequence > from.max(1) {
-                            text.push(',');
-                        }
-                        json_text::write_stored(text, id.as_str(), sequence, event);
-                    })
-                    .err();
-                text.push(']');
-            });
-            match failed {
-                Some(error) => Err(js_errors::input(&error)),
-                None => Ok(events),
-            }
+            let mut text = String::from("[");
+            self.store
+                .borrow()
+                .visit_range(&id, from, to, |id, sequence, event| {
+                    if sequence > from.max(1) {
+                        text.push(',');
+                    }
+                    json_text::write_stored(&mut text, id.as_str(), sequence, event);
+                })
+                .map_err(|e| js_errors::input(&e))?;
+            text.push(']');
+            Ok(out::parse_json(&text))
         })())
     }
 

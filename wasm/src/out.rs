@@ -1,8 +1,9 @@
-//! Results going out to JavaScript, built field by field: plain objects,
-//! arrays and numbers, as JSON would have them (no `Map`s, no `BigInt`s).
+//! Results going out to JavaScript: plain objects, arrays and numbers, as
+//! JSON would have them (no `Map`s, no `BigInt`s).
 //!
 //! Small results (a few numbers and flags) are built field by field; events
-//! and JSON values go out as JSON text (see [`json`]), one crossing each.
+//! and JSON values go out as JSON text parsed once on the JS side (see
+//! [`via_text`]), one crossing each.
 
 use js_sys::{Object, Reflect};
 use loomfence_core::{Envelope, NewEvent, ParkExpectation};
@@ -44,8 +45,9 @@ impl Out {
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/js/json.js")]
 extern "C" {
+    /// JSON text this crate wrote, as the plain values `JSON.parse` gives.
     #[wasm_bindgen(js_name = parseJson)]
-    fn parse_json(text: &str) -> JsValue;
+    pub(crate) fn parse_json(text: &str) -> JsValue;
 }
 
 /// Text `write` wrote, parsed by `JSON.parse` on the JS side: one crossing
