@@ -1,7 +1,7 @@
 // Events and envelopes on their way into WebAssembly, checked and turned
-// into JSON text here, in one pass in JavaScript: the Rust side parses the
-// text (wasm/src/json_text.rs) instead of reading the object field by field across the
-// boundary, one crossing per call instead of dozens. Each check is the one
+// into JSON text here, in one pass in JavaScript: the Rust side reads the
+// text (wasm/src/json_text.rs) instead of the object, field by field across
+// the boundary: one crossing per call instead of dozens. Each check is the one
 // the package documents for the value, with the same error class and code;
 // what only the core knows (an id's or a kind's length, NUL characters)
 // the core checks after parsing.
