@@ -75,7 +75,7 @@ pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<E
 /// host holds costs little more than reading its kinds.
 pub(crate) fn fold_facts(value: &JsValue) -> Result<Vec<(String, bool)>, JsValue> {
     json::lines("events", INVALID_EVENT, &fold_text(value), |reader| {
-        let stamped = reader.literal("1").is_ok();
+        let stamped = reader.eat("1");
         if !stamped {
             reader.literal("0")?;
         }

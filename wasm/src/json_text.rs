@@ -95,12 +95,20 @@ impl<'a> Reader<'a> {
     /// Consumes `text` exactly (a fixed part of a line a `js/` checker
     /// wrote, such as `{"kind":`), or fails.
     pub(crate) fn literal(&mut self, text: &str) -> Result<(), TextError> {
-        if self.bytes[self.at..].starts_with(text.as_bytes()) {
-            self.at += text.len();
+        if self.eat(text) {
             Ok(())
         } else {
             Err(self.error(&format!("expected `{text}`")))
         }
+    }
+
+    /// Consumes `text` if it comes next; whether it did.
+    pub(crate) fn eat(&mut self, text: &str) -> bool {
+        let next = self.bytes[self.at..].starts_with(text.as_bytes());
+        if next {
+            self.at += text.len();
+        }
+        next
     }
 
     /// A JSON object.

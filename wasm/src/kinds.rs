@@ -56,7 +56,7 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
     // The caller's own element, as `Array.prototype.find` gives it.
     Ok(
         match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
-            Some(index) => js_sys::Array::from(&events).get(index),
+            Some(index) => events.unchecked_ref::<js_sys::Array>().get(index),
             None => JsValue::UNDEFINED,
         },
     )
