@@ -19,9 +19,10 @@ const MAX_DEPTH = 128;
 /**
  * `value` as JSON text, or the InputError with `code` naming where it is not
  * JSON. Checked first, then written by JSON.stringify (which drops the
- * `undefined` members the check let through); a getter that answers
- * something else the second time is caught by the Rust side's parse, or by
- * JSON.stringify itself (a BigInt throws).
+ * `undefined` members the check let through). A getter is read twice: one
+ * that throws, or answers a BigInt the second time, is an InputError; one
+ * that answers other JSON the second time is stored as JSON.stringify wrote
+ * it, which is still JSON.
  */
 export function jsonText(value, path, code) {
   try {
@@ -29,7 +30,7 @@ export function jsonText(value, path, code) {
     return JSON.stringify(value);
   } catch (problem) {
     if (problem instanceof NotJson) return new InputError(problem.message, code);
-    return new InputError(`${path}: changed while it was read (${problem})`, code);
+    return new InputError(`${path}: could not be read as JSON (${problem})`, code);
   }
 }
 
