@@ -31,6 +31,9 @@ const TOOLS_DIR: &str = "wasm/npm-tools";
 /// The JavaScript suites, run against the package built here.
 const SUITES_DIR: &str = "tests/conformance-js";
 
+/// The package's benchmarks.
+const BENCH_DIR: &str = "wasm/bench";
+
 /// The largest acceptable `.wasm`, raw bytes after `wasm-opt` (what the
 /// engine compiles): about 201 KB today, 138 KB of it the event kernel,
 /// 31 KB the timer decisions and store and 30 KB retention. Raised from
@@ -118,7 +121,7 @@ fn sizes(path: &Path) -> Result<[u64; 2]> {
 
 /// The `npm-test` step, on what `npm-build` made: the wasm crate's tests
 /// under Node, the package as installed from its tarball, its browser
-/// entry in Chromium, then the JS suites.
+/// entry in Chromium, the JS suites, then the benchmarks, run small.
 pub(crate) fn test(warnings: &mut Vec<String>) -> Result<()> {
     // The workspace clippy step builds this crate for the host, where the
     // wasm-only test files compile to nothing: lint them for their target.
@@ -136,7 +139,8 @@ pub(crate) fn test(warnings: &mut Vec<String>) -> Result<()> {
     cmd::run(cmd::cargo().arg("test").args(wasm_crate).arg("--tests"))?;
     smoke()?;
     browser(warnings)?;
-    js_suites()
+    js_suites()?;
+    benches_run()
 }
 
 /// An `npm` command run in `dir` (relative to the workspace root), its
@@ -344,6 +348,35 @@ fn js_suites() -> Result<()> {
     };
     cmd::run(npm(&dir).args(install).args(["--no-audit", "--no-fund"]))?;
     cmd::run(Command::new("node").current_dir(&dir).arg("--test"))
+}
+
+/// The package's benchmarks (`wasm/bench`), run small: not timed, only
+/// shown to run as the README gives them, so they cannot rot between the
+/// runs that measure. `park-resume.js` checks every execution's log itself.
+fn benches_run() -> Result<()> {
+    let dir = cmd::root().join(BENCH_DIR);
+    cmd::run(npm(&dir).args(["ci", "--no-audit", "--no-fund"]))?;
+    let node = |script: &str, args: &[&str]| {
+        let mut command = Command::new("node");
+        command
+            .current_dir(&dir)
+            .arg(script)
+            .args(args)
+            .stdout(std::io::stderr());
+        command
+    };
+    cmd::run(&mut node(
+        "park-resume.js",
+        &[
+            "--executions",
+            "200",
+            "--rounds",
+            "1",
+            "--concurrency",
+            "16",
+        ],
+    ))?;
+    cmd::run(&mut node("per-op.js", &["--executions", "200"]))
 }
 
 /// A child process killed when dropped (the static server).

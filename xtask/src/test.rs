@@ -99,7 +99,7 @@ fn steps(pipeline: &Pipeline, warnings: &mut Vec<String>, test_args: &[String]) 
     pipeline.step(
         "npm-test",
         "the npm package passes its wasm tests, runs installed from its tarball and in \
-         Chromium, and passes the JS suites",
+         Chromium, and passes the JS suites; its benchmarks run",
         || npm::test(warnings),
     )?;
     pipeline.step(
