@@ -34,14 +34,15 @@ fn pages() -> usize {
     0
 }
 
-/// If the memory grew since the last look, makes room for as much again
-/// (half the memory, at most [`MAX_STEP`]) in one step.
+/// If the memory grew since the last look, makes room for half as much
+/// again (at most [`MAX_STEP`]) in one step.
 pub(crate) fn reserve() {
     let now = pages();
     if now == SEEN.load(Ordering::Relaxed) {
         return;
     }
-    let step = (now * 65_536 / 2).min(MAX_STEP);
+    // Pages are 64 KiB; a full 4 GiB memory would overflow a 32-bit product.
+    let step = (now / 2).saturating_mul(65_536).min(MAX_STEP);
     // Allocated and freed: dlmalloc grows the memory by `step` at once and
     // keeps the block for the next allocations. `black_box` so the pair is
     // not optimised away. A memory that cannot grow that far is left as it
