@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use loomfence_core::{DeleteGuard, ExecutionId, GuardedDelete, KernelKind, ParentMark};
+use loomfence_conformance::cases::retention::guard_of;
+use loomfence_core::{ExecutionId, GuardedDelete, KernelKind};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_store::{EventStore, StoreError};
 
@@ -40,11 +41,9 @@ async fn delete(
     child: ExecutionId,
     parent: ExecutionId,
 ) -> Result<GuardedDelete, StoreError> {
-    let guard = DeleteGuard {
-        head: 2,
-        parents: vec![ParentMark { parent, seen: 2 }],
-    };
-    store.delete_execution_if(&child, &guard).await
+    store
+        .delete_execution_if(&child, &guard_of(2, &[(&parent, 2)]))
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -18,9 +18,8 @@
 
 use std::sync::Arc;
 
-use loomfence_core::{
-    DeleteGuard, GuardedDelete, JsonObject, KernelKind, ParentMark, Wait, park_payload,
-};
+use loomfence_conformance::cases::retention::guard_of;
+use loomfence_core::{GuardedDelete, JsonObject, KernelKind, Wait, park_payload};
 use loomfence_postgres::PostgresEventStore;
 use loomfence_store::EventStore;
 use tokio_postgres::types::Json;
@@ -70,13 +69,7 @@ async fn a_park_in_flight_makes_the_guarded_delete_wait_then_refuse() {
         .get(0);
     assert_eq!(inserted, 1);
 
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark {
-            parent: parent.clone(),
-            seen,
-        }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     let delete = {
         let (store, child) = (store.clone(), child.clone());
         tokio::spawn(async move { store.delete_execution_if(&child, &guard).await })

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use loomfence_core::{DeleteGuard, GuardedDelete, ParentMark};
+use loomfence_conformance::cases::retention::guard_of;
+use loomfence_core::GuardedDelete;
 use loomfence_postgres::{
     EndedIndex, MigrateError, MigrateOptions, PostgresEventStore, Schema, migrate,
 };
@@ -77,10 +78,7 @@ async fn retention_works(store: &PostgresEventStore, tag: &str) {
         .find(|s| s.execution_id == child)
         .expect("the child is listed");
     assert_eq!(summary.ended.map(|e| e.sequence), Some(2));
-    let guard = DeleteGuard {
-        head,
-        parents: vec![ParentMark { parent, seen }],
-    };
+    let guard = guard_of(head, &[(&parent, seen)]);
     assert_eq!(
         store
             .delete_execution_if(&child, &guard)
@@ -90,6 +88,23 @@ async fn retention_works(store: &PostgresEventStore, tag: &str) {
     );
 }
 
+/// Migrates `store`'s old schema and checks it gained the index (built as
+/// `built`, for the reason `why`) and the function, and that retention
+/// works on it (with executions named after `tag`).
+async fn migrates_to_retention(
+    admin: &tokio_postgres::Client,
+    store: &PostgresEventStore,
+    tag: &str,
+    built: EndedIndex,
+    why: &str,
+) {
+    let report = store.migrate().await.expect("migrates");
+    assert_eq!(report.ended_index, built, "{why}");
+    assert_eq!(index(admin, store.schema()).await, Some(true));
+    assert!(function(admin, store.schema()).await);
+    retention_works(store, tag).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_old_schema_gains_the_index_and_the_function() {
     let Some(url) = common::url() else { return };
@@ -97,28 +112,26 @@ async fn an_old_schema_gains_the_index_and_the_function() {
 
     let empty = common::store(&url).await;
     make_old(&admin, empty.schema()).await;
-    let report = empty.migrate().await.expect("migrates");
-    assert_eq!(
-        report.ended_index,
+    migrates_to_retention(
+        &admin,
+        &empty,
+        "empty",
         EndedIndex::Created,
-        "an empty table is indexed in the transaction"
-    );
-    assert_eq!(index(&admin, empty.schema()).await, Some(true));
-    assert!(function(&admin, empty.schema()).await);
-    retention_works(&empty, "empty").await;
+        "an empty table is indexed in the transaction",
+    )
+    .await;
 
     let full = common::store(&url).await;
     family(&full, &common::id("old-parent"), &common::id("old-child")).await;
     make_old(&admin, full.schema()).await;
-    let report = full.migrate().await.expect("migrates");
-    assert_eq!(
-        report.ended_index,
+    migrates_to_retention(
+        &admin,
+        &full,
+        "full",
         EndedIndex::BuiltConcurrently,
-        "a table with rows is indexed without blocking appends"
-    );
-    assert_eq!(index(&admin, full.schema()).await, Some(true));
-    assert!(function(&admin, full.schema()).await);
-    retention_works(&full, "full").await;
+        "a table with rows is indexed without blocking appends",
+    )
+    .await;
     let again = full.migrate().await.expect("migrates again");
     assert_eq!(again.ended_index, EndedIndex::Present);
 }
