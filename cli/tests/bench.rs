@@ -141,25 +141,19 @@ fn postgres_measures_both_acquire_strategies() {
         return;
     };
     let store = format!("postgres:{url}");
-    let out = bench(&[
-        "--store",
-        &store,
-        "--executions",
-        "20",
-        "--concurrency",
-        "4",
-        "--runs",
-        "1",
-        "--json",
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
+    let json = common::loomfence_json(
+        "bench",
+        &[
+            "--store",
+            &store,
+            "--executions",
+            "20",
+            "--concurrency",
+            "4",
+            "--runs",
+            "1",
+        ],
     );
-    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
     let workloads = json["workloads"].as_array().expect("a workloads array");
     assert_eq!(workloads.len(), 6, "{json}");
     assert_eq!(
@@ -180,23 +174,10 @@ fn postgres_measures_both_acquire_strategies() {
 fn sqlite_json_has_every_workload_the_targets_and_leaves_no_file() {
     let scratch = Scratch::new("bench-sqlite");
     let store = scratch.store("bench.db");
-    let out = bench(&[
-        "--store",
-        &store,
-        "--executions",
-        "50",
-        "--runs",
-        "1",
-        "--json",
-    ]);
-    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
+    let json = common::loomfence_json(
+        "bench",
+        &["--store", &store, "--executions", "50", "--runs", "1"],
     );
-    let json: Value = serde_json::from_str(&stdout).expect("stdout is one JSON value");
     assert_eq!(json["store"], store.as_str(), "{json}");
     assert_eq!(json["sqlite_durability"], "full", "{json}");
     let workloads = json["workloads"].as_array().expect("a workloads array");
