@@ -15,8 +15,8 @@
 use loomfence_core::{Envelope, ExecutionId, JsonObject, NewEvent};
 use wasm_bindgen::JsValue;
 
+use crate::json;
 use crate::json_text::{Reader, TextError};
-use crate::{js_errors, json};
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/js/events.js")]
 extern "C" {
@@ -37,11 +37,7 @@ extern "C" {
 /// envelope handed back.
 pub(crate) fn event(value: &JsValue) -> Result<(NewEvent, JsValue), JsValue> {
     let text = event_text(value);
-    let mut events = json::lines("event", INVALID_EVENT, &text, read_event)?;
-    match (events.pop(), events.is_empty()) {
-        (Some(event), true) => Ok((event, text)),
-        _ => Err(js_errors::invalid("event: not one event", INVALID_EVENT)),
-    }
+    Ok((json::one("event", INVALID_EVENT, &text, read_event)?, text))
 }
 
 /// Reads a batch of events, with the JS text they were read from; an error
@@ -85,14 +81,7 @@ pub(crate) fn fold_facts(value: &JsValue) -> Result<Vec<(String, bool)>, JsValue
 
 /// Reads one stored event, as [`envelopes`] reads each.
 pub(crate) fn envelope(what: &str, code: &str, value: &JsValue) -> Result<Envelope, JsValue> {
-    let mut lines = json::lines(what, code, &envelope_text(value, what, code), read_envelope)?;
-    match (lines.pop(), lines.is_empty()) {
-        (Some(envelope), true) => Ok(envelope),
-        _ => Err(js_errors::invalid(
-            &format!("{what}: not one envelope"),
-            code,
-        )),
-    }
+    json::one(what, code, &envelope_text(value, what, code), read_envelope)
 }
 
 /// The code of every refused event.

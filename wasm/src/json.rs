@@ -43,6 +43,21 @@ pub(crate) fn read_value(path: &str, code: &str, text: &JsValue) -> Result<Value
     Ok(value)
 }
 
+/// [`lines`] for a text that holds exactly one item; more (or none) is an
+/// `InputError` with `code`.
+pub(crate) fn one<T>(
+    what: &str,
+    code: &str,
+    text: &JsValue,
+    read: impl FnMut(&mut Reader<'_>) -> Result<T, TextError>,
+) -> Result<T, JsValue> {
+    let mut items = lines(what, code, text, read)?;
+    match (items.pop(), items.is_empty()) {
+        (Some(item), true) => Ok(item),
+        _ => Err(js_errors::invalid(&format!("{what}: not one item"), code)),
+    }
+}
+
 /// A JSON object (`undefined` is an empty one), or an `InputError`.
 pub(crate) fn object(path: &str, code: &str, raw: &JsValue) -> Result<JsonObject, JsValue> {
     if raw.is_undefined() {
