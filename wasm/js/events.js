@@ -118,7 +118,7 @@ export function envelopeText(envelope, what, code) {
  * INVALID_EVENT).
  */
 export function foldText(envelopes, what = 'events', code = 'INVALID_EVENT') {
-  if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
+  // An array: locatePark refused anything else (a TypeError) before calling.
   let text = '';
   for (let i = 0; i < envelopes.length; i++) {
     const envelope = envelopes[i];
