@@ -47,6 +47,7 @@ import { MemoryEventStore, locatePark, resume } from 'loomfence';
 
 import { PlainEventStore } from '../../tests/conformance-js/plain-store.js';
 import { PureJsStore, pureLocatePark, pureResume } from './pure-js.js';
+import { completed, parked, positiveArg, resumeOptions, started, step } from './workload.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -60,18 +61,9 @@ if (args.help) {
   console.log('node wasm/bench/park-resume.js [--executions N] [--rounds R] [--concurrency C]');
   process.exit(0);
 }
-const positive = (name) => {
-  const n = Number(args[name]);
-  if (!Number.isSafeInteger(n) || n < 1) {
-    console.error(`--${name} must be a positive integer, got ${args[name]}`);
-    process.exit(2);
-  }
-  return n;
-};
-const EXECUTIONS = positive('executions');
-const ROUNDS = positive('rounds');
-const CONCURRENCY = positive('concurrency');
-const AT = 1_700_000_000_000;
+const EXECUTIONS = positiveArg(args, 'executions');
+const ROUNDS = positiveArg(args, 'rounds');
+const CONCURRENCY = positiveArg(args, 'concurrency');
 
 const COLUMNS = [
   { name: 'package: MemoryEventStore + resume', make: () => new MemoryEventStore(), resume, locatePark },
@@ -81,16 +73,12 @@ const COLUMNS = [
 
 /** One execution, start to finish. */
 async function parkAndResume({ resume, locatePark }, store, id) {
-  await store.append(id, { kind: 'EXECUTION_STARTED', payload: { input: { n: id.length } }, at: AT });
-  await store.append(id, {
-    kind: 'EXECUTION_SUSPENDED',
-    payload: { waits: [{ kind: 'TIMER', wakeAt: AT + 1000 }] },
-    at: AT + 1,
-  });
+  await store.append(id, started(id));
+  await store.append(id, parked());
   const park = locatePark(await store.readRange(id));
-  const { fence } = await resume(store, id, { fenceIfParkedAt: park.sequence, answer: { fired: true }, at: AT + 1000 });
-  await store.append(id, { kind: 'STEP_COMPLETED', payload: { step: 'after-wake' }, metadata: { fence }, at: AT + 1001 });
-  await store.append(id, { kind: 'EXECUTION_COMPLETED', payload: { output: { ok: true } }, metadata: { fence }, at: AT + 1002 });
+  const { fence } = await resume(store, id, resumeOptions(park.sequence));
+  await store.append(id, step(fence));
+  await store.append(id, completed(fence));
 }
 
 /** Runs `count` executions, `CONCURRENCY` at a time; resolves to the seconds taken. */

@@ -11,14 +11,10 @@ import { parseArgs } from 'node:util';
 import { MemoryEventStore, locatePark, resume } from 'loomfence';
 
 import { PureJsStore, pureLocatePark, pureResume } from './pure-js.js';
+import { parked, positiveArg, resumeOptions, started, step } from './workload.js';
 
 const { values: args } = parseArgs({ options: { executions: { type: 'string', default: '20000' } } });
-const N = Number(args.executions);
-if (!Number.isSafeInteger(N) || N < 1) {
-  console.error(`--executions must be a positive integer, got ${args.executions}`);
-  process.exit(2);
-}
-const AT = 1_700_000_000_000;
+const N = positiveArg(args, 'executions');
 const SIDES = [
   { name: 'package', make: () => new MemoryEventStore(), locate: locatePark, resume },
   { name: 'pure JS', make: () => new PureJsStore(), locate: pureLocatePark, resume: pureResume },
@@ -37,20 +33,16 @@ async function measure({ make, locate, resume: resumeWith }) {
   const logs = [];
   const fences = [];
   const times = {
-    start: await perCall((i) => store.append(`e${i}`, { kind: 'EXECUTION_STARTED', payload: { input: { n: 5 } }, at: AT })),
-    park: await perCall((i) =>
-      store.append(`e${i}`, { kind: 'EXECUTION_SUSPENDED', payload: { waits: [{ kind: 'TIMER', wakeAt: AT + 1000 }] }, at: AT + 1 }),
-    ),
+    start: await perCall((i) => store.append(`e${i}`, started(`e${i}`))),
+    park: await perCall((i) => store.append(`e${i}`, parked())),
     read: await perCall(async (i) => logs.push(await store.readRange(`e${i}`))),
     locatePark: await perCall(async (i) => {
       logs[i] = locate(logs[i]).sequence;
     }),
     resume: await perCall(async (i) => {
-      fences[i] = (await resumeWith(store, `e${i}`, { fenceIfParkedAt: logs[i], answer: { fired: true }, at: AT + 1000 })).fence;
+      fences[i] = (await resumeWith(store, `e${i}`, resumeOptions(logs[i]))).fence;
     }),
-    step: await perCall((i) =>
-      store.append(`e${i}`, { kind: 'STEP_COMPLETED', payload: { step: 'after-wake' }, metadata: { fence: fences[i] }, at: AT + 1001 }),
-    ),
+    step: await perCall((i) => store.append(`e${i}`, step(fences[i]))),
   };
   store.free?.();
   return times;
