@@ -154,8 +154,12 @@ impl ExecutionView {
 /// [`ExecutionView::fold`] of the same log calls it terminal.
 #[must_use]
 pub fn locate_park(events: &[Envelope]) -> Option<&Envelope> {
-    let facts: Vec<KindFacts<'_>> = events.iter().map(KindFacts::of).collect();
-    open_park_index(&facts).map(|index| &events[index])
+    open_park_by(
+        events,
+        |event| &event.kind,
+        |event| has_kernel_stamp(&event.metadata),
+    )
+    .map(|index| &events[index])
 }
 
 /// What a fold reads of one event: its kind, and whether it carries the
@@ -168,24 +172,24 @@ pub struct KindFacts<'a> {
     pub stamped: bool,
 }
 
-impl<'a> KindFacts<'a> {
-    /// What the fold reads of `event`.
-    #[must_use]
-    pub fn of(event: &'a Envelope) -> Self {
-        Self {
-            kind: &event.kind,
-            stamped: has_kernel_stamp(&event.metadata),
-        }
-    }
-}
-
 /// [`locate_park`] over only what it reads of each event: the index of the
 /// open park. For a host that holds the log outside Rust and hands over
 /// just this (the npm package's `locatePark`, which then answers the
 /// host's own envelope at that index).
 #[must_use]
 pub fn open_park_index(events: &[KindFacts<'_>]) -> Option<usize> {
-    let kernel = |event: &KindFacts<'_>| KernelKind::from_name(event.kind);
+    open_park_by(events, |facts| facts.kind, |facts| facts.stamped)
+}
+
+/// The fold of [`locate_park`] and [`open_park_index`], over any events:
+/// `kind` reads an event's kind, `stamped` its kernel stamp, asked only of
+/// a kind that is not a kernel kind. The index of the open park.
+fn open_park_by<T>(
+    events: &[T],
+    kind: impl Fn(&T) -> &str,
+    stamped: impl Fn(&T) -> bool,
+) -> Option<usize> {
+    let kernel = |event: &T| KernelKind::from_name(kind(event));
     if events
         .iter()
         .any(|event| Status::Pending.after(kernel(event)).is_terminal())
@@ -194,7 +198,7 @@ pub fn open_park_index(events: &[KindFacts<'_>]) -> Option<usize> {
     }
     events
         .iter()
-        .rposition(|event| classify_stamped(event.kind, event.stamped) == KindClass::Answering)
+        .rposition(|event| classify_stamped(kind(event), || stamped(event)) == KindClass::Answering)
         .filter(|&index| kernel(&events[index]) == Some(KernelKind::ExecutionSuspended))
 }
 

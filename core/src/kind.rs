@@ -144,15 +144,15 @@ pub(crate) fn has_kernel_stamp(metadata: &JsonObject) -> bool {
 /// Classifies an event by its kind and, for unknown kinds, its kernel stamp.
 #[must_use]
 pub fn classify(kind: &str, metadata: &JsonObject) -> KindClass {
-    classify_stamped(kind, has_kernel_stamp(metadata))
+    classify_stamped(kind, || has_kernel_stamp(metadata))
 }
 
-/// [`classify`], given whether the event carries the kernel stamp.
-#[must_use]
-pub(crate) fn classify_stamped(kind: &str, stamped: bool) -> KindClass {
+/// [`classify`], asking `stamped` whether the event carries the kernel
+/// stamp only for a kind that is not a kernel kind.
+pub(crate) fn classify_stamped(kind: &str, stamped: impl FnOnce() -> bool) -> KindClass {
     match KernelKind::from_name(kind) {
         Some(kernel) => kernel.class(),
-        None if stamped => KindClass::Answering,
+        None if stamped() => KindClass::Answering,
         None => KindClass::Ignorable,
     }
 }
