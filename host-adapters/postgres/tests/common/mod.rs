@@ -120,21 +120,52 @@ pub fn with_application_name(url: &str, name: &str) -> String {
     format!("{url}{separator}application_name={name}")
 }
 
-/// The pids of the backends named `application_name` that wait on a lock.
-/// `monitor` must not be inside a transaction: a session reads
-/// `pg_stat_activity` once per transaction and keeps that snapshot.
-pub async fn lock_waiters(monitor: &tokio_postgres::Client, application_name: &str) -> Vec<i32> {
+/// The backends named `$1` that wait on a lock, but the monitor itself.
+const LOCK_WAITERS: &str = "SELECT pid FROM pg_stat_activity \
+     WHERE wait_event_type = 'Lock' AND application_name = $1 AND pid <> pg_backend_pid()";
+
+/// The backends named `$1` that wait for an advisory lock (the lock every
+/// append and guarded delete takes on its execution first).
+const ADVISORY_WAITERS: &str = "SELECT DISTINCT a.pid FROM pg_stat_activity a \
+     JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted AND l.locktype = 'advisory' \
+     WHERE a.application_name = $1";
+
+/// The pids `query` lists for `application_name`. `monitor` must not be
+/// inside a transaction: a session reads `pg_stat_activity` once per
+/// transaction and keeps that snapshot.
+async fn pids(monitor: &tokio_postgres::Client, query: &str, application_name: &str) -> Vec<i32> {
     monitor
-        .query(
-            "SELECT pid FROM pg_stat_activity \
-             WHERE wait_event_type = 'Lock' AND application_name = $1 AND pid <> pg_backend_pid()",
-            &[&application_name],
-        )
+        .query(query, &[&application_name])
         .await
         .expect("reads pg_stat_activity")
         .iter()
         .map(|row| row.get(0))
         .collect()
+}
+
+/// The pids of the backends named `application_name` that wait on a lock.
+pub async fn lock_waiters(monitor: &tokio_postgres::Client, application_name: &str) -> Vec<i32> {
+    pids(monitor, LOCK_WAITERS, application_name).await
+}
+
+/// Waits (up to 10 s) until `ready` holds for the pids `query` lists for
+/// `application_name`, or `done` says there is nothing left to wait for;
+/// returns the pids last seen.
+async fn poll_pids(
+    monitor: &tokio_postgres::Client,
+    query: &str,
+    application_name: &str,
+    ready: impl Fn(&[i32]) -> bool,
+    done: impl Fn() -> bool,
+) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let waiters = pids(monitor, query, application_name).await;
+        if ready(&waiters) || done() || std::time::Instant::now() >= deadline {
+            return waiters;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 /// Waits (up to 10 s) until `ready` holds for the lock waiters named
@@ -146,14 +177,27 @@ pub async fn wait_for_waiters(
     ready: impl Fn(&[i32]) -> bool,
     done: impl Fn() -> bool,
 ) -> Vec<i32> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let waiters = lock_waiters(monitor, application_name).await;
-        if ready(&waiters) || done() || std::time::Instant::now() >= deadline {
-            return waiters;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    poll_pids(monitor, LOCK_WAITERS, application_name, ready, done).await
+}
+
+/// Waits (up to 10 s) until one of `application_name`'s backends waits for
+/// an advisory lock (an execution lock), or `done` says the call it would
+/// be making has already finished (so it never will). Returns whether one
+/// waits.
+pub async fn wait_for_advisory_waiter(
+    monitor: &tokio_postgres::Client,
+    application_name: &str,
+    done: impl Fn() -> bool,
+) -> bool {
+    !poll_pids(
+        monitor,
+        ADVISORY_WAITERS,
+        application_name,
+        |waiters| !waiters.is_empty(),
+        done,
+    )
+    .await
+    .is_empty()
 }
 
 /// Runs the whole conformance kit against the server at `url` with

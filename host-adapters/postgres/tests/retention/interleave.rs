@@ -24,8 +24,8 @@ use loomfence_postgres::PostgresEventStore;
 use loomfence_store::EventStore;
 use tokio_postgres::types::Json;
 
-use crate::common::{self, AT, Witness};
-use crate::{answering_kinds, family, kernel_kinds, park_on, wait_for_advisory_waiter};
+use crate::common::{self, AT, Witness, wait_for_advisory_waiter};
+use crate::{answering_kinds, family, kernel_kinds, park_on};
 
 /// A store whose backends carry a unique application name, so a test can
 /// find them in `pg_locks`.
