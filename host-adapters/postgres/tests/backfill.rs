@@ -622,14 +622,12 @@ impl Interruptible {
     /// `pg_cancel_backend`), asserts the run fails, and ends the
     /// transaction.
     async fn interrupt_a_run(&self, url: &str, lock: &str, statement: &str, signal: &str) {
-        let holder = common::admin(url).await;
-        holder
-            .batch_execute(&format!(
-                "BEGIN; LOCK TABLE {}.events IN {lock} MODE",
-                self.store.schema()
-            ))
-            .await
-            .expect("opens the transaction that holds the lock");
+        let holder = common::hold_lock(
+            url,
+            &format!("LOCK TABLE {{t}} IN {lock} MODE"),
+            &format!("{}.events", self.store.schema()),
+        )
+        .await;
         let run = {
             let store = self.store.clone();
             tokio::spawn(async move { backfill_park_fences(store.pool(), store.schema(), 4).await })

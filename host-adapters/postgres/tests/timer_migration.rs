@@ -188,12 +188,7 @@ async fn a_boot_against_a_current_table_does_not_wait_for_its_users() {
         let store = common::store(&url).await;
         let schema = store.schema().clone();
         let table = format!("{schema}.timers");
-        let holder = common::admin(&url).await;
-        holder.batch_execute("BEGIN").await.expect("begins");
-        holder
-            .batch_execute(&lock.replace("{t}", &table))
-            .await
-            .expect("takes the lock");
+        let holder = common::hold_lock(&url, lock, &table).await;
 
         let options = PostgresOptions {
             schema: schema.clone(),
@@ -217,19 +212,12 @@ async fn a_boot_against_a_current_table_does_not_wait_for_its_users() {
         assert!(waited < Duration::from_secs(5), "{lock}: took {waited:?}");
         drop(booted);
 
-        let control = common::admin(&url).await;
-        let refused = control
-            .batch_execute(&format!(
-                "SET lock_timeout = '200ms'; \
-                 ALTER TABLE {table} ADD COLUMN IF NOT EXISTS redrive jsonb"
-            ))
-            .await
-            .expect_err("a bare ADD COLUMN IF NOT EXISTS waits for the lock");
-        assert_eq!(
-            refused.code(),
-            Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
-            "{lock}: {refused}"
-        );
+        common::assert_ddl_waits(
+            &url,
+            &format!("ALTER TABLE {table} ADD COLUMN IF NOT EXISTS redrive jsonb"),
+            lock,
+        )
+        .await;
         holder.batch_execute("ROLLBACK").await.expect("releases");
     }
 }

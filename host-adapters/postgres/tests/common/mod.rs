@@ -120,6 +120,35 @@ pub fn with_application_name(url: &str, name: &str) -> String {
     format!("{url}{separator}application_name={name}")
 }
 
+/// An admin session holding `lock` (SQL naming the table as `{t}`) on
+/// `table` in an open transaction, until the caller rolls it back.
+pub async fn hold_lock(url: &str, lock: &str, table: &str) -> tokio_postgres::Client {
+    let holder = admin(url).await;
+    holder.batch_execute("BEGIN").await.expect("begins");
+    holder
+        .batch_execute(&lock.replace("{t}", table))
+        .await
+        .expect("takes the lock");
+    holder
+}
+
+/// The control of the lock tests: the bare `ddl`, run on a fresh session
+/// with a 200 ms lock timeout while the lock is held, gives up with
+/// `LOCK_NOT_AVAILABLE`, which shows the lock really blocks what a boot
+/// must not wait for. `what` names the case.
+pub async fn assert_ddl_waits(url: &str, ddl: &str, what: &str) {
+    let refused = admin(url)
+        .await
+        .batch_execute(&format!("SET lock_timeout = '200ms'; {ddl}"))
+        .await
+        .expect_err("the bare statement waits for the lock");
+    assert_eq!(
+        refused.code(),
+        Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
+        "{what}: {refused}"
+    );
+}
+
 /// The backends named `$1` that wait on a lock, but the monitor itself.
 const LOCK_WAITERS: &str = "SELECT pid FROM pg_stat_activity \
      WHERE wait_event_type = 'Lock' AND application_name = $1 AND pid <> pg_backend_pid()";

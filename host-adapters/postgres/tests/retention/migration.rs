@@ -13,7 +13,6 @@ use loomfence_postgres::{
     EndedIndex, MigrateError, MigrateOptions, PostgresEventStore, Schema, migrate,
 };
 use loomfence_store::EventStore;
-use tokio_postgres::error::SqlState;
 
 use crate::common;
 use crate::family;
@@ -147,31 +146,19 @@ async fn a_boot_against_a_current_schema_does_not_wait_for_a_lock_on_events() {
         family(&store, &common::id("p"), &common::id("c")).await;
         let schema = store.schema().clone();
         let table = format!("{schema}.events");
-        let holder = common::admin(&url).await;
-        holder.batch_execute("BEGIN").await.expect("begins");
-        holder
-            .batch_execute(&lock.replace("{t}", &table))
-            .await
-            .expect("takes the lock");
+        let holder = common::hold_lock(&url, lock, &table).await;
 
         let report = migrate(store.pool(), &schema, &impatient())
             .await
             .unwrap_or_else(|e| panic!("{lock}: a boot against a current schema waited: {e}"));
         assert_eq!(report.ended_index, EndedIndex::Present);
 
-        let control = common::admin(&url).await;
-        let refused = control
-            .batch_execute(&format!(
-                "SET lock_timeout = '200ms'; \
-                 CREATE INDEX IF NOT EXISTS events_ended ON {table} (execution_id, sequence)"
-            ))
-            .await
-            .expect_err("a bare CREATE INDEX IF NOT EXISTS waits for the lock");
-        assert_eq!(
-            refused.code(),
-            Some(&SqlState::LOCK_NOT_AVAILABLE),
-            "{lock}: {refused}"
-        );
+        common::assert_ddl_waits(
+            &url,
+            &format!("CREATE INDEX IF NOT EXISTS events_ended ON {table} (execution_id, sequence)"),
+            lock,
+        )
+        .await;
         holder.batch_execute("ROLLBACK").await.expect("releases");
     }
 }
