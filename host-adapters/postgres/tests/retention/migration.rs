@@ -163,22 +163,27 @@ async fn a_boot_against_a_current_schema_does_not_wait_for_a_lock_on_events() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_build_kept_waiting_gives_up_retryably_and_the_next_boot_finishes_it() {
-    let Some(url) = common::url() else { return };
-    let admin = common::admin(&url).await;
-    let store = common::store(&url).await;
+/// A fresh store with a family in its log, taken back to the schema before
+/// retention; with an admin session and the store's schema.
+async fn old_store_with_rows(url: &str) -> (tokio_postgres::Client, PostgresEventStore, Schema) {
+    let admin = common::admin(url).await;
+    let store = common::store(url).await;
     let schema = store.schema().clone();
     family(&store, &common::id("p"), &common::id("c")).await;
     make_old(&admin, &schema).await;
-    let writer = common::admin(&url).await;
-    writer.batch_execute("BEGIN").await.expect("begins");
-    writer
-        .batch_execute(&format!(
-            "INSERT INTO {schema}.events VALUES ('in-flight', 1, 'app.step', '{{}}', '{{}}', 0)"
-        ))
-        .await
-        .expect("an append in flight");
+    (admin, store, schema)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_build_kept_waiting_gives_up_retryably_and_the_next_boot_finishes_it() {
+    let Some(url) = common::url() else { return };
+    let (admin, store, schema) = old_store_with_rows(&url).await;
+    let writer = common::hold_lock(
+        &url,
+        "INSERT INTO {t} VALUES ('in-flight', 1, 'app.step', '{}', '{}', 0)",
+        &format!("{schema}.events"),
+    )
+    .await;
 
     match migrate(store.pool(), &schema, &impatient()).await {
         Err(error @ MigrateError::TableLocked { .. }) => {
@@ -209,11 +214,7 @@ async fn a_build_kept_waiting_gives_up_retryably_and_the_next_boot_finishes_it()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_build_running_elsewhere_is_not_waited_for() {
     let Some(url) = common::url() else { return };
-    let admin = common::admin(&url).await;
-    let store = common::store(&url).await;
-    let schema = store.schema().clone();
-    family(&store, &common::id("p"), &common::id("c")).await;
-    make_old(&admin, &schema).await;
+    let (admin, store, schema) = old_store_with_rows(&url).await;
     // The builders' lock, as another booting node holds it while it builds.
     let builder = common::admin(&url).await;
     let key = format!("loomfence.ended-index.{schema}");
