@@ -6,6 +6,8 @@ use loomfence_core::{
 use loomfence_store::{EventStore, StoreError};
 use serde_json::Value;
 
+use crate::counters;
+
 /// A resumed body's write access to its execution.
 ///
 /// Every event it appends is stamped with the token the resume acquired (or
@@ -63,7 +65,15 @@ impl<'s, S: EventStore + ?Sized> Body<'s, S> {
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
         let events = events.into_iter().map(|event| self.stamp(event)).collect();
-        let written = self.store.append_many(&self.execution_id, events).await?;
+        let written = self
+            .store
+            .append_many(&self.execution_id, events)
+            .await
+            .inspect_err(|error| {
+                if matches!(error, StoreError::StaleFence(_)) {
+                    counters::one(counters::FENCED_OUT);
+                }
+            })?;
         self.view.extend(&written);
         Ok(written)
     }

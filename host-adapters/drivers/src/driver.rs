@@ -6,6 +6,7 @@ use loomfence_core::{
 };
 use loomfence_store::{EventStore, StoreError};
 
+use crate::counters;
 use crate::error::ResumeFailure;
 
 /// Performs the machine's pending action against `store` and feeds the
@@ -76,6 +77,8 @@ pub async fn run<S: EventStore + ?Sized>(
 ) -> Result<Resumed, ResumeFailure> {
     loop {
         if let Stepped::Done(result) = perform(store, machine).await? {
+            let result = result.map_err(ResumeFailure::from);
+            counters::resume_ended(&result);
             let resumed = result?;
             tracing::debug!(
                 execution_id = %resumed.execution_id,

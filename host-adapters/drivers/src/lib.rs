@@ -36,10 +36,12 @@
 
 mod body;
 mod clock;
+pub mod counters;
 mod driver;
 mod error;
 mod features;
 mod redriver;
+mod resumed_hook;
 mod retention;
 mod supervisor;
 mod timer_service;
@@ -51,6 +53,7 @@ pub use driver::{perform, resume, resume_from, run};
 pub use error::ResumeFailure;
 pub use features::Features;
 pub use redriver::{RedriveFailure, Redriver};
+pub use resumed_hook::OnResumed;
 pub use retention::{ArchiveError, ArchiveSink, JsonLinesArchive, RetentionError, Sweep};
 pub use supervisor::{
     ChildSupervisor, OnError, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,

@@ -155,6 +155,7 @@ use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::counters;
 use crate::driver::resume_from;
 use crate::error::ResumeFailure;
 use crate::redriver::{RedriveFailure, Redriver};
@@ -510,7 +511,10 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 }
                 FireAction::Resume(request) => {
                     match resume_from(&*self.events, id, request, &log).await {
-                        Ok(resumed) => machine.handle_resumed(Ok(&resumed))?,
+                        Ok(resumed) => {
+                            machine.handle_resumed(Ok(&resumed))?;
+                            (self.options.on_resumed)(resumed);
+                        }
                         Err(ResumeFailure::Resume(answer)) => {
                             machine.handle_resumed(Err(&answer))?;
                         }
@@ -556,10 +560,22 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
         }
         lock(&self.backoff).apply(row, &outcome);
         report.count(&outcome);
+        count_outcome(&outcome);
         if let FireOutcome::Exhausted(exhausted) = &outcome {
             (self.options.on_error)(&TimerServiceError::Exhausted(exhausted.clone()));
         }
         Ok(Fire::Final(outcome))
+    }
+}
+
+/// Adds a final outcome to the runtime's [`counters`].
+fn count_outcome(outcome: &FireOutcome) {
+    match outcome {
+        FireOutcome::Fired => counters::one(counters::TIMER_WAKES),
+        FireOutcome::Redriven => counters::one(counters::REDRIVES),
+        FireOutcome::Rescheduled(_) => counters::one(counters::REDRIVE_ROWS),
+        FireOutcome::Exhausted(_) => counters::one(counters::EXHAUSTED),
+        _ => {}
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use loomfence_core::{DEFAULT_BACKOFF_BOUND, NodeId, RedrivePolicy};
 
 use crate::clock::{Clock, Random, system_now, system_random};
+use crate::resumed_hook::{OnResumed, no_body};
 use crate::timer_service::TimerServiceError;
 
 /// A callback that receives every failure of the timer service, and every
@@ -56,6 +57,11 @@ pub struct TimerServiceOptions {
     /// Receives every failure and every exhaustion. Default: a `tracing`
     /// warning.
     pub on_error: OnTimerError,
+    /// Receives each resume the service lands: a plain wake's, called
+    /// after the resume and before the row is retired. The host starts the
+    /// body from it. Default: a debug trace, no body (see [`OnResumed`]).
+    /// A re-drive's resume is its re-driver's to hand on.
+    pub on_resumed: OnResumed,
 }
 
 impl Default for TimerServiceOptions {
@@ -72,6 +78,7 @@ impl Default for TimerServiceOptions {
             now: Arc::new(system_now),
             random,
             on_error: Arc::new(|error| tracing::warn!(%error, "timer service")),
+            on_resumed: no_body(),
         }
     }
 }

@@ -19,7 +19,9 @@ use loomfence_runtime::{
     ChildSupervisor, Features, RedriveScheduleError, Redriver, Supervised, SupervisorError,
     SupervisorOptions,
 };
-use loomfence_store::{BackendError, EventStore, MemoryTimerStore, TimerStore, TimerStoreError};
+use loomfence_store::{
+    BackendError, EventStore, MemoryEventStore, MemoryTimerStore, TimerStore, TimerStoreError,
+};
 use serde_json::json;
 
 /// The supervisor's clock, fixed.
@@ -402,4 +404,46 @@ async fn a_redriver_failure_is_an_error_reported_once() {
         "{failure:?}"
     );
     assert_eq!(errors.lock().expect("lock").len(), 1);
+}
+
+/// The re-driver's resume has no caller to go back to, so it goes to
+/// `on_resumed` (the host starts the parent's body from it); `watch`
+/// answers its resume to the caller and hands nothing on, so a body is
+/// started once.
+#[tokio::test]
+async fn a_redrivers_resume_goes_to_on_resumed_and_a_watchers_does_not() {
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    let hook = |into: Arc<Mutex<Vec<ExecutionId>>>| -> loomfence_runtime::OnResumed {
+        Arc::new(move |resumed| into.lock().expect("lock").push(resumed.execution_id))
+    };
+
+    let store: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
+    let (parent, child) = (id("parent"), id("child"));
+    ready_and_fenced(&*store, &parent, &child).await;
+    let (options, errors) = recording(Features::none(), None);
+    let supervisor = Arc::new(ChildSupervisor::new(
+        store.clone(),
+        SupervisorOptions {
+            on_resumed: hook(handed.clone()),
+            ..options
+        },
+    ));
+    let answer = supervisor
+        .redriver()
+        .redrive(&parent)
+        .await
+        .expect("re-drives");
+    assert_eq!(answer, RedriveAnswer::Done);
+    assert_eq!(*handed.lock().expect("lock"), vec![parent.clone()]);
+    assert!(errors.lock().expect("lock").is_empty());
+
+    let (other, other_child) = (id("other"), id("other-child"));
+    ready_and_fenced(&*store, &other, &other_child).await;
+    let watched = supervisor.watch(&other).await.expect("watches");
+    assert!(matches!(watched, Supervised::Resumed(_)), "{watched:?}");
+    assert_eq!(
+        *handed.lock().expect("lock"),
+        vec![parent],
+        "watch answers its resume to the caller only"
+    );
 }

@@ -18,11 +18,11 @@ use common::{Hostile, Rival, VirtualClock, Yielding, id, park_on, resumes};
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, ExecutionView,
-    Lease, MAX_TIMER_MS, NodeId, ParkExpectation, RedriveAnswer, RedriveExhaustedError,
-    RedrivePolicy, ResumeError, ResumeRequest, TimerRow, Wait,
+    KernelKind, Lease, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
+    RedriveExhaustedError, RedrivePolicy, ResumeError, ResumeRequest, TimerRow, Wait,
 };
 use loomfence_runtime::{
-    PollReport, RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError,
+    Body, PollReport, RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError,
     TimerServiceOptions, resume, seeded_random,
 };
 use loomfence_sqlite::SqliteEventStore;
@@ -361,6 +361,56 @@ async fn a_plain_wake_fires_once_on_sqlite() {
     let events = SqliteEventStore::open_in_memory().await.expect("opens");
     let timers = Arc::new(events.timers());
     a_plain_wake_fires_once(Arc::new(events), timers).await;
+}
+
+/// A plain wake's resume goes to `on_resumed`, once, with the token the
+/// fire acquired, so the host can start the body; a body written through it
+/// lands under that token. An obsolete wake hands nothing on.
+#[tokio::test]
+async fn a_plain_wakes_resume_goes_to_on_resumed_once() {
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
+    let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
+    let clock = VirtualClock::at(5_000);
+    let sink = Sink::default();
+    let order = id("order-hook");
+    park_on(&*events, &order, &[Wait::Timer { wake_at: 5_000 }]).await;
+    timers
+        .schedule(&TimerRow::wake(order.clone(), 5_000))
+        .await
+        .expect("schedules");
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    let into = handed.clone();
+    let node = service(
+        events.clone(),
+        timers.clone(),
+        TimerServiceOptions {
+            on_resumed: Arc::new(move |resumed| into.lock().expect("lock").push(resumed)),
+            ..options("n", &clock, seed(), &sink)
+        },
+    );
+    let report = node.poll_once().await;
+    assert_eq!(report.fired, 1, "{report:?}");
+    let resumed = std::mem::take(&mut *handed.lock().expect("lock"));
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(resumed[0].execution_id, order);
+    let token = events.current_fence(&order).await.expect("reads the fence");
+    assert_eq!(resumed[0].fence, Some(token), "the fire's own token");
+
+    let mut body = Body::new(&*events, resumed.into_iter().next().expect("one"));
+    let step = body
+        .append(NewEvent::kernel(KernelKind::StepCompleted, 5_001))
+        .await
+        .expect("the body appends under the fire's token");
+    assert_eq!(step.fence().expect("a readable fence"), Some(token));
+
+    timers
+        .schedule(&TimerRow::wake(order.clone(), 5_000))
+        .await
+        .expect("schedules again");
+    let again = node.poll_once().await;
+    assert_eq!(again.obsolete, 1, "{again:?}");
+    assert!(handed.lock().expect("lock").is_empty(), "nothing handed on");
+    assert!(sink.errors().is_empty(), "{:?}", sink.errors());
 }
 
 /// A timer whose park was answered meanwhile is obsolete: retired without

@@ -9,6 +9,7 @@ use loomfence_store::TimerStore;
 use super::SupervisorError;
 use crate::clock::{Clock, Random, system_now, system_random};
 use crate::features::Features;
+use crate::resumed_hook::{OnResumed, no_body};
 
 /// A callback that receives every supervision failure, for logging or
 /// alerting; the supervisor itself goes on.
@@ -50,6 +51,15 @@ pub struct SupervisorOptions {
     /// By default a non-cryptographic draw from the standard library's
     /// randomly keyed hasher; a test or a simulation passes a seeded one.
     pub random: Random,
+    /// Receives each resume the supervisor's re-driver lands (a re-drive
+    /// fired by a timer service, which has no caller to answer it to). The
+    /// host starts the parent's body from it. The supervisor's own calls
+    /// ([`watch`](super::ChildSupervisor::watch),
+    /// [`child_ended`](super::ChildSupervisor::child_ended),
+    /// [`rebuild`](super::ChildSupervisor::rebuild)) answer their resumes
+    /// to the caller instead, and never pass them here, so a body is
+    /// started once. Default: a debug trace, no body.
+    pub on_resumed: OnResumed,
 }
 
 impl Default for SupervisorOptions {
@@ -64,6 +74,7 @@ impl Default for SupervisorOptions {
             redrive: None,
             policy: RedrivePolicy::default(),
             random: system_random(),
+            on_resumed: no_body(),
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::redriver::{RedriveFailure, Redriver};
 ///
 /// | the supervision | the answer |
 /// |---|---|
-/// | resumed the parent | [`RedriveAnswer::Done`] |
+/// | resumed the parent | [`RedriveAnswer::Done`], after handing the resume to [`SupervisorOptions::on_resumed`](crate::SupervisorOptions::on_resumed) |
 /// | already answered, waiting on children, or not waiting on children | [`RedriveAnswer::Noop`] |
 /// | every conditional try contended | [`RedriveAnswer::Contended`], not passed to `on_error` (the service reports an exhausted chain, once) |
 /// | any other failure | the error, also passed to `on_error` |
@@ -22,7 +22,10 @@ use crate::redriver::{RedriveFailure, Redriver};
 impl<S: EventStore + ?Sized> Redriver for ChildSupervisor<S> {
     async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
         match self.supervise(execution_id, Contention::Answer).await {
-            Ok(Supervised::Resumed(_)) => Ok(RedriveAnswer::Done),
+            Ok(Supervised::Resumed(resumed)) => {
+                (self.options.on_resumed)(resumed);
+                Ok(RedriveAnswer::Done)
+            }
             Ok(
                 Supervised::AlreadyAnswered
                 | Supervised::Waiting

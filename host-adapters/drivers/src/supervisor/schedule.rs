@@ -4,6 +4,7 @@ use loomfence_core::{Draw, ExecutionId, TimerRow};
 use loomfence_store::TimerStore;
 
 use super::{RedriveScheduleError, SupervisorOptions};
+use crate::counters;
 
 /// Writes `parent`'s first re-drive row ([`TimerRow::first_redrive`]) to
 /// `timers` and answers its `wake_at`.
@@ -17,5 +18,6 @@ pub(super) async fn schedule_first_row(
     let row = TimerRow::first_redrive(parent.clone(), now, &options.policy, draw)
         .ok_or(RedriveScheduleError::NoWakeTime { now })?;
     timers.schedule(&row).await?;
+    counters::one(counters::REDRIVE_ROWS);
     Ok(row.wake_at)
 }

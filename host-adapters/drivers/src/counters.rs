@@ -1,0 +1,59 @@
+//! The counters the runtime keeps, through the [`metrics`] facade.
+//!
+//! A library cannot know how its host exports numbers, so the runtime only
+//! counts, through the facade, and the host installs whatever recorder it
+//! wants (the `loomfence worker` command installs a Prometheus endpoint
+//! behind `--metrics`). With no recorder installed every count is a no-op.
+//!
+//! These are the numbers an operator of a fleet watches: how many resumes
+//! land, how many lose (the expected race, an answer, not a failure), how
+//! often the fence was contended and re-drive had to step in, and the one
+//! that must stay at zero with the conditional acquire: bodies fenced out
+//! after their resume landed.
+
+use loomfence_core::ResumeError;
+
+use crate::error::ResumeFailure;
+
+/// Resumes that landed, on any path (a host's, the supervisor's, a timer
+/// wake's, a re-drive's).
+pub const RESUMES: &str = "loomfence_resumes_total";
+/// Resumes refused because the park was answered (or deleted) first: the
+/// loser's normal answer.
+pub const REFUSED: &str = "loomfence_resumes_refused_total";
+/// Unfenced resumes that met a fenced execution (the supervisor then
+/// switches to the conditional resume).
+pub const STALE: &str = "loomfence_resumes_stale_total";
+/// Resumes that gave up contended: every acquire found the fence moved
+/// while the park stayed open.
+pub const CONTENDED: &str = "loomfence_resumes_contended_total";
+/// Re-drive rows written: a supervisor's first row of a contended resume,
+/// and every row a timer service rescheduled.
+pub const REDRIVE_ROWS: &str = "loomfence_redrive_rows_total";
+/// Re-drives that landed (a re-drive row's re-driver resumed the parent).
+pub const REDRIVES: &str = "loomfence_redrives_total";
+/// Retry chains that gave up; each park is left for an operator.
+pub const EXHAUSTED: &str = "loomfence_redrive_exhausted_total";
+/// Timer wakes that resumed their execution.
+pub const TIMER_WAKES: &str = "loomfence_timer_wakes_total";
+/// Bodies whose own append was refused as stale: a rival acquired the
+/// fence after their resume landed. Zero with the conditional acquire.
+pub const FENCED_OUT: &str = "loomfence_bodies_fenced_out_total";
+
+/// Adds one to `name`.
+pub(crate) fn one(name: &'static str) {
+    metrics::counter!(name).increment(1);
+}
+
+/// Counts how a resume ended: landed, refused, stale or contended. Store
+/// failures and broken contracts are errors, reported where they happen,
+/// not counted here.
+pub(crate) fn resume_ended<T>(result: &Result<T, ResumeFailure>) {
+    match result {
+        Ok(_) => one(RESUMES),
+        Err(ResumeFailure::Resume(ResumeError::Refused(_))) => one(REFUSED),
+        Err(ResumeFailure::Resume(ResumeError::StaleFence(_))) => one(STALE),
+        Err(ResumeFailure::Resume(ResumeError::Contended(_))) => one(CONTENDED),
+        Err(_) => {}
+    }
+}
