@@ -30,6 +30,7 @@
 //! Ctrl-C (see [`retention`]).
 
 mod bench;
+mod fleet;
 mod interrupt;
 mod progress;
 mod race;
@@ -40,6 +41,7 @@ mod retention;
 mod settings;
 mod sqlite_file;
 mod store_arg;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -144,6 +146,14 @@ enum Command {
     /// Ctrl-C (the first stops before the sweep's next step, a second at
     /// once), with what was done before.
     Retention(RetentionArgs),
+    /// One node of a fleet: the child supervisor, a timer service with
+    /// re-drive on, and resumed bodies, on a shared store, until SIGTERM.
+    Worker(worker::WorkerArgs),
+    /// Start W workers on one store, park P parents on C children and a
+    /// deadline each, end the children over time while killing workers at
+    /// random, and check from the logs that every park was answered once,
+    /// no body was fenced out and no parent was left parked.
+    Fleet(fleet::FleetArgs),
 }
 
 /// `loomfence retention`'s options.
@@ -398,6 +408,8 @@ async fn main() -> ExitCode {
         Command::Race(args) => race_command(args).await,
         Command::Bench(args) => bench_command(args).await,
         Command::Retention(args) => retention::command(args.into()).await,
+        Command::Worker(args) => worker::command(args).await,
+        Command::Fleet(args) => fleet::command(args).await,
     }
 }
 

@@ -124,7 +124,7 @@ impl RawSettings {
 /// A seed nobody chose. std's `RandomState` is keyed from the OS's
 /// randomness once per process, which is all a seed needs; it spares the
 /// `rand` crate's OS-entropy feature (and its `getrandom` dependency).
-fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     use std::collections::hash_map::RandomState;
     use std::hash::BuildHasher;
     RandomState::new().hash_one(std::time::SystemTime::now())

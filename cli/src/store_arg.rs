@@ -85,6 +85,15 @@ pub(crate) struct OpenedStore {
     cleanup: Cleanup,
 }
 
+/// An existing store, opened as it is (see [`StoreArg::open_existing`]).
+pub(crate) struct ExistingStore {
+    /// Its logs.
+    pub(crate) events: Arc<dyn EventStore>,
+    /// Its timer rows (the same file's or schema's `timers` table; a fresh
+    /// `MemoryTimerStore` beside a memory store).
+    pub(crate) timers: Arc<dyn TimerStore>,
+}
+
 /// What is left to do when a run's store is closed.
 enum Cleanup {
     /// Nothing: it lives in memory.
@@ -214,11 +223,18 @@ impl StoreArg {
         &self,
         schema: Option<&Schema>,
         pool_size: usize,
-    ) -> Result<Arc<dyn EventStore>, OpenError> {
+    ) -> Result<ExistingStore, OpenError> {
         match self {
-            StoreArg::Memory => Ok(Arc::new(MemoryEventStore::new())),
+            StoreArg::Memory => Ok(ExistingStore {
+                events: Arc::new(MemoryEventStore::new()),
+                timers: Arc::new(MemoryTimerStore::new()),
+            }),
             StoreArg::Sqlite { target, durability } => {
-                Ok(Arc::new(target.open_existing(*durability).await?))
+                let store = target.open_existing(*durability).await?;
+                Ok(ExistingStore {
+                    timers: Arc::new(store.timers()),
+                    events: Arc::new(store),
+                })
             }
             StoreArg::Postgres { url, .. } => {
                 let schema = schema.cloned().unwrap_or_default();
@@ -239,7 +255,11 @@ impl StoreArg {
                     });
                 }
                 store.migrate().await.map_err(ConnectError::from)?;
-                Ok(Arc::new(store))
+                let store = Arc::new(store);
+                Ok(ExistingStore {
+                    timers: Arc::new(store.timers()),
+                    events: store,
+                })
             }
         }
     }
@@ -291,6 +311,21 @@ impl StoreArg {
 }
 
 impl OpenedStore {
+    /// The PostgreSQL store underneath, for what only a server can do
+    /// (the fleet's `pg_terminate_backend`); `None` on the other backends.
+    pub(crate) fn postgres(&self) -> Option<Arc<PostgresEventStore>> {
+        match &self.cleanup {
+            Cleanup::DropSchema(store) => Some(Arc::clone(store)),
+            _ => None,
+        }
+    }
+
+    /// The run's PostgreSQL schema, for the processes that share the store
+    /// (`loomfence worker --schema`); `None` on the other backends.
+    pub(crate) fn schema(&self) -> Option<String> {
+        self.postgres().map(|store| store.schema().to_string())
+    }
+
     /// Ends the run: drops the PostgreSQL schema with everything in it, or
     /// removes the SQLite file; nothing to do in memory.
     pub(crate) async fn close(self) -> Result<(), OpenError> {
@@ -552,7 +587,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn memory_opens_as_a_new_empty_store() {
         let store = StoreArg::Memory.open_existing(None, 1).await.unwrap();
-        assert!(store.list_executions(None, 10).await.unwrap().is_empty());
+        assert!(
+            store
+                .events
+                .list_executions(None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
         .open_existing(settings.schema.as_ref(), POOL_SIZE)
         .await
     {
-        Ok(store) => store,
+        Ok(store) => store.events,
         Err(failure) => {
             eprintln!("error: could not open the store: {failure}");
             return ExitCode::from(if failure.names_no_store() { 2 } else { 1 });

@@ -1,0 +1,244 @@
+//! The fleet's workload: P parents, each parked on a group of C children
+//! and on a deadline, and when each child ends.
+//!
+//! Every parent is written as a real parent is: started, fenced once (its
+//! own first run held a token), then parked under that token on two
+//! alternative waits, `[Group(children), Timer{deadline}]`: whichever comes
+//! first answers the park. The children are started with the parent edge.
+//!
+//! Most deadlines fall just after the parent's last child ends (within two
+//! of the workers' beats), so a timer wake and the supervisors race for the
+//! same park; the rest fall anywhere in the run, some before the children
+//! end (a timeout). Every time is drawn from `--seed`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use loomfence_core::{
+    ExecutionId, IdError, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
+};
+use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use tokio::task::JoinSet;
+
+/// One in this many parents gets a deadline anywhere in the run rather
+/// than just after its last child.
+const LOOSE_DEADLINE_EVERY: usize = 5;
+
+/// Parents written at once while setting up.
+const SETUP_CONCURRENCY: usize = 8;
+
+/// Why the workload could not be written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// Writing a log failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// Scheduling a deadline failed.
+    #[error("timer store: {0}")]
+    Timers(#[from] TimerStoreError),
+    /// A generated id was refused (a bug in the CLI).
+    #[error("execution id: {0}")]
+    Id(#[from] IdError),
+    /// A setup task panicked.
+    #[error("setup task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// One parent and its children.
+#[derive(Clone, Debug)]
+pub(crate) struct Family {
+    /// The parent.
+    pub(crate) parent: ExecutionId,
+    /// Its children, each with the time it ends (ms since the epoch).
+    pub(crate) children: Vec<(ExecutionId, i64)>,
+    /// The parent's timer wait.
+    pub(crate) deadline: i64,
+}
+
+/// The whole workload.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Every family, in id order.
+    pub(crate) families: Vec<Family>,
+}
+
+/// What the plan is drawn from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// Parents.
+    pub(crate) parents: u32,
+    /// Children per parent.
+    pub(crate) children: u32,
+    /// When the first child may end, ms since the epoch.
+    pub(crate) start: i64,
+    /// Over how long the children end.
+    pub(crate) spread: Duration,
+    /// The workers' beat: tight deadlines fall within two of them after
+    /// the last child.
+    pub(crate) beat: Duration,
+    /// The seed.
+    pub(crate) seed: u64,
+}
+
+impl Plan {
+    /// Draws the workload from `shape`.
+    pub(crate) fn draw(shape: Shape) -> Result<Self, IdError> {
+        let mut rng = StdRng::seed_from_u64(shape.seed);
+        let spread = millis(shape.spread).max(1);
+        let beat = millis(shape.beat).max(1);
+        let mut families = Vec::with_capacity(shape.parents as usize);
+        for p in 0..shape.parents as usize {
+            let parent = ExecutionId::new(format!("parent-{p:06}"))?;
+            let mut children = Vec::with_capacity(shape.children as usize);
+            for c in 0..shape.children {
+                let id = ExecutionId::new(format!("child-{p:06}-{c:02}"))?;
+                children.push((id, shape.start + rng.random_range(0..spread)));
+            }
+            let last = children
+                .iter()
+                .map(|(_, at)| *at)
+                .max()
+                .unwrap_or(shape.start);
+            let deadline = if p % LOOSE_DEADLINE_EVERY == LOOSE_DEADLINE_EVERY - 1 {
+                shape.start + rng.random_range(0..spread)
+            } else {
+                last + rng.random_range(0..2 * beat)
+            };
+            families.push(Family {
+                parent,
+                children,
+                deadline,
+            });
+        }
+        Ok(Self { families })
+    }
+
+    /// Every child with the time it ends, earliest first.
+    pub(crate) fn endings(&self) -> Vec<(i64, ExecutionId)> {
+        let mut endings: Vec<(i64, ExecutionId)> = self
+            .families
+            .iter()
+            .flat_map(|f| f.children.iter().map(|(id, at)| (*at, id.clone())))
+            .collect();
+        endings.sort();
+        endings
+    }
+
+    /// Writes every family (children started, parent started, fenced and
+    /// parked) and schedules every deadline, `at` being the setup's time.
+    pub(crate) async fn write(
+        &self,
+        events: &Arc<dyn EventStore>,
+        timers: &Arc<dyn TimerStore>,
+        at: i64,
+    ) -> Result<(), PlanError> {
+        let mut tasks = JoinSet::new();
+        for family in self.families.clone() {
+            if tasks.len() >= SETUP_CONCURRENCY
+                && let Some(done) = tasks.join_next().await
+            {
+                done??;
+            }
+            let (events, timers) = (Arc::clone(events), Arc::clone(timers));
+            tasks.spawn(async move { write_family(&*events, &*timers, &family, at).await });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done??;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one family.
+async fn write_family(
+    events: &dyn EventStore,
+    timers: &dyn TimerStore,
+    family: &Family,
+    at: i64,
+) -> Result<(), PlanError> {
+    for (child, _) in &family.children {
+        events
+            .append(child, started_child(&family.parent, at))
+            .await?;
+    }
+    let parent = &family.parent;
+    events
+        .append(parent, NewEvent::kernel(KernelKind::ExecutionStarted, at))
+        .await?;
+    let token = events.acquire_fence(parent).await?;
+    let group = Wait::Group(family.children.iter().map(|(id, _)| id.clone()).collect());
+    let waits = [
+        group,
+        Wait::Timer {
+            wake_at: family.deadline,
+        },
+    ];
+    events
+        .append(
+            parent,
+            NewEvent::kernel(KernelKind::ExecutionSuspended, at)
+                .with_payload(park_payload(&waits))
+                .with_fence(token),
+        )
+        .await?;
+    timers
+        .schedule(&TimerRow::wake(parent.clone(), family.deadline))
+        .await?;
+    Ok(())
+}
+
+/// Whole milliseconds of `duration`, saturating.
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(seed: u64) -> Shape {
+        Shape {
+            parents: 50,
+            children: 3,
+            start: 1_000_000,
+            spread: Duration::from_secs(10),
+            beat: Duration::from_millis(200),
+            seed,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same_plan() {
+        let (a, b) = (Plan::draw(shape(7)).unwrap(), Plan::draw(shape(7)).unwrap());
+        assert_eq!(a.endings(), b.endings());
+        let deadlines = |p: &Plan| p.families.iter().map(|f| f.deadline).collect::<Vec<_>>();
+        assert_eq!(deadlines(&a), deadlines(&b));
+        assert_ne!(a.endings(), Plan::draw(shape(8)).unwrap().endings());
+    }
+
+    #[test]
+    fn children_end_within_the_spread_and_most_deadlines_just_after_the_last() {
+        let plan = Plan::draw(shape(11)).unwrap();
+        assert_eq!(plan.endings().len(), 150);
+        let (start, end) = (1_000_000, 1_010_000);
+        assert!(
+            plan.endings()
+                .iter()
+                .all(|(at, _)| (start..end).contains(at))
+        );
+        let tight = plan
+            .families
+            .iter()
+            .filter(|f| {
+                let last = f.children.iter().map(|(_, at)| *at).max().unwrap();
+                (last..last + 400).contains(&f.deadline)
+            })
+            .count();
+        assert!(
+            tight >= 40,
+            "{tight} of 50 deadlines just after the last child"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! What a fleet found, and the two ways of printing it.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::FleetArgs;
+use super::verdict::Verdict;
+
+/// A finished fleet run.
+#[derive(Clone, Debug)]
+pub(crate) struct Report {
+    /// The options it ran with.
+    pub(crate) args: FleetArgs,
+    /// The seed of its workload and faults.
+    pub(crate) seed: u64,
+    /// What the logs say.
+    pub(crate) verdict: Verdict,
+    /// Workers SIGKILLed.
+    pub(crate) kills: u32,
+    /// Worker connections ended.
+    pub(crate) terminated: u32,
+    /// Workers that exited on their own (each was started again).
+    pub(crate) died: u32,
+    /// Workers that did not exit 0 after SIGTERM.
+    pub(crate) unclean: u32,
+    /// Whether every parent was resumed and the logs settled before the
+    /// drain timeout.
+    pub(crate) drained: bool,
+    /// From the first child's end to the end of the drain.
+    pub(crate) elapsed: Duration,
+}
+
+impl Report {
+    /// Whether the kernel held and every worker behaved.
+    pub(crate) fn passed(&self) -> bool {
+        self.failures().is_empty()
+    }
+
+    /// What went wrong, one phrase each.
+    pub(crate) fn failures(&self) -> Vec<String> {
+        let v = &self.verdict;
+        let mut failures = Vec::new();
+        if v.violations() > 0 {
+            failures.push(format!(
+                "{} violations: {} double resumes, {} fenced-out bodies, {} parents left parked, {} sequence faults",
+                v.violations(),
+                v.double_resumes,
+                v.fenced_out,
+                v.left_parked,
+                v.sequence_faults
+            ));
+        }
+        if v.children_open > 0 {
+            failures.push(format!("{} children never ended", v.children_open));
+        }
+        if self.died > 0 {
+            failures.push(format!("{} workers exited on their own", self.died));
+        }
+        if self.unclean > 0 {
+            failures.push(format!(
+                "{} workers did not stop cleanly on SIGTERM",
+                self.unclean
+            ));
+        }
+        failures
+    }
+
+    /// Parents resumed per second of the run.
+    fn rate(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        // Counts stay far below 2^53, so the float is exact.
+        #[allow(clippy::cast_precision_loss)]
+        let resumed = self.verdict.resumed as f64;
+        if secs > 0.0 { resumed / secs } else { 0.0 }
+    }
+
+    /// One JSON object.
+    pub(crate) fn to_json(&self) -> Value {
+        let v = &self.verdict;
+        json!({
+            "parents": v.parents,
+            "resumed": v.resumed,
+            "double_resumes": v.double_resumes,
+            "fenced_out": v.fenced_out,
+            "left_parked": v.left_parked,
+            "kills": self.kills,
+            "elapsed_ms": u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+            "violations": v.violations(),
+            "sequence_faults": v.sequence_faults,
+            "resumed_by_children": v.resumed_by_children,
+            "resumed_by_timer": v.resumed_by_timer,
+            "completed": v.completed,
+            "unfinished": v.unfinished,
+            "children_open": v.children_open,
+            "terminated_backends": self.terminated,
+            "workers": self.args.workers,
+            "workers_died": self.died,
+            "unclean_shutdowns": self.unclean,
+            "drained": self.drained,
+            "parents_per_second": (self.rate() * 10.0).round() / 10.0,
+            "unconditional": self.args.unconditional,
+            "seed": self.seed,
+        })
+    }
+
+    /// The human summary.
+    pub(crate) fn human(&self) -> String {
+        let (a, v) = (&self.args, &self.verdict);
+        let acquire = if a.unconditional {
+            "unconditional acquire (negative control)"
+        } else {
+            "conditional acquire"
+        };
+        let mut out = format!(
+            "loomfence fleet: {} workers, {} parents x {} children, {acquire}, seed {}\n",
+            a.workers, v.parents, a.children, self.seed
+        );
+        out += &format!(
+            "  faults: {} workers killed, {} connections ended, {} workers died on their own\n",
+            self.kills, self.terminated, self.died
+        );
+        out += &format!(
+            "  resumed {} of {} ({} by children, {} by deadline), {} completed, {} unfinished (killed mid-body)\n",
+            v.resumed,
+            v.parents,
+            v.resumed_by_children,
+            v.resumed_by_timer,
+            v.completed,
+            v.unfinished
+        );
+        out += &format!(
+            "  violations {}: double resumes {}, fenced out {}, left parked {}, sequence faults {}\n",
+            v.violations(),
+            v.double_resumes,
+            v.fenced_out,
+            v.left_parked,
+            v.sequence_faults
+        );
+        out += &format!(
+            "  {:.1} s, {:.1} parents resumed per second; shutdown: {} unclean",
+            self.elapsed.as_secs_f64(),
+            self.rate(),
+            self.unclean
+        );
+        out
+    }
+}

@@ -1,0 +1,199 @@
+//! The fleet's verdict, read from the store alone once every worker has
+//! stopped: what the workers believe they did is not evidence.
+//!
+//! For every parent:
+//! - **each park answered exactly once**: one `EXECUTION_RESUMED`, not two
+//!   (`double_resumes`), and not none (`left_parked`: every child ends
+//!   during the run, so every parent must be resumed, by its children or
+//!   by its deadline, through re-drive if need be, with no manual step);
+//! - **no body fenced out after its resume landed** (`fenced_out`): the
+//!   parent's token is still the one its resume was written under (0 for
+//!   an unfenced resume). A token taken after the resume landed is the
+//!   loser's bookkeeping fencing the winner out: every later append of the
+//!   winner's body is refused, whether or not it had any left;
+//! - how it ended: completed by its body, or resumed and unfinished (its
+//!   worker was killed mid-body: a crash, not a kernel bug).
+//!
+//! For every execution, parents and children: **sequences 1, 2, … n**, no
+//! gap and no duplicate (`sequence_faults`).
+
+use std::collections::HashSet;
+
+use loomfence_core::{Envelope, ExecutionId, KernelKind, MAX_PAGE_LIMIT};
+use loomfence_store::{EventStore, StoreError};
+
+use super::plan::Plan;
+
+/// What the logs say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    /// Parents.
+    pub(crate) parents: u64,
+    /// Parents with at least one resume.
+    pub(crate) resumed: u64,
+    /// Parents resumed by their children (the supervisor, or its
+    /// re-driver).
+    pub(crate) resumed_by_children: u64,
+    /// Parents resumed by their deadline (a timer wake).
+    pub(crate) resumed_by_timer: u64,
+    /// Parents with more than one resume of their park.
+    pub(crate) double_resumes: u64,
+    /// Resumed parents whose token moved after their resume landed.
+    pub(crate) fenced_out: u64,
+    /// Parents never resumed.
+    pub(crate) left_parked: u64,
+    /// Parents whose body completed.
+    pub(crate) completed: u64,
+    /// Parents resumed whose body did not finish (killed, or stopped by a
+    /// store failure) and was not fenced out.
+    pub(crate) unfinished: u64,
+    /// Executions whose sequences are not exactly 1..=n.
+    pub(crate) sequence_faults: u64,
+    /// Children that had not ended (the run was cut short).
+    pub(crate) children_open: u64,
+}
+
+impl Verdict {
+    /// Every violation of the kernel's guarantees.
+    pub(crate) fn violations(&self) -> u64 {
+        self.double_resumes + self.fenced_out + self.left_parked + self.sequence_faults
+    }
+}
+
+/// Reads every log of the run and judges it.
+pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict, StoreError> {
+    let mut verdict = Verdict::default();
+    let mut parents = HashSet::new();
+    for family in &plan.families {
+        parents.insert(family.parent.clone());
+        let log = store.read_range(&family.parent, 1, None).await?;
+        let token = store.current_fence(&family.parent).await?;
+        judge_parent(&log, token, &mut verdict);
+        for (child, _) in &family.children {
+            let log = store.read_range(child, 1, None).await?;
+            verdict.children_open += u64::from(!log.iter().any(Envelope::is_terminal));
+        }
+    }
+    // Sequences, of everything stored (the children are read again here:
+    // an extra read per child keeps this pass independent of the plan).
+    let mut after: Option<ExecutionId> = None;
+    loop {
+        let page = store
+            .list_executions(after.as_ref(), MAX_PAGE_LIMIT)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.execution_id.clone());
+        for summary in page {
+            let log = store.read_range(&summary.execution_id, 1, None).await?;
+            let in_order = log
+                .iter()
+                .enumerate()
+                .all(|(index, event)| event.sequence == index as u64 + 1);
+            let faulty = !in_order || log.last().map(|e| e.sequence) != Some(summary.head);
+            verdict.sequence_faults += u64::from(faulty);
+        }
+    }
+    Ok(verdict)
+}
+
+/// Judges one parent's log, `token` being its current fence.
+fn judge_parent(log: &[Envelope], token: u64, verdict: &mut Verdict) {
+    verdict.parents += 1;
+    let resumes: Vec<&Envelope> = log
+        .iter()
+        .filter(|e| e.kernel_kind() == Some(KernelKind::ExecutionResumed))
+        .collect();
+    let Some(first) = resumes.first() else {
+        verdict.left_parked += 1;
+        return;
+    };
+    verdict.resumed += 1;
+    verdict.double_resumes += u64::from(resumes.len() > 1);
+    let answer = first.payload.get("answer");
+    if answer.is_some_and(|a| a.get("timer").is_some()) {
+        verdict.resumed_by_timer += 1;
+    } else if answer.is_some_and(|a| a.get("children").is_some()) {
+        verdict.resumed_by_children += 1;
+    }
+    // A fence that cannot be read counts as moved: the check must not pass
+    // on what it cannot see.
+    let under = first.fence().ok().map(|fence| fence.unwrap_or(0));
+    let fenced_out = under != Some(token);
+    verdict.fenced_out += u64::from(fenced_out);
+    let completed = log
+        .iter()
+        .any(|e| e.kernel_kind() == Some(KernelKind::ExecutionCompleted));
+    verdict.completed += u64::from(completed);
+    verdict.unfinished += u64::from(!completed && !fenced_out);
+}
+
+#[cfg(test)]
+mod tests {
+    use loomfence_core::{MemoryStore, NewEvent, Wait, park_payload};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A parent's log: started, parked under token 1, then `after`.
+    fn log(after: Vec<NewEvent>) -> Vec<Envelope> {
+        let mut store = MemoryStore::default();
+        let id = ExecutionId::new("p").unwrap();
+        let token = store.acquire_fence(&id);
+        let mut events = vec![
+            NewEvent::kernel(KernelKind::ExecutionStarted, 1),
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 2)
+                .with_payload(park_payload(&[Wait::Timer { wake_at: 3 }]))
+                .with_fence(token),
+        ];
+        events.extend(after);
+        store.append_many(&id, events).unwrap()
+    }
+
+    fn resumed(fence: u64, answer: serde_json::Value) -> NewEvent {
+        let mut payload = loomfence_core::JsonObject::new();
+        payload.insert("answer".to_owned(), answer);
+        NewEvent::kernel(KernelKind::ExecutionResumed, 3)
+            .with_payload(payload)
+            .with_fence(fence)
+    }
+
+    fn completed(fence: u64) -> NewEvent {
+        NewEvent::kernel(KernelKind::ExecutionCompleted, 4).with_fence(fence)
+    }
+
+    fn judged(log: &[Envelope], token: u64) -> Verdict {
+        let mut verdict = Verdict::default();
+        judge_parent(log, token, &mut verdict);
+        verdict
+    }
+
+    #[test]
+    fn a_clean_resume_and_completion_is_no_violation() {
+        let v = judged(
+            &log(vec![resumed(2, json!({"timer": {}})), completed(2)]),
+            2,
+        );
+        assert_eq!((v.resumed, v.resumed_by_timer, v.completed), (1, 1, 1));
+        assert_eq!(v.violations(), 0, "{v:?}");
+    }
+
+    #[test]
+    fn a_token_taken_after_the_resume_is_a_fenced_out_body() {
+        let v = judged(
+            &log(vec![resumed(2, json!({"children": {}})), completed(2)]),
+            3,
+        );
+        assert_eq!((v.fenced_out, v.resumed_by_children), (1, 1), "{v:?}");
+        assert_eq!(v.violations(), 1);
+    }
+
+    #[test]
+    fn two_resumes_and_none_are_violations_an_unfinished_body_is_not() {
+        let twice = log(vec![resumed(2, json!(1)), resumed(2, json!(2))]);
+        assert_eq!(judged(&twice, 2).double_resumes, 1);
+        let never = judged(&log(vec![]), 1);
+        assert_eq!((never.left_parked, never.violations()), (1, 1));
+        let cut = judged(&log(vec![resumed(2, json!(1))]), 2);
+        assert_eq!((cut.unfinished, cut.violations()), (1, 0), "{cut:?}");
+    }
+}

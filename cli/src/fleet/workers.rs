@@ -1,0 +1,193 @@
+//! The fleet's worker processes: started as `loomfence worker` children of
+//! this process, killed with SIGKILL and started again, stopped with
+//! SIGTERM at the end.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+/// How a worker is started: everything but its node name.
+#[derive(Clone, Debug)]
+pub(crate) struct Launch {
+    /// `--store` as the workers take it.
+    pub(crate) store: String,
+    /// `--schema`, on PostgreSQL.
+    pub(crate) schema: Option<String>,
+    /// Further options, passed as they are.
+    pub(crate) options: Vec<String>,
+    /// Where each worker's log goes (`worker-<k>.log`, appended to by
+    /// every incarnation).
+    pub(crate) logs: PathBuf,
+}
+
+/// Why a worker could not be started or stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorkerError {
+    /// Its log file, or the process, could not be created.
+    #[error("starting worker {index}: {source}")]
+    Start {
+        /// Which.
+        index: usize,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for it, or signalling it, failed.
+    #[error("stopping worker {index}: {reason}")]
+    Stop {
+        /// Which.
+        index: usize,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How the workers ended when they were stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stopped {
+    /// Workers that exited 0 after SIGTERM.
+    pub(crate) clean: u32,
+    /// Workers that exited otherwise, or had to be killed.
+    pub(crate) unclean: u32,
+}
+
+/// The running workers.
+pub(crate) struct Workers {
+    /// How each is started.
+    launch: Launch,
+    /// One slot per worker: its process and how many times it was started.
+    slots: Vec<(Child, u32)>,
+    /// Workers that exited on their own during the run (a worker never
+    /// should: it runs until SIGTERM).
+    pub(crate) died: u32,
+}
+
+impl Workers {
+    /// Starts `count` workers.
+    pub(crate) fn start(launch: Launch, count: usize) -> Result<Self, WorkerError> {
+        let mut slots = Vec::with_capacity(count);
+        for index in 0..count {
+            slots.push((spawn(&launch, index, 0)?, 1));
+        }
+        Ok(Self {
+            launch,
+            slots,
+            died: 0,
+        })
+    }
+
+    /// How many workers there are.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// SIGKILLs worker `index` and starts it again at once.
+    pub(crate) async fn kill_and_restart(&mut self, index: usize) -> Result<(), WorkerError> {
+        let (child, incarnation) = &mut self.slots[index];
+        child.kill().await.map_err(|e| WorkerError::Stop {
+            index,
+            reason: e.to_string(),
+        })?;
+        *child = spawn(&self.launch, index, *incarnation)?;
+        *incarnation += 1;
+        Ok(())
+    }
+
+    /// Restarts every worker that exited on its own, counting each in
+    /// [`Workers::died`]: the run goes on with W workers, and the report
+    /// says it happened.
+    pub(crate) fn restart_the_dead(&mut self) -> Result<(), WorkerError> {
+        for index in 0..self.slots.len() {
+            let (child, incarnation) = &mut self.slots[index];
+            if let Ok(Some(status)) = child.try_wait() {
+                tracing_line(
+                    index,
+                    &format!("exited on its own ({status}); starting it again"),
+                );
+                self.died += 1;
+                *child = spawn(&self.launch, index, *incarnation)?;
+                *incarnation += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends SIGTERM to every worker and waits up to `patience` for each
+    /// to exit; one still running then is killed and counted unclean.
+    pub(crate) async fn stop(self, patience: Duration) -> Result<Stopped, WorkerError> {
+        let mut slots = self.slots;
+        for (index, (child, _)) in slots.iter().enumerate() {
+            if let Some(pid) = child.id() {
+                let pid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
+                kill(pid, Signal::SIGTERM).map_err(|e| WorkerError::Stop {
+                    index,
+                    reason: e.to_string(),
+                })?;
+            }
+        }
+        let mut stopped = Stopped::default();
+        for (index, (child, _)) in slots.iter_mut().enumerate() {
+            match tokio::time::timeout(patience, child.wait()).await {
+                Ok(Ok(status)) if status.success() => stopped.clean += 1,
+                Ok(Ok(status)) => {
+                    tracing_line(index, &format!("ended {status} after SIGTERM"));
+                    stopped.unclean += 1;
+                }
+                Ok(Err(error)) => {
+                    return Err(WorkerError::Stop {
+                        index,
+                        reason: error.to_string(),
+                    });
+                }
+                Err(_) => {
+                    tracing_line(index, "still running after SIGTERM; killed");
+                    let _ = child.kill().await;
+                    stopped.unclean += 1;
+                }
+            }
+        }
+        Ok(stopped)
+    }
+}
+
+/// Starts incarnation `incarnation` of worker `index`.
+fn spawn(launch: &Launch, index: usize, incarnation: u32) -> Result<Child, WorkerError> {
+    let failed = |source| WorkerError::Start { index, source };
+    let log = log_file(&launch.logs, index).map_err(failed)?;
+    let exe = std::env::current_exe().map_err(failed)?;
+    let mut command = Command::new(exe);
+    command
+        .arg("worker")
+        .arg("--store")
+        .arg(&launch.store)
+        .arg("--node")
+        .arg(format!("worker-{index}-{incarnation}"))
+        .args(&launch.options)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        // A fleet that dies takes its workers with it.
+        .kill_on_drop(true);
+    if let Some(schema) = &launch.schema {
+        command.arg("--schema").arg(schema);
+    }
+    command.spawn().map_err(failed)
+}
+
+/// Worker `index`'s log, appended to.
+fn log_file(dir: &Path, index: usize) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("worker-{index}.log")))
+}
+
+/// A line about worker `index` on the fleet's stderr.
+fn tracing_line(index: usize, what: &str) {
+    eprintln!("fleet: worker {index} {what}");
+}

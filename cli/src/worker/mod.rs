@@ -1,0 +1,253 @@
+//! `loomfence worker`: one node of a fleet, doing what a node of a
+//! workflow engine does with this kernel, on a store it shares with the
+//! other nodes, until SIGTERM.
+//!
+//! - **The child supervisor**, watching parents through the store (see
+//!   [`watch`]): rebuilt from the logs when the worker starts, so a
+//!   restarted worker picks up what a killed one left.
+//! - **A timer service with re-drive on**: it fires the parents' timer
+//!   waits and the re-drive rows of contended resumes (the supervisor's
+//!   re-driver is registered, and the supervisor writes the rows).
+//! - **Bodies**: every resume the worker lands (the supervisor's, a timer
+//!   wake's, a re-drive's) runs a body that appends `--steps` steps under
+//!   its token and completes (see [`bodies`]).
+//!
+//! It logs through `tracing` to stderr (`--log-json` for one JSON object
+//! per line; `RUST_LOG` filters, default `info`), and counts through the
+//! `metrics` facade: the runtime's counters
+//! ([`loomfence_runtime::counters`]) and the worker's own, served in the
+//! Prometheus text format at `http://ADDR/metrics` with `--metrics ADDR`.
+//!
+//! **Shutdown.** SIGTERM (or Ctrl-C) stops the beat, stops the timer
+//! service (its tick in hand finishes the fire it is making and hands its
+//! other claims back), waits up to `--grace` for the bodies in flight, and
+//! exits 0. SIGKILL leaves claims to expire after `--lease` and bodies
+//! unfinished; the other workers carry on, and the worker rebuilds when it
+//! is started again.
+//!
+//! Exit codes: 0 after a clean shutdown; 1 if the store cannot be opened
+//! (after a few tries, unless it is not there at all),
+//! the metrics endpoint cannot be served or SIGTERM cannot be watched; 2
+//! on bad options.
+
+mod bodies;
+mod fencing_only;
+mod logging;
+mod watch;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use loomfence_runtime::{
+    ChildSupervisor, Features, SupervisorOptions, TimerService, TimerServiceOptions,
+};
+use loomfence_store::EventStore;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use self::bodies::Bodies;
+use self::fencing_only::FencingOnly;
+use self::watch::{Watcher, until_next_beat};
+use crate::redrive::POLICY;
+use crate::resumer::now_ms;
+use crate::store_arg::{ExistingStore, OpenError, StoreArg};
+
+/// `loomfence worker`'s options.
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// The shared store: `postgres:URL` or `sqlite:PATH` (an existing file;
+    /// several workers may share it). The store is opened as it is:
+    /// nothing is created, dropped or removed.
+    #[arg(long, value_name = "STORE")]
+    store: String,
+    /// PostgreSQL only: the schema the store's tables are in (default: the
+    /// adapter's).
+    #[arg(long, value_name = "NAME")]
+    schema: Option<String>,
+    /// Step events each resumed body appends before it completes.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    steps: u32,
+    /// How often the worker lists the store for ended children and new
+    /// parents, aligned to the wall clock.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
+    scan_every: Duration,
+    /// How often the timer service polls for due rows.
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = humantime::parse_duration)]
+    poll_every: Duration,
+    /// How long the timer service's claims last: a killed worker's rows
+    /// are fired by another one after this.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    lease: Duration,
+    /// PostgreSQL connections in the worker's pool.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pool: usize,
+    /// How long a shutdown waits for the bodies in flight.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// The negative control: resume with the unconditional acquire
+    /// (`acquire_fence`), which the conditional acquire replaced.
+    #[arg(long)]
+    unconditional: bool,
+    /// Log one JSON object per line instead of text.
+    #[arg(long)]
+    log_json: bool,
+    /// Serve the counters in the Prometheus text format at
+    /// `http://ADDR/metrics`.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+    /// This worker's name in logs, completions and timer claims (default:
+    /// `worker-<pid>`).
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
+}
+
+/// Runs a worker until SIGTERM or Ctrl-C.
+pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
+    logging::init(args.log_json);
+    // Watched from the start, so a SIGTERM during start-up is not lost.
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(error) => {
+            tracing::error!(%error, "cannot watch for SIGTERM");
+            return ExitCode::FAILURE;
+        }
+    };
+    let node = args
+        .node
+        .clone()
+        .unwrap_or_else(|| format!("worker-{}", std::process::id()));
+    let Ok(node_id) = loomfence_core::NodeId::new(node.clone()) else {
+        eprintln!("error: --node {node:?} is not a valid node id (1 to 255 bytes, no NUL)");
+        return ExitCode::from(2);
+    };
+    let schema = match args.schema.as_deref().map(loomfence_postgres::Schema::new) {
+        None => None,
+        Some(Ok(schema)) => Some(schema),
+        Some(Err(error)) => {
+            eprintln!("error: --schema: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let store_arg = match StoreArg::existing(&args.store) {
+        Ok(store) => store,
+        Err(error) => {
+            eprintln!("error: --store: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(addr) = args.metrics {
+        let installed = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install();
+        if let Err(error) = installed {
+            tracing::error!(%addr, %error, "cannot serve the metrics endpoint");
+            return ExitCode::FAILURE;
+        }
+        tracing::info!(%addr, "serving counters at /metrics");
+    }
+    let opened = match open_with_retries(&store_arg, schema.as_ref(), args.pool).await {
+        Ok(opened) => opened,
+        Err(error) => {
+            tracing::error!(%error, "cannot open the store");
+            return ExitCode::FAILURE;
+        }
+    };
+    let events: Arc<dyn EventStore> = if args.unconditional {
+        tracing::warn!("negative control: resuming with the unconditional acquire");
+        Arc::new(FencingOnly(opened.events))
+    } else {
+        opened.events
+    };
+    let timers = opened.timers;
+
+    let bodies = Bodies::new(Arc::clone(&events), args.steps, node.clone());
+    let supervisor = Arc::new(ChildSupervisor::new(
+        Arc::clone(&events),
+        SupervisorOptions {
+            features: Features::none().with_redrive(true),
+            redrive: Some(Arc::clone(&timers)),
+            policy: POLICY,
+            on_resumed: bodies.hook("redrive"),
+            ..SupervisorOptions::default()
+        },
+    ));
+    let service = TimerService::new(
+        Arc::clone(&events),
+        timers,
+        TimerServiceOptions {
+            node: node_id,
+            poll_interval: args.poll_every,
+            lease: args.lease,
+            policy: POLICY,
+            on_resumed: bodies.hook("timer"),
+            ..TimerServiceOptions::default()
+        },
+    );
+    service.register_redriver(supervisor.redriver());
+    let timer_loop = Arc::new(service).spawn();
+    tracing::info!(%node, store = %store_arg, unconditional = args.unconditional, "worker started");
+
+    let mut watcher = Watcher::new(events, supervisor, Arc::clone(&bodies));
+    let stopped = beat_until_stopped(&mut watcher, args.scan_every, &mut terminate).await;
+    tracing::info!(signal = stopped, "stopping");
+    timer_loop.shutdown().await;
+    let abandoned = bodies.drain(args.grace).await;
+    if abandoned > 0 {
+        tracing::warn!(
+            abandoned,
+            "bodies still running at the end of the grace period"
+        );
+    }
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// How many times a worker tries to open its store before it gives up.
+const OPEN_TRIES: u32 = 8;
+
+/// Opens the store, trying again with a doubling pause (100 ms up to
+/// 3.2 s, about 13 s in all) while the failure is not "there is no store
+/// here": a node that starts while the database drops connections (a
+/// restart, a failover, the fleet's `--terminate-every`) waits for it
+/// rather than dying.
+async fn open_with_retries(
+    store: &StoreArg,
+    schema: Option<&loomfence_postgres::Schema>,
+    pool: usize,
+) -> Result<ExistingStore, OpenError> {
+    let mut pause = Duration::from_millis(100);
+    let mut tries = 1;
+    loop {
+        match store.open_existing(schema, pool).await {
+            Err(error) if tries < OPEN_TRIES && !error.names_no_store() => {
+                tracing::warn!(%error, tries, "cannot open the store yet; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(3_200));
+                tries += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Beats until SIGTERM (`terminate`) or Ctrl-C; answers which. A beat in
+/// hand is finished first, so no supervision is cut in half by a clean
+/// stop.
+async fn beat_until_stopped(
+    watcher: &mut Watcher,
+    every: Duration,
+    terminate: &mut Signal,
+) -> &'static str {
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => return "SIGTERM",
+            _ = tokio::signal::ctrl_c() => return "SIGINT",
+            () = tokio::time::sleep(until_next_beat(now_ms(), every)) => {}
+        }
+        if let Err(error) = watcher.beat().await {
+            tracing::warn!(%error, "listing the store failed; trying again next beat");
+        }
+    }
+}
