@@ -134,19 +134,24 @@ mod tests {
 
     use super::*;
 
-    /// A parent's log: started, parked under token 1, then `after`.
+    /// A parent's log: started, parked under token 1, then `after`,
+    /// written once the resume's token 2 was taken.
     fn log(after: Vec<NewEvent>) -> Vec<Envelope> {
         let mut store = MemoryStore::default();
         let id = ExecutionId::new("p").unwrap();
+        let mut log = store
+            .append_many(&id, vec![NewEvent::kernel(KernelKind::ExecutionStarted, 1)])
+            .unwrap();
         let token = store.acquire_fence(&id);
-        let mut events = vec![
-            NewEvent::kernel(KernelKind::ExecutionStarted, 1),
-            NewEvent::kernel(KernelKind::ExecutionSuspended, 2)
-                .with_payload(park_payload(&[Wait::Timer { wake_at: 3 }]))
-                .with_fence(token),
-        ];
-        events.extend(after);
-        store.append_many(&id, events).unwrap()
+        let park = NewEvent::kernel(KernelKind::ExecutionSuspended, 2)
+            .with_payload(park_payload(&[Wait::Timer { wake_at: 3 }]))
+            .with_fence(token);
+        log.extend(store.append_many(&id, vec![park]).unwrap());
+        assert_eq!(store.acquire_fence(&id), 2);
+        if !after.is_empty() {
+            log.extend(store.append_many(&id, after).unwrap());
+        }
+        log
     }
 
     fn resumed(fence: u64, answer: serde_json::Value) -> NewEvent {

@@ -1,0 +1,202 @@
+//! `loomfence fleet` end to end: worker processes on one real store, killed
+//! at random, and the verdict read from the logs. The negative control
+//! shows that the verdict bites: the same fleet with the unconditional
+//! acquire fences bodies out, and the command says so and exits 1.
+//!
+//! Every run takes its seed from `SIM_SEED` if set (else a fixed one) and
+//! prints it; the seed fixes the workload and the faults (the interleaving
+//! of the processes is the machine's).
+
+#[allow(dead_code, reason = "each test file uses part of the shared helpers")]
+mod common;
+
+use std::process::Output;
+
+use common::{Scratch, loomfence, postgres_url};
+use serde_json::Value;
+
+/// The seed of every run here, printed.
+fn seed() -> String {
+    let seed = std::env::var("SIM_SEED").unwrap_or_else(|_| "1603".to_owned());
+    println!("SIM_SEED={seed}");
+    seed
+}
+
+/// Runs `loomfence fleet --json ARGS…` with the workers' logs in a
+/// scratch directory named after the test (`name`), and returns its exit code and its report (one JSON
+/// object alone on stdout), showing stderr on failure.
+fn fleet(name: &str, args: &[&str]) -> (Option<i32>, Value) {
+    let logs = Scratch::new(&format!("{name}-logs"));
+    let logs = logs.path().to_string_lossy().into_owned();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = loomfence("fleet", &[&["--json", "--logs", &logs], args].concat());
+    let stdout = String::from_utf8(stdout).expect("stdout is UTF-8");
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "one line: {stdout}\nstderr: {stderr}"
+    );
+    let report: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    println!("{report}\n{stderr}");
+    (status.code(), report)
+}
+
+/// The figures every passing run must show.
+fn assert_held(report: &Value, parents: u64) {
+    for (field, expected) in [
+        ("parents", parents),
+        ("resumed", parents),
+        ("double_resumes", 0),
+        ("fenced_out", 0),
+        ("left_parked", 0),
+        ("sequence_faults", 0),
+        ("violations", 0),
+        ("children_open", 0),
+        ("workers_died", 0),
+        ("unclean_shutdowns", 0),
+    ] {
+        assert_eq!(report[field], expected, "{field}: {report}");
+    }
+    assert_eq!(report["drained"], true, "{report}");
+    assert!(report["elapsed_ms"].as_u64().is_some(), "{report}");
+}
+
+#[test]
+fn a_postgres_fleet_holds_under_kills_and_ended_connections() {
+    let Some(url) = postgres_url("the PostgreSQL fleet") else {
+        return;
+    };
+    let store = format!("postgres:{url}");
+    let seed = seed();
+    let (code, report) = fleet(
+        "pg-fleet",
+        &[
+            "--store",
+            &store,
+            "--workers",
+            "3",
+            "--parents",
+            "150",
+            "--children",
+            "2",
+            "--spread",
+            "12s",
+            "--kill-every",
+            "2s",
+            "--terminate-every",
+            "1s",
+            "--seed",
+            &seed,
+        ],
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_held(&report, 150);
+    assert!(
+        report["kills"].as_u64() >= Some(3),
+        "killed as asked: {report}"
+    );
+    assert!(
+        report["terminated_backends"].as_u64() >= Some(1),
+        "connections ended as asked: {report}"
+    );
+    // Both answers raced for parks: the children's and the deadline's.
+    assert!(report["resumed_by_children"].as_u64() > Some(0), "{report}");
+    assert!(report["resumed_by_timer"].as_u64() > Some(0), "{report}");
+}
+
+/// The negative control: the unconditional acquire lets a loser take the
+/// token after the winner's resume landed, and the fleet must see it.
+#[test]
+fn the_unconditional_acquire_fences_bodies_out_and_the_fleet_fails() {
+    let Some(url) = postgres_url("the PostgreSQL fleet's negative control") else {
+        return;
+    };
+    let store = format!("postgres:{url}");
+    let seed = seed();
+    let (code, report) = fleet(
+        "pg-control",
+        &[
+            "--store",
+            &store,
+            "--workers",
+            "3",
+            "--parents",
+            "150",
+            "--children",
+            "2",
+            "--spread",
+            "8s",
+            "--kill-every",
+            "2s",
+            "--seed",
+            &seed,
+            "--unconditional",
+        ],
+    );
+    assert_eq!(code, Some(1), "a violation exits 1: {report}");
+    assert_eq!(report["unconditional"], true);
+    assert!(
+        report["fenced_out"].as_u64() > Some(0),
+        "the check bites: {report}"
+    );
+    assert_eq!(report["violations"], report["fenced_out"], "{report}");
+    assert_eq!(
+        report["double_resumes"], 0,
+        "the park-conditional append still holds"
+    );
+}
+
+#[test]
+fn an_sqlite_fleet_shares_one_file_and_holds_under_kills() {
+    let scratch = Scratch::new("fleet-sqlite");
+    let store = scratch.store("fleet.db");
+    let seed = seed();
+    let (code, report) = fleet(
+        "sqlite-fleet",
+        &[
+            "--store",
+            &store,
+            "--workers",
+            "3",
+            "--parents",
+            "60",
+            "--children",
+            "2",
+            "--spread",
+            "6s",
+            "--kill-every",
+            "1500ms",
+            "--seed",
+            &seed,
+        ],
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_held(&report, 60);
+    assert!(report["kills"].as_u64() >= Some(2), "{report}");
+    assert!(
+        scratch.files().is_empty(),
+        "the file is removed: {:?}",
+        scratch.files()
+    );
+}
+
+#[test]
+fn fleets_refuse_stores_their_workers_cannot_share_and_bad_counts() {
+    for args in [
+        &["--store", "memory"][..],
+        &["--store", "sqlite::memory:"],
+        &["--store", "sqlite:/tmp/x.db", "--workers", "0"],
+        &["--store", "sqlite:/tmp/x.db", "--terminate-every", "1s"],
+    ] {
+        let out = loomfence("fleet", args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("error: "),
+            "{args:?}"
+        );
+    }
+}

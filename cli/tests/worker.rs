@@ -1,0 +1,235 @@
+//! `loomfence worker` as a process: it resumes what is due on a real
+//! store (a timer wake, and a parent whose child ended before it started:
+//! the rebuild), runs their bodies, counts what it did on its Prometheus
+//! endpoint, logs JSON lines, and exits 0 on SIGTERM.
+
+#[allow(dead_code, reason = "each test file uses part of the shared helpers")]
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Scratch, loomfence};
+use loomfence_core::{
+    ExecutionId, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
+};
+use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
+use loomfence_store::{EventStore, TimerStore};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+fn id(text: &str) -> ExecutionId {
+    ExecutionId::new(text).expect("a valid id")
+}
+
+/// Now, in ms since the epoch.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    i64::try_from(since.as_millis()).expect("in range")
+}
+
+/// A store with two executions ready to resume: `sleeper`, parked on a
+/// timer that is due, and `parent`, parked on `child`, which has ended.
+async fn ready_store(path: &std::path::Path) {
+    let store = SqliteEventStore::open(path, SqliteOptions::default())
+        .await
+        .expect("creates the file");
+    let timers = store.timers();
+    let at = now_ms();
+    let sleeper = id("sleeper");
+    store
+        .append_many(
+            &sleeper,
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, at),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, at)
+                    .with_payload(park_payload(&[Wait::Timer { wake_at: at }])),
+            ],
+        )
+        .await
+        .expect("parks the sleeper");
+    timers
+        .schedule(&TimerRow::wake(sleeper, at))
+        .await
+        .expect("schedules its wake");
+    let (parent, child) = (id("parent"), id("child"));
+    store
+        .append(&child, started_child(&parent, at))
+        .await
+        .expect("starts the child");
+    store
+        .append_many(
+            &parent,
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, at),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, at)
+                    .with_payload(park_payload(&[Wait::Child(child.clone())])),
+            ],
+        )
+        .await
+        .expect("parks the parent");
+    store
+        .append(&child, NewEvent::kernel(KernelKind::ExecutionCompleted, at))
+        .await
+        .expect("ends the child");
+}
+
+/// Whether `ids` have all completed.
+async fn completed(path: &std::path::Path, ids: &[&str]) -> bool {
+    let store = SqliteEventStore::open(path, SqliteOptions::default())
+        .await
+        .expect("opens the file");
+    for text in ids {
+        let log = store.read_range(&id(text), 1, None).await.expect("reads");
+        if !log
+            .iter()
+            .any(|e| e.kernel_kind() == Some(KernelKind::ExecutionCompleted))
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+    listener.local_addr().expect("an address").port()
+}
+
+/// The body of `GET /metrics`.
+fn scrape(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the endpoint listens");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .expect("asks");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("reads the answer");
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text
+}
+
+/// The value of counter `name` in a Prometheus text answer.
+fn counter(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix(name)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Waits up to `patience` for `child` to exit.
+fn wait(child: &mut Child, patience: Duration) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + patience;
+    while Instant::now() < until {
+        if let Some(status) = child.try_wait().expect("waits") {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
+    let scratch = Scratch::new("worker");
+    let path = scratch.path().join("store.db");
+    ready_store(&path).await;
+    let port = free_port();
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_loomfence"))
+        .args(["worker", "--store", &format!("sqlite:{}", path.display())])
+        .args(["--log-json", "--metrics", &format!("127.0.0.1:{port}")])
+        .args([
+            "--scan-every",
+            "50ms",
+            "--poll-every",
+            "20ms",
+            "--node",
+            "w-test",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+
+    let until = Instant::now() + Duration::from_secs(30);
+    while !completed(&path, &["sleeper", "parent"]).await {
+        assert!(Instant::now() < until, "both bodies complete");
+        assert!(
+            worker.try_wait().expect("polls").is_none(),
+            "the worker runs on"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = scrape(port);
+    assert_eq!(counter(&text, "loomfence_resumes_total"), Some(2), "{text}");
+    assert_eq!(
+        counter(&text, "loomfence_timer_wakes_total"),
+        Some(1),
+        "{text}"
+    );
+    assert_eq!(
+        counter(&text, "loomfence_worker_bodies_completed_total"),
+        Some(2),
+        "{text}"
+    );
+    assert_eq!(
+        counter(&text, "loomfence_bodies_fenced_out_total"),
+        None,
+        "{text}"
+    );
+
+    let pid = Pid::from_raw(i32::try_from(worker.id()).expect("a pid"));
+    kill(pid, Signal::SIGTERM).expect("signals");
+    let status = wait(&mut worker, Duration::from_secs(20)).expect("exits after SIGTERM");
+    assert_eq!(status.code(), Some(0), "a clean stop");
+    let mut log = String::new();
+    worker
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut log)
+        .expect("reads the log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let messages: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line["fields"]["message"].as_str())
+        .collect();
+    for expected in [
+        "worker started",
+        "rebuilding from the store",
+        "stopping",
+        "stopped",
+    ] {
+        assert!(messages.contains(&expected), "{expected}: {log}");
+    }
+}
+
+#[test]
+fn a_worker_refuses_bad_options_and_a_missing_store() {
+    let scratch = Scratch::new("worker-options");
+    let missing = scratch.store("missing.db");
+    for (args, code) in [
+        (vec!["--store", "nowhere:x"], 2),
+        (vec!["--store", &missing], 2),
+        (vec!["--store", "memory", "--schema", "no such schema!"], 2),
+        (vec!["--store", "memory", "--node", ""], 2),
+    ] {
+        let out = loomfence("worker", &args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+        assert!(
+            scratch.files().is_empty(),
+            "nothing created: {:?}",
+            scratch.files()
+        );
+    }
+}
