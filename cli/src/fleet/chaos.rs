@@ -1,6 +1,8 @@
 //! The fleet's faults: workers SIGKILLed (and started again) and, on
 //! PostgreSQL, worker connections ended with `pg_terminate_backend`, each
-//! at a jittered rate, the victims drawn from the run's seed.
+//! at a jittered rate drawn from the run's seed. The seed also picks which
+//! worker is killed; the server picks which connection ends (`random()`),
+//! since the fleet cannot know which connections a worker holds.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

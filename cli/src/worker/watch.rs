@@ -80,6 +80,7 @@ impl Watcher {
     /// listing is returned (the next beat lists again); failed
     /// supervisions are kept for the next beat.
     pub(crate) async fn beat(&mut self) -> Result<(), StoreError> {
+        let began = std::time::Instant::now();
         let listed = list_all(&*self.store).await?;
         metrics::counter!(SCANS).increment(1);
         let mut to_watch: Vec<ExecutionId> = self.retry.drain().collect();
@@ -110,6 +111,13 @@ impl Watcher {
             for (parent, result) in self.supervisor.child_ended(&child).await {
                 self.settle(parent, result);
             }
+        }
+        if !self.rebuilt {
+            tracing::info!(
+                elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                retry = self.retry.len(),
+                "rebuilt"
+            );
         }
         self.rebuilt = true;
         Ok(())

@@ -7,7 +7,13 @@
 //! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
 //!   [`TimerStore`](loomfence_store::TimerStore);
 //! - [`Sweep`]: retention that deletes (or archives, then deletes) finished
-//!   executions, never a child its parent is parked on.
+//!   executions, never a child its parent is parked on;
+//! - [`counters`]: what it counts through the `metrics` facade, for the
+//!   host's exporter.
+//!
+//! A timer service and a supervisor's re-driver land resumes that no caller
+//! receives; they hand them to the host's [`OnResumed`] hook, which starts
+//! the bodies.
 //!
 //! ```
 //! use loomfence_core::{ExecutionId, KernelKind, NewEvent, ResumeRequest};
