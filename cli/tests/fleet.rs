@@ -22,17 +22,35 @@ fn seed() -> String {
     seed
 }
 
-/// Runs `loomfence fleet --json ARGS…` with the workers' logs in a
-/// scratch directory named after the test (`name`), and returns its exit code and its report (one JSON
-/// object alone on stdout), showing stderr on failure.
-fn fleet(name: &str, args: &[&str]) -> (Option<i32>, Value) {
-    let logs = Scratch::new(&format!("{name}-logs"));
-    let logs = logs.path().to_string_lossy().into_owned();
+/// Runs `loomfence fleet --json` on `store` with 3 workers, `parents`
+/// parents of 2 children each, this file's seed and `extra`, with the
+/// workers' logs in a scratch directory named after the test (`name`).
+/// Returns its exit code and its report (one JSON object alone on
+/// stdout), and prints both with stderr.
+fn fleet(name: &str, store: &str, parents: u64, extra: &[&str]) -> (Option<i32>, Value) {
+    let scratch = Scratch::new(&format!("{name}-logs"));
+    let logs = scratch.path().to_string_lossy().into_owned();
+    let (parents, seed) = (parents.to_string(), seed());
+    let shared = [
+        "--json",
+        "--logs",
+        &logs,
+        "--store",
+        store,
+        "--workers",
+        "3",
+        "--parents",
+        &parents,
+        "--children",
+        "2",
+        "--seed",
+        &seed,
+    ];
     let Output {
         status,
         stdout,
         stderr,
-    } = loomfence("fleet", &[&["--json", "--logs", &logs], args].concat());
+    } = loomfence("fleet", &[&shared[..], extra].concat());
     let stdout = String::from_utf8(stdout).expect("stdout is UTF-8");
     let stderr = String::from_utf8_lossy(&stderr);
     assert_eq!(
@@ -71,26 +89,17 @@ fn a_postgres_fleet_holds_under_kills_and_ended_connections() {
         return;
     };
     let store = format!("postgres:{url}");
-    let seed = seed();
     let (code, report) = fleet(
         "pg-fleet",
+        &store,
+        150,
         &[
-            "--store",
-            &store,
-            "--workers",
-            "3",
-            "--parents",
-            "150",
-            "--children",
-            "2",
             "--spread",
             "12s",
             "--kill-every",
             "2s",
             "--terminate-every",
             "1s",
-            "--seed",
-            &seed,
         ],
     );
     assert_eq!(code, Some(0), "{report}");
@@ -116,26 +125,11 @@ fn the_unconditional_acquire_fences_bodies_out_and_the_fleet_fails() {
         return;
     };
     let store = format!("postgres:{url}");
-    let seed = seed();
     let (code, report) = fleet(
         "pg-control",
-        &[
-            "--store",
-            &store,
-            "--workers",
-            "3",
-            "--parents",
-            "150",
-            "--children",
-            "2",
-            "--spread",
-            "8s",
-            "--kill-every",
-            "2s",
-            "--seed",
-            &seed,
-            "--unconditional",
-        ],
+        &store,
+        150,
+        &["--spread", "8s", "--kill-every", "2s", "--unconditional"],
     );
     assert_eq!(code, Some(1), "a violation exits 1: {report}");
     assert_eq!(report["unconditional"], true);
@@ -154,25 +148,11 @@ fn the_unconditional_acquire_fences_bodies_out_and_the_fleet_fails() {
 fn an_sqlite_fleet_shares_one_file_and_holds_under_kills() {
     let scratch = Scratch::new("fleet-sqlite");
     let store = scratch.store("fleet.db");
-    let seed = seed();
     let (code, report) = fleet(
         "sqlite-fleet",
-        &[
-            "--store",
-            &store,
-            "--workers",
-            "3",
-            "--parents",
-            "60",
-            "--children",
-            "2",
-            "--spread",
-            "6s",
-            "--kill-every",
-            "1500ms",
-            "--seed",
-            &seed,
-        ],
+        &store,
+        60,
+        &["--spread", "6s", "--kill-every", "1500ms"],
     );
     assert_eq!(code, Some(0), "{report}");
     assert_held(&report, 60);

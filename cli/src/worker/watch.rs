@@ -21,6 +21,9 @@
 //!   race the conditional acquire exists for, on every parent, not by
 //!   chance.
 //!
+//! The supervisions of one beat run up to eight at a time; the beat ends
+//! when they all have.
+//!
 //! A contended resume is not retried here: with re-drive on, the
 //! supervisor wrote a re-drive row, and the timer services carry it on.
 
@@ -31,6 +34,7 @@ use std::time::Duration;
 use loomfence_core::{ExecutionId, MAX_PAGE_LIMIT};
 use loomfence_runtime::{ChildSupervisor, Supervised, SupervisorError};
 use loomfence_store::{EventStore, StoreError};
+use tokio::task::{JoinError, JoinSet};
 
 use super::bodies::Bodies;
 
@@ -39,6 +43,9 @@ use super::bodies::Bodies;
 const SUPERVISION_ERRORS: &str = "loomfence_worker_supervision_errors_total";
 /// Listings of the store.
 const SCANS: &str = "loomfence_worker_scans_total";
+/// Supervisions a beat runs at once: enough to keep a pool of 8
+/// connections busy, since each one is a few reads in a row.
+const CONCURRENCY: usize = 8;
 
 /// What a worker knows from its last listing.
 pub(crate) struct Watcher {
@@ -103,14 +110,22 @@ impl Watcher {
                 "rebuilding from the store"
             );
         }
-        for parent in to_watch {
-            let result = self.supervisor.watch(&parent).await;
-            self.settle(parent, result);
-        }
-        for child in newly_ended {
-            for (parent, result) in self.supervisor.child_ended(&child).await {
-                self.settle(parent, result);
+        let mut tasks = JoinSet::new();
+        let work = to_watch
+            .into_iter()
+            .map(Notice::Watch)
+            .chain(newly_ended.into_iter().map(Notice::Ended));
+        for notice in work {
+            if tasks.len() >= CONCURRENCY
+                && let Some(done) = tasks.join_next().await
+            {
+                self.settle_all(done);
             }
+            let supervisor = Arc::clone(&self.supervisor);
+            tasks.spawn(async move { notice.supervise(&supervisor).await });
+        }
+        while let Some(done) = tasks.join_next().await {
+            self.settle_all(done);
         }
         if !self.rebuilt {
             tracing::info!(
@@ -123,6 +138,20 @@ impl Watcher {
         Ok(())
     }
 
+    /// Settles every parent one supervision task answered. A task that
+    /// panicked is logged; its parents wait for the next notice of them
+    /// (a child ending, a re-drive row, a deadline, a restart's rebuild).
+    fn settle_all(&mut self, done: Result<Supervisions, JoinError>) {
+        match done {
+            Ok(results) => {
+                for (parent, result) in results {
+                    self.settle(parent, result);
+                }
+            }
+            Err(error) => tracing::error!(%error, "a supervision task failed"),
+        }
+    }
+
     /// Starts the body of a resumed parent; keeps a failed one for the
     /// next beat.
     fn settle(&mut self, parent: ExecutionId, result: Result<Supervised, SupervisorError>) {
@@ -133,6 +162,30 @@ impl Watcher {
                 metrics::counter!(SUPERVISION_ERRORS).increment(1);
                 self.retry.insert(parent);
             }
+        }
+    }
+}
+
+/// What one beat hands the supervisor.
+enum Notice {
+    /// An execution not seen before, or one whose supervision failed.
+    Watch(ExecutionId),
+    /// An execution seen ending since the last beat.
+    Ended(ExecutionId),
+}
+
+/// What the supervisor answered for one notice, per parent.
+type Supervisions = Vec<(ExecutionId, Result<Supervised, SupervisorError>)>;
+
+impl Notice {
+    /// Hands the notice to `supervisor`.
+    async fn supervise(self, supervisor: &ChildSupervisor<dyn EventStore>) -> Supervisions {
+        match self {
+            Notice::Watch(parent) => {
+                let result = supervisor.watch(&parent).await;
+                vec![(parent, result)]
+            }
+            Notice::Ended(child) => supervisor.child_ended(&child).await,
         }
     }
 }
