@@ -19,8 +19,8 @@
 //! park/resume on each resume path) on a store and prints a Markdown table
 //! (or one JSON object); it exits 0, 1 on a store failure, 2 on bad options.
 //!
-//! Either command stopped by Ctrl-C drops its PostgreSQL schema (or removes
-//! its SQLite file) and exits 130.
+//! Either command (and `loomfence fleet`) stopped by Ctrl-C drops its
+//! PostgreSQL schema (or removes its SQLite file) and exits 130.
 //!
 //! `loomfence retention` is the one command that works on a real, existing
 //! store: it deletes (or archives, then deletes) the executions that ended
@@ -28,6 +28,13 @@
 //! when the sweep finished, 1 when it failed (with what it did before), 2
 //! on bad options (a missing store included: it creates nothing), 130 on
 //! Ctrl-C (see [`retention`]).
+//!
+//! `loomfence worker` is one node of a fleet on a shared store, running
+//! until SIGTERM (see [`worker`]); `loomfence fleet` starts several, kills
+//! them at random, and judges from the logs whether every park was
+//! answered once, no body was fenced out and no parent was left parked:
+//! 0 if so, 1 if not (the `--unconditional` control included), 2 on bad
+//! options (see [`fleet`]).
 
 mod bench;
 mod fleet;
