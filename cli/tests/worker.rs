@@ -184,6 +184,10 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
         None,
         "{text}"
     );
+    assert!(
+        text.contains("# HELP loomfence_resumes_total Resumes that landed"),
+        "described: {text}"
+    );
 
     let pid = Pid::from_raw(i32::try_from(worker.id()).expect("a pid"));
     kill(pid, Signal::SIGTERM).expect("signals");

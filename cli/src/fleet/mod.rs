@@ -127,6 +127,9 @@ pub(crate) enum FleetError {
         #[source]
         source: std::io::Error,
     },
+    /// A task ending a child panicked.
+    #[error("ending a child: {0}")]
+    Task(#[from] tokio::task::JoinError),
     /// Ctrl-C.
     #[error("interrupted")]
     Interrupted,
@@ -272,6 +275,11 @@ async fn fleet(
         );
     }
 
+    // The clock starts when the first child ends: set-up and the workers'
+    // rebuild are not the fleet's work.
+    if let Ok(ahead) = u64::try_from(start - now_ms()) {
+        tokio::time::sleep(Duration::from_millis(ahead)).await;
+    }
     let began = Instant::now();
     let mut endings = plan.endings().into_iter().peekable();
     chaos.schedule(args.kill_every, args.terminate_every);
@@ -360,7 +368,7 @@ async fn drain(
 async fn end_children(
     events: &Arc<dyn EventStore>,
     children: Vec<ExecutionId>,
-) -> Result<(), StoreError> {
+) -> Result<(), FleetError> {
     let mut tasks = JoinSet::new();
     for child in children {
         let events = Arc::clone(events);
@@ -378,15 +386,11 @@ async fn end_children(
         if tasks.len() >= 8
             && let Some(done) = tasks.join_next().await
         {
-            done.map_err(|e| {
-                StoreError::Backend(loomfence_store::BackendError::permanent(e.to_string()))
-            })??;
+            done??;
         }
     }
     while let Some(done) = tasks.join_next().await {
-        done.map_err(|e| {
-            StoreError::Backend(loomfence_store::BackendError::permanent(e.to_string()))
-        })??;
+        done??;
     }
     Ok(())
 }

@@ -145,6 +145,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             tracing::error!(%addr, %error, "cannot serve the metrics endpoint");
             return ExitCode::FAILURE;
         }
+        loomfence_runtime::counters::describe();
         tracing::info!(%addr, "serving counters at /metrics");
     }
     let opened = match open_with_retries(&store_arg, schema.as_ref(), args.pool).await {

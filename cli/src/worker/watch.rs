@@ -27,7 +27,7 @@
 //! A contended resume is not retried here: with re-drive on, the
 //! supervisor wrote a re-drive row, and the timer services carry it on.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,9 +55,9 @@ pub(crate) struct Watcher {
     supervisor: Arc<ChildSupervisor<dyn EventStore>>,
     /// Where resumed parents' bodies run.
     bodies: Arc<Bodies>,
-    /// Every execution listed so far.
+    /// Every execution of the last listing.
     seen: HashSet<ExecutionId>,
-    /// Every execution seen ended.
+    /// Every execution of the last listing that had ended.
     ended: HashSet<ExecutionId>,
     /// Parents whose supervision failed, watched again next beat.
     retry: HashSet<ExecutionId>,
@@ -90,19 +90,24 @@ impl Watcher {
         let began = std::time::Instant::now();
         let listed = list_all(&*self.store).await?;
         metrics::counter!(SCANS).increment(1);
-        let mut to_watch: Vec<ExecutionId> = self.retry.drain().collect();
+        let mut to_watch: BTreeSet<ExecutionId> = self.retry.drain().collect();
         let mut newly_ended = Vec::new();
+        // The sets are replaced by this listing's, not added to, so an
+        // execution retention deleted is forgotten.
+        let (mut seen, mut ended) = (HashSet::with_capacity(listed.len()), HashSet::new());
         for summary in listed {
             let id = summary.execution_id;
-            let is_new = self.seen.insert(id.clone());
             if summary.ended.is_some() {
-                if self.ended.insert(id.clone()) && self.rebuilt {
-                    newly_ended.push(id);
+                if self.rebuilt && !self.ended.contains(&id) {
+                    newly_ended.push(id.clone());
                 }
-            } else if is_new {
-                to_watch.push(id);
+                ended.insert(id.clone());
+            } else if !self.seen.contains(&id) {
+                to_watch.insert(id.clone());
             }
+            seen.insert(id);
         }
+        (self.seen, self.ended) = (seen, ended);
         if !self.rebuilt {
             tracing::info!(
                 executions = self.seen.len(),
@@ -222,7 +227,141 @@ pub(crate) fn until_next_beat(now_ms: i64, interval: Duration) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use async_trait::async_trait;
+    use loomfence_conformance::support::{Around, Hooks};
+    use loomfence_core::{Envelope, KernelKind, NewEvent, Wait, park_payload, started_child};
+    use loomfence_runtime::SupervisorOptions;
+    use loomfence_store::BackendError;
+
     use super::*;
+
+    /// Fails the first read of `parent` after it is armed, as a dropped
+    /// connection does.
+    struct DropsARead {
+        parent: ExecutionId,
+        armed: AtomicBool,
+    }
+
+    #[async_trait]
+    impl Hooks for DropsARead {
+        async fn read_range(
+            &self,
+            inner: &dyn EventStore,
+            id: &ExecutionId,
+            from_seq: u64,
+            to_seq: Option<u64>,
+        ) -> Result<Vec<Envelope>, StoreError> {
+            if *id == self.parent && self.armed.swap(false, Ordering::SeqCst) {
+                return Err(StoreError::Backend(BackendError::retryable(
+                    "connection dropped",
+                )));
+            }
+            inner.read_range(id, from_seq, to_seq).await
+        }
+    }
+
+    fn id(text: &str) -> ExecutionId {
+        ExecutionId::new(text).unwrap()
+    }
+
+    /// Parks `parent` on `child`, and ends `child` if `ended`.
+    async fn family(store: &dyn EventStore, parent: &str, child: &str, ended: bool) {
+        let (parent, child) = (id(parent), id(child));
+        store
+            .append(&child, started_child(&parent, 1))
+            .await
+            .unwrap();
+        store
+            .append_many(
+                &parent,
+                vec![
+                    NewEvent::kernel(KernelKind::ExecutionStarted, 1),
+                    NewEvent::kernel(KernelKind::ExecutionSuspended, 1)
+                        .with_payload(park_payload(&[Wait::Child(child.clone())])),
+                ],
+            )
+            .await
+            .unwrap();
+        if ended {
+            end(store, &child).await;
+        }
+    }
+
+    async fn end(store: &dyn EventStore, child: &ExecutionId) {
+        store
+            .append(child, NewEvent::kernel(KernelKind::ExecutionCompleted, 2))
+            .await
+            .unwrap();
+    }
+
+    /// How many resumes and completions `parent`'s log holds.
+    async fn resumes_and_completions(store: &dyn EventStore, parent: &str) -> (usize, usize) {
+        let log = store.read_range(&id(parent), 1, None).await.unwrap();
+        let count = |kind| log.iter().filter(|e| e.kernel_kind() == Some(kind)).count();
+        (
+            count(KernelKind::ExecutionResumed),
+            count(KernelKind::ExecutionCompleted),
+        )
+    }
+
+    /// One beat, then every body it started run to its end.
+    async fn beat(watcher: &mut Watcher, bodies: &Bodies) {
+        watcher.beat().await.unwrap();
+        assert_eq!(bodies.drain(Duration::from_secs(5)).await, 0, "bodies end");
+    }
+
+    #[tokio::test]
+    async fn beats_rebuild_notice_ended_children_and_retry_failed_supervisions() {
+        let around = Arc::new(Around::new(
+            loomfence_core::Capability::Conditional,
+            DropsARead {
+                parent: id("parent-c"),
+                armed: AtomicBool::new(false),
+            },
+        ));
+        let store: Arc<dyn EventStore> = around.clone();
+        family(&*store, "parent-a", "child-a", true).await;
+        family(&*store, "parent-b", "child-b", false).await;
+        family(&*store, "parent-c", "child-c", false).await;
+        let supervisor = Arc::new(ChildSupervisor::new(
+            Arc::clone(&store),
+            SupervisorOptions::default(),
+        ));
+        let bodies = Bodies::new(Arc::clone(&store), 2, "test".to_owned());
+        let mut watcher = Watcher::new(Arc::clone(&store), supervisor, Arc::clone(&bodies));
+
+        // The rebuild resumes the parent whose child ended before it.
+        beat(&mut watcher, &bodies).await;
+        assert_eq!(resumes_and_completions(&*store, "parent-a").await, (1, 1));
+        assert_eq!(resumes_and_completions(&*store, "parent-b").await, (0, 0));
+
+        // A child seen ending is noticed on the next beat; a supervision
+        // whose read fails is kept, and done on the beat after.
+        end(&*store, &id("child-b")).await;
+        end(&*store, &id("child-c")).await;
+        around.hooks.armed.store(true, Ordering::SeqCst);
+        beat(&mut watcher, &bodies).await;
+        assert_eq!(resumes_and_completions(&*store, "parent-b").await, (1, 1));
+        assert_eq!(resumes_and_completions(&*store, "parent-c").await, (0, 0));
+        assert!(
+            !around.hooks.armed.load(Ordering::SeqCst),
+            "the read failed"
+        );
+        beat(&mut watcher, &bodies).await;
+        assert_eq!(resumes_and_completions(&*store, "parent-c").await, (1, 1));
+
+        // Further beats resume nothing again.
+        beat(&mut watcher, &bodies).await;
+        for parent in ["parent-a", "parent-b", "parent-c"] {
+            assert_eq!(
+                resumes_and_completions(&*store, parent).await,
+                (1, 1),
+                "{parent}"
+            );
+        }
+    }
 
     #[test]
     fn beats_fall_on_multiples_of_the_interval() {

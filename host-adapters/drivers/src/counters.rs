@@ -40,6 +40,40 @@ pub const TIMER_WAKES: &str = "loomfence_timer_wakes_total";
 /// fence after their resume landed. Zero with the conditional acquire.
 pub const FENCED_OUT: &str = "loomfence_bodies_fenced_out_total";
 
+/// Gives every counter its help text in the installed recorder (the
+/// `# HELP` lines of a Prometheus endpoint). A host calls it once, after
+/// installing its recorder; counting works without it.
+pub fn describe() {
+    for (name, help) in [
+        (RESUMES, "Resumes that landed, on any path."),
+        (
+            REFUSED,
+            "Resumes refused because the park was answered first: the loser's answer.",
+        ),
+        (STALE, "Unfenced resumes that met a fenced execution."),
+        (
+            CONTENDED,
+            "Resumes that gave up contended: the fence kept moving while the park stayed open.",
+        ),
+        (
+            REDRIVE_ROWS,
+            "Re-drive rows written (a supervisor's first row, or one a timer service rescheduled).",
+        ),
+        (REDRIVES, "Re-drives that landed."),
+        (
+            EXHAUSTED,
+            "Retry chains that gave up; each park is left for an operator.",
+        ),
+        (TIMER_WAKES, "Timer wakes that resumed their execution."),
+        (
+            FENCED_OUT,
+            "Bodies fenced out after their resume landed; zero with the conditional acquire.",
+        ),
+    ] {
+        metrics::describe_counter!(name, help);
+    }
+}
+
 /// Adds one to `name`.
 pub(crate) fn one(name: &'static str) {
     metrics::counter!(name).increment(1);
