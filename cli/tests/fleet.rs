@@ -171,6 +171,7 @@ fn fleets_refuse_stores_their_workers_cannot_share_and_bad_counts() {
         &["--store", "sqlite::memory:"],
         &["--store", "sqlite:/tmp/x.db", "--workers", "0"],
         &["--store", "sqlite:/tmp/x.db", "--terminate-every", "1s"],
+        &["--store", "sqlite:/tmp/x.db", "--kill-every", "0s"],
     ] {
         let out = loomfence("fleet", args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -227,6 +227,8 @@ fn a_worker_refuses_bad_options_and_a_missing_store() {
         (vec!["--store", &missing], 2),
         (vec!["--store", "memory", "--schema", "no such schema!"], 2),
         (vec!["--store", "memory", "--node", ""], 2),
+        (vec!["--store", "memory", "--lease", "0s"], 2),
+        (vec!["--store", "memory", "--scan-every", "soon"], 2),
     ] {
         let out = loomfence("worker", &args);
         assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");

@@ -164,6 +164,10 @@ pub(crate) async fn command(args: FleetArgs) -> ExitCode {
         eprintln!("error: --workers, --parents and --children must be at least 1");
         return ExitCode::from(2);
     }
+    if [args.kill_every, args.terminate_every].contains(&Some(Duration::ZERO)) {
+        eprintln!("error: --kill-every and --terminate-every must be longer than zero");
+        return ExitCode::from(2);
+    }
     if args.terminate_every.is_some() && !store.is_postgres() {
         eprintln!(
             "error: --terminate-every ends PostgreSQL connections; it needs a postgres: store"

@@ -130,6 +130,12 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The timer store's range for a lease; outside it every claim would be
+    // refused, poll after poll.
+    if !(Duration::from_millis(1)..=Duration::from_secs(86_400)).contains(&args.lease) {
+        eprintln!("error: --lease must be from 1ms to 1 day");
+        return ExitCode::from(2);
+    }
     let store_arg = match StoreArg::existing(&args.store) {
         Ok(store) => store,
         Err(error) => {
