@@ -11,6 +11,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
+use super::FleetArgs;
+use super::chaos::APPLICATION_NAME;
+
 /// How a worker is started: everything but its node name.
 #[derive(Clone, Debug)]
 pub(crate) struct Launch {
@@ -190,4 +193,57 @@ fn log_file(dir: &Path, index: usize) -> std::io::Result<File> {
 /// A line about worker `index` on the fleet's stderr.
 fn tracing_line(index: usize, what: &str) {
     eprintln!("fleet: worker {index} {what}");
+}
+
+/// `--store` as the workers take it: on PostgreSQL, with the application
+/// name `loomfence-worker`, by which `--terminate-every` finds their
+/// connections.
+pub(super) fn worker_store(store: &str) -> String {
+    let Some(url) = store.strip_prefix("postgres:") else {
+        return store.to_owned();
+    };
+    let tagged = if url.contains("://") {
+        let join = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{join}application_name={}", APPLICATION_NAME)
+    } else {
+        format!("{url} application_name={}", APPLICATION_NAME)
+    };
+    format!("postgres:{tagged}")
+}
+
+/// The options every worker gets.
+pub(super) fn worker_options(args: &FleetArgs) -> Vec<String> {
+    let mut options = vec![
+        "--steps".to_owned(),
+        args.steps.to_string(),
+        "--scan-every".to_owned(),
+        format!("{}ms", args.scan_every.as_millis()),
+        "--log-json".to_owned(),
+    ];
+    if args.unconditional {
+        options.push("--unconditional".to_owned());
+    }
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_stores_carry_the_application_name() {
+        assert_eq!(
+            worker_store("postgres:postgres://u@h/db"),
+            "postgres:postgres://u@h/db?application_name=loomfence-worker"
+        );
+        assert_eq!(
+            worker_store("postgres:postgres://u@h/db?sslmode=disable"),
+            "postgres:postgres://u@h/db?sslmode=disable&application_name=loomfence-worker"
+        );
+        assert_eq!(
+            worker_store("postgres:host=/tmp user=u"),
+            "postgres:host=/tmp user=u application_name=loomfence-worker"
+        );
+        assert_eq!(worker_store("sqlite:/tmp/f.db"), "sqlite:/tmp/f.db");
+    }
 }

@@ -1,0 +1,95 @@
+//! `loomfence fleet`'s options, and the checks that refuse them before
+//! anything runs (exit 2).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::sqlite_file::SqliteTarget;
+use crate::store_arg::StoreArg;
+
+/// `loomfence fleet`'s options.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct FleetArgs {
+    /// `postgres:URL` (a schema of its own, dropped at the end) or
+    /// `sqlite:PATH` (a new file the workers share, removed at the end).
+    #[arg(long, value_name = "STORE")]
+    pub(crate) store: String,
+    /// Worker processes.
+    #[arg(long, value_name = "W", default_value_t = 4)]
+    pub(crate) workers: u32,
+    /// Parents.
+    #[arg(long, value_name = "P", default_value_t = 200)]
+    pub(crate) parents: u32,
+    /// Children per parent.
+    #[arg(long, value_name = "C", default_value_t = 3)]
+    pub(crate) children: u32,
+    /// Step events each resumed body appends.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub(crate) steps: u32,
+    /// Over how long the children end.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub(crate) spread: Duration,
+    /// SIGKILL a random worker (and start it again) this often, ±50%.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) kill_every: Option<Duration>,
+    /// PostgreSQL: end a random worker connection this often, ±50%.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) terminate_every: Option<Duration>,
+    /// The longest wait, after the last child ended, for every parent to be
+    /// resumed and every body to settle.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub(crate) drain_timeout: Duration,
+    /// The workers' beat (`worker --scan-every`).
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
+    pub(crate) scan_every: Duration,
+    /// The seed of the workload and of the faults (default: a fresh one,
+    /// printed).
+    #[arg(long, value_name = "S")]
+    pub(crate) seed: Option<u64>,
+    /// The negative control: the workers resume with the unconditional
+    /// acquire. Expected to show violations (and exit 1).
+    #[arg(long)]
+    pub(crate) unconditional: bool,
+    /// Keep the workers' logs in DIR (default: a temporary directory, kept
+    /// only when the run fails).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) logs: Option<PathBuf>,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl FleetArgs {
+    /// The store, if the options make a fleet: a store the worker
+    /// processes can share, at least one of each, faults that are more than
+    /// zero apart, and connection faults only on PostgreSQL. The error is
+    /// the message to print.
+    pub(crate) fn check(&self) -> Result<StoreArg, String> {
+        let store = match StoreArg::from_options(&self.store, None) {
+            Ok(StoreArg::Memory)
+            | Ok(StoreArg::Sqlite {
+                target: SqliteTarget::Memory,
+                ..
+            }) => {
+                return Err("--store: a fleet's workers are separate processes; they share postgres:URL or sqlite:PATH, not a store in memory".to_owned());
+            }
+            Ok(store) => store,
+            Err(error) => return Err(format!("--store: {error}")),
+        };
+        if self.workers == 0 || self.parents == 0 || self.children == 0 {
+            return Err("--workers, --parents and --children must be at least 1".to_owned());
+        }
+        if [self.kill_every, self.terminate_every].contains(&Some(Duration::ZERO)) {
+            return Err("--kill-every and --terminate-every must be longer than zero".to_owned());
+        }
+        if self.terminate_every.is_some() && !store.is_postgres() {
+            return Err(
+                "--terminate-every ends PostgreSQL connections; it needs a postgres: store"
+                    .to_owned(),
+            );
+        }
+        Ok(store)
+    }
+}
