@@ -33,7 +33,7 @@ import {
   resume,
 } from 'loomfence';
 
-import { AT, event, prng, wrap, yielding } from './support.js';
+import { AT, event, fenced, prng, wrap, yielding } from './support.js';
 
 const SEED = Number(process.env.LOOMFENCE_SEED ?? 0x5eed);
 /** A few seeds per scenario, derived from SEED, so the draws vary. */
@@ -337,6 +337,44 @@ describe('TimerService: plain wakes', () => {
     assert.equal(resumed.length, 1);
     assert.deepEqual(resumed[0].payload.answer, { wait: 1, timer: { wakeAt: WAKE } });
     assert.equal(resumed[0].at, fires[0].at, 'stamped with the service clock');
+  });
+
+  test('a plain wake hands its resume to onResumed once, to start the body; an obsolete one hands nothing; a hook that throws is reported and the resume stands', async () => {
+    const events = new MemoryEventStore();
+    const timers = new MemoryTimerStore();
+    await parkOn(events, 'sleeper', [timer(T0)]);
+    await timers.schedule({ executionId: 'sleeper', wakeAt: T0 });
+    const handed = [];
+    const service = new TimerService({ events, timers, now: () => T0, random: prng(SEED), onError: assert.fail, onResumed: (resumed) => handed.push(resumed) });
+    assert.equal((await service.pollOnce()).fired, 1);
+    assert.equal(handed.length, 1);
+    assert.equal(handed[0].executionId, 'sleeper');
+    const body = await events.append('sleeper', fenced(event('STEP_COMPLETED'), handed[0].fence));
+    assert.equal(body.metadata.fence, handed[0].fence, 'the body writes under the resume token');
+
+    await timers.schedule({ executionId: 'sleeper', wakeAt: T0 });
+    assert.equal((await service.pollOnce()).obsolete, 1);
+    assert.equal(handed.length, 1, 'nothing handed on for an obsolete wake');
+
+    await parkOn(events, 'other', [timer(T0)]);
+    await timers.schedule({ executionId: 'other', wakeAt: T0 });
+    const reported = [];
+    const throwing = new TimerService({
+      events,
+      timers,
+      now: () => T0,
+      random: prng(SEED),
+      onError: (error, info) => reported.push([error.message, info.stage, info.row.executionId]),
+      onResumed: () => {
+        throw new Error('the host could not start the body');
+      },
+    });
+    const report = await throwing.pollOnce();
+    assert.equal(report.fired, 1);
+    assert.deepEqual(reported, [['the host could not start the body', 'onResumed', 'other']]);
+    assert.equal((await resumesOf(events, 'other')).length, 1, 'the resume stands');
+    assert.equal((await rowsOf(timers)).length, 0, 'the row is retired');
+    assert.throws(() => new TimerService({ events, timers, onResumed: 'start' }), (error) => error.code === 'INVALID_OPTIONS');
   });
 
   test('an obsolete wake is retired without writing anything', async () => {

@@ -655,8 +655,10 @@ export type Redriver = (executionId: string) => RedriveAnswer | Promise<RedriveA
  * building the fire (`'fire'`: a row the core refuses, a row not due by the
  * service clock, a bad random draw), performing one of the fire machine's
  * actions (`'readLog'`, `'resume'`, `'redrive'`, `'schedule'`, `'complete'`),
- * applying the outcome (`'outcome'`), releasing a claim (`'release'`); and
- * `'exhausted'` for the one `RedriveExhaustedError` of a chain that gave up.
+ * applying the outcome (`'outcome'`), releasing a claim (`'release'`),
+ * handing a landed resume on (`'onResumed'`: the hook threw or its promise
+ * rejected; the resume stands); and `'exhausted'` for the one
+ * `RedriveExhaustedError` of a chain that gave up.
  */
 export type TimerServiceStage =
   | 'claim'
@@ -668,7 +670,8 @@ export type TimerServiceStage =
   | 'complete'
   | 'outcome'
   | 'release'
-  | 'exhausted';
+  | 'exhausted'
+  | 'onResumed';
 
 /** What `onError` is told besides the error: where, and which row (absent for `'claim'`). */
 export interface TimerServiceErrorInfo {
@@ -703,6 +706,14 @@ export interface TimerServiceOptions {
    * A handler that throws does not stop the service.
    */
   onError?: (error: unknown, info: TimerServiceErrorInfo) => void;
+  /**
+   * Each resume a plain wake lands, for the host to start the execution's
+   * body from: nobody else receives it. Called before the row is retired and
+   * not awaited; a throw or a rejected promise goes to `onError` (stage
+   * `'onResumed'`) and the resume stands. Default: nothing, so no body runs
+   * on this node. A re-drive's resume is its re-driver's to hand on.
+   */
+  onResumed?: (resumed: Resumed) => void | Promise<void>;
 }
 
 /**

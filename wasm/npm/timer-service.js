@@ -29,6 +29,10 @@
 // - a claim whose lease has ended before its turn in the batch is not fired
 //   (another node may hold the row by now) but released;
 // - stop() lets the fire in hand finish and releases the claims not fired.
+//
+// A plain wake's resume that lands is handed to onResumed (the host starts
+// the execution's body from it); nobody else receives it. A re-drive's
+// resume is its re-driver's to hand on.
 
 import { FireMachine, RedrivePolicy, WakeBackoff, errorClasses } from './dist/loomfence_wasm.js';
 import { resume } from './resume.js';
@@ -52,6 +56,7 @@ const OPTIONS = new Set([
   'now',
   'random',
   'onError',
+  'onResumed',
 ]);
 
 /** The fire outcomes, each counted in a PollReport. */
@@ -90,6 +95,9 @@ function integerOption(name, value, min, max) {
   }
   return value;
 }
+
+/** The default onResumed: no body runs on this node. */
+function noBody() {}
 
 function functionOption(name, value) {
   if (typeof value !== 'function') {
@@ -149,6 +157,7 @@ export class TimerService {
   #now;
   #random;
   #onError;
+  #onResumed;
   #redrivers = [];
   /** The tick in hand (or the last one): ticks are chained, never overlapping. */
   #tail = Promise.resolve();
@@ -179,6 +188,7 @@ export class TimerService {
       now = Date.now,
       random = Math.random,
       onError = defaultOnError,
+      onResumed = noBody,
     } = options;
     this.#events = storeOption('events', events, ['readRange', 'appendIfParked']);
     this.#timers = storeOption('timers', timers, ['claimDue', 'schedule', 'complete', 'release']);
@@ -195,6 +205,7 @@ export class TimerService {
     this.#now = functionOption('now', now);
     this.#random = functionOption('random', random);
     this.#onError = functionOption('onError', onError);
+    this.#onResumed = functionOption('onResumed', onResumed);
   }
 
   /** This node's holder name in the timer store's leases. */
@@ -331,9 +342,12 @@ export class TimerService {
           case 'readLog':
             fire.handleRead(await this.#events.readRange(row.executionId, 1));
             break;
-          case 'resume':
-            fire.handleResumed(await this.#resume(row.executionId, step.request));
+          case 'resume': {
+            const answer = await this.#resume(row.executionId, step.request);
+            fire.handleResumed(answer);
+            if (!(answer instanceof Error)) this.#handOn(answer, row, report);
             break;
+          }
           case 'redrive':
             fire.handleRedrive(await this.#redrive(redrivers[step.redriver], row, report));
             break;
@@ -385,6 +399,22 @@ export class TimerService {
       const { ResumeRefusedError, ResumeContendedError } = errors();
       if (error instanceof ResumeRefusedError || error instanceof ResumeContendedError) return error;
       throw error;
+    }
+  }
+
+  /**
+   * Hands a landed resume to onResumed, which starts its body. Not awaited:
+   * the fire goes on. A throw or a rejection is reported (stage
+   * 'onResumed'); the resume stands either way.
+   */
+  #handOn(resumed, row, report) {
+    try {
+      const started = this.#onResumed(resumed);
+      if (typeof started?.then === 'function') {
+        started.then(undefined, (error) => this.#notify(error, { stage: 'onResumed', row }));
+      }
+    } catch (error) {
+      this.#report(report, error, { stage: 'onResumed', row });
     }
   }
 
