@@ -199,6 +199,10 @@ async function service(events: EventStore, timerStore: TimerStore): Promise<void
         void attempts;
       }
     },
+    onResumed: (resumed: Resumed) => {
+      const token: number | null = resumed.fence;
+      void token;
+    },
   };
   const timerService = new TimerService(options);
   const redriver: Redriver = async (executionId: string): Promise<RedriveAnswer> => {
