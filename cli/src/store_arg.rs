@@ -270,6 +270,19 @@ impl StoreArg {
         matches!(self, StoreArg::Postgres { .. })
     }
 
+    /// Whether the store lives in this process's memory (`memory`,
+    /// `sqlite::memory:`), where no other process can reach it.
+    pub(crate) fn is_in_memory(&self) -> bool {
+        matches!(
+            self,
+            StoreArg::Memory
+                | StoreArg::Sqlite {
+                    target: SqliteTarget::Memory,
+                    ..
+                }
+        )
+    }
+
     /// The SQLite store's durability; `None` for the other stores.
     pub(crate) fn durability(&self) -> Option<Durability> {
         match self {

@@ -218,24 +218,42 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
     }
 }
 
-#[test]
-fn a_worker_refuses_bad_options_and_a_missing_store() {
+/// Each bad option is refused by its own check (the message names it),
+/// with exit code 2, and nothing is created or changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_refuses_bad_options_and_a_missing_store() {
     let scratch = Scratch::new("worker-options");
+    let path = scratch.path().join("store.db");
+    ready_store(&path).await;
+    let store = format!("sqlite:{}", path.display());
+    let before = std::fs::read(&path).expect("reads the file");
     let missing = scratch.store("missing.db");
-    for (args, code) in [
-        (vec!["--store", "nowhere:x"], 2),
-        (vec!["--store", &missing], 2),
-        (vec!["--store", "memory", "--schema", "no such schema!"], 2),
-        (vec!["--store", "memory", "--node", ""], 2),
-        (vec!["--store", "memory", "--lease", "0s"], 2),
-        (vec!["--store", "memory", "--scan-every", "soon"], 2),
+    for (args, names) in [
+        (vec!["--store", "nowhere:x"], "--store"),
+        (vec!["--store", &missing], "--store"),
+        (vec!["--store", "memory"], "--store"),
+        (vec!["--store", "sqlite::memory:"], "--store"),
+        (
+            vec!["--store", &store, "--schema", "no such schema!"],
+            "--schema",
+        ),
+        (vec!["--store", &store, "--schema", "app"], "--schema"),
+        (vec!["--store", &store, "--node", ""], "--node"),
+        (vec!["--store", &store, "--lease", "0s"], "--lease"),
+        (
+            vec!["--store", &store, "--scan-every", "soon"],
+            "--scan-every",
+        ),
     ] {
         let out = loomfence("worker", &args);
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
-        assert!(
-            scratch.files().is_empty(),
-            "nothing created: {:?}",
-            scratch.files()
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?} names {names}: {stderr}");
     }
+    assert_eq!(scratch.files(), ["store.db"], "nothing created");
+    assert_eq!(
+        std::fs::read(&path).expect("reads the file"),
+        before,
+        "nothing changed"
+    );
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::sqlite_file::SqliteTarget;
 use crate::store_arg::StoreArg;
 
 /// `loomfence fleet`'s options.
@@ -68,11 +67,7 @@ impl FleetArgs {
     /// the message to print.
     pub(crate) fn check(&self) -> Result<StoreArg, String> {
         let store = match StoreArg::from_options(&self.store, None) {
-            Ok(StoreArg::Memory)
-            | Ok(StoreArg::Sqlite {
-                target: SqliteTarget::Memory,
-                ..
-            }) => {
+            Ok(store) if store.is_in_memory() => {
                 return Err("--store: a fleet's workers are separate processes; they share postgres:URL or sqlite:PATH, not a store in memory".to_owned());
             }
             Ok(store) => store,

@@ -7,7 +7,9 @@
 //!   restarted worker picks up what a killed one left.
 //! - **A timer service with re-drive on**: it fires the parents' timer
 //!   waits and the re-drive rows of contended resumes (the supervisor's
-//!   re-driver is registered, and the supervisor writes the rows).
+//!   re-driver is registered, and the supervisor writes the rows). Retries
+//!   follow the race's schedule, on a command line's time scale: 20 ms
+//!   doubling to 1 s, 8 tries.
 //! - **Bodies**: every resume the worker lands (the supervisor's, a timer
 //!   wake's, a re-drive's) runs a body that appends `--steps` steps under
 //!   its token and completes (see [`bodies`]).
@@ -143,6 +145,16 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if store_arg.is_in_memory() {
+        eprintln!(
+            "error: --store: a worker shares its store with other processes: postgres:URL or sqlite:PATH, not a store in memory"
+        );
+        return ExitCode::from(2);
+    }
+    if schema.is_some() && !store_arg.is_postgres() {
+        eprintln!("error: --schema names a PostgreSQL schema; it needs a postgres: store");
+        return ExitCode::from(2);
+    }
     if let Some(addr) = args.metrics {
         let installed = metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
