@@ -10,13 +10,18 @@
 //! often the fence was contended and re-drive had to step in, and the one
 //! that must stay at zero with the conditional acquire: bodies fenced out
 //! after their resume landed.
+//!
+//! The resume counters are kept by [`run`](crate::run), which
+//! [`resume`](crate::resume), the supervisor and the timer service all go
+//! through; a host that steps a machine itself with
+//! [`perform`](crate::perform) counts its own.
 
 use loomfence_core::ResumeError;
 
 use crate::error::ResumeFailure;
 
-/// Resumes that landed, on any path (a host's, the supervisor's, a timer
-/// wake's, a re-drive's).
+/// Resumes that landed through [`run`](crate::run): a host's `resume`, the
+/// supervisor's, a timer wake's, a re-drive's.
 pub const RESUMES: &str = "loomfence_resumes_total";
 /// Resumes refused because the park was answered (or deleted) first: the
 /// loser's normal answer.
