@@ -39,6 +39,7 @@
 mod bench;
 mod fleet;
 mod interrupt;
+mod listing;
 mod progress;
 mod race;
 mod redrive;

@@ -4,12 +4,13 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use loomfence_core::{ExecutionId, MAX_PAGE_LIMIT};
+use loomfence_core::ExecutionId;
 use loomfence_store::EventStore;
 
 use super::FleetError;
 use super::plan::Plan;
 use super::workers::Workers;
+use crate::listing::list_all;
 
 /// Waits until every parent has been resumed and no parent's log changed
 /// for half a second (the bodies in flight finished), or `timeout`;
@@ -27,20 +28,12 @@ pub(super) async fn drain(
     let mut still_since = Instant::now();
     loop {
         workers.restart_the_dead()?;
-        let mut heads = Vec::with_capacity(parents.len());
-        let mut after: Option<ExecutionId> = None;
-        loop {
-            let page = events
-                .list_executions(after.as_ref(), MAX_PAGE_LIMIT)
-                .await?;
-            let Some(end) = page.last() else { break };
-            after = Some(end.execution_id.clone());
-            heads.extend(
-                page.into_iter()
-                    .filter(|s| parents.contains(&s.execution_id))
-                    .map(|s| (s.execution_id, s.head)),
-            );
-        }
+        let heads: Vec<(ExecutionId, u64)> = list_all(events)
+            .await?
+            .into_iter()
+            .filter(|s| parents.contains(&s.execution_id))
+            .map(|s| (s.execution_id, s.head))
+            .collect();
         // A parked parent's head is its park (2); anything after it
         // answered the park.
         let all_resumed = heads.len() == parents.len() && heads.iter().all(|(_, head)| *head > 2);

@@ -19,10 +19,11 @@
 
 use std::collections::HashSet;
 
-use loomfence_core::{Envelope, ExecutionId, KernelKind, MAX_PAGE_LIMIT};
+use loomfence_core::{Envelope, KernelKind};
 use loomfence_store::{EventStore, StoreError};
 
 use super::plan::Plan;
+use crate::listing::list_all;
 
 /// What the logs say.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,22 +77,14 @@ pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict
     }
     // Sequences, of everything stored (the children are read again here:
     // an extra read per child keeps this pass independent of the plan).
-    let mut after: Option<ExecutionId> = None;
-    loop {
-        let page = store
-            .list_executions(after.as_ref(), MAX_PAGE_LIMIT)
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.execution_id.clone());
-        for summary in page {
-            let log = store.read_range(&summary.execution_id, 1, None).await?;
-            let in_order = log
-                .iter()
-                .enumerate()
-                .all(|(index, event)| event.sequence == index as u64 + 1);
-            let faulty = !in_order || log.last().map(|e| e.sequence) != Some(summary.head);
-            verdict.sequence_faults += u64::from(faulty);
-        }
+    for summary in list_all(store).await? {
+        let log = store.read_range(&summary.execution_id, 1, None).await?;
+        let in_order = log
+            .iter()
+            .enumerate()
+            .all(|(index, event)| event.sequence == index as u64 + 1);
+        let faulty = !in_order || log.last().map(|e| e.sequence) != Some(summary.head);
+        verdict.sequence_faults += u64::from(faulty);
     }
     Ok(verdict)
 }
@@ -129,7 +122,7 @@ fn judge_parent(log: &[Envelope], token: u64, verdict: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{MemoryStore, NewEvent, Wait, park_payload};
+    use loomfence_core::{ExecutionId, MemoryStore, NewEvent, Wait, park_payload};
     use serde_json::json;
 
     use super::*;

@@ -31,12 +31,13 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loomfence_core::{ExecutionId, MAX_PAGE_LIMIT};
+use loomfence_core::ExecutionId;
 use loomfence_runtime::{ChildSupervisor, Supervised, SupervisorError};
 use loomfence_store::{EventStore, StoreError};
 use tokio::task::{JoinError, JoinSet};
 
 use super::bodies::Bodies;
+use crate::listing::list_all;
 
 /// Supervisions that answered with an error (each also went to the
 /// supervisor's `on_error`, which logs it).
@@ -192,26 +193,6 @@ impl Notice {
             }
             Notice::Ended(child) => supervisor.child_ended(&child).await,
         }
-    }
-}
-
-/// Every execution of `store`, page by page.
-async fn list_all(
-    store: &dyn EventStore,
-) -> Result<Vec<loomfence_core::ExecutionSummary>, StoreError> {
-    let mut all = Vec::new();
-    loop {
-        let page = store
-            .list_executions(
-                all.last()
-                    .map(|s: &loomfence_core::ExecutionSummary| &s.execution_id),
-                MAX_PAGE_LIMIT,
-            )
-            .await?;
-        if page.is_empty() {
-            return Ok(all);
-        }
-        all.extend(page);
     }
 }
 
