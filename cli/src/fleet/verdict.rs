@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use loomfence_core::{Envelope, KernelKind};
+use loomfence_core::{Envelope, ExecutionId, KernelKind};
 use loomfence_store::{EventStore, StoreError};
 
 use super::plan::Plan;
@@ -61,31 +61,40 @@ impl Verdict {
     }
 }
 
-/// Reads every log of the run and judges it.
+/// Reads every stored log once and judges it: the sequences of every
+/// execution, the parents' resumes, whether the children ended.
 pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict, StoreError> {
+    let parents: HashSet<&ExecutionId> = plan.families.iter().map(|f| &f.parent).collect();
+    let children: HashSet<&ExecutionId> = plan
+        .families
+        .iter()
+        .flat_map(|f| f.children.iter().map(|(child, _)| child))
+        .collect();
     let mut verdict = Verdict::default();
-    let mut parents = HashSet::new();
-    for family in &plan.families {
-        parents.insert(family.parent.clone());
-        let log = store.read_range(&family.parent, 1, None).await?;
-        let token = store.current_fence(&family.parent).await?;
-        judge_parent(&log, token, &mut verdict);
-        for (child, _) in &family.children {
-            let log = store.read_range(child, 1, None).await?;
-            verdict.children_open += u64::from(!log.iter().any(Envelope::is_terminal));
-        }
-    }
-    // Sequences, of everything stored (the children are read again here:
-    // an extra read per child keeps this pass independent of the plan).
+    let mut children_stored = 0;
     for summary in list_all(store).await? {
-        let log = store.read_range(&summary.execution_id, 1, None).await?;
+        let id = &summary.execution_id;
+        let log = store.read_range(id, 1, None).await?;
         let in_order = log
             .iter()
             .enumerate()
             .all(|(index, event)| event.sequence == index as u64 + 1);
         let faulty = !in_order || log.last().map(|e| e.sequence) != Some(summary.head);
         verdict.sequence_faults += u64::from(faulty);
+        if parents.contains(id) {
+            let token = store.current_fence(id).await?;
+            judge_parent(&log, token, &mut verdict);
+        } else if children.contains(id) {
+            children_stored += 1;
+            verdict.children_open += u64::from(!log.iter().any(Envelope::is_terminal));
+        }
     }
+    // A parent or child with no log at all (never written, or lost) is
+    // judged as an empty log: left parked, not ended.
+    while verdict.parents < parents.len() as u64 {
+        judge_parent(&[], 0, &mut verdict);
+    }
+    verdict.children_open += (children.len() - children_stored) as u64;
     Ok(verdict)
 }
 
@@ -122,7 +131,7 @@ fn judge_parent(log: &[Envelope], token: u64, verdict: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{ExecutionId, MemoryStore, NewEvent, Wait, park_payload};
+    use loomfence_core::{MemoryStore, NewEvent, Wait, park_payload};
     use serde_json::json;
 
     use super::*;
