@@ -77,9 +77,6 @@ pub(crate) enum FleetError {
         #[source]
         source: std::io::Error,
     },
-    /// A task ending a child panicked.
-    #[error("ending a child: {0}")]
-    Task(#[from] tokio::task::JoinError),
     /// Ctrl-C.
     #[error("interrupted")]
     Interrupted,
@@ -196,7 +193,7 @@ async fn fleet(
         seed,
     })
     .map_err(PlanError::from)?;
-    plan.write(&events, &opened.timers, now_ms()).await?;
+    plan.write(&*events, &*opened.timers, now_ms()).await?;
     let mut workers = Workers::start(launch, args.workers as usize)?;
     if now_ms() > start {
         eprintln!(
@@ -222,7 +219,7 @@ async fn fleet(
             }
             due.extend(endings.next().map(|(_, child)| child));
         }
-        end_children(&events, due).await?;
+        end_children(&*events, due).await?;
         chaos.act(&mut workers).await?;
         workers.restart_the_dead()?;
         tokio::time::sleep(TICK).await;

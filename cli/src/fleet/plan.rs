@@ -11,16 +11,15 @@
 //! same park; the rest fall anywhere in the run, some before the children
 //! end (a timeout). Every time is drawn from `--seed`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::{StreamExt, TryStreamExt, stream};
 use loomfence_core::{
     ExecutionId, IdError, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
 };
 use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use tokio::task::JoinSet;
 
 /// One in this many parents gets a deadline anywhere in the run rather
 /// than just after its last child.
@@ -41,9 +40,6 @@ pub(crate) enum PlanError {
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
     Id(#[from] IdError),
-    /// A setup task panicked.
-    #[error("setup task: {0}")]
-    Task(#[from] tokio::task::JoinError),
 }
 
 /// One parent and its children.
@@ -130,24 +126,16 @@ impl Plan {
     /// parked) and schedules every deadline, `at` being the setup's time.
     pub(crate) async fn write(
         &self,
-        events: &Arc<dyn EventStore>,
-        timers: &Arc<dyn TimerStore>,
+        events: &dyn EventStore,
+        timers: &dyn TimerStore,
         at: i64,
     ) -> Result<(), PlanError> {
-        let mut tasks = JoinSet::new();
-        for family in self.families.clone() {
-            if tasks.len() >= SETUP_CONCURRENCY
-                && let Some(done) = tasks.join_next().await
-            {
-                done??;
-            }
-            let (events, timers) = (Arc::clone(events), Arc::clone(timers));
-            tasks.spawn(async move { write_family(&*events, &*timers, &family, at).await });
-        }
-        while let Some(done) = tasks.join_next().await {
-            done??;
-        }
-        Ok(())
+        stream::iter(&self.families)
+            .map(Ok)
+            .try_for_each_concurrent(SETUP_CONCURRENCY, |family| {
+                write_family(events, timers, family, at)
+            })
+            .await
     }
 }
 

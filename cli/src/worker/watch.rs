@@ -31,10 +31,10 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::{StreamExt, stream};
 use loomfence_core::ExecutionId;
 use loomfence_runtime::{ChildSupervisor, Supervised, SupervisorError};
 use loomfence_store::{EventStore, StoreError};
-use tokio::task::{JoinError, JoinSet};
 
 use super::bodies::Bodies;
 use crate::listing::list_all;
@@ -116,22 +116,18 @@ impl Watcher {
                 "rebuilding from the store"
             );
         }
-        let mut tasks = JoinSet::new();
-        let work = to_watch
+        let supervisor = &*self.supervisor;
+        let notices = to_watch
             .into_iter()
             .map(Notice::Watch)
             .chain(newly_ended.into_iter().map(Notice::Ended));
-        for notice in work {
-            if tasks.len() >= CONCURRENCY
-                && let Some(done) = tasks.join_next().await
-            {
-                self.settle_all(done);
+        let mut answers = stream::iter(notices)
+            .map(|notice| notice.supervise(supervisor))
+            .buffer_unordered(CONCURRENCY);
+        while let Some(answered) = answers.next().await {
+            for (parent, result) in answered {
+                settle(&self.bodies, &mut self.retry, parent, result);
             }
-            let supervisor = Arc::clone(&self.supervisor);
-            tasks.spawn(async move { notice.supervise(&supervisor).await });
-        }
-        while let Some(done) = tasks.join_next().await {
-            self.settle_all(done);
         }
         if !self.rebuilt {
             tracing::info!(
@@ -143,31 +139,22 @@ impl Watcher {
         self.rebuilt = true;
         Ok(())
     }
+}
 
-    /// Settles every parent one supervision task answered. A task that
-    /// panicked is logged; its parents wait for the next notice of them
-    /// (a child ending, a re-drive row, a deadline, a restart's rebuild).
-    fn settle_all(&mut self, done: Result<Supervisions, JoinError>) {
-        match done {
-            Ok(results) => {
-                for (parent, result) in results {
-                    self.settle(parent, result);
-                }
-            }
-            Err(error) => tracing::error!(%error, "a supervision task failed"),
-        }
-    }
-
-    /// Starts the body of a resumed parent; keeps a failed one for the
-    /// next beat.
-    fn settle(&mut self, parent: ExecutionId, result: Result<Supervised, SupervisorError>) {
-        match result {
-            Ok(Supervised::Resumed(resumed)) => self.bodies.start(resumed, "supervisor"),
-            Ok(_) => {}
-            Err(_) => {
-                metrics::counter!(SUPERVISION_ERRORS).increment(1);
-                self.retry.insert(parent);
-            }
+/// Starts the body of a resumed parent; keeps a failed one in `retry`
+/// for the next beat.
+fn settle(
+    bodies: &Bodies,
+    retry: &mut HashSet<ExecutionId>,
+    parent: ExecutionId,
+    result: Result<Supervised, SupervisorError>,
+) {
+    match result {
+        Ok(Supervised::Resumed(resumed)) => bodies.start(resumed, "supervisor"),
+        Ok(_) => {}
+        Err(_) => {
+            metrics::counter!(SUPERVISION_ERRORS).increment(1);
+            retry.insert(parent);
         }
     }
 }
