@@ -32,6 +32,21 @@ fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).expect("in range")
 }
 
+/// Starts `id` and parks it on `wait`, at `at`.
+async fn park(store: &SqliteEventStore, id: &ExecutionId, wait: Wait, at: i64) {
+    store
+        .append_many(
+            id,
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, at),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, at)
+                    .with_payload(park_payload(&[wait])),
+            ],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("parks {id}: {e}"));
+}
+
 /// A store with two executions ready to resume: `sleeper`, parked on a
 /// timer that is due, and `parent`, parked on `child`, which has ended.
 async fn ready_store(path: &std::path::Path) {
@@ -41,17 +56,7 @@ async fn ready_store(path: &std::path::Path) {
     let timers = store.timers();
     let at = now_ms();
     let sleeper = id("sleeper");
-    store
-        .append_many(
-            &sleeper,
-            vec![
-                NewEvent::kernel(KernelKind::ExecutionStarted, at),
-                NewEvent::kernel(KernelKind::ExecutionSuspended, at)
-                    .with_payload(park_payload(&[Wait::Timer { wake_at: at }])),
-            ],
-        )
-        .await
-        .expect("parks the sleeper");
+    park(&store, &sleeper, Wait::Timer { wake_at: at }, at).await;
     timers
         .schedule(&TimerRow::wake(sleeper, at))
         .await
@@ -61,17 +66,7 @@ async fn ready_store(path: &std::path::Path) {
         .append(&child, started_child(&parent, at))
         .await
         .expect("starts the child");
-    store
-        .append_many(
-            &parent,
-            vec![
-                NewEvent::kernel(KernelKind::ExecutionStarted, at),
-                NewEvent::kernel(KernelKind::ExecutionSuspended, at)
-                    .with_payload(park_payload(&[Wait::Child(child.clone())])),
-            ],
-        )
-        .await
-        .expect("parks the parent");
+    park(&store, &parent, Wait::Child(child.clone()), at).await;
     store
         .append(&child, NewEvent::kernel(KernelKind::ExecutionCompleted, at))
         .await

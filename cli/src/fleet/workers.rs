@@ -108,7 +108,7 @@ impl Workers {
         for index in 0..self.slots.len() {
             let (child, incarnation) = &mut self.slots[index];
             if let Ok(Some(status)) = child.try_wait() {
-                tracing_line(
+                say(
                     index,
                     &format!("exited on its own ({status}); starting it again"),
                 );
@@ -138,7 +138,7 @@ impl Workers {
             match tokio::time::timeout(patience, child.wait()).await {
                 Ok(Ok(status)) if status.success() => stopped.clean += 1,
                 Ok(Ok(status)) => {
-                    tracing_line(index, &format!("ended {status} after SIGTERM"));
+                    say(index, &format!("ended {status} after SIGTERM"));
                     stopped.unclean += 1;
                 }
                 Ok(Err(error)) => {
@@ -148,7 +148,7 @@ impl Workers {
                     });
                 }
                 Err(_) => {
-                    tracing_line(index, "still running after SIGTERM; killed");
+                    say(index, "still running after SIGTERM; killed");
                     let _ = child.kill().await;
                     stopped.unclean += 1;
                 }
@@ -191,7 +191,7 @@ fn log_file(dir: &Path, index: usize) -> std::io::Result<File> {
 }
 
 /// A line about worker `index` on the fleet's stderr.
-fn tracing_line(index: usize, what: &str) {
+fn say(index: usize, what: &str) {
     eprintln!("fleet: worker {index} {what}");
 }
 
