@@ -489,3 +489,70 @@ fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
         drop_schema(&pg, &schema).await;
     });
 }
+
+/// Adds to the fixture a child that ended long ago whose recorded parent is
+/// corrupt (`payload.parent` is a number): the sweep cannot judge it.
+fn corrupt_child(path: &Path) {
+    block_on(async {
+        let old = now_ms() - 30 * DAY;
+        let mut payload = loomfence_core::JsonObject::new();
+        payload.insert("parent".to_owned(), serde_json::json!(42));
+        open_sqlite(path)
+            .await
+            .append_many(
+                &id("child-corrupt"),
+                vec![
+                    NewEvent::kernel(KernelKind::ExecutionStarted, old - DAY).with_payload(payload),
+                    NewEvent::kernel(KernelKind::ExecutionCompleted, old),
+                ],
+            )
+            .await
+            .expect("the corrupt child is written");
+    });
+}
+
+#[test]
+fn an_undecided_child_is_kept_and_listed_and_the_sweep_still_exits_0() {
+    let scratch = Scratch::new("retention-undecided");
+    let path = sqlite_fixture(&scratch);
+    corrupt_child(&path);
+    let out = retention(&["--store", &scratch.store("store.db"), "--older-than", "7d"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "undecided is an answer, not a failure: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("deleted 4\n"),
+        "the rest was swept: {stdout}"
+    );
+    assert!(stdout.contains("UNDECIDED 1"), "{stdout}");
+    assert!(
+        stdout.contains("  child-corrupt INVALID_LINEAGE: "),
+        "{stdout}"
+    );
+
+    let json = retention_json(&["--store", &scratch.store("store.db"), "--older-than", "7d"]);
+    assert_eq!(json["outcome"], "done", "{json}");
+    assert_eq!(json["undecided"]["count"], 1, "{json}");
+    let entry = &json["undecided"]["list"][0];
+    assert_eq!(
+        (&entry["executionId"], &entry["code"], &entry["parent"]),
+        (
+            &Value::from("child-corrupt"),
+            &Value::from("INVALID_LINEAGE"),
+            &Value::Null
+        ),
+        "{json}"
+    );
+    let still = block_on(async {
+        open_sqlite(&path)
+            .await
+            .read_range(&id("child-corrupt"), 1, None)
+            .await
+            .expect("reads")
+    });
+    assert_eq!(still.len(), 2, "the undecided child is kept");
+}

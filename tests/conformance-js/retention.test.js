@@ -5,7 +5,7 @@
 // it refuses before touching anything, every store answer outside the
 // interface (an InputError STORE_CONTRACT with the partial report, nothing
 // deleted for it), failures that carry the report, a corrupt lineage, the
-// report's shape, and the SweepError class.
+// report's shape (with `undecided`), and that no SweepError is exported.
 
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -13,7 +13,6 @@ import { describe, test } from 'node:test';
 import {
   InputError,
   MemoryEventStore,
-  SweepError,
   parentOf,
   pinParkedChildren,
   startedChild,
@@ -114,6 +113,16 @@ describe('pinParkedChildren: the pin', () => {
     }
     const answered = parent([started(), { kind: 'EXECUTION_SUSPENDED', at: 1, payload: {} }, { kind: 'EXECUTION_RESUMED', at: 2 }]);
     assert.equal(pinParkedChildren('c', answered), false, 'an answered park is not read at all');
+  });
+
+  test('a kernel kind this node does not know after the open park is an UNKNOWN_KIND error, not the park\'s answer', () => {
+    const newer = { kind: 'PARK_EXTENDED', at: 2, metadata: { kernel: true } };
+    assert.throws(
+      () => pinParkedChildren('c', parent([started(), parked([onChild('c')]), newer])),
+      (error) => error instanceof InputError && error.code === 'UNKNOWN_KIND' && error.message.includes('PARK_EXTENDED'),
+    );
+    assert.equal(pinParkedChildren('c', parent([started(), parked([onChild('c')]), { ...newer, metadata: {} }])), true, 'without the stamp: an application kind');
+    assert.equal(pinParkedChildren('c', parent([started(), parked([onChild('c')]), newer, { kind: 'EXECUTION_RESUMED', at: 3 }])), false, 'a known answer closes the park');
   });
 
   test('bad input is refused', () => {
@@ -332,19 +341,31 @@ describe('sweep: failures carry what was done', () => {
     await assert.rejects(sweep(wrap(store, { listExecutions: async () => Promise.reject(frozen) }), { endedBefore: CUTOFF }), (e) => e === frozen);
   });
 
-  test('a corrupt recorded parent stops the sweep with a SweepError INVALID_LINEAGE; the log is kept', async () => {
+  test('a corrupt recorded parent is undecided INVALID_LINEAGE: the log is kept and the sweep goes on', async () => {
     const store = new MemoryEventStore();
     await store.appendMany('a-fine', [started(), { kind: 'EXECUTION_COMPLETED', at: OLD }]);
     await store.appendMany('b-corrupt', [started({ payload: { parent: 42 } }), { kind: 'EXECUTION_COMPLETED', at: OLD }]);
-    await assert.rejects(sweep(store, { endedBefore: CUTOFF }), (error) => {
-      assert.ok(error instanceof SweepError && error instanceof Error, describeError(error));
-      assert.deepEqual([error.name, error.code, error.executionId, error.parent], ['SweepError', 'INVALID_LINEAGE', 'b-corrupt', null]);
-      assert.match(error.message, /b-corrupt/);
-      assert.deepEqual([error.report.eligible, error.report.deleted], [2, 1]);
-      assert.equal(typeof error.stack, 'string');
-      return true;
-    });
+    await store.appendMany('c-fine', [started(), { kind: 'EXECUTION_COMPLETED', at: OLD }]);
+    const report = await sweep(store, { endedBefore: CUTOFF });
+    assert.deepEqual([report.eligible, report.deleted], [3, 2]);
+    assert.equal(report.undecided.length, 1);
+    const [{ executionId, code, parent, detail }] = report.undecided;
+    assert.deepEqual([executionId, code, parent], ['b-corrupt', 'INVALID_LINEAGE', null]);
+    assert.match(detail, /42/);
     assert.equal((await store.readRange('b-corrupt')).length, 2);
+  });
+
+  test('a store read that rejects without `retryable: false` still stops the sweep with the report', async () => {
+    const store = await family();
+    for (const failure of [new Error('reset'), Object.assign(new Error('busy'), { retryable: true })]) {
+      const failing = wrap(store, {
+        async readRange() {
+          throw failure;
+        },
+      });
+      await assert.rejects(sweep(failing, { endedBefore: CUTOFF }), (error) => error === failure && error.report.undecided.length === 0);
+    }
+    assert.equal((await store.readRange('c')).length, 2);
   });
 });
 
@@ -363,6 +384,7 @@ describe('sweep: the report', () => {
       archived: 0,
       pinned: [{ child: 'c', parent: 'p' }],
       kept: [],
+      undecided: [],
       pages: 3,
       logReads: 1,
       parentReads: 1,
@@ -399,12 +421,9 @@ describe('sweep: the report', () => {
   });
 });
 
-test('SweepError is one class for import and require, a real Error', () => {
-  const { SweepError: required, sweep: requiredSweep } = require('loomfence');
-  assert.equal(required, SweepError);
-  assert.equal(requiredSweep, sweep);
-  const error = new SweepError('stopped', { code: 'INVALID_PARK', executionId: 'c', parent: 'p', report: { deleted: 0 } });
-  assert.ok(error instanceof Error);
-  assert.deepEqual([error.name, error.message, error.code, error.executionId, error.parent, error.report], ['SweepError', 'stopped', 'INVALID_PARK', 'c', 'p', { deleted: 0 }]);
-  assert.equal(new SweepError('x').parent, null);
+test('sweep is one function for import and require, and no SweepError is exported (undecided is not an error)', async () => {
+  const required = require('loomfence');
+  assert.equal(required.sweep, sweep);
+  assert.equal(required.SweepError, undefined);
+  assert.equal((await import('loomfence')).SweepError, undefined);
 });

@@ -88,26 +88,6 @@ export class RedriveExhaustedError extends Error {
   }
 }
 
-/**
- * A retention sweep stopped on a log it cannot judge, and kept it: the
- * child's recorded parent is not an execution id (`code`
- * 'INVALID_LINEAGE', `parent` null), or the open park of its parent `parent`
- * cannot be read (`code` 'INVALID_PARK'), so whether it pins the child is
- * unknown. `report` is what the sweep did before it stopped; its deletes
- * stand. The next sweep stops on the same log until it is fixed or deleted
- * by hand.
- */
-export class SweepError extends Error {
-  constructor(message, { code, executionId, parent = null, report } = {}) {
-    super(message);
-    this.name = 'SweepError';
-    this.code = code;
-    this.executionId = executionId;
-    this.parent = parent;
-    this.report = report;
-  }
-}
-
 export function staleFenceError(message, executionId, presented, current) {
   return new StaleFenceError(message, { executionId, presented, current });
 }
@@ -144,10 +124,6 @@ export function typeError(message, code) {
   return error;
 }
 
-export function sweepError(message, code, executionId, parent, report) {
-  return new SweepError(message, { code, executionId, parent, report });
-}
-
 /** A bug in the binding (a core answer it does not know), never bad input. */
 export function internalError(message) {
   const error = new Error(message);
@@ -164,6 +140,5 @@ export function errorClasses() {
     InputError,
     TimerInputError,
     RedriveExhaustedError,
-    SweepError,
   };
 }

@@ -28,4 +28,3 @@ export const ResumeContendedError = classes.ResumeContendedError;
 export const InputError = classes.InputError;
 export const TimerInputError = classes.TimerInputError;
 export const RedriveExhaustedError = classes.RedriveExhaustedError;
-export const SweepError = classes.SweepError;

@@ -225,6 +225,26 @@ export interface Kept {
   refusal: { logChanged: true; head: number } | { parentMoved: true; parent: string };
 }
 
+/**
+ * An eligible execution the sweep kept because it cannot judge it; every
+ * sweep keeps (and lists) it until the data in the way is repaired or removed.
+ */
+export interface Undecided {
+  executionId: string;
+  /**
+   * Why, stable: `'UNREADABLE_LOG'` (the store threw `retryable: false` reading
+   * its log), `'INVALID_LINEAGE'` (its recorded parent is not an execution id),
+   * `'UNREADABLE_PARENT'` (the store threw `retryable: false` reading a parent),
+   * `'INVALID_PARK'` (a parent's open park cannot be read), `'UNKNOWN_KIND'` (a
+   * kernel kind this node does not know follows a parent's open park).
+   */
+  code: 'UNREADABLE_LOG' | 'INVALID_LINEAGE' | 'UNREADABLE_PARENT' | 'INVALID_PARK' | 'UNKNOWN_KIND';
+  /** The parent the reason is about; `null` for the child's own log. */
+  parent: string | null;
+  /** A sentence for a person. */
+  detail: string;
+}
+
 /** What a sweep did (in a dry run, would do). */
 export interface SweepReport {
   dryRun: boolean;
@@ -240,11 +260,13 @@ export interface SweepReport {
   archived: number;
   pinned: Pinned[];
   kept: Kept[];
+  /** Kept because the sweep cannot judge them: an answer, not a failure. */
+  undecided: Undecided[];
   /** Listing pages read (the last one empty). */
   pages: number;
-  /** Logs of eligible executions read: one each. */
+  /** Logs of eligible executions read (or tried): one each. */
   logReads: number;
-  /** Parent logs read for pins: only ever for eligible executions. */
+  /** Parent logs read (or tried) for pins: only ever for eligible executions. */
   parentReads: number;
 }
 
@@ -256,7 +278,9 @@ export interface SweepOptions {
   /** Decide everything and read what deciding needs, change nothing: no archive, no delete. `deleted` counts what would be. */
   dryRun?: boolean;
   /**
-   * Takes each log before its delete and resolves once it is durable; a
+   * The archive itself, a function (anything else, `true` included, is refused
+   * with `INVALID_OPTIONS` before anything is listed). Takes each log before
+   * its delete and resolves once it is durable; a
    * rejection stops the sweep with the log kept. At least once: a log
    * archived and then kept (a parent moved) is archived again by a later
    * sweep, so dedupe by `(executionId, sequence)`.
@@ -280,9 +304,12 @@ export interface SweepOptions {
  * parks on it in between keeps it (`kept`). Every decision is the core's
  * (`SweepMachine`). Run it from a service or a cron job.
  *
+ * A child it cannot judge is kept and listed in `undecided` with a reason
+ * code, and the sweep goes on. A store read that rejects with
+ * `retryable: false` is such a case (`UNREADABLE_LOG`, `UNREADABLE_PARENT`).
+ *
  * Rejects before touching the store with a `TypeError` `NOT_A_STORE` (a
- * method missing), an `InputError` `INVALID_OPTIONS` / `INVALID_LIMIT`. Stops
- * with a `SweepError` on a log it cannot judge (nothing deleted for it); any
+ * method missing), an `InputError` `INVALID_OPTIONS` / `INVALID_LIMIT`. Any
  * other failure (the store, `archive`, `knownParents`, an answer outside the
  * interface: `InputError` `STORE_CONTRACT`) is rethrown as it came, with
  * `report` (what was done before; those deletes stand) set on it when it is
@@ -311,7 +338,8 @@ export function parentOf(events: Envelope[]): string | null;
  * has a `CHILD_DONE` wait naming the child, by `key` or in a `group`. A parent
  * running, answered, ended, parked on something else, or with no log (`[]`)
  * does not pin. An open park whose waits cannot be read throws `InputError`
- * `INVALID_PARK`: never a guess either way.
+ * `INVALID_PARK`, one followed by a kernel kind this node does not know (stamped
+ * `kernel: true` by a newer node) `UNKNOWN_KIND`: never a guess either way.
  */
 export function pinParkedChildren(childId: string, parentEvents: Envelope[]): boolean;
 
@@ -854,30 +882,8 @@ export class ResumeContendedError extends Error {
 export class InputError extends TypeError {
   constructor(message?: string, code?: string);
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'UNKNOWN_KIND'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, … */
   code: string;
-}
-
-/**
- * A retention sweep stopped on a log it cannot judge, and kept it: the
- * child's recorded parent is not an execution id (`code: 'INVALID_LINEAGE'`,
- * `parent: null`), or the open park of its parent `parent` cannot be read
- * (`code: 'INVALID_PARK'`). The next sweep stops on it again until it is fixed
- * or deleted by hand.
- */
-export class SweepError extends Error {
-  constructor(
-    message?: string,
-    fields?: { code?: 'INVALID_LINEAGE' | 'INVALID_PARK'; executionId?: string; parent?: string | null; report?: SweepReport },
-  );
-  readonly name: 'SweepError';
-  code: 'INVALID_LINEAGE' | 'INVALID_PARK';
-  /** The execution being judged. */
-  executionId: string;
-  /** The parent whose park is unreadable; `null` for a lineage error. */
-  parent: string | null;
-  /** What the sweep did before it stopped; its deletes stand. */
-  report: SweepReport;
 }
 
 /**

@@ -10,6 +10,9 @@
 //   list       -> store.listExecutions(after, limit)
 //   readLog    -> store.readRange(executionId, 1), with knownParents(executionId)
 //   readParent -> store.readRange(parent, 1)
+// A read the store rejects with `retryable: false` (it cannot read that log
+// for good: a corrupt row) is answered with handleUnreadable: the machine
+// keeps the child, lists it in `report.undecided`, and the sweep goes on.
 //   archive    -> options.archive(executionId, events), awaited before the delete
 //   delete     -> store.deleteExecutionIf(executionId, guard)
 //
@@ -20,11 +23,12 @@
 // binding only converts what passed them (and refuses, with one short
 // STORE_CONTRACT error, anything that would not convert after all).
 //
-// A sweep that stops carries what it did: a log it cannot judge ends it with
-// the machine's SweepError (`report` on it), and any other failure (the
-// store, the archive, knownParents, a contract error) is rethrown as it came
-// with the partial report attached as `error.report`. Deletes made before the
-// failure stand: each one is atomic.
+// A child the sweep cannot judge (a corrupt lineage or park, a kernel kind
+// this node does not know, a log the store cannot read for good) is kept and
+// listed in `report.undecided`: an answer, not a failure. A sweep that stops
+// carries what it did: any failure (the store, the archive, knownParents, a
+// contract error) is rethrown as it came with the partial report attached as
+// `error.report`. Deletes made before the failure stand: each one is atomic.
 
 import { SweepMachine, errorClasses } from './dist/loomfence_wasm.js';
 
@@ -227,13 +231,23 @@ export async function sweep(store, options) {
 async function drive(store, machine, archive, knownParents) {
   for (;;) {
     const step = machine.poll();
-    if (step.done !== undefined) {
-      if (step.error) throw step.error;
-      return step.done;
-    }
+    if (step.done !== undefined) return step.done;
     await perform(store, machine, step, archive, knownParents).catch((error) => {
       throw withReport(error, machine.report);
     });
+  }
+}
+
+/** A whole log, or `undefined` once the machine was told the store cannot
+ * read it for good (the store threw with `retryable: false`). Any other
+ * failure is rethrown: it may pass, and the next sweep reads again. */
+async function read(store, machine, executionId) {
+  try {
+    return await store.readRange(executionId, 1);
+  } catch (error) {
+    if (error === null || typeof error !== 'object' || error.retryable !== false) throw error;
+    machine.handleUnreadable(String(error.message ?? error));
+    return undefined;
   }
 }
 
@@ -247,14 +261,16 @@ async function perform(store, machine, step, archive, knownParents) {
       break;
     }
     case 'readLog': {
-      const events = await store.readRange(step.executionId, 1);
+      const events = await read(store, machine, step.executionId);
+      if (events === undefined) break;
       checkLog(events, step.executionId);
       const known = knownParents === undefined ? [] : checkParents(await knownParents(step.executionId), step.executionId);
       machine.handleLog(events, known);
       break;
     }
     case 'readParent': {
-      const events = await store.readRange(step.parent, 1);
+      const events = await read(store, machine, step.parent);
+      if (events === undefined) break;
       checkLog(events, step.parent);
       machine.handleParent(events);
       break;

@@ -17,9 +17,6 @@
 //!   `sweep.rs`);
 //! - a count out of its bounds (a listing's `limit`, a guard's number of
 //!   parents): `InputError` with code `INVALID_LIMIT`;
-//! - a sweep that stopped on a log it cannot judge (a corrupt recorded
-//!   parent, a parent's unreadable park): `SweepError`, carrying the
-//!   partial report;
 //! - a timer call's input the core refuses (a row, claim, lease, listing,
 //!   policy, draw, backoff entry, or a fire machine answer that does not fit):
 //!   `TimerInputError`, with a `code` naming the input (`timer_values.rs`);
@@ -63,14 +60,6 @@ extern "C" {
     fn type_error(message: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = internalError)]
     fn internal_error(message: &str) -> JsValue;
-    #[wasm_bindgen(js_name = sweepError)]
-    fn sweep_error(
-        message: &str,
-        code: &str,
-        execution_id: &str,
-        parent: JsValue,
-        report: JsValue,
-    ) -> JsValue;
     #[wasm_bindgen(js_name = errorClasses)]
     fn error_classes_js() -> JsValue;
 }
@@ -237,20 +226,9 @@ pub(crate) const INVALID_LINEAGE: &str = "INVALID_LINEAGE";
 /// The `code` of an open park whose waits cannot be read.
 pub(crate) const INVALID_PARK: &str = "INVALID_PARK";
 
-/// A sweep stopped on a log it cannot judge, as `SweepError` with `code`
-/// ([`INVALID_LINEAGE`] or [`INVALID_PARK`]), the execution, the parent
-/// whose park is unreadable (`null` for a lineage error) and the report of
-/// what was done before.
-pub(crate) fn sweep(
-    message: &str,
-    code: &str,
-    execution_id: &str,
-    parent: Option<&str>,
-    report: JsValue,
-) -> JsValue {
-    let parent = parent.map_or(JsValue::NULL, JsValue::from_str);
-    sweep_error(message, code, execution_id, parent, report)
-}
+/// The `code` of an open park followed by a kernel kind this node does not
+/// know: whether it is answered is unknown.
+pub(crate) const UNKNOWN_KIND: &str = "UNKNOWN_KIND";
 
 /// The `code` of the error a store throws when `parkSeq` is not in the log:
 /// the resume driver reads it as "the park is gone".

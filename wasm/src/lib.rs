@@ -31,8 +31,8 @@
 //!   `parentOf` (the child → parent edge), `pinParkedChildren` (the pin),
 //!   and `SweepMachine` (the sweep, polled like `FireMachine`), which the
 //!   package's `sweep` (`npm/retention.js`) drives against any store and
-//!   does not export. A sweep that stops on a log it cannot judge ends in a
-//!   `SweepError`.
+//!   does not export. A child the sweep cannot judge is kept and listed in
+//!   the report's `undecided`.
 
 mod events;
 mod fire;

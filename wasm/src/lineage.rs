@@ -2,11 +2,11 @@
 //! judge them in JavaScript: the core's `started_child`, `parent_of` and
 //! `pin_parked_children`, nothing decided here.
 
-use loomfence_core::{Envelope, parent_of, pin_parked_children, started_child};
+use loomfence_core::{Envelope, PinError, parent_of, pin_parked_children, started_child};
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;
-use crate::js_errors::{self, INVALID_LINEAGE, INVALID_PARK};
+use crate::js_errors::{self, INVALID_LINEAGE, INVALID_PARK, UNKNOWN_KIND};
 use crate::out;
 use crate::values::{execution_id, timestamp};
 
@@ -46,15 +46,20 @@ pub fn parent_of_js(events: JsValue) -> Result<JsValue, JsValue> {
 /// Whether `childId` must be kept because the parent whose log is
 /// `parentEvents` is parked on it (not terminal, and its open park has a
 /// `CHILD_DONE` wait naming the child, by key or in a group). An open park
-/// whose waits cannot be read is an `InputError` `INVALID_PARK`, never a
-/// guess either way.
+/// whose waits cannot be read is an `InputError` `INVALID_PARK`, and one
+/// followed by a kernel kind this node does not know is `UNKNOWN_KIND`:
+/// never a guess either way.
 #[wasm_bindgen(js_name = pinParkedChildren)]
 pub fn pin_parked_children_js(child_id: JsValue, parent_events: JsValue) -> Result<bool, JsValue> {
     let child = execution_id(&child_id)?;
     pin_parked_children(&child, &log("parentEvents", &parent_events)?).map_err(|error| {
+        let code = match error {
+            PinError::UnknownKind { .. } => UNKNOWN_KIND,
+            _ => INVALID_PARK,
+        };
         js_errors::invalid(
-            &format!("the parent's open park cannot be read: {error}"),
-            INVALID_PARK,
+            &format!("whether the parent's open park waits on the child is unknown: {error}"),
+            code,
         )
     })
 }

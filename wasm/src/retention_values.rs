@@ -165,8 +165,10 @@ pub(crate) fn guard_js(guard: &DeleteGuard) -> JsValue {
         .done()
 }
 
-/// A sweep's report: the counts, `pinned: [{ child, parent }]` and
-/// `kept: [{ executionId, refusal }]` (`refusal` as `outcome_js` has it).
+/// A sweep's report: the counts, `pinned: [{ child, parent }]`,
+/// `kept: [{ executionId, refusal }]` (`refusal` as `outcome_js` has it)
+/// and `undecided: [{ executionId, code, parent, detail }]` (`parent` null
+/// when the reason is the child's own log).
 pub(crate) fn report_js(report: &SweepReport) -> JsValue {
     let pinned: Array = report
         .pinned
@@ -191,6 +193,22 @@ pub(crate) fn report_js(report: &SweepReport) -> JsValue {
                 .done()
         })
         .collect();
+    let undecided: Array = report
+        .undecided
+        .iter()
+        .map(|u| {
+            let parent = u.reason.parent();
+            Out::new()
+                .set("executionId", &JsValue::from_str(u.execution_id.as_str()))
+                .set("code", &JsValue::from_str(u.reason.code()))
+                .set(
+                    "parent",
+                    &parent.map_or(JsValue::NULL, |p| JsValue::from_str(p.as_str())),
+                )
+                .set("detail", &JsValue::from_str(&u.reason.to_string()))
+                .done()
+        })
+        .collect();
     Out::new()
         .set("dryRun", &JsValue::from_bool(report.dry_run))
         .set("examined", &count(report.examined))
@@ -200,6 +218,7 @@ pub(crate) fn report_js(report: &SweepReport) -> JsValue {
         .set("archived", &count(report.archived))
         .set("pinned", &pinned)
         .set("kept", &kept)
+        .set("undecided", &undecided)
         .set("pages", &count(report.pages))
         .set("logReads", &count(report.log_reads))
         .set("parentReads", &count(report.parent_reads))

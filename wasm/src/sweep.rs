@@ -4,7 +4,8 @@
 //!
 //! `sweep` polls it for the next action as a plain object, performs it
 //! against the store and feeds the answer back through the matching
-//! `handle*` method, until a poll answers `{ done: report }`. Every
+//! `handle*` method, until a poll answers `{ done: report }` (children it
+//! cannot judge are in `report.undecided`, not an error). Every
 //! decision (eligibility, the pin, the guard) is the core's `SweepMachine`;
 //! this module only converts. `sweep` checks every answer against the store
 //! interface first, with the messages (JavaScript costs the `.wasm`
@@ -15,14 +16,14 @@
 //! Either way the machine is left as it was.
 
 use loomfence_core::{
-    ExecutionId, GuardedDelete, SweepAction, SweepError, SweepMachine, SweepMachineError,
-    SweepOptions, SweepPoll,
+    ExecutionId, GuardedDelete, SweepAction, SweepMachine, SweepMachineError, SweepOptions,
+    SweepPoll,
 };
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;
 use crate::host_store::{STORE_CONTRACT, contract};
-use crate::js_errors::{self, INVALID_LINEAGE, INVALID_PARK};
+use crate::js_errors;
 use crate::out::{self, Out};
 use crate::retention_values::{self as retention, guard_js, report_js};
 use crate::values::{counter, property};
@@ -65,28 +66,6 @@ fn answered_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
         .as_string()
         .and_then(|id| ExecutionId::try_from(id.as_str()).ok())
         .ok_or_else(unconvertible)
-}
-
-/// The error a sweep ended in, carrying the report of what was done.
-fn judged(error: &SweepError, report: JsValue) -> JsValue {
-    let message = error.to_string();
-    match error {
-        SweepError::Lineage { execution_id, .. } => js_errors::sweep(
-            &message,
-            INVALID_LINEAGE,
-            execution_id.as_str(),
-            None,
-            report,
-        ),
-        SweepError::Park { child, parent, .. } => js_errors::sweep(
-            &message,
-            INVALID_PARK,
-            child.as_str(),
-            Some(parent.as_str()),
-            report,
-        ),
-        _ => js_errors::internal(&message),
-    }
 }
 
 /// An action as a plain object `{ act, … }`.
@@ -149,9 +128,8 @@ impl SweepMachineJs {
         Ok(report_js(self.machine.report()))
     }
 
-    /// The next action; `{ done: report }` at the end, with `error` (a
-    /// `SweepError` carrying the same report) when the sweep stopped on a
-    /// log it cannot judge. Asking again without an answer gives the same.
+    /// The next action; `{ done: report }` at the end. Asking again
+    /// without an answer gives the same.
     ///
     /// A `Result`, though it never fails on a known poll, so that the export
     /// returns two values rather than one reference: Node 20's V8 (11.3)
@@ -161,18 +139,11 @@ impl SweepMachineJs {
     /// deoptimized while the call runs, which building the action's objects
     /// can cause. `sweep`'s loop calls this once per action.
     pub fn poll(&self) -> Result<JsValue, JsValue> {
-        let done = match self.machine.poll() {
-            SweepPoll::Act(action) => return Ok(action_js(&action)),
-            SweepPoll::Done(done) => done,
-            _ => return Err(js_errors::internal("unknown sweep poll")),
-        };
-        let report = report_js(self.machine.report());
-        let out = Out::new().set("done", &report);
-        Ok(match done {
-            Ok(_) => out,
-            Err(error) => out.set("error", &judged(&error, report)),
+        match self.machine.poll() {
+            SweepPoll::Act(action) => Ok(action_js(&action)),
+            SweepPoll::Done(report) => Ok(Out::new().set("done", &report_js(&report)).done()),
+            _ => Err(js_errors::internal("unknown sweep poll")),
         }
-        .done())
     }
 
     /// Answers `list` with the page the store listed (checked by `sweep`:
@@ -218,6 +189,16 @@ impl SweepMachineJs {
         let events = envelopes("readRange() result", STORE_CONTRACT, &events)?;
         self.machine
             .handle_parent(events)
+            .map_err(|e| machine_error(&e))
+    }
+
+    /// Answers `readLog` or `readParent` when the store cannot read that
+    /// log for good (it threw with `retryable: false`), `detail` saying
+    /// why: the child is kept, reported undecided, and the sweep goes on.
+    #[wasm_bindgen(js_name = handleUnreadable)]
+    pub fn handle_unreadable(&mut self, detail: String) -> Result<(), JsValue> {
+        self.machine
+            .handle_unreadable(detail)
             .map_err(|e| machine_error(&e))
     }
 

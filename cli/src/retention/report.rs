@@ -7,7 +7,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use loomfence_core::{GuardedDelete, SweepReport};
 use serde_json::{Value, json};
 
-/// Pinned executions the summary names; `--json` lists them all.
+/// Pinned (and undecided) executions the summary names; `--json` lists
+/// them all.
 const PINNED_SHOWN: usize = 10;
 
 /// How the sweep ended.
@@ -91,6 +92,18 @@ impl RetentionOutput {
                 entry
             })
             .collect();
+        let undecided: Vec<Value> = r
+            .undecided
+            .iter()
+            .map(|u| {
+                json!({
+                    "executionId": u.execution_id.as_str(),
+                    "code": u.reason.code(),
+                    "parent": u.reason.parent().map(|p| p.as_str()),
+                    "detail": u.reason.to_string(),
+                })
+            })
+            .collect();
         let mut out = json!({
             "outcome": self.outcome_key(),
             "store": self.store,
@@ -105,6 +118,7 @@ impl RetentionOutput {
             "archived": r.archived,
             "pinned": { "count": pinned.len(), "list": pinned },
             "kept": { "count": kept.len(), "list": kept },
+            "undecided": { "count": undecided.len(), "list": undecided },
             "pages": r.pages,
             "logReads": r.log_reads,
             "parentReads": r.parent_reads,
@@ -182,6 +196,24 @@ impl RetentionOutput {
                 r.kept.len()
             );
         }
+        if !r.undecided.is_empty() {
+            out += &format!(
+                "UNDECIDED {} (kept: the sweep cannot judge them; every sweep keeps them until the data is repaired or removed)",
+                r.undecided.len()
+            );
+            if r.undecided.len() > PINNED_SHOWN {
+                out += &format!("; the first {PINNED_SHOWN} (--json lists all)");
+            }
+            out.push('\n');
+            for u in r.undecided.iter().take(PINNED_SHOWN) {
+                out += &format!(
+                    "  {} {}: {}\n",
+                    u.execution_id.as_str(),
+                    u.reason.code(),
+                    u.reason
+                );
+            }
+        }
         out += &format!(
             "read {} logs and {} parent logs in {} pages; {:.3} s, {:.0} executions examined/s\n",
             r.log_reads,
@@ -207,7 +239,7 @@ fn rfc3339(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{ExecutionId, Kept, Pinned};
+    use loomfence_core::{ExecutionId, Kept, LineageError, Pinned, Undecided, UndecidedReason};
 
     use super::*;
 
@@ -235,6 +267,13 @@ mod tests {
                     execution_id: id("k"),
                     refusal: GuardedDelete::ParentMoved { parent: id("p2") },
                 }],
+                undecided: vec![Undecided {
+                    execution_id: id("u"),
+                    reason: UndecidedReason::InvalidLineage(LineageError::NotAString {
+                        sequence: 1,
+                        found: "42".to_owned(),
+                    }),
+                }],
                 pages: 1,
                 log_reads: 6,
                 parent_reads: 2,
@@ -257,6 +296,16 @@ mod tests {
         );
         assert_eq!(json["kept"]["list"][0]["reason"], "parentMoved");
         assert_eq!(json["kept"]["list"][0]["parent"], "p2");
+        assert_eq!(json["undecided"]["count"], 1);
+        assert_eq!(
+            json["undecided"]["list"][0],
+            json!({
+                "executionId": "u",
+                "code": "INVALID_LINEAGE",
+                "parent": null,
+                "detail": "its recorded parent is corrupt: payload.parent of event 1 is 42, not an execution id",
+            })
+        );
         assert_eq!(json["elapsedMs"], 500);
         assert_eq!(json["examinedPerSecond"], 20.0);
         assert!(json.get("error").is_none());
@@ -278,6 +327,11 @@ mod tests {
         );
         assert!(text.contains("  c (parent p)\n"), "{text}");
         assert!(text.contains("kept 1"), "{text}");
+        assert!(text.contains("UNDECIDED 1 (kept: "), "{text}");
+        assert!(
+            text.contains("  u INVALID_LINEAGE: its recorded parent is corrupt: "),
+            "{text}"
+        );
         assert!(text.contains("20 executions examined/s"), "{text}");
         let mut dry = output(Outcome::Interrupted);
         dry.report.dry_run = true;

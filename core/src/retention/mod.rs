@@ -3,7 +3,8 @@
 //! ([`ExecutionSummary`]), the pin ([`pin_parked_children`]), the guarded
 //! delete that closes the window between the pin check and the delete
 //! ([`DeleteGuard`]), and the sweep that puts them together
-//! ([`SweepMachine`]).
+//! ([`SweepMachine`]), which keeps and names a child it cannot judge
+//! ([`Undecided`]).
 
 mod guard;
 mod pin;
@@ -11,13 +12,15 @@ mod summary;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod undecided;
 
 pub use guard::{
     DeleteGuard, GuardedDelete, MAX_GUARD_PARENTS, ParentMark, check_guard, parent_moved,
 };
-pub use pin::pin_parked_children;
+pub use pin::{PinError, pin_parked_children};
 pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
 pub use sweep::{
-    Kept, Pinned, SweepAction, SweepError, SweepMachine, SweepMachineError, SweepOptions,
-    SweepPoll, SweepReport,
+    Kept, Pinned, SweepAction, SweepMachine, SweepMachineError, SweepOptions, SweepPoll,
+    SweepReport,
 };
+pub use undecided::{Undecided, UndecidedReason};

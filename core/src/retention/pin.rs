@@ -1,9 +1,34 @@
 //! The pin: retention's one question about a finished child.
 
 use crate::event::Envelope;
-use crate::fold::ExecutionView;
+use crate::fold::Status;
 use crate::id::ExecutionId;
+use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
 use crate::park::{ParkError, waits_of};
+
+/// Why the pin cannot say whether a parent waits on a child. Retention
+/// keeps the child either way: guessing "pinned" keeps a log forever,
+/// guessing "free" may delete the one child the parent needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinError {
+    /// The parent's open park cannot be read.
+    #[error(transparent)]
+    Park(#[from] ParkError),
+    /// An event after the open park has a kind this node does not know,
+    /// stamped `kernel: true` by a newer node: it may or may not answer the
+    /// park. The fence takes it as answering (a stale resume is the worst
+    /// that costs); retention must not (a deleted child is for good).
+    #[error(
+        "event {sequence} after the open park is {kind:?}, a kernel kind this node does not know"
+    )]
+    UnknownKind {
+        /// The event's sequence.
+        sequence: u64,
+        /// Its kind.
+        kind: String,
+    },
+}
 
 /// Whether `child` must be kept because the parent whose log is
 /// `parent_events` is parked on it: the parent is not terminal and its open
@@ -13,24 +38,42 @@ use crate::park::{ParkError, waits_of};
 /// Only that pins. A parent that is running, answered, parked on something
 /// else or on another child, or gone (an empty log) does not: the child is
 /// then retention's to delete like any other, which is the ADR's rule ("left
-/// exactly where it is" only while the parent waits on it). A park whose
-/// waits cannot be read is an error, never a guess either way: guessing
-/// "pinned" keeps a log forever, guessing "free" may delete the one child
-/// the parent needs.
+/// exactly where it is" only while the parent waits on it).
+///
+/// The open park here is the newest park no *known* answering kind
+/// follows. A park whose waits cannot be read, or that is followed by a
+/// kernel-stamped kind this node does not know, is an error
+/// ([`PinError`]), never a guess either way.
 pub fn pin_parked_children(
     child: &ExecutionId,
     parent_events: &[Envelope],
-) -> Result<bool, ParkError> {
-    let view = ExecutionView::fold(parent_events);
-    if view.status.is_terminal() {
+) -> Result<bool, PinError> {
+    let kernel = |event: &Envelope| KernelKind::from_name(&event.kind);
+    if parent_events
+        .iter()
+        .any(|event| Status::Pending.after(kernel(event)).is_terminal())
+    {
         return Ok(false);
     }
-    let Some(open) = view.open_park else {
+    let Some(index) = parent_events
+        .iter()
+        .rposition(|event| kernel(event).is_some_and(|k| k.class() == KindClass::Answering))
+    else {
         return Ok(false);
     };
-    let Some(park) = parent_events.iter().find(|e| e.sequence == open.sequence) else {
+    let park = &parent_events[index];
+    if !park.is_park() {
         return Ok(false);
-    };
+    }
+    if let Some(unknown) = parent_events[index + 1..]
+        .iter()
+        .find(|event| kernel(event).is_none() && has_kernel_stamp(&event.metadata))
+    {
+        return Err(PinError::UnknownKind {
+            sequence: unknown.sequence,
+            kind: unknown.kind.clone(),
+        });
+    }
     Ok(waits_of(park)?
         .iter()
         .any(|wait| wait.children().contains(child)))

@@ -26,18 +26,23 @@
 //! from the next sweep: archives are at-least-once, keyed by
 //! `(executionId, sequence)`.
 //!
-//! A log whose lineage or whose parent's park cannot be read ends the sweep
-//! with an error naming it ([`SweepError`]); nothing is deleted for it. A
-//! store failure is the driver's to report; either way
-//! [`SweepMachine::report`] says what was done before it.
+//! A child the sweep cannot judge is *undecided* ([`Undecided`]): its log
+//! or a parent's cannot be read for good ([`SweepMachine::handle_unreadable`]),
+//! its recorded parent is corrupt, a parent's open park cannot be read, or
+//! a kernel kind this node does not know follows that park. It is kept,
+//! named in the report with its reason, and the sweep goes on: one corrupt
+//! execution must not stop every sweep for good while the store grows. A
+//! store failure that may pass (a retryable one) is the driver's to report,
+//! ending the run; [`SweepMachine::report`] then says what was done before
+//! it.
 
 use crate::event::Envelope;
 use crate::id::ExecutionId;
-use crate::lineage::{LineageError, parent_of};
-use crate::park::ParkError;
+use crate::lineage::parent_of;
 use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
-use crate::retention::pin::pin_parked_children;
+use crate::retention::pin::{PinError, pin_parked_children};
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
+use crate::retention::undecided::{Undecided, UndecidedReason};
 
 /// What one sweep does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,13 +75,16 @@ pub enum SweepAction {
     },
     /// Read the eligible execution's whole log; answer with
     /// [`SweepMachine::handle_log`], adding any parents the driver knows
-    /// wait on it.
+    /// wait on it, or with [`SweepMachine::handle_unreadable`] if the store
+    /// cannot read it for good.
     ReadLog {
         /// The execution.
         execution_id: ExecutionId,
     },
     /// Read a parent's whole log (no log reads as empty); answer with
-    /// [`SweepMachine::handle_parent`].
+    /// [`SweepMachine::handle_parent`], or with
+    /// [`SweepMachine::handle_unreadable`] if the store cannot read it for
+    /// good.
     ReadParent {
         /// The child whose pin is being decided.
         child: ExecutionId,
@@ -108,8 +116,9 @@ pub enum SweepAction {
 pub enum SweepPoll {
     /// Do this, then feed the answer back.
     Act(SweepAction),
-    /// The sweep is over.
-    Done(Result<SweepReport, SweepError>),
+    /// The sweep is over: what it did. Children it could not judge are in
+    /// [`SweepReport::undecided`]; that is an answer, not a failure.
+    Done(SweepReport),
 }
 
 /// A finished execution kept because a parent waits on it.
@@ -147,11 +156,17 @@ pub struct SweepReport {
     pub pinned: Vec<Pinned>,
     /// Kept because the store refused the guarded delete.
     pub kept: Vec<Kept>,
+    /// Kept because the sweep cannot judge them (unreadable or corrupt
+    /// data, a kind this node does not know), each with why: for an
+    /// operator to look at, since every sweep keeps them until then.
+    pub undecided: Vec<Undecided>,
     /// Listing pages read.
     pub pages: u64,
-    /// Logs of eligible executions read (one per eligible execution).
+    /// Logs of eligible executions read, or tried (one per eligible
+    /// execution).
     pub log_reads: u64,
-    /// Parent logs read for pins (only ever for eligible executions).
+    /// Parent logs read, or tried, for pins (only ever for eligible
+    /// executions).
     pub parent_reads: u64,
 }
 
@@ -161,34 +176,6 @@ impl SweepReport {
     pub fn skipped(&self) -> u64 {
         self.examined - self.eligible
     }
-}
-
-/// Why a sweep stopped on a log it could not judge. Nothing was deleted for
-/// it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum SweepError {
-    /// The execution's recorded parent is corrupt.
-    #[error("execution {execution_id:?}: {source}")]
-    Lineage {
-        /// The execution being judged.
-        execution_id: ExecutionId,
-        /// What is wrong with its `EXECUTION_STARTED`.
-        #[source]
-        source: LineageError,
-    },
-    /// A parent's open park cannot be read, so whether it pins the child is
-    /// unknown.
-    #[error("execution {child:?}: the park of its parent {parent:?} is unreadable: {source}")]
-    Park {
-        /// The child being judged.
-        child: ExecutionId,
-        /// The parent whose park is unreadable.
-        parent: ExecutionId,
-        /// What is wrong with it.
-        #[source]
-        source: ParkError,
-    },
 }
 
 /// A driver that answered out of turn or with an answer about something
@@ -248,7 +235,7 @@ enum Stage {
     /// Waiting for the guarded delete.
     Delete(Candidate),
     /// Over.
-    Done(Option<SweepError>),
+    Done,
 }
 
 /// One retention sweep; see the module docs for its steps.
@@ -315,12 +302,7 @@ impl SweepMachine {
                     parents: candidate.marks.clone(),
                 },
             },
-            Stage::Done(error) => {
-                return SweepPoll::Done(match error {
-                    Some(error) => Err(error.clone()),
-                    None => Ok(self.report.clone()),
-                });
-            }
+            Stage::Done => return SweepPoll::Done(self.report.clone()),
         };
         SweepPoll::Act(action)
     }
@@ -338,7 +320,7 @@ impl SweepMachine {
         }
         self.report.pages += 1;
         let Some(last) = page.last() else {
-            self.stage = Stage::Done(None);
+            self.stage = Stage::Done;
             return Ok(());
         };
         self.cursor = Some(last.execution_id.clone());
@@ -372,10 +354,7 @@ impl SweepMachine {
         let recorded = match parent_of(&events) {
             Ok(recorded) => recorded,
             Err(source) => {
-                self.stage = Stage::Done(Some(SweepError::Lineage {
-                    execution_id,
-                    source,
-                }));
+                self.undecided(execution_id, UndecidedReason::InvalidLineage(source));
                 return Ok(());
             }
         };
@@ -423,14 +402,54 @@ impl SweepMachine {
                 });
                 self.after_parents(candidate);
             }
-            Err(source) => {
-                self.stage = Stage::Done(Some(SweepError::Park {
-                    child: candidate.execution_id,
-                    parent,
-                    source,
-                }));
+            Err(PinError::Park(source)) => {
+                self.undecided(
+                    candidate.execution_id,
+                    UndecidedReason::InvalidPark { parent, source },
+                );
+            }
+            Err(PinError::UnknownKind { sequence, kind }) => {
+                self.undecided(
+                    candidate.execution_id,
+                    UndecidedReason::UnknownKind {
+                        parent,
+                        sequence,
+                        kind,
+                    },
+                );
             }
         }
+        Ok(())
+    }
+
+    /// The answer to [`SweepAction::ReadLog`] or
+    /// [`SweepAction::ReadParent`] when the store cannot read that log for
+    /// good (a corrupt row, a payload it cannot decode: an error retrying
+    /// cannot help), `detail` saying why. The child is kept, reported
+    /// undecided, and the sweep goes on. A failure that may pass is not
+    /// this: the driver ends the run with it, and the next run reads again.
+    pub fn handle_unreadable(&mut self, detail: String) -> Result<(), SweepMachineError> {
+        let (execution_id, reason) = match &self.stage {
+            Stage::ReadLog(execution_id) => {
+                self.report.log_reads += 1;
+                (
+                    execution_id.clone(),
+                    UndecidedReason::UnreadableLog { detail },
+                )
+            }
+            Stage::ReadParent(candidate) => {
+                self.report.parent_reads += 1;
+                (
+                    candidate.execution_id.clone(),
+                    UndecidedReason::UnreadableParent {
+                        parent: candidate.parents[candidate.marks.len()].clone(),
+                        detail,
+                    },
+                )
+            }
+            _ => return Err(self.unexpected("handle_unreadable")),
+        };
+        self.undecided(execution_id, reason);
         Ok(())
     }
 
@@ -458,6 +477,15 @@ impl SweepMachine {
         }
         self.next_candidate();
         Ok(())
+    }
+
+    /// Keeps `execution_id`, which cannot be judged, and moves on.
+    fn undecided(&mut self, execution_id: ExecutionId, reason: UndecidedReason) {
+        self.report.undecided.push(Undecided {
+            execution_id,
+            reason,
+        });
+        self.next_candidate();
     }
 
     /// Moves on once every parent of `candidate` is read and none pins it.
@@ -513,7 +541,7 @@ impl SweepMachine {
             Stage::ReadParent(_) => "handle_parent",
             Stage::Archive(_) => "handle_archived",
             Stage::Delete(_) => "handle_deleted",
-            Stage::Done(_) => "nothing (the sweep is done)",
+            Stage::Done => "nothing (the sweep is done)",
         };
         SweepMachineError::UnexpectedInput { expected, got }
     }

@@ -29,7 +29,7 @@ fn run(
     store: &mut MemoryStore,
     options: SweepOptions,
     archive: &mut Vec<ExecutionId>,
-) -> Result<SweepReport, SweepError> {
+) -> SweepReport {
     drive(store, options, archive, |_, _| {}, true)
 }
 
@@ -43,14 +43,14 @@ fn drive(
     archive: &mut Vec<ExecutionId>,
     mut before: impl FnMut(usize, &mut MemoryStore),
     guarded: bool,
-) -> Result<SweepReport, SweepError> {
+) -> SweepReport {
     let mut machine = SweepMachine::new(options);
     let mut step = 0;
     loop {
         before(step, store);
         step += 1;
         let action = match machine.poll() {
-            SweepPoll::Done(result) => return result,
+            SweepPoll::Done(report) => return report,
             SweepPoll::Act(action) => action,
         };
         match action {
@@ -120,7 +120,7 @@ fn a_sweep_archives_then_deletes_the_old_and_keeps_the_pinned() {
     ended(&mut store, "root", None, 1_000);
     ended(&mut store, "young", None, 9_000);
     let mut archive = Vec::new();
-    let report = run(&mut store, options(), &mut archive).expect("sweeps");
+    let report = run(&mut store, options(), &mut archive);
     assert_eq!(archive, [id("c2"), id("root")]);
     assert_eq!(
         report,
@@ -135,6 +135,7 @@ fn a_sweep_archives_then_deletes_the_old_and_keeps_the_pinned() {
                 parent: id("p")
             }],
             kept: Vec::new(),
+            undecided: Vec::new(),
             pages: 4,
             log_reads: 3,
             parent_reads: 2,
@@ -157,37 +158,202 @@ fn a_dry_run_asks_for_no_archive_or_delete() {
             ..options()
         },
         &mut archive,
-    )
-    .expect("sweeps");
+    );
     assert_eq!((report.deleted, report.archived), (1, 0));
     assert!(archive.is_empty());
     assert_eq!(store, before);
 }
 
 #[test]
-fn a_corrupt_recorded_parent_ends_the_sweep_naming_the_log() {
+fn a_child_the_sweep_cannot_judge_is_undecided_and_the_sweep_goes_on() {
     let mut store = MemoryStore::new();
     let mut payload = JsonObject::new();
     payload.insert("parent".to_owned(), json!(["not", "an", "id"]));
     store
         .append_many(
-            &id("bad"),
+            &id("a-lineage"),
             vec![
                 NewEvent::kernel(KernelKind::ExecutionStarted, 0).with_payload(payload),
                 NewEvent::kernel(KernelKind::ExecutionFailed, 1),
             ],
         )
         .expect("appends");
-    let before = store.clone();
-    let error = run(&mut store, options(), &mut Vec::new()).expect_err("stops");
+    let mut waits = JsonObject::new();
+    waits.insert("waits".to_owned(), json!("all of them"));
+    store
+        .append_many(
+            &id("p-park"),
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+                NewEvent::kernel(KernelKind::ExecutionSuspended, 0).with_payload(waits),
+            ],
+        )
+        .expect("parks");
+    ended(&mut store, "b-park", Some("p-park"), 1_000);
+    parked_on(&mut store, "p-kind", &[Wait::Child(id("c-kind"))]);
+    store
+        .append(
+            &id("p-kind"),
+            NewEvent::new("PARK_EXTENDED", 0).with_kernel_stamp(),
+        )
+        .expect("a newer node's event");
+    ended(&mut store, "c-kind", Some("p-kind"), 1_000);
+    ended(&mut store, "z-root", None, 1_000);
+    let report = run(&mut store, options(), &mut Vec::new());
+    let undecided: Vec<(&str, &str, Option<&str>)> = report
+        .undecided
+        .iter()
+        .map(|u| {
+            (
+                u.execution_id.as_str(),
+                u.reason.code(),
+                u.reason.parent().map(ExecutionId::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(
+        undecided,
+        [
+            ("a-lineage", "INVALID_LINEAGE", None),
+            ("b-park", "INVALID_PARK", Some("p-park")),
+            ("c-kind", "UNKNOWN_KIND", Some("p-kind")),
+        ]
+    );
     assert!(matches!(
-        error,
-        SweepError::Lineage {
-            ref execution_id,
-            source: LineageError::NotAString { sequence: 1, .. }
-        } if execution_id == &id("bad")
+        report.undecided[0].reason,
+        UndecidedReason::InvalidLineage(LineageError::NotAString { sequence: 1, .. })
     ));
-    assert_eq!(store, before, "nothing deleted");
+    assert_eq!(
+        report.undecided[2].reason,
+        UndecidedReason::UnknownKind {
+            parent: id("p-kind"),
+            sequence: 3,
+            kind: "PARK_EXTENDED".to_owned()
+        }
+    );
+    assert_eq!((report.eligible, report.deleted), (4, 1), "{report:?}");
+    let left: Vec<&ExecutionId> = store.executions().collect();
+    assert_eq!(
+        left,
+        [
+            &id("a-lineage"),
+            &id("b-park"),
+            &id("c-kind"),
+            &id("p-kind"),
+            &id("p-park")
+        ]
+    );
+}
+
+#[test]
+fn a_log_or_parent_that_cannot_be_read_for_good_is_undecided() {
+    let summary = |s: &str| ExecutionSummary {
+        execution_id: id(s),
+        head: 2,
+        ended: Some(Ended {
+            sequence: 2,
+            at: 1_000,
+        }),
+    };
+    let mut machine = SweepMachine::new(options());
+    assert!(matches!(
+        machine.handle_unreadable("no".to_owned()),
+        Err(SweepMachineError::UnexpectedInput {
+            got: "handle_unreadable",
+            ..
+        })
+    ));
+    machine
+        .handle_page(vec![summary("a"), summary("b")])
+        .expect("a page");
+    machine
+        .handle_unreadable("row 1 cannot be decoded".to_owned())
+        .expect("answers the read of a");
+    let log = vec![
+        started_child(&id("p"), 0).into_envelope(id("b"), 1),
+        NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("b"), 2),
+    ];
+    machine.handle_log(log, []).expect("a log");
+    machine
+        .handle_unreadable("p is corrupt".to_owned())
+        .expect("answers the read of p");
+    assert!(matches!(
+        machine.poll(),
+        SweepPoll::Act(SweepAction::List { after: Some(ref a), .. }) if a == &id("b")
+    ));
+    let report = machine.report();
+    assert_eq!(
+        report.undecided,
+        [
+            Undecided {
+                execution_id: id("a"),
+                reason: UndecidedReason::UnreadableLog {
+                    detail: "row 1 cannot be decoded".to_owned()
+                },
+            },
+            Undecided {
+                execution_id: id("b"),
+                reason: UndecidedReason::UnreadableParent {
+                    parent: id("p"),
+                    detail: "p is corrupt".to_owned()
+                },
+            },
+        ]
+    );
+    assert_eq!(
+        (report.log_reads, report.parent_reads, report.deleted),
+        (2, 1, 0)
+    );
+}
+
+#[test]
+fn an_unknown_kernel_kind_after_the_open_park_is_not_taken_for_its_answer() {
+    let parent = |extra: Vec<NewEvent>| -> Vec<Envelope> {
+        let mut events = vec![
+            NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+            NewEvent::kernel(KernelKind::ExecutionSuspended, 0)
+                .with_payload(park_payload(&[Wait::Child(id("c"))])),
+        ];
+        events.extend(extra);
+        events
+            .into_iter()
+            .zip(1..)
+            .map(|(event, sequence)| event.into_envelope(id("p"), sequence))
+            .collect()
+    };
+    let stamped = || NewEvent::new("PARK_EXTENDED", 0).with_kernel_stamp();
+    assert_eq!(
+        pin_parked_children(&id("c"), &parent(vec![stamped()])),
+        Err(PinError::UnknownKind {
+            sequence: 3,
+            kind: "PARK_EXTENDED".to_owned()
+        }),
+        "unknown whether the park is answered"
+    );
+    assert_eq!(
+        pin_parked_children(&id("other"), &parent(vec![stamped()])),
+        Err(PinError::UnknownKind {
+            sequence: 3,
+            kind: "PARK_EXTENDED".to_owned()
+        }),
+        "unknown what the newer node's event waits on"
+    );
+    assert_eq!(
+        pin_parked_children(&id("c"), &parent(vec![NewEvent::new("app.audit", 0)])),
+        Ok(true),
+        "an application kind does not answer"
+    );
+    for closed in [
+        vec![stamped(), NewEvent::kernel(KernelKind::ExecutionResumed, 0)],
+        vec![NewEvent::kernel(KernelKind::ExecutionResumed, 0), stamped()],
+        vec![stamped(), NewEvent::kernel(KernelKind::ExecutionFailed, 0)],
+    ] {
+        assert_eq!(
+            pin_parked_children(&id("c"), &parent(closed.clone())),
+            Ok(false),
+            "a known answer closes the park: {closed:?}"
+        );
+    }
 }
 
 #[test]
@@ -333,7 +499,7 @@ fn strands_the_parent(park_at: usize, guarded: bool) -> bool {
                 .is_empty();
         }
     };
-    drive(&mut store, options, &mut Vec::new(), park, guarded).expect("sweeps");
+    drive(&mut store, options, &mut Vec::new(), park, guarded);
     parked_on_a_log
         && store
             .read_range(&id("c"), 1, None)

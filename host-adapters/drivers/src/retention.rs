@@ -34,7 +34,8 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    ExecutionId, SweepAction, SweepMachine, SweepMachineError, SweepOptions, SweepPoll, SweepReport,
+    Envelope, ExecutionId, SweepAction, SweepMachine, SweepMachineError, SweepOptions, SweepPoll,
+    SweepReport,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -76,8 +77,9 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
         }
     }
 
-    /// Hands every log to `sink` before its delete. A sweep archives
-    /// exactly when it has a sink; `SweepOptions::archive` is set from it.
+    /// Hands every log to `sink` before its delete, and sets
+    /// `SweepOptions::archive`. A sweep whose options ask for an archive
+    /// without a sink is refused ([`RetentionError::ArchiveWithoutSink`]).
     #[must_use]
     pub fn archive(mut self, sink: &'a dyn ArchiveSink) -> Self {
         self.options.archive = true;
@@ -106,22 +108,29 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
         self
     }
 
-    /// Runs the sweep to the end of the listing.
+    /// Runs the sweep to the end of the listing. Children it cannot judge
+    /// are kept and listed in [`SweepReport::undecided`]; only a failure
+    /// that may pass (a retryable store error, the archive, a broken
+    /// adapter) ends it early.
+    ///
+    /// `archive: true` without a [sink](Sweep::archive) is refused before
+    /// anything is listed, dry runs included: a sweep asked to archive must
+    /// never delete what it did not archive.
     pub async fn run(mut self) -> Result<SweepReport, RetentionError> {
-        // Archiving is what a sink was given for, whatever the options say.
-        self.options.archive = self.archive.is_some();
+        if self.options.archive && self.archive.is_none() {
+            return Err(RetentionError::ArchiveWithoutSink {
+                report: Box::new(SweepReport {
+                    dry_run: self.options.dry_run,
+                    ..SweepReport::default()
+                }),
+            });
+        }
         let mut machine = SweepMachine::new(self.options);
         loop {
             let action = match machine.poll() {
-                SweepPoll::Done(Ok(report)) => {
+                SweepPoll::Done(report) => {
                     self.page_done(&report);
                     return Ok(report);
-                }
-                SweepPoll::Done(Err(source)) => {
-                    return Err(RetentionError::Judge {
-                        report: Box::new(machine.report().clone()),
-                        source,
-                    });
                 }
                 SweepPoll::Act(action) => action,
                 other => unreachable!("a poll this driver does not know: {other:?}"),
@@ -147,7 +156,9 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                 machine.handle_page(page)?;
             }
             SweepAction::ReadLog { execution_id } => {
-                let events = self.store.read_range(&execution_id, 1, None).await?;
+                let Some(events) = read(self.store, machine, &execution_id).await? else {
+                    return Ok(());
+                };
                 let known = self
                     .known_parents
                     .as_ref()
@@ -156,8 +167,9 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                 machine.handle_log(events, known)?;
             }
             SweepAction::ReadParent { parent, .. } => {
-                let events = self.store.read_range(&parent, 1, None).await?;
-                machine.handle_parent(events)?;
+                if let Some(events) = read(self.store, machine, &parent).await? {
+                    machine.handle_parent(events)?;
+                }
             }
             SweepAction::Archive {
                 execution_id,
@@ -194,6 +206,26 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
         if let Some(on_page) = &mut self.on_page {
             on_page(report);
         }
+    }
+}
+
+/// Reads a whole log. A read the store says cannot succeed (a
+/// non-retryable backend error: a row it cannot decode) is answered to
+/// the machine as unreadable, which keeps the child and goes on
+/// (`None`); any other failure ends the run.
+async fn read<S: EventStore + ?Sized>(
+    store: &S,
+    machine: &mut SweepMachine,
+    id: &ExecutionId,
+) -> Result<Option<Vec<Envelope>>, Failure> {
+    match store.read_range(id, 1, None).await {
+        Ok(events) => Ok(Some(events)),
+        Err(StoreError::Backend(error)) if !error.retryable => {
+            tracing::warn!(%id, %error, "retention: a log cannot be read; its child is kept");
+            machine.handle_unreadable(error.to_string())?;
+            Ok(None)
+        }
+        Err(error) => Err(error.into()),
     }
 }
 

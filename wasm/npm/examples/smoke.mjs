@@ -18,7 +18,6 @@ import {
   startedChild,
   parentOf,
   pinParkedChildren,
-  SweepError,
 } from 'loomfence';
 
 const store = new MemoryEventStore();
@@ -96,5 +95,5 @@ await store.append('shop-1', { kind: 'EXECUTION_RESUMED', at: 4 });
 const swept = await sweep(store, { endedBefore: 100, pageLimit: 10 });
 assert.deepEqual([swept.examined, swept.eligible, swept.deleted, swept.pinned.length], [4, 1, 1, 0]);
 assert.deepEqual(await store.readRange('shop-1/pay'), []);
-assert.ok(new SweepError('x', { code: 'INVALID_PARK' }) instanceof Error);
+assert.deepEqual(swept.undecided, []);
 console.log('smoke.mjs: ok (import)');

@@ -23,7 +23,6 @@ import {
   startedChild,
   parentOf,
   pinParkedChildren,
-  SweepError,
   type Envelope,
   type EventStore,
   type NewEvent,
@@ -50,6 +49,7 @@ import {
   type SweepReport,
   type Pinned,
   type Kept,
+  type Undecided,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -278,14 +278,17 @@ async function retention(host: RetentionStore): Promise<void> {
     const counts: number[] = [report.examined, report.eligible, report.skipped, report.deleted, report.archived, report.pages, report.logReads, report.parentReads];
     const pins: Pinned[] = report.pinned;
     const kept: Kept[] = report.kept;
+    const undecided: Undecided[] = report.undecided;
+    for (const u of undecided) {
+      const code: 'UNREADABLE_LOG' | 'INVALID_LINEAGE' | 'UNREADABLE_PARENT' | 'INVALID_PARK' | 'UNKNOWN_KIND' = u.code;
+      const parent: string | null = u.parent;
+      const detail: string = u.detail;
+      void code, parent, detail;
+    }
     void counts, pins, kept;
   } catch (error) {
-    if (error instanceof SweepError) {
-      const code: 'INVALID_LINEAGE' | 'INVALID_PARK' = error.code;
-      const partial: SweepReport = error.report;
-      const moved: string | null = error.parent;
-      void code, partial, moved;
-    }
+    const partial: SweepReport | undefined = (error as { report?: SweepReport }).report;
+    void partial;
   }
   await sweep(host, { endedBefore: 0, dryRun: true });
   void recorded, parent, pinned, next, ended;

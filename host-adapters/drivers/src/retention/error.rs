@@ -1,25 +1,25 @@
 //! Why a sweep stopped.
 
-use loomfence_core::{SweepError, SweepMachineError, SweepReport};
+use loomfence_core::{SweepMachineError, SweepReport};
 use loomfence_store::StoreError;
 
 use super::archive::ArchiveError;
 
-/// Why a retention sweep stopped before the end. Each carries what was done
-/// until then: deletions before the failure stand.
+/// Why a retention sweep was refused or stopped before the end. Each that
+/// stopped a sweep carries what was done until then: deletions before the
+/// failure stand. A log the sweep cannot judge is not an error: it is kept
+/// and listed in [`SweepReport::undecided`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RetentionError {
-    /// A log could not be judged (a corrupt recorded parent, a parent's
-    /// unreadable park); it was kept. Fix or delete it by hand: the next
-    /// sweep stops on it again.
-    #[error("the sweep stopped on a log it cannot judge: {source}")]
-    Judge {
-        /// What the sweep did before.
+    /// The options ask for an archive (`archive: true`) but no
+    /// [sink](super::Sweep::archive) was given. Refused before anything was
+    /// listed: deleting logs that were meant to be archived cannot be
+    /// undone.
+    #[error("the sweep's options ask for an archive, but no archive sink was given")]
+    ArchiveWithoutSink {
+        /// What the sweep did: nothing (an empty report).
         report: Box<SweepReport>,
-        /// The log and what is wrong with it.
-        #[source]
-        source: SweepError,
     },
     /// The store failed (a read, the listing, the delete). Nothing was
     /// deleted for the execution at hand unless the delete's outcome is
@@ -54,11 +54,11 @@ pub enum RetentionError {
 }
 
 impl RetentionError {
-    /// What the sweep did before it stopped.
+    /// What the sweep did before it stopped (nothing, for a refused one).
     #[must_use]
     pub fn report(&self) -> &SweepReport {
         match self {
-            RetentionError::Judge { report, .. }
+            RetentionError::ArchiveWithoutSink { report }
             | RetentionError::Store { report, .. }
             | RetentionError::Archive { report, .. }
             | RetentionError::Contract { report, .. } => report,

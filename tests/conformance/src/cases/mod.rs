@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod resume;
 pub mod retention;
 pub mod sweep;
+pub mod sweep_undecided;
 
 use crate::{Case, Needs};
 
@@ -188,9 +189,25 @@ pub const ALL: &[Case] = &[
         sweep::a_log_without_the_edge_is_pinned_through_a_rebuilt_supervisor
     ),
     case!(Any, sweep::a_parent_that_cannot_be_read_stops_the_sweep),
-    case!(Any, sweep::an_unreadable_park_stops_the_sweep),
     case!(Any, sweep::a_dry_run_changes_nothing),
     case!(Any, sweep::the_archive_gets_each_log_before_its_delete),
     case!(Any, sweep::a_parent_parking_in_the_window_keeps_the_child),
     case!(Any, sweep::ten_thousand_executions_are_read_only_as_needed),
+    case!(
+        Any,
+        sweep_undecided::an_unknown_kernel_kind_after_the_park_keeps_the_child
+    ),
+    case!(
+        Any,
+        sweep_undecided::an_unreadable_park_keeps_the_child_and_the_sweep_goes_on
+    ),
+    case!(
+        Any,
+        sweep_undecided::a_corrupt_recorded_parent_keeps_the_child_and_the_sweep_goes_on
+    ),
+    case!(
+        Any,
+        sweep_undecided::a_log_or_parent_the_store_cannot_read_keeps_the_child
+    ),
+    case!(Any, sweep_undecided::archiving_without_a_sink_is_refused),
 ];
