@@ -6,8 +6,13 @@
 //! each in a savepoint of its own: a job that fails (a stale fence, a bad
 //! input) rolls back its savepoint alone, and the group commits once. Every
 //! caller hears back only after that `COMMIT` returned, so an answer always
-//! describes state that is on disk; if the `COMMIT` fails, every job of the
-//! group gets that failure and none of them is written.
+//! describes state that is on disk. If the `COMMIT` fails while SQLite
+//! keeps the transaction open (`SQLITE_BUSY`), the group is rolled back,
+//! every job of it gets that failure and none is written; if SQLite closed
+//! the transaction (an I/O error, such as a WAL fsync that failed after the
+//! frames were written), the group may be there after recovery, and every
+//! write of it that had not failed on its own hears
+//! [`StoreError::OutcomeUnknown`] (see [`commit`]).
 //!
 //! Each job still reads, decides and writes under SQLite's write lock, and
 //! the jobs of a group run one after another, so the group is serial: it
@@ -21,7 +26,7 @@
 //!
 //! If the thread goes away between taking a write and answering it (a panic
 //! outside a job's own guard, after the group may have committed), the
-//! write's caller hears [`StoreError::OutcomeUnknown`]: its job is dropped
+//! write's caller hears [`StoreError::OutcomeUnknown`] too: its job is dropped
 //! unanswered, and the job answers for itself on drop. A write that never
 //! reached the thread (the queue was already closed, or it was still queued
 //! when the thread died) did not happen and is a plain
@@ -31,6 +36,7 @@
 //! outcome.
 
 mod commit;
+mod commit_fault;
 mod job;
 
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -41,6 +47,9 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use self::commit::commit_group;
+#[cfg(test)]
+pub(crate) use self::commit_fault::CommitFault;
+use self::commit_fault::CommitHook;
 use self::job::{Job, Typed, stopped};
 
 /// The most jobs one transaction takes: bounds how long the first caller
@@ -55,19 +64,34 @@ pub(crate) struct Writer {
     /// The thread, joined on drop so the connection is closed (and the WAL
     /// checkpointed) by the time the store is gone.
     thread: Option<JoinHandle<()>>,
+    /// How the thread commits, shared with it so tests can arm a fault.
+    #[cfg(test)]
+    hook: CommitHook,
 }
 
 impl Writer {
     /// Moves `conn` onto a new writer thread.
     pub(crate) fn spawn(conn: Connection) -> std::io::Result<Self> {
         let (jobs, queue) = channel();
-        let thread = std::thread::Builder::new()
-            .name("loomfence-sqlite-writer".to_owned())
-            .spawn(move || serve(conn, &queue))?;
+        let hook = CommitHook::default();
+        let thread = {
+            let hook = hook.clone();
+            std::thread::Builder::new()
+                .name("loomfence-sqlite-writer".to_owned())
+                .spawn(move || serve(conn, &queue, &hook))?
+        };
         Ok(Self {
             jobs: Some(jobs),
             thread: Some(thread),
+            #[cfg(test)]
+            hook,
         })
+    }
+
+    /// Makes the next group's `COMMIT` fail as `fault` says.
+    #[cfg(test)]
+    pub(crate) fn fail_next_commit(&self, fault: CommitFault) {
+        self.hook.arm(fault);
     }
 
     /// Queues a write and waits for its committed answer: `prepare` runs
@@ -143,11 +167,11 @@ impl Drop for Writer {
 }
 
 /// The thread's loop: one group per turn until the queue closes.
-fn serve(mut conn: Connection, queue: &Receiver<Box<dyn Job>>) {
+fn serve(mut conn: Connection, queue: &Receiver<Box<dyn Job>>, hook: &CommitHook) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         group.extend(queue.try_iter().take(MAX_GROUP - 1));
-        commit_group(&mut conn, group);
+        commit_group(&mut conn, group, hook);
     }
 }
 

@@ -16,8 +16,9 @@ pub(super) trait Job: Send {
     /// Runs the write on `conn` (inside the job's savepoint) and keeps its
     /// result. Returns whether the writes are to be kept.
     fn apply(&mut self, conn: &Connection) -> bool;
-    /// Sends the result back, or `failure` instead when the group's commit
-    /// failed.
+    /// Sends the result back, or `failure` instead when the group's
+    /// transaction failed (a job that failed on its own keeps its answer if
+    /// the group may have been committed: it wrote nothing either way).
     fn answer(self: Box<Self>, failure: Option<&GroupFailure>);
 }
 
@@ -88,7 +89,10 @@ where
 
     fn answer(mut self: Box<Self>, failure: Option<&GroupFailure>) {
         let result = match (failure, std::mem::replace(&mut self.stage, Stage::Moving)) {
-            (Some(failure), _) => Err(failure.to_store()),
+            // It failed on its own and its savepoint was rolled back: it
+            // wrote nothing, whatever became of its group.
+            (Some(failure), Stage::Done(Err(refused))) if failure.is_unknown() => Err(refused),
+            (Some(failure), _) => Err(failure.to_store(self.writes)),
             (None, Stage::Done(result)) => result,
             (None, _) => Err(StoreError::Backend(BackendError::permanent(
                 "a queued SQLite write was never run",

@@ -1,10 +1,13 @@
 //! The writer's tests: group commit, a job's own failure, a failed
-//! transaction, and a writer thread that dies after its commit.
+//! transaction, and a writer thread that dies after its commit. A
+//! `COMMIT` that fails is in [`commit_fault`].
 
 use std::sync::mpsc;
 
 use super::*;
 use crate::error;
+
+mod commit_fault;
 
 /// A writer over an in-memory table of numbers.
 fn writer() -> Writer {
