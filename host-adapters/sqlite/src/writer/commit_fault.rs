@@ -1,12 +1,12 @@
 //! How a group's `COMMIT` is run, and, in this crate's tests, the seam that
-//! makes it fail on purpose ([`CommitFault`]). A WAL fsync error cannot be
+//! makes it fail on purpose (`CommitFault`). A WAL fsync error cannot be
 //! provoked on demand, and its interesting case (a `COMMIT` that failed
 //! after its frames reached the log) cannot be provoked at all.
 
 use rusqlite::Connection;
 
 /// Runs a group's `COMMIT`. Outside tests it is only that; in tests it can
-/// be armed with one [`CommitFault`] for the next commit.
+/// be armed with one `CommitFault` for the next commit.
 #[derive(Debug, Clone, Default)]
 pub(super) struct CommitHook {
     /// The fault the next commit suffers, taken by it.
