@@ -1,19 +1,29 @@
 //! Where a sweep puts a log before it deletes it.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write as _};
+mod appender;
+mod file;
+#[cfg(test)]
+mod tests;
+
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use loomfence_core::{Envelope, ExecutionId};
 
+use self::appender::{AppendFailure, Appender};
+use self::file::RealDisk;
+
 /// Why an archive did not take a log. The sweep stops on it with the log
 /// still in the store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArchiveError {
-    /// The archive's file could not be opened, written or synced.
+    /// The archive's file could not be opened, written or synced. A log
+    /// whose write or sync failed was cut back off the file: the file is
+    /// as it was, and the next log can be appended.
     #[error("archive {path}: {source}")]
     Io {
         /// The archive file.
@@ -31,6 +41,21 @@ pub enum ArchiveError {
         /// The encoder's error.
         #[source]
         source: serde_json::Error,
+    },
+    /// An earlier append failed and the bytes it left could not be cut
+    /// off, so the file may end in a torn line: this archive appends
+    /// nothing more. Opening the file again ends the torn line (with a
+    /// newline, so the next record starts on a line of its own), or cut
+    /// the file back to `whole_len` bytes, where its last whole record
+    /// ends.
+    #[error(
+        "archive {path} is broken: a failed append left bytes past {whole_len} that could not be cut off; reopen it, or cut it to {whole_len} bytes"
+    )]
+    Broken {
+        /// The archive file.
+        path: PathBuf,
+        /// The length of the file's whole records.
+        whole_len: u64,
     },
     /// A sink of the host's own failed.
     #[error("archive failed: {0}")]
@@ -61,30 +86,33 @@ pub trait ArchiveSink: Send + Sync {
 /// Syncing per execution is what makes "archived, then deleted" safe
 /// against a crash between the two; it is also what bounds an archiving
 /// sweep's speed (see the README's retention section for the figures).
+/// Each log is appended whole or not at all: a write or sync that fails
+/// is cut back off the file, so a failed log never leaves a torn line
+/// ahead of the next one.
 #[derive(Debug, Clone)]
 pub struct JsonLinesArchive {
     /// The file's path, for errors.
     path: PathBuf,
     /// The open file, shared with the blocking tasks that write it.
-    file: Arc<Mutex<BufWriter<File>>>,
+    file: Arc<Mutex<Appender<File>>>,
 }
 
 impl JsonLinesArchive {
     /// Opens `path` for appending, creating it if needed: a second sweep
-    /// into the same file adds to it.
+    /// into the same file adds to it. Its directory is synced, so a new
+    /// file cannot vanish in a crash after logs archived in it were
+    /// deleted; a file that ends in a torn line (from a crash, or another
+    /// writer) gets a newline first, so the next log starts on its own
+    /// line.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ArchiveError> {
         let path = path.as_ref().to_path_buf();
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| ArchiveError::Io {
-                path: path.clone(),
-                source,
-            })?;
+        let appender = Appender::open(&RealDisk, &path).map_err(|source| ArchiveError::Io {
+            path: path.clone(),
+            source,
+        })?;
         Ok(Self {
             path,
-            file: Arc::new(Mutex::new(BufWriter::new(file))),
+            file: Arc::new(Mutex::new(appender)),
         })
     }
 }
@@ -96,27 +124,26 @@ impl ArchiveSink for JsonLinesArchive {
         execution_id: &ExecutionId,
         events: &[Envelope],
     ) -> Result<(), ArchiveError> {
-        let mut lines = Vec::new();
+        let mut record = Vec::new();
         for event in events {
-            serde_json::to_writer(&mut lines, event).map_err(|source| ArchiveError::Encode {
+            serde_json::to_writer(&mut record, event).map_err(|source| ArchiveError::Encode {
                 execution_id: execution_id.clone(),
                 source,
             })?;
-            lines.push(b'\n');
+            record.push(b'\n');
         }
         let file = Arc::clone(&self.file);
-        let written = tokio::task::spawn_blocking(move || {
-            let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
-            file.write_all(&lines)?;
-            file.flush()?;
-            file.get_ref().sync_data()
+        let appended = tokio::task::spawn_blocking(move || {
+            file.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .append(&record)
         })
         .await
-        .map_err(io::Error::other)
-        .and_then(|result| result);
-        written.map_err(|source| ArchiveError::Io {
-            path: self.path.clone(),
-            source,
+        .unwrap_or_else(|join| Err(AppendFailure::Io(io::Error::other(join))));
+        let path = self.path.clone();
+        appended.map_err(|failure| match failure {
+            AppendFailure::Io(source) => ArchiveError::Io { path, source },
+            AppendFailure::Broken { whole_len } => ArchiveError::Broken { path, whole_len },
         })
     }
 }
