@@ -189,5 +189,5 @@ pub use timer::{
 };
 pub use timer_table::{
     Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, NodeId,
-    TimerInputError, TimerTable, check_claim, check_due, check_lease, check_row,
+    TimerInputError, TimerTable, check_claim, check_due, check_lease, check_reschedule, check_row,
 };

@@ -13,7 +13,9 @@
 //!
 //! # The decision table
 //!
-//! "Retire" is [`FireAction::Complete`] of the fired row; "left" means the
+//! "Retire" is [`FireAction::Complete`] of the fired row; "reschedule" is
+//! [`FireAction::Reschedule`], which retires it and writes the next row in
+//! one timer-store step under the claim; "left" means the
 //! row is not touched (its claim is the host's to release or let expire).
 //! `n` is the try a retry would be, from 0; `max` is
 //! [`RedrivePolicy::max_attempts`].
@@ -41,7 +43,7 @@
 //! | no re-driver is registered on this node | nothing | [`Left`](FireOutcome::Left), left |
 //! | a re-driver answers done | retire | [`Redriven`](FireOutcome::Redriven) |
 //! | every re-driver answers noop | retire | [`NothingToRedrive`](FireOutcome::NothingToRedrive) |
-//! | a re-driver answers contended or failed; `n = attempt + 1 < max` | write row `n` at [`redrive_wake_at`]`(now, delay(n), wake_at)`, THEN retire | [`Rescheduled`](FireOutcome::Rescheduled) |
+//! | a re-driver answers contended or failed; `n = attempt + 1 < max` | reschedule: retire and write row `n` at [`redrive_wake_at`]`(now, delay(n), wake_at)`, one step | [`Rescheduled`](FireOutcome::Rescheduled) |
 //! | the same with `n >= max` (or no storable time follows `wake_at`) | retire, write nothing | [`Exhausted`](FireOutcome::Exhausted) |
 //!
 //! Why each rule:
@@ -72,11 +74,16 @@
 //!   token. The machine does not hold the map: the outcome
 //!   carries the entry, and
 //!   [`WakeBackoff::apply`](crate::WakeBackoff::apply) records it.
-//! - **Write the next row before retiring this one.** A crash between the
-//!   two leaves two rows (the next one and this one, fired again later:
-//!   at-least-once), never none. The next row's time is after the fired
-//!   row's, so the two keys differ: with a zero draw at `wake_at == now`
-//!   they would be one row, and retiring it would retire both.
+//! - **Write the next row and retire this one in one step, under the
+//!   claim.** Two steps would fork the chain: a fire that outlives its
+//!   lease (or crashes between them) has written its next row when another
+//!   node fires the same row again and writes its own, so two branches run
+//!   and each may report exhaustion. The timer store's reschedule does both
+//!   only while the claim is current, else answers `NotHeld` and writes
+//!   nothing; a crash leaves this row (fired again later: at-least-once),
+//!   never none. The next row's time is after the fired row's, so the two
+//!   keys differ: with a zero draw at `wake_at == now` they would be one
+//!   row, and a store refuses a reschedule onto its own key.
 //! - **No re-driver, no decision.** The timer store is shared; a node that
 //!   cannot judge a re-drive row leaves it for one that can (retiring it
 //!   here would be the silent loss the row exists to prevent). Such a node
@@ -89,27 +96,21 @@
 //!   register the same re-drivers: a node whose re-drivers all answer noop
 //!   retires a row that a re-driver only another node has would have
 //!   wanted.
-//! - **Exhaustion is reported once per row**: only in the outcome of the
-//!   fire that retired the row, so by exactly one fire. Its
+//! - **Exhaustion is reported once per chain**: only in the outcome of the
+//!   fire that retired the row, so by exactly one fire, and a chain never
+//!   forks (the rule above), so by one row of it. Its
 //!   [`RedriveExhaustedError`] goes to the host's error handler; the
-//!   execution is left to `recover()`. A chain can fork, though: a fire
-//!   that outlives its lease (or crashes between its schedule and its
-//!   complete) has already written the next row when another node fires
-//!   the same row again, so two branches run and each may exhaust. The
-//!   resume stays safe (every try is conditional); the report can come
-//!   once per branch. Closing that takes a timer-store operation that
-//!   writes the next row and retires the claimed one in one step, only
-//!   while the claim holds; the simulation counts the forks.
+//!   execution is left to `recover()`.
 //!
 //! # Failures of the host's store
 //!
 //! A store error is not an answer. The host stops driving the machine and
 //! drops it, leaving the row to its claim's expiry; the next claimer decides
-//! again from scratch. In particular, a failed [`FireAction::Schedule`] is
-//! never followed by the [`FireAction::Complete`] (the row stays), and an
-//! outcome is only final once its `Complete` succeeded: a complete refused
-//! because the claim was lost is such a failure, so an exhaustion is not
-//! reported by the node that lost the row.
+//! again from scratch. An outcome is only final once its
+//! [`FireAction::Complete`] or [`FireAction::Reschedule`] succeeded: one
+//! answered `NotHeld` because the claim was lost is such a failure (the
+//! decision is void, nothing was written), so an exhaustion is not reported
+//! by the node that lost the row.
 //!
 //! The retire is conditional on the claim, not on anything the machine
 //! read: a row found obsolete can, in a narrow window, be the row a re-park
@@ -384,10 +385,11 @@ pub enum FireAction {
         /// The re-drive row.
         row: TimerRow,
     },
-    /// Write this row to the timer store (an upsert); answer with
-    /// [`FireMachine::handle_scheduled`]. Always before the
-    /// [`FireAction::Complete`] of the fired row.
-    Schedule(TimerRow),
+    /// Retire the fired row and write this next row, in one timer-store
+    /// step under the host's claim (the store's reschedule); answer with
+    /// [`FireMachine::handle_rescheduled`] once it answered done. A
+    /// `NotHeld` answer voids the decision, as for a complete.
+    Reschedule(TimerRow),
     /// Retire the fired row (the timer store's complete, under the host's
     /// claim); answer with [`FireMachine::handle_completed`].
     Complete(TimerRow),
@@ -417,8 +419,8 @@ pub enum FireOutcome {
     Redriven,
     /// Re-drive row: every re-driver answered noop; the row is retired.
     NothingToRedrive,
-    /// Re-drive row: contended or failed; this row was written for the next
-    /// try, then the fired row was retired.
+    /// Re-drive row: contended or failed; in one step under the claim, the
+    /// fired row was retired and this row written for the next try.
     Rescheduled(TimerRow),
     /// Re-drive row: no re-driver is registered here; the row is left for a
     /// node that has one.
@@ -570,8 +572,8 @@ enum State {
         /// Which one.
         redriver: usize,
     },
-    /// Write the next re-drive row.
-    Schedule(TimerRow),
+    /// Retire the fired row and write the next re-drive row, one step.
+    Reschedule(TimerRow),
     /// Retire the fired row, then end in the outcome.
     Complete(FireOutcome),
     /// Finished.
@@ -646,7 +648,7 @@ impl FireMachine {
                 redriver: *redriver,
                 row: self.row.clone(),
             },
-            State::Schedule(next) => FireAction::Schedule(next.clone()),
+            State::Reschedule(next) => FireAction::Reschedule(next.clone()),
             State::Complete(_) => FireAction::Complete(self.row.clone()),
         };
         FirePoll::Act(action)
@@ -728,13 +730,13 @@ impl FireMachine {
         Ok(())
     }
 
-    /// Feeds the acknowledgement of a [`FireAction::Schedule`]: the row is
-    /// stored.
-    pub fn handle_scheduled(&mut self) -> Result<(), FireError> {
-        let State::Schedule(next) = &self.state else {
-            return Err(self.unexpected("handle_scheduled"));
+    /// Feeds the acknowledgement of a [`FireAction::Reschedule`]: the fired
+    /// row is retired and the next one stored, under the claim.
+    pub fn handle_rescheduled(&mut self) -> Result<(), FireError> {
+        let State::Reschedule(next) = &self.state else {
+            return Err(self.unexpected("handle_rescheduled"));
         };
-        self.state = State::Complete(FireOutcome::Rescheduled(next.clone()));
+        self.state = State::Done(FireOutcome::Rescheduled(next.clone()));
         Ok(())
     }
 
@@ -777,7 +779,7 @@ impl FireMachine {
         }
         let delay = self.context.policy.delay_ms(attempt, self.context.draw);
         match redrive_wake_at(self.context.now, delay, self.row.wake_at) {
-            Some(wake_at) => State::Schedule(TimerRow::redrive(
+            Some(wake_at) => State::Reschedule(TimerRow::redrive(
                 self.row.execution_id.clone(),
                 wake_at,
                 attempt,
@@ -807,7 +809,7 @@ impl FireMachine {
             State::ReadLog => "handle_read",
             State::Resume { .. } => "handle_resumed",
             State::Ask { .. } => "handle_redrive",
-            State::Schedule(_) => "handle_scheduled",
+            State::Reschedule(_) => "handle_rescheduled",
             State::Complete(_) => "handle_completed",
         };
         FireError::Answer(MachineError::UnexpectedInput { expected, got })

@@ -3,7 +3,7 @@
 //!
 //! Every timer store (memory, SQLite, PostgreSQL, a host's own in
 //! JavaScript) keeps rows keyed `(execution_id, wake_at)` and answers the
-//! same five operations; [`TimerTable`] is the reference, used as is by the
+//! same six operations; [`TimerTable`] is the reference, used as is by the
 //! in-memory stores and the simulation, and the SQL adapters state the same
 //! rules in their statements. The conformance kit holds them all to it.
 //!
@@ -31,6 +31,13 @@
 //!   holder, same claim number); anyone else is answered
 //!   [`Completed::NotHeld`] and nothing changes. A claimer whose lease
 //!   expired but whose row nobody re-claimed still holds it.
+//! - **A re-drive chain moves on in one step.**
+//!   [`reschedule`](TimerTable::reschedule) retires the claimed row and
+//!   schedules the next one (with the upsert rules above) only while the
+//!   claim is current, else it answers [`Completed::NotHeld`] and writes
+//!   nothing. A schedule then a complete would let a fire that outlived its
+//!   lease write a next row beside the one the row's new claimer writes:
+//!   two branches of one chain, each of which may report exhaustion.
 //!
 //! Ordering is by `(wake_at, execution_id)`, earliest first.
 
@@ -156,6 +163,15 @@ pub enum TimerInputError {
     /// The holder's node id is not valid.
     #[error("node id: {0}")]
     Holder(#[source] IdError),
+    /// A reschedule's next row has the claimed row's key: retiring the one
+    /// would retire the other, and the chain would end without a word.
+    #[error("the next row has the claimed row's key ({execution_id:?}, {wake_at})")]
+    SameKey {
+        /// The key's execution.
+        execution_id: ExecutionId,
+        /// The key's time.
+        wake_at: i64,
+    },
 }
 
 /// Checks a row before it is written.
@@ -199,6 +215,20 @@ pub fn check_lease(lease: &Lease, limit: usize) -> Result<i64, TimerInputError> 
 /// time and attempt. The holder is a [`NodeId`], checked when it was made.
 pub fn check_claim(claim: &Claim) -> Result<(), TimerInputError> {
     check_row(&claim.row)
+}
+
+/// Checks a reschedule: the claim, the next row, and that the two keys
+/// differ.
+pub fn check_reschedule(claim: &Claim, next: &TimerRow) -> Result<(), TimerInputError> {
+    check_claim(claim)?;
+    check_row(next)?;
+    if claim.row.due_key() == next.due_key() {
+        return Err(TimerInputError::SameKey {
+            execution_id: next.execution_id.clone(),
+            wake_at: next.wake_at,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a `now` argument.
@@ -336,6 +366,25 @@ impl TimerTable {
         } else {
             Ok(Completed::NotHeld)
         }
+    }
+
+    /// Retires the claimed row and schedules `next` (as
+    /// [`schedule`](TimerTable::schedule) does) in one step, if `claim` is
+    /// still the row's current claim; otherwise answers
+    /// [`Completed::NotHeld`] and writes nothing, so a fire that lost its
+    /// row cannot fork its chain.
+    pub fn reschedule(
+        &mut self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerInputError> {
+        check_reschedule(claim, next)?;
+        let Some(at) = self.held_by(claim) else {
+            return Ok(Completed::NotHeld);
+        };
+        self.rows.remove(at);
+        self.schedule(next)?;
+        Ok(Completed::Done)
     }
 
     /// Hands the claimed row back, due again at once, if `claim` is still

@@ -16,7 +16,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryTimerStore, TimerInputError } from 'loomfence';
+import { MemoryEventStore, MemoryTimerStore, TimerInputError, TimerService } from 'loomfence';
 
 import { describe as describeError, prng, show } from './support.js';
 
@@ -320,6 +320,132 @@ kase('lease::a_schedule_on_a_claimed_row_voids_the_claim', async (store) => {
 });
 
 // ---------------------------------------------------------------------------
+// reschedule.rs: a re-drive chain moves on in one step under the claim, so a
+// fire that outlived its lease cannot fork it.
+
+kase('reschedule::a_reschedule_under_the_claim_retires_the_row_and_schedules_the_next', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 0), wake('other', 5)]);
+  const held = await claimOnly(store, lease('n1', 0), redrive('p', 0, 0));
+  const next = redrive('p', 200, 1);
+  assert.equal(await store.reschedule(held, next), 'done');
+  assert.deepEqual(await allRows(store), [wake('other', 5), next]);
+  assert.equal(await store.complete(held), 'notHeld', 'the claimed row is gone');
+  await claimOnly(store, lease('n2', 199), wake('other', 5));
+  await claimOnly(store, lease('n3', 200), next);
+});
+
+kase('reschedule::a_reschedule_after_the_lease_was_lost_writes_nothing', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 0)]);
+  const stale = await claimOnly(store, lease('n1', 0), redrive('p', 0, 0));
+  const current = await claimOnly(store, lease('n2', LEASE_MS), redrive('p', 0, 0));
+  assert.equal(await store.reschedule(stale, redrive('p', 200, 1)), 'notHeld');
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 0)]);
+  // A schedule on the row voids a claim too: its reschedule writes nothing.
+  await store.schedule(redrive('p', 0, 0));
+  assert.equal(await store.reschedule(current, redrive('p', 300, 1)), 'notHeld');
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 0)]);
+});
+
+kase('reschedule::a_next_row_on_the_claimed_key_is_refused', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 0)]);
+  const held = await claimOnly(store, lease('n1', 0), redrive('p', 0, 0));
+  await assertTimerInput(store.reschedule(held, redrive('p', 0, 1)), 'INVALID_RESCHEDULE', 'a next row on the claimed key');
+  await assertTimerInput(store.reschedule(held, { executionId: 'p', wakeAt: -1 }), 'INVALID_TIME', 'a next row out of range');
+  await assertTimerInput(store.reschedule({ ...held, number: -1 }, redrive('p', 9, 1)), 'INVALID_CLAIM', 'a value that is not a claim');
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 0)]);
+  assert.equal(await store.complete(held), 'done', 'the claim still holds');
+});
+
+kase('reschedule::a_next_row_that_exists_merges_like_a_schedule', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 0), wake('p', 200), redrive('q', 0, 0), redrive('q', 200, 5)]);
+  const [p, q] = await claim(store, lease('n1', 0));
+  assert.deepEqual([p.row, q.row], [redrive('p', 0, 0), redrive('q', 0, 0)]);
+  // A plain row at the next key: flagged by the re-drive row that lands.
+  assert.equal(await store.reschedule(p, redrive('p', 200, 1)), 'done');
+  // A re-drive row at the next key: the new attempt wins.
+  assert.equal(await store.reschedule(q, redrive('q', 200, 1)), 'done');
+  assert.deepEqual(await allRows(store), [redrive('p', 200, 1), redrive('q', 200, 1)]);
+  // A claimed next row loses its claim to the merge.
+  const nextClaims = await claim(store, lease('n2', 200));
+  assert.equal(nextClaims.length, 2);
+  await scheduleAll(store, [redrive('r', 0, 0)]);
+  const r = await claimOnly(store, lease('n3', 200), redrive('r', 0, 0));
+  assert.equal(await store.reschedule(r, wake('p', 200)), 'done');
+  assert.equal(await store.complete(nextClaims[0]), 'notHeld', 'the merge ended the claim on the next row');
+  assert.deepEqual(await allRows(store), [redrive('p', 200, 1), redrive('q', 200, 1)], 'a plain next row never clears the flag');
+});
+
+kase('reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain', async (store) => {
+  // Two real TimerServices over one store. Node A claims the chain's first
+  // row and stalls inside its fire, at the write, past its lease; node B
+  // claims the row and fires it; then A goes on. One next row, one report.
+  const LEASE = 1_000;
+  const first = redrive('chain', 0, 0);
+  await scheduleAll(store, [first]);
+  let now = T0;
+  let exhausted = 0;
+  const failures = [];
+  const onError = (error, info) => {
+    if (info.stage === 'exhausted') exhausted += 1;
+    else failures.push([info.stage, error]);
+  };
+  let arrive;
+  const arrived = new Promise((resolve) => { arrive = resolve; });
+  let open;
+  const gate = new Promise((resolve) => { open = resolve; });
+  let armed = true;
+  const hold = async () => {
+    if (!armed) return;
+    armed = false;
+    arrive();
+    await gate;
+  };
+  const stalled = {
+    schedule: async (row) => { await hold(); return store.schedule(row); },
+    due: (...args) => store.due(...args),
+    claimDue: (...args) => store.claimDue(...args),
+    complete: (c) => store.complete(c),
+    release: (c) => store.release(c),
+    reschedule: async (c, next) => { await hold(); return store.reschedule(c, next); },
+  };
+  const service = (node, timers) => {
+    const s = new TimerService({
+      events: new MemoryEventStore(),
+      timers,
+      node,
+      leaseMs: LEASE,
+      policy: { maxAttempts: 2 },
+      now: () => now,
+      random: () => 0.5,
+      onError,
+    });
+    s.registerRedriver(async () => 'contended');
+    return s;
+  };
+  const a = service('node-a', stalled);
+  const b = service('node-b', store);
+  const tickA = a.pollOnce();
+  await arrived;
+  now = T0 + LEASE;
+  const reportB = await b.pollOnce();
+  assert.equal(reportB.rescheduled, 1, `node B moved the chain on: ${show(reportB)}`);
+  open();
+  const reportA = await tickA;
+  const nextRows = (await allRows(store)).filter((row) => row.executionId === first.executionId);
+  // Drain the chain with node B: every row left exhausts.
+  now = T0 + 1_000_000;
+  for (let n = 0; n < 4; n += 1) await b.pollOnce();
+  assert.deepEqual(
+    [nextRows.length, exhausted],
+    [1, 1],
+    `one next row and one exhaustion report; the rows after both fires: ${show(nextRows)}, exhaustion reported ${exhausted} time(s); node A: voided ${reportA.voided}, rescheduled ${reportA.rescheduled}`,
+  );
+  assert.equal(reportA.voided, 1, "node A's decision was void");
+  assert.deepEqual(failures, [], 'no other failure');
+  assert.deepEqual(await allRows(store), [], 'the chain is drained');
+});
+
+// ---------------------------------------------------------------------------
 // bad_input.rs: every refusal is a typed TimerInputError and leaves the store
 // as it was.
 
@@ -407,8 +533,17 @@ kase('model::agrees_with_the_reference_table_call_for_call', async (store) => {
       claims.push(...got);
     } else if (claims.length > 0) {
       const held = claims[below(claims.length)];
-      const how = below(2) === 0 ? 'complete' : 'release';
-      assert.equal(await store[how](held), await table[how](held), `step ${step}: ${how}(${show(held)})`);
+      const how = ['complete', 'release', 'reschedule'][below(3)];
+      if (how === 'reschedule') {
+        // The next row: a later time of the same execution (sometimes a key
+        // that exists), a plain or a re-drive row.
+        const wakeAt = held.row.wakeAt + 10 * (1 + below(3));
+        const attempt = below(3);
+        const next = below(4) === 0 ? { executionId: held.row.executionId, wakeAt } : { executionId: held.row.executionId, wakeAt, redrive: { attempt } };
+        assert.equal(await store.reschedule(held, next), await table.reschedule(held, next), `step ${step}: reschedule(${show(held)}, ${show(next)})`);
+      } else {
+        assert.equal(await store[how](held), await table[how](held), `step ${step}: ${how}(${show(held)})`);
+      }
     }
   }
   assert.deepEqual(await allRows(store), await allRows(table), 'the final tables');

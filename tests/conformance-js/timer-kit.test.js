@@ -17,7 +17,7 @@ import { TIMER_CASE_NAMES, timerConformance } from './timer-kit.js';
 /** A view of `inner` that waits one event-loop turn before every call. */
 function yieldingTimers(inner) {
   const view = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release']) {
+  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
     view[name] = async (...args) => {
       await new Promise((resolve) => setImmediate(resolve));
       return inner[name](...args);

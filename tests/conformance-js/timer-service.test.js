@@ -61,7 +61,7 @@ function clock(start = T0) {
 /** A timer store that forwards to `inner`, with `overrides` replacing some calls. */
 function wrapTimers(inner, overrides = {}) {
   const view = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release']) {
+  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
     view[name] = overrides[name] ?? inner[name].bind(inner);
   }
   return view;
@@ -70,7 +70,7 @@ function wrapTimers(inner, overrides = {}) {
 /** A timer store view that waits for the next turn of the event loop before every call. */
 function yieldingTimers(inner) {
   const overrides = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release']) {
+  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
     overrides[name] = async (...args) => {
       await new Promise((resolve) => setImmediate(resolve));
       return inner[name](...args);
@@ -171,9 +171,9 @@ describe('TimerService: live re-drive', () => {
       await memory.schedule({ executionId: 'parent', wakeAt: T0, redrive: { attempt: 0 } });
       const scheduled = [];
       const timers = wrapTimers(memory, {
-        async schedule(row) {
+        async reschedule(claim, row) {
           scheduled.push({ row, at: time.now() });
-          return memory.schedule(row);
+          return memory.reschedule(claim, row);
         },
       });
       const { errors, onError } = collector();
@@ -225,9 +225,9 @@ describe('TimerService: exhaustion', () => {
       await memory.schedule({ executionId: 'parent', wakeAt: T0, redrive: { attempt: 0 } });
       const rows = [{ executionId: 'parent', wakeAt: T0, redrive: { attempt: 0 } }];
       const timers = wrapTimers(memory, {
-        async schedule(row) {
+        async reschedule(claim, row) {
           rows.push(row);
-          return memory.schedule(row);
+          return memory.reschedule(claim, row);
         },
       });
       const { errors, onError } = collector();

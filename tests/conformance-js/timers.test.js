@@ -244,9 +244,9 @@ async function drive(fire, { store, timers, claim, redrivers = [] } = {}) {
         fire.handleRedrive(answer);
         break;
       }
-      case 'schedule':
-        if (timers) await timers.schedule(step.row);
-        fire.handleScheduled();
+      case 'reschedule':
+        if (timers && (await timers.reschedule(claim, step.row)) !== 'done') return { voided: true, steps };
+        fire.handleRescheduled();
         break;
       case 'complete':
         if (timers && (await timers.complete(claim)) !== 'done') return { voided: true, steps };
@@ -460,7 +460,7 @@ describe('FireMachine: a re-drive row', () => {
         redrivers: [redriver],
       });
       const next = { executionId: 'd', wakeAt: redriveWakeAt(NOW, policy.delayMs(3, 0.5), WAKE), redrive: { attempt: 3 } };
-      assert.deepEqual(steps.map((s) => s.act), ['redrive', 'schedule', 'complete']);
+      assert.deepEqual(steps.map((s) => s.act), ['redrive', 'reschedule']);
       assert.deepEqual(steps[1].row, next);
       assert.deepEqual(outcome, { outcome: 'rescheduled', retired: true, row: next });
       assert.deepEqual(await timers.due(Number.MAX_SAFE_INTEGER, 10), [next], 'the next row replaced the fired one');
@@ -525,7 +525,7 @@ describe('FireMachine: input it refuses', () => {
       assert.deepEqual(fire.poll(), before, `${what}: the machine is unchanged`);
     };
     refusedWith(() => fire.handleCompleted(), 'a complete while a read is pending');
-    refusedWith(() => fire.handleScheduled(), 'a schedule while a read is pending');
+    refusedWith(() => fire.handleRescheduled(), 'a reschedule while a read is pending');
     refusedWith(() => fire.handleRedrive('done'), 'a re-drive answer while a read is pending');
     refusedWith(() => fire.handleRead(undefined), 'a read that is not an array');
     refusedWith(() => fire.handleRead([{ kind: 'EXECUTION_STARTED' }]), 'a read of something that is not an envelope');

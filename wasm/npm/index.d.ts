@@ -434,7 +434,7 @@ export interface DueOptions {
 }
 
 /**
- * What `complete` and `release` answer: `'done'` (the claim was current: the
+ * What `complete`, `release` and `reschedule` answer: `'done'` (the claim was current: the
  * row was retired, or handed back) or `'notHeld'` (the row is gone, was
  * scheduled again, or was claimed by someone else since: nothing changed; a
  * fire's decision is void).
@@ -445,6 +445,9 @@ export type Completed = 'done' | 'notHeld';
  * The timer store interface: rows keyed `(executionId, wakeAt)`, shared by
  * every node, under the core's rules (see `MemoryTimerStore`). Every method
  * is one atomic step. `tests/conformance-js/timer-kit.js` holds a store to it.
+ * `reschedule` is required (the `TimerService` refuses a store without it):
+ * a `schedule` then a `complete` in its place would let a fire that outlived
+ * its lease fork its re-drive chain.
  */
 export interface TimerStore {
   schedule(row: TimerRow): Promise<void>;
@@ -452,6 +455,7 @@ export interface TimerStore {
   claimDue(lease: Lease, limit: number, options?: DueOptions): Promise<Claim[]>;
   complete(claim: Claim): Promise<Completed>;
   release(claim: Claim): Promise<Completed>;
+  reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
 }
 
 /**
@@ -468,6 +472,10 @@ export interface TimerStore {
  * - `complete` / `release` act only for the current claim (same holder and
  *   number); a claimer whose lease ended but whose row nobody claimed since
  *   still holds it.
+ * - `reschedule` retires the claimed row and schedules `next` (the upsert
+ *   above) in one step, only for the current claim; otherwise it answers
+ *   `'notHeld'` and writes nothing. A `next` with the claimed row's key
+ *   rejects with `TimerInputError` `INVALID_RESCHEDULE`.
  * Malformed input rejects with `TimerInputError` and changes nothing.
  */
 export class MemoryTimerStore implements TimerStore {
@@ -481,6 +489,8 @@ export class MemoryTimerStore implements TimerStore {
   complete(claim: Claim): Promise<Completed>;
   /** Hands the row back, due again at once, if `claim` is still its current claim. */
   release(claim: Claim): Promise<Completed>;
+  /** Retires the row and schedules `next` in one step, if `claim` is still its current claim. */
+  reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
 }
 
 /** A policy's fields; each one left out takes its default. */
@@ -592,8 +602,10 @@ export interface TimerAnswer {
  * - `redrive`: hand `row` to re-driver number `redriver` (registration order,
  *   from 0), answer `handleRedrive('done' | 'noop' | 'contended' | 'failed')`
  *   (a re-driver that threw is `'failed'`);
- * - `schedule`: write `row` to the timer store (`schedule(row)`), answer
- *   `handleScheduled()`; always before the `complete`;
+ * - `reschedule`: retire the fired row and write the next `row`, in one
+ *   step under the claim (the timer store's `reschedule(claim, row)`), answer
+ *   `handleRescheduled()` once it answered `'done'`. A `'notHeld'` voids the
+ *   fire (nothing was written): drop the machine;
  * - `complete`: retire the fired row (the timer store's `complete` of the
  *   claim), answer `handleCompleted()` once it answered `'done'`. A
  *   `'notHeld'` voids the fire: drop the machine; the outcome is not final.
@@ -602,7 +614,7 @@ export type FireAction =
   | { act: 'readLog' }
   | { act: 'resume'; request: { fenceIfParkedAt: number; answer: TimerAnswer; at: number } }
   | { act: 'redrive'; redriver: number; row: TimerRow }
-  | { act: 'schedule'; row: TimerRow }
+  | { act: 'reschedule'; row: TimerRow }
   | { act: 'complete'; row: TimerRow };
 
 /**
@@ -614,7 +626,7 @@ export type FireAction =
  * - `backedOff`: plain wake, the resume was contended; `apply` it to the `WakeBackoff`;
  * - `redriven`: re-drive row, a re-driver re-drove it;
  * - `nothingToRedrive`: re-drive row, every re-driver answered noop;
- * - `rescheduled`: re-drive row, contended or failed: `row` was written for the next try;
+ * - `rescheduled`: re-drive row, contended or failed: the fired row was retired and `row` written for the next try, in one step;
  * - `left`: re-drive row, no re-driver is registered here; the row is left for a node that has one;
  * - `exhausted`: either kind, the retries ran out; report `error` once (this is the only
  *   fire that gets it), the execution is left to recover().
@@ -654,7 +666,7 @@ export class FireMachine {
   /** What `resume` resolved to, or the `ResumeRefusedError` / `ResumeContendedError` it rejected with. */
   handleResumed(result: Resumed | ResumeRefusedError | ResumeContendedError): void;
   handleRedrive(answer: 'done' | 'noop' | 'contended' | 'failed'): void;
-  handleScheduled(): void;
+  handleRescheduled(): void;
   handleCompleted(): void;
 }
 
@@ -682,7 +694,7 @@ export type Redriver = (executionId: string) => RedriveAnswer | Promise<RedriveA
  * Where a failure reported to `onError` happened: claiming (`'claim'`),
  * building the fire (`'fire'`: a row the core refuses, a row not due by the
  * service clock, a bad random draw), performing one of the fire machine's
- * actions (`'readLog'`, `'resume'`, `'redrive'`, `'schedule'`, `'complete'`),
+ * actions (`'readLog'`, `'resume'`, `'redrive'`, `'reschedule'`, `'complete'`),
  * applying the outcome (`'outcome'`), releasing a claim (`'release'`),
  * handing a landed resume on (`'onResumed'`: the hook threw or its promise
  * rejected; the resume stands); and `'exhausted'` for the one
@@ -694,7 +706,7 @@ export type TimerServiceStage =
   | 'readLog'
   | 'resume'
   | 'redrive'
-  | 'schedule'
+  | 'reschedule'
   | 'complete'
   | 'outcome'
   | 'release'

@@ -12,7 +12,10 @@
 //               to, or its ResumeRefusedError / ResumeContendedError
 //   redrive  -> the registered re-driver the machine names: 'done' | 'noop' |
 //               'contended'; a throw (or any other answer) is 'failed'
-//   schedule -> timers.schedule(row)
+//   reschedule -> timers.reschedule(claim, row): the fired row retired and
+//               the next one written in one step; 'notHeld' voids the
+//               decision and wrote nothing, so a fire that outlived its lease
+//               cannot fork the chain
 //   complete -> timers.complete(claim); 'notHeld' voids the decision
 // and applies every outcome to this node's WakeBackoff.
 //
@@ -191,7 +194,7 @@ export class TimerService {
       onResumed = noBody,
     } = options;
     this.#events = storeOption('events', events, ['readRange', 'appendIfParked']);
-    this.#timers = storeOption('timers', timers, ['claimDue', 'schedule', 'complete', 'release']);
+    this.#timers = storeOption('timers', timers, ['claimDue', 'complete', 'release', 'reschedule']);
     if (typeof node !== 'string' || node.length === 0) {
       throw refuse(`options.node must be a non-empty string, got ${show(node)}`, 'INVALID_OPTIONS');
     }
@@ -351,12 +354,11 @@ export class TimerService {
           case 'redrive':
             fire.handleRedrive(await this.#redrive(redrivers[step.redriver], row, report));
             break;
-          case 'schedule':
-            await this.#timers.schedule(step.row);
-            fire.handleScheduled();
-            break;
+          case 'reschedule':
           case 'complete': {
-            const completed = await this.#timers.complete(claim);
+            const completed = step.act === 'complete'
+              ? await this.#timers.complete(claim)
+              : await this.#timers.reschedule(claim, step.row);
             if (completed === 'notHeld') {
               // The claim was lost (the row was scheduled again, or its
               // lease ended and another node took it): the decision is void.
@@ -364,8 +366,9 @@ export class TimerService {
               report.fires.push({ row, result: 'voided' });
               return;
             }
-            if (completed !== 'done') throw contract("timers.complete must resolve to 'done' or 'notHeld'", completed);
-            fire.handleCompleted();
+            if (completed !== 'done') throw contract(`timers.${step.act} must resolve to 'done' or 'notHeld'`, completed);
+            if (step.act === 'complete') fire.handleCompleted();
+            else fire.handleRescheduled();
             break;
           }
           default:

@@ -167,7 +167,7 @@ fn action_js(action: &FireAction) -> Result<JsValue, JsValue> {
         FireAction::Redrive { redriver, row } => act("redrive")
             .set("redriver", &JsValue::from(*redriver))
             .set("row", &row_js(row)),
-        FireAction::Schedule(row) => act("schedule").set("row", &row_js(row)),
+        FireAction::Reschedule(row) => act("reschedule").set("row", &row_js(row)),
         FireAction::Complete(row) => act("complete").set("row", &row_js(row)),
         _ => {
             return Err(js_errors::internal(
@@ -346,10 +346,13 @@ impl FireMachineJs {
             .map_err(|e| fire_error(&e))
     }
 
-    /// Acknowledges `schedule`: the row is stored.
-    #[wasm_bindgen(js_name = handleScheduled)]
-    pub fn handle_scheduled(&mut self) -> Result<(), JsValue> {
-        self.machine.handle_scheduled().map_err(|e| fire_error(&e))
+    /// Acknowledges `reschedule`: the store's reschedule of the claim
+    /// answered `'done'` (the fired row retired, the next one written).
+    #[wasm_bindgen(js_name = handleRescheduled)]
+    pub fn handle_rescheduled(&mut self) -> Result<(), JsValue> {
+        self.machine
+            .handle_rescheduled()
+            .map_err(|e| fire_error(&e))
     }
 
     /// Acknowledges `complete`: the fired row is retired (the claim's

@@ -121,6 +121,7 @@ pub(crate) fn timer(error: &TimerInputError) -> JsValue {
         TimerInputError::Limit { .. } => "INVALID_LIMIT",
         TimerInputError::LeaseDuration { .. } => "INVALID_LEASE",
         TimerInputError::Holder(_) => "INVALID_HOLDER",
+        TimerInputError::SameKey { .. } => "INVALID_RESCHEDULE",
         _ => "INVALID_INPUT",
     };
     timer_input(&error.to_string(), code)

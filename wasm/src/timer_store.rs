@@ -103,6 +103,22 @@ impl MemoryTimerStore {
         })())
     }
 
+    /// Retires the claimed row and schedules `next` in one step, if `claim`
+    /// is still its current claim; resolves to `'done'`, or `'notHeld'`
+    /// with nothing written.
+    pub fn reschedule(&self, claim: JsValue, next: JsValue) -> Promise {
+        settle((|| {
+            let claim = timer::claim(&claim)?;
+            let next = timer::row("next", &next)?;
+            let outcome = self
+                .table
+                .borrow_mut()
+                .reschedule(&claim, &next)
+                .map_err(|e| core(&e))?;
+            Ok(completed(outcome))
+        })())
+    }
+
     /// Hands the claimed row back, due again at once, if `claim` is still
     /// its current claim; resolves to `'done'` or `'notHeld'`.
     pub fn release(&self, claim: JsValue) -> Promise {

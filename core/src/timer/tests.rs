@@ -130,9 +130,13 @@ impl Host {
                     assert_eq!(&row, machine.row());
                     machine.handle_redrive(self.redrivers[redriver])
                 }
-                FireAction::Schedule(next) => {
+                FireAction::Reschedule(next) => {
+                    assert!(
+                        self.timers.remove(machine.row()),
+                        "the fired row is in the table"
+                    );
                     self.timers.insert(next);
-                    machine.handle_scheduled()
+                    machine.handle_rescheduled()
                 }
                 FireAction::Complete(fired) => {
                     assert!(self.timers.remove(&fired), "the fired row is in the table");
@@ -151,7 +155,7 @@ impl Host {
                 FireAction::ReadLog => "read",
                 FireAction::Resume(_) => "resume",
                 FireAction::Redrive { .. } => "redrive",
-                FireAction::Schedule(_) => "schedule",
+                FireAction::Reschedule(_) => "reschedule",
                 FireAction::Complete(_) => "complete",
             })
             .collect()
@@ -599,16 +603,15 @@ fn all_noop_retires_the_row() {
 }
 
 #[test]
-fn contended_writes_the_next_row_before_retiring_this_one() {
+fn contended_retires_this_row_and_writes_the_next_in_one_step() {
     let mut host = redrive_host(2, &[RedriveAnswer::Noop, RedriveAnswer::Contended]);
     let outcome = host.fire(redrive_row(2), redrive_context(&host));
     let delay = RedrivePolicy::default().delay_ms(3, context().draw);
     assert_eq!(delay, 800);
     let next = TimerRow::redrive(id(), NOW + 800, 3);
     assert_eq!(outcome, FireOutcome::Rescheduled(next.clone()));
-    assert_eq!(host.steps(), ["redrive", "redrive", "schedule", "complete"]);
-    assert_eq!(host.trace[2], FireAction::Schedule(next.clone()));
-    assert_eq!(host.trace[3], FireAction::Complete(redrive_row(2)));
+    assert_eq!(host.steps(), ["redrive", "redrive", "reschedule"]);
+    assert_eq!(host.trace[2], FireAction::Reschedule(next.clone()));
     assert_eq!(host.timers, BTreeSet::from([next]));
 }
 
@@ -618,7 +621,7 @@ fn a_failed_redriver_is_treated_as_contended() {
     let outcome = host.fire(redrive_row(0), redrive_context(&host));
     let next = TimerRow::redrive(id(), NOW + 200, 1);
     assert_eq!(outcome, FireOutcome::Rescheduled(next.clone()));
-    assert_eq!(host.steps(), ["redrive", "schedule", "complete"]);
+    assert_eq!(host.steps(), ["redrive", "reschedule"]);
     assert_eq!(host.timers, BTreeSet::from([next]));
 }
 
@@ -634,29 +637,37 @@ fn a_zero_draw_still_moves_the_next_row_past_the_fired_one() {
 }
 
 #[test]
-fn a_crash_between_schedule_and_complete_leaves_both_rows() {
+fn a_reschedule_is_one_action_and_nothing_else_answers_it() {
     let row = redrive_row(0);
-    let mut timers = BTreeSet::from([row.clone()]);
     let mut machine = FireMachine::new(row.clone(), context().with_redrivers(1)).expect("valid");
     machine
         .handle_redrive(RedriveAnswer::Contended)
         .expect("answers");
-    let FirePoll::Act(FireAction::Schedule(next)) = machine.poll() else {
-        panic!("schedule comes first: {:?}", machine.poll());
+    let FirePoll::Act(FireAction::Reschedule(next)) = machine.poll() else {
+        panic!("one reschedule: {:?}", machine.poll());
     };
-    // The machine will not accept the complete before the schedule.
+    assert_ne!(
+        next.due_key(),
+        row.due_key(),
+        "the next row has its own key"
+    );
+    // A complete does not answer it: retiring alone would end the chain.
     let before = machine.clone();
     assert_eq!(
         machine.handle_completed(),
         Err(FireError::Answer(MachineError::UnexpectedInput {
-            expected: "handle_scheduled",
+            expected: "handle_rescheduled",
             got: "handle_completed",
         }))
     );
     assert_eq!(machine, before);
-    timers.insert(next.clone());
-    // The host dies here.
-    assert_eq!(timers, BTreeSet::from([row, next]), "a row, never none");
+    // A host whose reschedule answered NotHeld drops the machine: the
+    // decision is void. Answered done, the fire is over at once.
+    machine.handle_rescheduled().expect("answers");
+    assert_eq!(
+        machine.poll(),
+        FirePoll::Done(FireOutcome::Rescheduled(next))
+    );
 }
 
 #[test]
@@ -869,7 +880,7 @@ fn an_answer_to_another_action_is_refused() {
             got: "handle_redrive"
         }))
     );
-    assert!(machine.handle_scheduled().is_err());
+    assert!(machine.handle_rescheduled().is_err());
     assert!(machine.handle_completed().is_err());
     let contended = ResumeError::Contended(ResumeContendedError {
         execution_id: id(),

@@ -28,7 +28,8 @@
 //!      `handle_resumed`;
 //!    - `Redrive { redriver, row }` → the re-driver registered `redriver`-th;
 //!      an `Err` is [`RedriveAnswer::Failed`] (and is passed to `on_error`);
-//!    - `Schedule(row)` → [`TimerStore::schedule`];
+//!    - `Reschedule(next)` → [`TimerStore::reschedule`] of the claim:
+//!      the fired row retired and `next` written in one step;
 //!    - `Complete(row)` → [`TimerStore::complete`] of the claim.
 //! 3. **Apply** the outcome to the [`WakeBackoff`] ([`WakeBackoff::apply`]),
 //!    count it, and pass an [`Exhausted`](FireOutcome::Exhausted) outcome's
@@ -68,14 +69,16 @@
 //!   neither completed nor released: the row comes back when the lease ends
 //!   and the next claimer decides again from scratch (the core's rule for
 //!   store failures). Releasing it would retry a failing store on every
-//!   poll; the lease spaces the retries out. A failed `Schedule` is never
-//!   followed by the `Complete`, so the row is never lost.
-//! - **A complete answered [`Completed::NotHeld`] voids the decision.** The
-//!   row was scheduled again meanwhile (a re-park at the same time) or
-//!   taken over after the lease: it is someone else's. The fire is counted
-//!   in [`PollReport::not_held`], its outcome is not applied to the backoff
-//!   and not reported, so an exhaustion is reported only by the fire whose
-//!   complete answered `Done`: exactly once per chain.
+//!   poll; the lease spaces the retries out. A failed `Reschedule` wrote
+//!   nothing or all, so the row is never lost.
+//! - **A complete or a reschedule answered [`Completed::NotHeld`] voids
+//!   the decision.** The row was scheduled again meanwhile (a re-park at
+//!   the same time) or taken over after the lease: it is someone else's,
+//!   and a reschedule wrote no next row, so the chain does not fork. The
+//!   fire is counted in [`PollReport::not_held`], its outcome is not
+//!   applied to the backoff and not reported, so an exhaustion is reported
+//!   only by the fire whose complete answered `Done`: exactly once per
+//!   chain.
 //! - **A claim whose lease has ended is not fired.** If a tick runs so long
 //!   that a claimed row's lease ends before its fire begins, the row may be
 //!   another node's by now; it is skipped ([`PollReport::lapsed`]).
@@ -173,7 +176,8 @@ pub enum TimerServiceError {
     #[error(transparent)]
     Exhausted(RedriveExhaustedError),
     /// The timer store failed: a claim (the tick fires nothing), a
-    /// schedule, a complete or a release. A fire's claim is left to expire.
+    /// reschedule, a complete or a release. A fire's claim is left to
+    /// expire.
     #[error("timer store: {0}")]
     Timers(#[from] TimerStoreError),
     /// The event store failed reading a log. The fire's claim is left to
@@ -242,8 +246,8 @@ pub struct PollReport {
     pub left: usize,
     /// Chains that gave up, rows retired; each was passed to `on_error`.
     pub exhausted: usize,
-    /// Fires whose complete answered [`Completed::NotHeld`]: the decision
-    /// was void, the row is someone else's.
+    /// Fires whose complete or reschedule answered [`Completed::NotHeld`]:
+    /// the decision was void, the row is someone else's.
     pub not_held: usize,
     /// Claims not fired because their lease had ended before the fire
     /// began.
@@ -544,10 +548,10 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     };
                     machine.handle_redrive(answer)?;
                 }
-                FireAction::Schedule(next) => {
-                    self.timers.schedule(&next).await?;
-                    machine.handle_scheduled()?;
-                }
+                FireAction::Reschedule(next) => match self.timers.reschedule(claim, &next).await? {
+                    Completed::Done => machine.handle_rescheduled()?,
+                    Completed::NotHeld => return Ok(Fire::Void),
+                },
                 FireAction::Complete(_) => match self.timers.complete(claim).await? {
                     Completed::Done => machine.handle_completed()?,
                     Completed::NotHeld => return Ok(Fire::Void),

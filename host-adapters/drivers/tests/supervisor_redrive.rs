@@ -59,6 +59,9 @@ impl TimerStore for BrokenTimers {
     async fn release(&self, _: &Claim) -> Result<Completed, TimerStoreError> {
         Err(disk_full())
     }
+    async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, TimerStoreError> {
+        Err(disk_full())
+    }
 }
 
 /// Options with a fixed clock and draw, `features`, `timers`, and an

@@ -232,6 +232,20 @@ impl TimerStore for TimerProbe {
     async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
         self.inner.release(claim).await
     }
+    async fn reschedule(
+        &self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerStoreError> {
+        let completed = self.inner.reschedule(claim, next).await?;
+        if completed == Completed::Done {
+            self.retired
+                .lock()
+                .expect("lock")
+                .push((claim.holder.clone(), claim.row.clone()));
+        }
+        Ok(completed)
+    }
 }
 
 /// Hooks whose `read_range` waits for a gate to open (announcing that it

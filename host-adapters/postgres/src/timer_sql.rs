@@ -89,6 +89,11 @@ pub(crate) struct TimerSql {
     pub(crate) complete: String,
     /// Hands a row back for its current claim, same parameters.
     pub(crate) release: String,
+    /// Retires a row for its current claim and upserts the next one, one
+    /// statement: `$1`..`$4` as for `complete`, then the next row's `$5`
+    /// id, `$6` wake_at, `$7` redrive. Answers one row, how many rows were
+    /// retired (1: done; 0: not held, and nothing was written).
+    pub(crate) reschedule: String,
 }
 
 impl TimerSql {
@@ -120,6 +125,7 @@ impl TimerSql {
                 "UPDATE {t} SET holder = NULL, lease_until = NULL \
                  WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4"
             ),
+            reschedule: reschedule(&t),
         }
     }
 }
@@ -157,6 +163,30 @@ fn claim(t: &str, plain: &str) -> String {
          RETURNING t.execution_id, t.wake_at, t.redrive, t.claims",
         free_d = free("d"),
         free_t = free("t"),
+    )
+}
+
+/// The reschedule: the claimed row's `DELETE` and the next row's upsert in
+/// one statement, the upsert reading its one row from what the `DELETE`
+/// returned, so it writes only when the claim was current. Both run on one
+/// snapshot and commit together; the `DELETE` takes the row lock, so a
+/// concurrent claim of the row waits for it and then finds the row gone
+/// (or, if the claim came first, the `DELETE` re-checks and matches
+/// nothing, and nothing is written). The next row's key differs from the
+/// claimed one's (checked before), so the two never touch one row.
+fn reschedule(t: &str) -> String {
+    format!(
+        "WITH retired AS (\
+             DELETE FROM {t} \
+             WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4 \
+             RETURNING 1), \
+         scheduled AS (\
+             INSERT INTO {t} AS t (execution_id, wake_at, redrive) \
+             SELECT $5::text, $6::bigint, $7::jsonb FROM retired \
+             ON CONFLICT (execution_id, wake_at) DO UPDATE \
+             SET redrive = COALESCE(EXCLUDED.redrive, t.redrive), holder = NULL, lease_until = NULL \
+             RETURNING 1) \
+         SELECT count(*) FROM retired"
     )
 }
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use loomfence_core::{
     Claim, Completed, DueFilter, ExecutionId, Lease, Redrive, TimerRow, check_claim, check_due,
-    check_lease, check_row,
+    check_lease, check_reschedule, check_row,
 };
 use loomfence_store::{TimerStore, TimerStoreError};
 use serde_json::Value;
@@ -309,5 +309,41 @@ impl TimerStore for PostgresTimerStore {
 
     async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
         self.retire(&self.sql.release, claim).await
+    }
+
+    async fn reschedule(
+        &self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerStoreError> {
+        check_reschedule(claim, next)?;
+        // Claim numbers come from a `bigint`; a larger one was never issued.
+        let Ok(number) = i64::try_from(claim.number) else {
+            return Ok(Completed::NotHeld);
+        };
+        let redrive = next.redrive.map(Json);
+        let row = self
+            .client()
+            .await?
+            .write_row(
+                &self.sql.reschedule,
+                &[
+                    &claim.row.execution_id.as_str(),
+                    &claim.row.wake_at,
+                    &claim.holder.as_str(),
+                    &number,
+                    &next.execution_id.as_str(),
+                    &next.wake_at,
+                    &redrive,
+                ],
+            )
+            .await
+            .map_err(timer)?;
+        let retired: i64 = column(&row, 0, "count")?;
+        Ok(if retired == 0 {
+            Completed::NotHeld
+        } else {
+            Completed::Done
+        })
     }
 }

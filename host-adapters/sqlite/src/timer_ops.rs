@@ -137,6 +137,23 @@ pub(crate) fn complete(conn: &Connection, claim: &Claim) -> Result<Completed, St
     if_held(conn, COMPLETE, claim)
 }
 
+/// Deletes the claimed row and writes the next one (its flag already
+/// encoded), if `claim` is the row's current claim: both in the caller's
+/// one savepoint on the writer thread, so no claimer, schedule or complete
+/// comes between them, and nothing is written when the claim is lost.
+pub(crate) fn reschedule(
+    conn: &Connection,
+    claim: &Claim,
+    next: &TimerRow,
+    redrive: Option<&str>,
+) -> Result<Completed, StoreError> {
+    let retired = complete(conn, claim)?;
+    if retired == Completed::Done {
+        schedule(conn, &next.execution_id, next.wake_at, redrive)?;
+    }
+    Ok(retired)
+}
+
 /// Frees the claimed row if `claim` is its current claim.
 pub(crate) fn release(conn: &Connection, claim: &Claim) -> Result<Completed, StoreError> {
     if_held(conn, RELEASE, claim)

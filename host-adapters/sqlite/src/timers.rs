@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease, check_row,
+    Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease,
+    check_reschedule, check_row,
 };
 use loomfence_store::{BackendError, StoreError, TimerStore, TimerStoreError};
 
@@ -149,6 +150,18 @@ impl TimerStore for SqliteTimerStore {
         check_claim(claim)?;
         let claim = claim.clone();
         self.write(move |conn| timer_ops::complete(conn, &claim))
+            .await
+    }
+
+    async fn reschedule(
+        &self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerStoreError> {
+        check_reschedule(claim, next)?;
+        let redrive = timer_ops::encode_redrive(next.redrive).map_err(timer_error)?;
+        let (claim, next) = (claim.clone(), next.clone());
+        self.write(move |conn| timer_ops::reschedule(conn, &claim, &next, redrive.as_deref()))
             .await
     }
 

@@ -26,9 +26,9 @@ pub enum TimerStoreError {
     Backend(#[from] BackendError),
     /// A write failed after it may have been committed: it happened
     /// entirely or not at all. Every timer write is safe to repeat (a
-    /// schedule is an upsert; a complete or release of a claim that already
-    /// took effect answers [`Completed::NotHeld`]), so a caller retries it
-    /// or leaves the row to its lease.
+    /// schedule is an upsert; a complete, release or reschedule of a claim
+    /// that already took effect answers [`Completed::NotHeld`]), so a caller
+    /// retries it or leaves the row to its lease.
     #[error("the timer write's outcome is unknown (it may have been committed): {0}")]
     OutcomeUnknown(#[source] BackendError),
 }
@@ -48,7 +48,7 @@ impl TimerStoreError {
 /// Timer rows keyed `(execution_id, wake_at)`, shared by every node of a
 /// fleet, under the rules of [`TimerTable`] (upsert that keeps the re-drive
 /// flag, due filtered before the limit, lease claims, retire only by the
-/// claimer).
+/// claimer, a re-drive chain moved on in one step).
 ///
 /// Every method is one atomic step at the backend. Inputs are checked with
 /// the core's `check_*` functions before anything is touched, so every
@@ -82,6 +82,25 @@ pub trait TimerStore: Send + Sync {
 
     /// Retires the claimed row if `claim` is still its current claim.
     async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
+
+    /// Retires the claimed row and schedules `next` (with
+    /// [`schedule`](TimerStore::schedule)'s upsert rules) in ONE atomic
+    /// step, only if `claim` is still the row's current claim; otherwise
+    /// answers [`Completed::NotHeld`] and writes nothing. `next` must not
+    /// have the claimed row's key ([`TimerInputError::SameKey`]); inputs
+    /// are checked with [`check_reschedule`](loomfence_core::check_reschedule).
+    ///
+    /// It is how a re-drive chain moves on. There is deliberately no
+    /// default made of a `schedule` then a `complete`: between the two, a
+    /// fire that outlived its lease writes its next row beside the one the
+    /// row's new claimer writes, the chain forks, and each branch may
+    /// report exhaustion. Every store states the rule in its own atomic
+    /// step (a lock, a transaction, one statement).
+    async fn reschedule(
+        &self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerStoreError>;
 
     /// Hands the claimed row back (due again at once) if `claim` is still
     /// its current claim.
@@ -146,5 +165,13 @@ impl TimerStore for MemoryTimerStore {
 
     async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
         Ok(self.lock().release(claim)?)
+    }
+
+    async fn reschedule(
+        &self,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, TimerStoreError> {
+        Ok(self.lock().reschedule(claim, next)?)
     }
 }

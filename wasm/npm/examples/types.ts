@@ -140,10 +140,11 @@ async function timers(events: EventStore): Promise<void> {
         case 'redrive':
           fire.handleRedrive(step.redriver === 0 ? 'noop' : 'failed');
           break;
-        case 'schedule':
-          await timerStore.schedule(step.row);
-          fire.handleScheduled();
+        case 'reschedule': {
+          const moved: Completed = await timerStore.reschedule(claim, step.row);
+          if (moved === 'done') fire.handleRescheduled();
           break;
+        }
         case 'complete': {
           const done: Completed = await timerStore.complete(claim);
           if (done === 'done') fire.handleCompleted();

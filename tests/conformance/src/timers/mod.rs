@@ -26,8 +26,10 @@
 
 pub mod bad_input;
 pub mod due;
+pub mod fork;
 pub mod lease;
 pub mod model;
+pub mod reschedule;
 pub mod schedule;
 pub mod support;
 
@@ -87,6 +89,11 @@ pub const ALL: &[TimerCase] = &[
     case!(lease::release_hands_the_row_back_at_once),
     case!(lease::release_by_a_non_claimer_changes_nothing),
     case!(lease::a_schedule_on_a_claimed_row_voids_the_claim),
+    case!(reschedule::a_reschedule_under_the_claim_retires_the_row_and_schedules_the_next),
+    case!(reschedule::a_reschedule_after_the_lease_was_lost_writes_nothing),
+    case!(reschedule::a_next_row_on_the_claimed_key_is_refused),
+    case!(reschedule::a_next_row_that_exists_merges_like_a_schedule),
+    case!(reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain),
     case!(bad_input::bad_rows_are_refused_and_change_nothing),
     case!(bad_input::bad_listings_are_refused),
     case!(bad_input::bad_leases_are_refused_and_claim_nothing),

@@ -1,5 +1,6 @@
 //! The store against the core's [`TimerTable`], call for call: thousands of
-//! mixed schedules, listings, claims, takeovers, completes and releases,
+//! mixed schedules, listings, claims, takeovers, completes, releases and
+//! reschedules,
 //! the same on both, every answer and the final table equal. The other
 //! cases check each rule alone; this one checks their interleavings (a
 //! schedule on a held row, a release then a takeover, a stale claim after
@@ -104,18 +105,36 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
             _ if !claims.is_empty() => {
                 let index = usize::try_from(rng.below(claims.len() as u64)).unwrap_or(0);
                 let claim = claims[index].clone();
-                let (expected, got) = if rng.below(2) == 0 {
-                    (
+                let (expected, got) = match rng.below(3) {
+                    0 => (
                         table.complete(&claim).expect("a valid claim"),
                         store.complete(&claim).await.expect("completes"),
-                    )
-                } else {
-                    (
+                    ),
+                    1 => (
                         table.release(&claim).expect("a valid claim"),
                         store.release(&claim).await.expect("releases"),
-                    )
+                    ),
+                    _ => {
+                        // The next row: a later time of the same execution
+                        // (sometimes a key that exists), a plain or a
+                        // re-drive row.
+                        let wake_at = claim.row.wake_at + 10 * (1 + rng.small(3));
+                        let attempt = u32::try_from(rng.below(3)).unwrap_or(0);
+                        let next = if rng.below(4) == 0 {
+                            TimerRow::wake(claim.row.execution_id.clone(), wake_at)
+                        } else {
+                            TimerRow::redrive(claim.row.execution_id.clone(), wake_at, attempt)
+                        };
+                        (
+                            table.reschedule(&claim, &next).expect("a valid reschedule"),
+                            store.reschedule(&claim, &next).await.expect("reschedules"),
+                        )
+                    }
                 };
-                assert_eq!(got, expected, "step {step}: complete or release {claim:?}");
+                assert_eq!(
+                    got, expected,
+                    "step {step}: complete, release or reschedule {claim:?}"
+                );
             }
             _ => {}
         }

@@ -130,6 +130,12 @@ pub enum Breach {
         /// Its forks.
         forks: u32,
     },
+    /// Invariant 4: a fired row got a second next row, so its chain runs
+    /// two branches (each may report exhaustion).
+    Fork {
+        /// The fired row instance.
+        row: RowId,
+    },
     /// Invariant 4: a re-drive row past the budget.
     RowPastBudget {
         /// The row instance.
@@ -210,6 +216,7 @@ impl Breach {
             Breach::Rejected { .. } => "rejected answer",
             Breach::ReportedTwice { .. } => "row reported twice",
             Breach::ChainReportedTwice { .. } => "chain reported twice",
+            Breach::Fork { .. } => "fork",
             Breach::RowPastBudget { .. } => "row past budget",
             Breach::ChainLength { .. } => "chain length",
             Breach::LeaseOverlap { .. } => "lease overlap",
@@ -268,6 +275,7 @@ impl Checker {
                     Breach::LeaseOverlap { row, first, second }
                 }
                 Finding::ReportedTwice { row } => Breach::ReportedTwice { row },
+                Finding::Fork { row } => Breach::Fork { row },
                 Finding::RowPastBudget { row, attempt } => Breach::RowPastBudget { row, attempt },
             })
             .collect();

@@ -26,15 +26,22 @@ pub enum Variant {
     /// takes its token with the unconditional `acquire_fence`, as a store
     /// without `acquire_fence_if` makes it. A live body is fenced out.
     UnconditionalResume,
+    /// Control (d): a fire moves a re-drive chain on in two timer-table
+    /// steps, a schedule of the next row then a complete of the fired one,
+    /// instead of the one-step reschedule under the claim. A fire that
+    /// outlives its lease (or crashes between the two) writes a next row
+    /// beside the one the row's new claimer writes: the chain forks.
+    TwoStepReschedule,
 }
 
 impl Variant {
     /// Every variant, the design first.
-    pub const ALL: [Variant; 4] = [
+    pub const ALL: [Variant; 5] = [
         Variant::Faithful,
         Variant::NoRedriveRow,
         Variant::LeaseBlind,
         Variant::UnconditionalResume,
+        Variant::TwoStepReschedule,
     ];
 
     /// The acquire path every fenced resume takes.

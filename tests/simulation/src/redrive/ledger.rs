@@ -197,6 +197,11 @@ pub enum Finding {
         /// The row instance.
         row: RowId,
     },
+    /// A fired row got a second next row: its chain forked.
+    Fork {
+        /// The fired row instance.
+        row: RowId,
+    },
     /// A re-drive row was written past the budget (`attempt >=
     /// max_attempts`).
     RowPastBudget {
@@ -370,6 +375,7 @@ impl Ledger {
                 {
                     *self.forks.entry(chain).or_default() += 1;
                     self.counts.forks += 1;
+                    self.findings.push(Finding::Fork { row: fired });
                 }
             }
         }

@@ -38,7 +38,7 @@
 //! Every step is one store or timer-table interaction, the unit the stores
 //! make atomic. The invariants ([`check`]) are checked after every step and
 //! liveness at quiescence; [`run`] is the seeded scheduler and the sweep.
-//! [`config::Variant`] selects the design or one of three negative
+//! [`config::Variant`] selects the design or one of four negative
 //! controls.
 //!
 //! What the model leaves out: store errors and writes of unknown outcome

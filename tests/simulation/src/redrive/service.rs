@@ -10,9 +10,11 @@
 //!   `ReadLog` reads the whole log; `Resume` runs a conditional
 //!   [`ResumeMachine`] from that log (the runtime's `resume_from`) and feeds
 //!   its result back; `Redrive` runs the supervisor's re-driver
-//!   ([`SuperviseTask`] with no row on contention); `Schedule` upserts the
-//!   next row; `Complete` retires the row under the claim, where `NotHeld`
-//!   voids the decision (an exhaustion is reported only after `Done`);
+//!   ([`SuperviseTask`] with no row on contention); `Reschedule` retires
+//!   the row and upserts the next one in one step under the claim (control
+//!   (d): a schedule, then a complete the next step); `Complete` retires
+//!   the row under the claim; `NotHeld` voids the decision (an exhaustion
+//!   is reported only after `Done`);
 //! - an outcome that leaves the row (not yet, backed off, no re-driver)
 //!   releases the claim; every outcome is applied to the node's
 //!   [`WakeBackoff`].
@@ -67,6 +69,9 @@ struct Fire {
     log: Vec<Envelope>,
     /// What runs for the pending action.
     sub: Sub,
+    /// Control (d) only: the next row is written and the complete is
+    /// pending.
+    scheduled: bool,
 }
 
 /// A claim in hand, with what the ledger needs to judge its lease.
@@ -267,6 +272,7 @@ impl Service {
             machine,
             log: Vec::new(),
             sub: Sub::Idle,
+            scheduled: false,
         });
         Ok(())
     }
@@ -352,14 +358,47 @@ impl Service {
                     }
                 }
             }
-            FireAction::Schedule(row) => {
+            FireAction::Reschedule(row)
+                if env.config.variant == Variant::TwoStepReschedule && !fire.scheduled =>
+            {
+                // Control (d): the schedule alone, the complete next step.
                 env.timers.schedule(&row)?;
                 let max = env.config.policy.max_attempts;
                 env.ledger
                     .scheduled(&row, fire.parent, RowSource::Fire(fire.id), max);
                 let service = self.index;
                 env.note(|| format!("  service {service} schedules {row:?}"));
-                fire.machine.handle_scheduled()?;
+                fire.scheduled = true;
+            }
+            FireAction::Reschedule(row) => {
+                let completed = if fire.scheduled {
+                    env.timers.complete(&fire.claim)?
+                } else {
+                    env.timers.reschedule(&fire.claim, &row)?
+                };
+                let (service, fire_id) = (self.index, fire.id);
+                env.note(|| {
+                    format!(
+                        "  service {service} reschedules fire {fire_id} to {row:?}: {completed:?}"
+                    )
+                });
+                match completed {
+                    Completed::Done => {
+                        if !fire.scheduled {
+                            let max = env.config.policy.max_attempts;
+                            env.ledger
+                                .scheduled(&row, fire.parent, RowSource::Fire(fire.id), max);
+                        }
+                        fire.machine.handle_rescheduled()?;
+                        let FirePoll::Done(outcome) = fire.machine.poll() else {
+                            return Err(RedriveSimError::Ledger("a rescheduled fire is not done"));
+                        };
+                        env.ledger.fire_ended(fire.id, FireEnd::Retired);
+                        self.apply(env, fire, &outcome);
+                    }
+                    Completed::NotHeld => env.ledger.fire_ended(fire.id, FireEnd::Void),
+                }
+                return Ok(true);
             }
             FireAction::Complete(_) => {
                 let completed = env.timers.complete(&fire.claim)?;
