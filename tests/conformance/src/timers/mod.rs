@@ -30,6 +30,7 @@ pub mod lease;
 pub mod model;
 pub mod schedule;
 pub mod support;
+pub mod unreadable;
 
 use std::future::Future;
 use std::pin::Pin;
