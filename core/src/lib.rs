@@ -156,6 +156,7 @@ mod retention;
 mod supervise;
 mod timer;
 mod timer_table;
+mod unreadable;
 
 pub use capability::Capability;
 pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
@@ -190,4 +191,7 @@ pub use timer::{
 pub use timer_table::{
     Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, NodeId,
     TimerInputError, TimerTable, check_claim, check_due, check_lease, check_reschedule, check_row,
+};
+pub use unreadable::{
+    UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow, read_redrive_flag,
 };

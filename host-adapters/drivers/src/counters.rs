@@ -41,6 +41,9 @@ pub const REDRIVES: &str = "loomfence_redrives_total";
 pub const EXHAUSTED: &str = "loomfence_redrive_exhausted_total";
 /// Timer wakes that resumed their execution.
 pub const TIMER_WAKES: &str = "loomfence_timer_wakes_total";
+/// Due timer rows the timer store could not read (not claimed, never
+/// fired until repaired): each counted once per node that met it.
+pub const UNREADABLE_ROWS: &str = "loomfence_timer_rows_unreadable_total";
 /// Bodies whose own append was refused as stale: a rival acquired the
 /// fence after their resume landed. Zero with the conditional acquire.
 pub const FENCED_OUT: &str = "loomfence_bodies_fenced_out_total";
@@ -70,6 +73,10 @@ pub fn describe() {
             "Retry chains that gave up; each park is left for an operator.",
         ),
         (TIMER_WAKES, "Timer wakes that resumed their execution."),
+        (
+            UNREADABLE_ROWS,
+            "Due timer rows the store could not read, once per node; each waits for an operator.",
+        ),
         (
             FENCED_OUT,
             "Bodies fenced out after their resume landed; zero with the conditional acquire.",

@@ -17,6 +17,10 @@
 //!    node, with [`DueFilter`] `{ redrive: <a re-driver is registered> }`:
 //!    a node with no re-driver does not even claim re-drive rows, so they
 //!    wait for a node that can judge them and never fill its page.
+//!    Rows the store could not read come back beside the claims, unclaimed
+//!    ([`ClaimPage::unreadable`]); each is reported once per node (a
+//!    warning, [`counters::UNREADABLE_ROWS`], `on_error` with
+//!    [`TimerServiceError::Unreadable`]) and the readable rows go on.
 //! 2. **Fire** each claimed row, one after the other: a [`FireMachine`] with
 //!    the time, one fresh [`Draw`] from `random`, the policy, this node's
 //!    backoff entry for the execution and the number of re-drivers, driven
@@ -151,10 +155,11 @@ use std::time::Duration;
 
 use loomfence_core::{
     Claim, Completed, DrawError, DueFilter, Envelope, FireAction, FireContext, FireError,
-    FireMachine, FireOutcome, FirePoll, Lease, RedriveAnswer, RedriveExhaustedError, WakeBackoff,
+    FireMachine, FireOutcome, FirePoll, Lease, RedriveAnswer, RedriveExhaustedError,
+    UnreadableReports, UnreadableRow, WakeBackoff,
 };
 use loomfence_core::{Draw, ExecutionId};
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -198,6 +203,18 @@ pub enum TimerServiceError {
     /// made; the claim is left to expire.
     #[error("random source: {0}")]
     Draw(#[from] DrawError),
+    /// A due row the timer store could not read (see
+    /// [`ClaimPage::unreadable`]): it was not claimed, the other rows went
+    /// on. Reported once per node and row (see [`UnreadableReports`]),
+    /// counted in [`PollReport::unreadable`] rather than `errors`.
+    #[error(
+        "unreadable timer row ({:?}, {}): {:?}: {}; it is not fired until repaired or deleted",
+        .0.execution_id,
+        .0.wake_at.map_or_else(|| "?".to_owned(), |at| at.to_string()),
+        .0.field,
+        .0.detail
+    )]
+    Unreadable(UnreadableRow),
     /// A re-driver returned an error. The fire goes on: the error is the
     /// answer [`RedriveAnswer::Failed`], treated as contended, so the chain
     /// continues and the row is not lost.
@@ -255,8 +272,13 @@ pub struct PollReport {
     /// Claims handed back: left rows, and rows not fired before a shutdown.
     pub released: usize,
     /// Failures passed to `on_error` (exhaustions are counted in
-    /// `exhausted` instead).
+    /// `exhausted`, unreadable rows in `unreadable` instead).
     pub errors: usize,
+    /// Unreadable rows reported by this tick: each due row the store could
+    /// not read is reported (to `on_error`, as
+    /// [`TimerServiceError::Unreadable`]) and counted once per node, the
+    /// first tick that meets it.
+    pub unreadable: usize,
 }
 
 impl PollReport {
@@ -308,6 +330,7 @@ impl AddAssign for PollReport {
         self.lapsed += other.lapsed;
         self.released += other.released;
         self.errors += other.errors;
+        self.unreadable += other.unreadable;
     }
 }
 
@@ -335,6 +358,8 @@ pub struct TimerService<E: EventStore + ?Sized, T: TimerStore + ?Sized> {
     redrivers: Mutex<Vec<Arc<dyn Redriver>>>,
     /// This node's backoff of contended plain wakes.
     backoff: Mutex<WakeBackoff>,
+    /// The unreadable rows this node has reported.
+    unreadable: Mutex<UnreadableReports>,
 }
 
 impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> fmt::Debug for TimerService<E, T> {
@@ -364,6 +389,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
             options,
             redrivers: Mutex::new(Vec::new()),
             backoff: Mutex::new(backoff),
+            unreadable: Mutex::new(UnreadableReports::new()),
         }
     }
 
@@ -414,17 +440,18 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 now: (self.options.now)(),
                 duration_ms,
             };
-            let claims = match self
+            let ClaimPage { claims, unreadable } = match self
                 .timers
                 .claim_due(&lease, self.options.batch, filter)
                 .await
             {
-                Ok(claims) => claims,
+                Ok(page) => page,
                 Err(error) => {
                     self.report(&mut report, error.into());
                     break;
                 }
             };
+            self.report_unreadable(&mut report, unreadable);
             report.claimed += claims.len();
             let full = claims.len() == self.options.batch;
             let mut claims = claims.into_iter();
@@ -469,6 +496,26 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
             }
         }
         report
+    }
+
+    /// Reports the rows of `unreadable` this node has not reported yet:
+    /// a warning, the runtime's counter, `on_error`.
+    fn report_unreadable(&self, report: &mut PollReport, unreadable: Vec<UnreadableRow>) {
+        for row in unreadable {
+            if !lock(&self.unreadable).first_report(&row) {
+                continue;
+            }
+            tracing::warn!(
+                execution_id = %row.execution_id,
+                wake_at = ?row.wake_at,
+                field = ?row.field,
+                detail = %row.detail,
+                "unreadable timer row: not claimed, not fired until repaired or deleted"
+            );
+            counters::one(counters::UNREADABLE_ROWS);
+            report.unreadable += 1;
+            (self.options.on_error)(&TimerServiceError::Unreadable(row));
+        }
     }
 
     /// Passes `error` to `on_error` and counts it.

@@ -20,7 +20,8 @@ use loomfence_runtime::{
     SupervisorOptions,
 };
 use loomfence_store::{
-    BackendError, EventStore, MemoryEventStore, MemoryTimerStore, TimerStore, TimerStoreError,
+    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, TimerStore,
+    TimerStoreError,
 };
 use serde_json::json;
 
@@ -50,7 +51,7 @@ impl TimerStore for BrokenTimers {
         _: &Lease,
         _: usize,
         _: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         Err(disk_full())
     }
     async fn complete(&self, _: &Claim) -> Result<Completed, TimerStoreError> {

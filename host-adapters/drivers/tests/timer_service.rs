@@ -27,7 +27,8 @@ use loomfence_runtime::{
 };
 use loomfence_sqlite::SqliteEventStore;
 use loomfence_store::{
-    EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
+    ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
+    TimerStoreError,
 };
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -195,7 +196,7 @@ impl TimerStore for TimerProbe {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         if !self.ignore_leases {
             return self.inner.claim_due(lease, limit, filter).await;
         }
@@ -207,11 +208,9 @@ impl TimerStore for TimerProbe {
             now: lease.now + shift * 100_000_000,
             ..lease.clone()
         };
-        let claims = self.inner.claim_due(&later, limit, filter).await?;
-        Ok(claims
-            .into_iter()
-            .filter(|claim| claim.row.wake_at <= lease.now)
-            .collect())
+        let mut page = self.inner.claim_due(&later, limit, filter).await?;
+        page.claims.retain(|claim| claim.row.wake_at <= lease.now);
+        Ok(page)
     }
     async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
         if self

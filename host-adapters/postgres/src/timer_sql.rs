@@ -80,7 +80,9 @@ pub(crate) struct TimerSql {
     /// now, `$2` limit.
     pub(crate) due_plain: String,
     /// The claim, every kind: `$1` now, `$2` holder, `$3` lease end, `$4`
-    /// limit. Answers the claimed rows with their new claim count.
+    /// limit. Answers the claimed rows with their new claim count, then up
+    /// to `$4` due free rows it left unclaimed as unreadable: columns
+    /// `claimed`, `execution_id`, `wake_at`, `redrive::text`, `claims`.
     pub(crate) claim_all: String,
     /// The claim of plain wakes only, same parameters.
     pub(crate) claim_plain: String,
@@ -130,9 +132,38 @@ impl TimerSql {
     }
 }
 
-/// The claim: one `UPDATE` whose subquery picks the earliest free due rows
-/// and locks them `FOR UPDATE SKIP LOCKED`, so concurrent claimers take
-/// disjoint pages instead of queueing on one another.
+/// Whether row `{alias}` reads back as the core's checks want it (see
+/// `loomfence_core::read_redrive_flag` and the id rules): an id of 1 to
+/// 255 bytes (text holds no NUL), a time not below 0 (a due row is never
+/// above `MAX_TIMER_MS`), a claim count in `0..i64::MAX`, and no flag or
+/// the object `{"attempt": n}` with `n` an integer in `0..=2^31-1` and no
+/// other key. A `CASE`, because `AND` does not fix the order of its
+/// operands and `-` or the cast would fail on some shapes.
+fn readable(alias: &str) -> String {
+    format!(
+        "(CASE WHEN octet_length({alias}.execution_id) NOT BETWEEN 1 AND {max_id} \
+                 OR {alias}.wake_at < 0 OR {alias}.claims < 0 OR {alias}.claims = {max_i64} THEN false \
+               WHEN {alias}.redrive IS NULL THEN true \
+               WHEN jsonb_typeof({alias}.redrive) <> 'object' THEN false \
+               WHEN ({alias}.redrive - 'attempt') <> '{{}}'::jsonb THEN false \
+               WHEN jsonb_typeof({alias}.redrive -> 'attempt') IS DISTINCT FROM 'number' THEN false \
+               WHEN ({alias}.redrive ->> 'attempt') !~ '^[0-9]+$' THEN false \
+               ELSE ({alias}.redrive ->> 'attempt')::numeric <= {max_attempt} END)",
+        max_id = loomfence_core::MAX_ID_BYTES,
+        max_i64 = i64::MAX,
+        max_attempt = loomfence_core::MAX_REDRIVE_ATTEMPT,
+    )
+}
+
+/// The claim: one statement. Its `UPDATE`'s subquery picks the earliest
+/// free due rows that read back ([`readable`]) and locks them `FOR UPDATE
+/// SKIP LOCKED`, so concurrent claimers take disjoint pages instead of
+/// queueing on one another, and a row that does not read back is never
+/// claimed and takes no page slot. The rows it leaves as unreadable (free,
+/// due, up to the limit, earliest first, not locked) come back from the
+/// same statement after the claimed ones, `claimed` false; when the page
+/// is full, only those due no later than its last row, so the scan for
+/// them stays within the claim's range instead of the whole backlog.
 ///
 /// The free condition is stated twice on purpose. Under READ COMMITTED the
 /// subquery's `FOR UPDATE` re-reads a row that a claimer committed since
@@ -154,15 +185,27 @@ fn claim(t: &str, plain: &str) -> String {
         )
     };
     format!(
-        "UPDATE {t} t SET holder = $2, lease_until = $3, claims = t.claims + 1 \
-         FROM (SELECT d.execution_id, d.wake_at FROM {t} d \
-               WHERE {free_d} \
-               ORDER BY d.wake_at, d.execution_id COLLATE \"C\" LIMIT $4 \
-               FOR UPDATE SKIP LOCKED) p \
-         WHERE t.execution_id = p.execution_id AND t.wake_at = p.wake_at AND {free_t} \
-         RETURNING t.execution_id, t.wake_at, t.redrive, t.claims",
+        "WITH claimed AS (\
+           UPDATE {t} t SET holder = $2, lease_until = $3, claims = t.claims + 1 \
+           FROM (SELECT d.execution_id, d.wake_at FROM {t} d \
+                 WHERE {free_d} AND {readable_d} \
+                 ORDER BY d.wake_at, d.execution_id COLLATE \"C\" LIMIT $4 \
+                 FOR UPDATE SKIP LOCKED) p \
+           WHERE t.execution_id = p.execution_id AND t.wake_at = p.wake_at AND {free_t} AND {readable_t} \
+           RETURNING t.execution_id, t.wake_at, t.redrive, t.claims) \
+         SELECT true AS claimed, execution_id, wake_at, redrive::text, claims FROM claimed \
+         UNION ALL \
+         (SELECT false, u.execution_id, u.wake_at, u.redrive::text, u.claims FROM {t} u \
+          WHERE {free_u} AND NOT {readable_u} \
+            AND u.wake_at <= CASE WHEN (SELECT count(*) FROM claimed) < $4 THEN $1 \
+                                  ELSE (SELECT max(wake_at) FROM claimed) END \
+          ORDER BY u.wake_at, u.execution_id COLLATE \"C\" LIMIT $4)",
         free_d = free("d"),
         free_t = free("t"),
+        free_u = free("u"),
+        readable_d = readable("d"),
+        readable_t = readable("t"),
+        readable_u = readable("u"),
     )
 }
 
@@ -210,7 +253,20 @@ mod tests {
         }
         assert!(sql.claim_plain.contains("d.redrive IS NULL"));
         assert!(sql.claim_plain.contains("t.redrive IS NULL"));
-        assert!(!sql.claim_all.contains("redrive IS NULL"));
+        assert!(!sql.claim_all.contains("AND d.redrive IS NULL"));
+    }
+
+    #[test]
+    fn the_claim_leaves_unreadable_rows_out_and_answers_them() {
+        let sql = TimerSql::new(&Schema::default());
+        for claim in [&sql.claim_all, &sql.claim_plain] {
+            assert!(claim.contains(&format!("AND {}", readable("d"))), "{claim}");
+            assert!(claim.contains(&format!("AND {}", readable("t"))), "{claim}");
+            assert!(
+                claim.contains(&format!("AND NOT {}", readable("u"))),
+                "{claim}"
+            );
+        }
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use loomfence_core::{
-    Claim, Completed, DueFilter, ExecutionId, Lease, Redrive, TimerRow, check_claim, check_due,
-    check_lease, check_reschedule, check_row,
+    Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow,
+    UnreadableField, UnreadableRow, check_claim, check_due, check_lease, check_reschedule,
+    check_row, read_redrive_flag,
 };
-use loomfence_store::{TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
 use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{Json, ToSql};
@@ -28,10 +29,12 @@ use crate::timer_sql::TimerSql;
 ///
 /// Every call is one statement, atomic at the server, with the semantics of
 /// the core's [`TimerTable`](loomfence_core::TimerTable), the reference the
-/// conformance kit holds every timer store to. A claim is additionally
-/// wrapped in a transaction, so that a claimed row that does not read back
-/// (the table holds data this store did not write) is refused with the
-/// claim rolled back, as the error's "nothing happened" promises.
+/// conformance kit holds every timer store to. A claim leaves rows that do
+/// not read back (the table holds data this store did not write) unclaimed
+/// and answers them in [`ClaimPage::unreadable`]; it is wrapped in a
+/// transaction, so that an answer of a shape this store did not ask for is
+/// refused with the claim rolled back, as the error's "nothing happened"
+/// promises.
 #[derive(Clone)]
 pub struct PostgresTimerStore {
     /// The connections, shared with the event store.
@@ -79,7 +82,7 @@ impl PostgresTimerStore {
 
     /// The claim statement in a READ COMMITTED transaction: `BEGIN` and the
     /// claim pipelined in one round trip, the rows read back, then `COMMIT`,
-    /// or `ROLLBACK` if a row does not read back.
+    /// or `ROLLBACK` if the answer's columns are not of the asked types.
     ///
     /// Until `COMMIT` is sent nothing can commit, so a connection lost
     /// before it is a plain retryable failure; a lost answer to `COMMIT` is
@@ -91,7 +94,7 @@ impl PostgresTimerStore {
         params: &[&(dyn ToSql + Sync)],
         lease: &Lease,
         expires_at: i64,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         let client = self.client().await?;
         let prepare = |sql: &'static str| client.prepare_cached(sql);
         let begin = prepare("BEGIN ISOLATION LEVEL READ COMMITTED")
@@ -124,24 +127,27 @@ impl PostgresTimerStore {
                 return Err(failed);
             }
         };
-        let claims = match rows
-            .iter()
-            .map(|row| read_claim(row, lease, expires_at))
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(claims) => claims,
-            Err(corrupt) => {
-                roll_back(&client).await;
-                return Err(corrupt);
+        let mut page = ClaimPage::default();
+        for row in &rows {
+            match read_answer(row, lease, expires_at) {
+                Ok(Answer::Claimed(claim)) => page.claims.push(claim),
+                Ok(Answer::Unreadable(row)) => page.unreadable.push(row),
+                Err(failed) => {
+                    roll_back(&client).await;
+                    return Err(failed);
+                }
             }
-        };
+        }
         client
             .execute(&commit, &[])
             .await
             .map_err(|e| timer(client.write_failed(e)))?;
-        let mut claims = claims;
-        claims.sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
-        Ok(claims)
+        page.claims
+            .sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
+        // Earliest first, ids in byte order, as the claims.
+        page.unreadable
+            .sort_by(|a, b| (a.wake_at, &a.execution_id).cmp(&(b.wake_at, &b.execution_id)));
+        Ok(page)
     }
 
     /// A complete or release: the statement changes the row only for its
@@ -216,22 +222,88 @@ fn read_row(row: &Row) -> Result<TimerRow, TimerStoreError> {
     Ok(row)
 }
 
-/// Reads a claimed row (its columns, then `claims` in column 3).
-fn read_claim(row: &Row, lease: &Lease, expires_at: i64) -> Result<Claim, TimerStoreError> {
-    let timer_row = read_row(row)?;
-    let claims: i64 = column(row, 3, "claims")?;
-    let number = u64::try_from(claims).map_err(|_| {
-        corrupt_timer(format!(
-            "({:?}, {}): claims = {claims}",
-            timer_row.execution_id.as_str(),
-            timer_row.wake_at
+/// One row of the claim's answer.
+enum Answer {
+    /// A row it claimed.
+    Claimed(Claim),
+    /// A row that does not read back: left unclaimed by the statement's
+    /// check, or (should that check ever let one through) claimed and left
+    /// to its lease.
+    Unreadable(UnreadableRow),
+}
+
+/// Reads one row of the claim's answer: `claimed`, `execution_id`,
+/// `wake_at`, `redrive` as text, `claims`. The row is checked with the
+/// core's rules; the SQL check ([`readable`](crate::timer_sql)) states the
+/// same rules so that the statement never claims a row this refuses.
+fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, TimerStoreError> {
+    let claimed: bool = column(row, 0, "claimed")?;
+    let id: String = column(row, 1, "execution_id")?;
+    let wake_at: i64 = column(row, 2, "wake_at")?;
+    let redrive: Option<String> = column(row, 3, "redrive")?;
+    let claims: i64 = column(row, 4, "claims")?;
+    let bad = |field, detail: String| UnreadableRow {
+        execution_id: id.clone(),
+        wake_at: Some(wake_at),
+        field,
+        detail,
+    };
+    let checked = (|| {
+        let execution_id = ExecutionId::new(id.as_str()).map_err(|e| {
+            bad(
+                UnreadableField::ExecutionId,
+                format!("execution_id {id:?} is not a valid id: {e}"),
+            )
+        })?;
+        if !(0..=MAX_TIMER_MS).contains(&wake_at) {
+            return Err(bad(
+                UnreadableField::WakeAt,
+                format!("wake_at {wake_at} is outside 0..=2^53-1"),
+            ));
+        }
+        let redrive = redrive
+            .as_deref()
+            .map(|json| {
+                read_redrive_flag(json.as_bytes()).map_err(|reason| {
+                    bad(UnreadableField::Redrive, format!("redrive {json} {reason}"))
+                })
+            })
+            .transpose()?;
+        // Answered after the increment when claimed; as stored otherwise.
+        let number = u64::try_from(if claimed {
+            claims
+        } else {
+            claims.saturating_add(1)
+        })
+        .ok()
+        .filter(|&n| n >= 1 && claims < i64::MAX)
+        .ok_or_else(|| {
+            bad(
+                UnreadableField::Claims,
+                format!("claims {claims} is not a non-negative integer"),
+            )
+        })?;
+        Ok((
+            TimerRow {
+                execution_id,
+                wake_at,
+                redrive,
+            },
+            number,
         ))
-    })?;
-    Ok(Claim {
-        row: timer_row,
-        holder: lease.holder.clone(),
-        number,
-        expires_at,
+    })();
+    Ok(match checked {
+        Ok((timer_row, number)) if claimed => Answer::Claimed(Claim {
+            row: timer_row,
+            holder: lease.holder.clone(),
+            number,
+            expires_at,
+        }),
+        Ok(_) => Answer::Unreadable(bad(
+            UnreadableField::Claim,
+            "refused by the claim's check, though each column reads back".to_owned(),
+        )),
+        Err(unreadable) => Answer::Unreadable(unreadable),
     })
 }
 
@@ -287,7 +359,7 @@ impl TimerStore for PostgresTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         let expires_at = check_lease(lease, limit)?;
         let sql = if filter.redrive {
             &self.sql.claim_all

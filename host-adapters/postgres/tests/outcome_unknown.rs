@@ -561,6 +561,7 @@ async fn a_timer_complete_whose_answer_is_lost_is_outcome_unknown_and_repeats_as
         .claim_due(&timer_lease("claimer", 10), 10, DueFilter::default())
         .await
         .expect("claims")
+        .claims
         .pop()
         .expect("one claim");
     proxy.arm(Cut::AfterForward, carrying(text));
@@ -621,7 +622,7 @@ async fn a_timer_claim_cut_before_its_commit_is_a_retryable_error_and_claimed_no
                 .claim_due(&timer_lease("next", wake_at), 10, DueFilter::default())
                 .await
                 .expect("claims");
-            if let Some(claim) = claims.into_iter().find(|claim| claim.row == row) {
+            if let Some(claim) = claims.claims.into_iter().find(|claim| claim.row == row) {
                 break claim;
             }
             assert!(Instant::now() < deadline, "{cut:?}: the row stayed locked");

@@ -157,7 +157,8 @@ async fn an_old_table_gains_the_missing_columns_and_keeps_its_rows() {
         let claimed = timers
             .claim_due(&lease(1_000), 10, DueFilter { redrive: false })
             .await
-            .expect("claims");
+            .expect("claims")
+            .claims;
         assert_eq!(
             claimed
                 .into_iter()

@@ -4,14 +4,15 @@
 //!
 //! Writes run on the writer thread inside its `BEGIN IMMEDIATE` group, in a
 //! savepoint of their own (see [`crate::writer`]); an error rolls the
-//! savepoint back, so a claim that meets a row it cannot read claims
-//! nothing. Inputs were checked with the core's `check_*` functions before
+//! savepoint back. A claim that meets a row it cannot read leaves that row
+//! unclaimed and reports it (see [`claim_due`]). Inputs were checked with the core's `check_*` functions before
 //! anything was queued.
 
 use loomfence_core::{
-    Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow, check_row,
+    Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow,
+    UnreadableField, UnreadableRow, read_redrive_flag,
 };
-use loomfence_store::{BackendError, StoreError};
+use loomfence_store::{BackendError, ClaimPage, StoreError};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row, params};
 
@@ -30,18 +31,20 @@ pub(crate) const DUE: &str = "SELECT execution_id, wake_at, redrive FROM timers 
      WHERE wake_at <= ?1 AND (?2 OR redrive IS NULL) \
      ORDER BY wake_at, execution_id COLLATE BINARY LIMIT ?3";
 
-/// The claim, one statement: the inner select picks the earliest due rows
-/// that are free (never held, released, or their lease ended at or before
-/// `now`) and that the filter admits; the update leases them. It runs under
-/// the writer's write lock, so no other claim sees the rows free in
-/// between. `RETURNING` gives the rows in no particular order; they are
-/// sorted after.
-pub(crate) const CLAIM: &str = "UPDATE timers SET holder = ?1, lease_until = ?2, claims = claims + 1 \
-     WHERE (execution_id, wake_at) IN (\
-         SELECT execution_id, wake_at FROM timers \
-         WHERE wake_at <= ?3 AND (holder IS NULL OR lease_until <= ?3) AND (?4 OR redrive IS NULL) \
-         ORDER BY wake_at, execution_id COLLATE BINARY LIMIT ?5) \
-     RETURNING execution_id, wake_at, redrive, claims";
+/// The claim's candidates: the due rows that are free (never held,
+/// released, or their lease ended at or before `?1`) and that the filter
+/// (`?2`) admits, earliest first, with their claim count. It has no
+/// `LIMIT`: the claim steps through it only until its page is full of rows
+/// it can read, so unreadable rows take no slot, and the index means a
+/// step never scans or sorts. It runs under the writer's write lock, so no
+/// other claim sees the rows free in between.
+pub(crate) const CANDIDATES: &str = "SELECT execution_id, wake_at, redrive, claims FROM timers \
+     WHERE wake_at <= ?1 AND (holder IS NULL OR lease_until <= ?1) AND (?2 OR redrive IS NULL) \
+     ORDER BY wake_at, execution_id COLLATE BINARY";
+
+/// Leases one candidate the claim could read, by its key.
+const TAKE: &str = "UPDATE timers SET holder = ?3, lease_until = ?4, claims = ?5 \
+     WHERE execution_id = ?1 AND wake_at = ?2";
 
 /// Retires a row, only for its current claim.
 const COMPLETE: &str = "DELETE FROM timers \
@@ -99,37 +102,60 @@ pub(crate) fn due(
 }
 
 /// Claims up to `limit` free due rows for `lease`, until `expires_at`.
+///
+/// Each candidate is read with the rules a checked write keeps
+/// ([`decode`]); one that does not read back is not claimed and does not
+/// count toward `limit`, and up to `limit` of them come back beside the
+/// claims. The candidates are read first and leased after, by key, all
+/// inside the writer's savepoint.
 pub(crate) fn claim_due(
     conn: &Connection,
     lease: &Lease,
     expires_at: i64,
     limit: usize,
     filter: DueFilter,
-) -> Result<Vec<Claim>, StoreError> {
-    let mut statement = conn.prepare_cached(CLAIM).map_err(error::store)?;
-    let mut rows = statement
-        .query(params![
+) -> Result<ClaimPage, StoreError> {
+    let mut taken: Vec<(TimerRow, u64)> = Vec::new();
+    let mut unreadable = Vec::new();
+    {
+        let mut statement = conn.prepare_cached(CANDIDATES).map_err(error::store)?;
+        let mut rows = statement
+            .query(params![lease.now, filter.redrive])
+            .map_err(error::store)?;
+        while taken.len() < limit {
+            let Some(row) = rows.next().map_err(error::store)? else {
+                break;
+            };
+            let column = |index| row.get_ref(index).map_err(error::store);
+            match decode(column(0)?, column(1)?, column(2)?)
+                .and_then(|timer| next_claim(&timer, column(3).ok()).map(|n| (timer, n)))
+            {
+                Ok(candidate) => taken.push(candidate),
+                Err(row) if unreadable.len() < limit => unreadable.push(row),
+                Err(_) => {}
+            }
+        }
+    }
+    let mut claims = Vec::with_capacity(taken.len());
+    let mut take = conn.prepare_cached(TAKE).map_err(error::store)?;
+    for (row, number) in taken {
+        // The count was read under the same lock: it is `number - 1` still.
+        take.execute(params![
+            row.execution_id.as_str(),
+            row.wake_at,
             lease.holder.as_str(),
             expires_at,
-            lease.now,
-            filter.redrive,
-            to_i64(limit)
+            i64::try_from(number).unwrap_or(i64::MAX)
         ])
         .map_err(error::store)?;
-    let mut claims = Vec::new();
-    while let Some(row) = rows.next().map_err(error::store)? {
-        let timer = read_row(row)?;
-        let number = read_claims(row.get_ref(3).map_err(error::store)?)
-            .map_err(|e| corrupt(format!("timers: {}: {e}", describe_key(&timer))))?;
         claims.push(Claim {
-            row: timer,
+            row,
             holder: lease.holder.clone(),
             number,
             expires_at,
         });
     }
-    claims.sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
-    Ok(claims)
+    Ok(ClaimPage { claims, unreadable })
 }
 
 /// Deletes the claimed row if `claim` is its current claim.
@@ -193,83 +219,111 @@ fn to_i64(limit: usize) -> i64 {
 /// or says which column is not what this store writes.
 fn read_row(row: &Row<'_>) -> Result<TimerRow, StoreError> {
     let column = |index| row.get_ref(index).map_err(error::store);
-    decode(column(0)?, column(1)?, column(2)?).map_err(|e| corrupt(format!("timers: {e}")))
+    decode(column(0)?, column(1)?, column(2)?).map_err(|row| {
+        corrupt(format!(
+            "timers: row ({:?}, {}): {}",
+            row.execution_id,
+            row.wake_at
+                .map_or_else(|| "?".to_owned(), |at| at.to_string()),
+            row.detail
+        ))
+    })
 }
 
 /// A stored row, checked as the core checks one before it is written: a
-/// valid id, a time in `0..=MAX_TIMER_MS`, no flag or a `{"attempt": n}`
-/// within range. Anything else is reported, never guessed at.
+/// valid id, a time in `0..=MAX_TIMER_MS`, no flag or a flag the core's
+/// [`read_redrive_flag`] reads. Anything else is an [`UnreadableRow`]
+/// naming the column, never guessed at.
 pub(crate) fn decode(
     execution_id: ValueRef<'_>,
     wake_at: ValueRef<'_>,
     redrive: ValueRef<'_>,
-) -> Result<TimerRow, String> {
+) -> Result<TimerRow, UnreadableRow> {
+    let key_text = match execution_id {
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => {
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Null => String::new(),
+    };
+    let key_time = match wake_at {
+        ValueRef::Integer(n) => Some(n),
+        _ => None,
+    };
+    let bad = |field, detail: String| UnreadableRow {
+        execution_id: key_text.clone(),
+        wake_at: key_time,
+        field,
+        detail,
+    };
     let ValueRef::Text(bytes) = execution_id else {
-        return Err(format!(
-            "execution_id is {}, not text",
-            describe(execution_id)
+        return Err(bad(
+            UnreadableField::ExecutionId,
+            format!("execution_id is {}, not text", describe(execution_id)),
         ));
     };
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("execution_id {} is not UTF-8: {e}", describe(execution_id)))?;
-    let execution_id = ExecutionId::new(text)
-        .map_err(|e| format!("execution_id {text:?} is not a valid id: {e}"))?;
-    let key = |wake_at: &dyn std::fmt::Display| format!("row ({execution_id:?}, {wake_at})");
-    let ValueRef::Integer(wake_at) = wake_at else {
-        return Err(format!(
-            "{}: wake_at is {}, not an integer",
-            key(&"?"),
-            describe(wake_at)
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        bad(
+            UnreadableField::ExecutionId,
+            format!("execution_id {} is not UTF-8: {e}", describe(execution_id)),
+        )
+    })?;
+    let execution_id = ExecutionId::new(text).map_err(|e| {
+        bad(
+            UnreadableField::ExecutionId,
+            format!("execution_id {text:?} is not a valid id: {e}"),
+        )
+    })?;
+    let Some(wake_at_ms) = key_time else {
+        return Err(bad(
+            UnreadableField::WakeAt,
+            format!("wake_at is {}, not an integer", describe(wake_at)),
         ));
     };
-    if !(0..=MAX_TIMER_MS).contains(&wake_at) {
-        return Err(format!(
-            "{}: wake_at {wake_at} is outside 0..=2^53-1",
-            key(&wake_at)
+    if !(0..=MAX_TIMER_MS).contains(&wake_at_ms) {
+        return Err(bad(
+            UnreadableField::WakeAt,
+            format!("wake_at {wake_at_ms} is outside 0..=2^53-1"),
         ));
     }
     let redrive = match redrive {
         ValueRef::Null => None,
-        ValueRef::Text(json) => Some(serde_json::from_slice::<Redrive>(json).map_err(|e| {
-            format!(
-                "{}: redrive {} is not a re-drive flag {{\"attempt\": n}}: {e}",
-                key(&wake_at),
-                describe(redrive)
+        ValueRef::Text(json) => Some(read_redrive_flag(json).map_err(|reason| {
+            bad(
+                UnreadableField::Redrive,
+                format!("redrive {} {reason}", describe(redrive)),
             )
         })?),
         other => {
-            return Err(format!(
-                "{}: redrive is {}, not JSON text or NULL",
-                key(&wake_at),
-                describe(other)
+            return Err(bad(
+                UnreadableField::Redrive,
+                format!("redrive is {}, not JSON text or NULL", describe(other)),
             ));
         }
     };
-    let row = TimerRow {
+    Ok(TimerRow {
         execution_id,
-        wake_at,
+        wake_at: wake_at_ms,
         redrive,
-    };
-    match check_row(&row) {
-        Ok(()) => Ok(row),
-        Err(e) => Err(format!("{}: {e}", describe_key(&row))),
-    }
+    })
 }
 
-/// A claim count just incremented: a positive integer.
-fn read_claims(claims: ValueRef<'_>) -> Result<u64, String> {
+/// The number a claim of `row` gets: its stored claim count (a
+/// non-negative integer below `i64::MAX`) plus one.
+fn next_claim(row: &TimerRow, claims: Option<ValueRef<'_>>) -> Result<u64, UnreadableRow> {
     match claims {
-        ValueRef::Integer(n) if n >= 1 => Ok(n.unsigned_abs()),
-        other => Err(format!(
-            "claims is {}, not a positive integer",
-            describe(other)
-        )),
+        Some(ValueRef::Integer(n)) if (0..i64::MAX).contains(&n) => Ok(n.unsigned_abs() + 1),
+        other => Err(UnreadableRow {
+            execution_id: row.execution_id.as_str().to_owned(),
+            wake_at: Some(row.wake_at),
+            field: UnreadableField::Claims,
+            detail: format!(
+                "claims is {}, not a non-negative integer",
+                other.map_or_else(|| "unreadable".to_owned(), describe)
+            ),
+        }),
     }
-}
-
-/// A row's key, for messages.
-fn describe_key(row: &TimerRow) -> String {
-    format!("row ({:?}, {})", row.execution_id, row.wake_at)
 }
 
 /// A stored value, for messages: its type and (shortened) content.

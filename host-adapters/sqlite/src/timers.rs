@@ -8,7 +8,7 @@ use loomfence_core::{
     Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease,
     check_reschedule, check_row,
 };
-use loomfence_store::{BackendError, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{BackendError, ClaimPage, StoreError, TimerStore, TimerStoreError};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -43,7 +43,7 @@ use crate::timer_ops;
 /// timers.schedule(&TimerRow::wake(ExecutionId::new("job-1")?, 1_000)).await?;
 ///
 /// let lease = Lease { holder: NodeId::new("node-a")?, now: 1_000, duration_ms: 30_000 };
-/// let claims = timers.claim_due(&lease, 10, DueFilter::default()).await?;
+/// let claims = timers.claim_due(&lease, 10, DueFilter::default()).await?.claims;
 /// assert_eq!(claims.len(), 1);
 /// // Fire the row, then retire it; only the current claim can.
 /// assert_eq!(timers.complete(&claims[0]).await?, Completed::Done);
@@ -139,7 +139,7 @@ impl TimerStore for SqliteTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         let expires_at = check_lease(lease, limit)?;
         let lease = lease.clone();
         self.write(move |conn| timer_ops::claim_due(conn, &lease, expires_at, limit, filter))

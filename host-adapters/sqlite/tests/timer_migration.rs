@@ -201,7 +201,8 @@ async fn an_old_shape_table_gains_its_columns_and_keeps_its_rows_as_plain_wakes(
     let claims = store
         .claim_due(&lease, 10, DueFilter::default())
         .await
-        .expect("claims");
+        .expect("claims")
+        .claims;
     assert_eq!(
         claims.iter().map(|c| &c.row).collect::<Vec<_>>(),
         expected.iter().collect::<Vec<_>>()
@@ -334,7 +335,8 @@ async fn ids_come_in_byte_order_whatever_the_old_table_declared() {
     let first_two = store
         .claim_due(&lease, 2, DueFilter::default())
         .await
-        .expect("claims");
+        .expect("claims")
+        .claims;
     assert_eq!(
         first_two.iter().map(|c| &c.row).collect::<Vec<_>>(),
         byte_order[..2].iter().collect::<Vec<_>>()

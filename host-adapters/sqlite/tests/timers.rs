@@ -1,5 +1,6 @@
 //! The SQLite timer store as the file shows it: a row it cannot have
-//! written is a typed, permanent error that changes nothing; a lease is
+//! written fails a listing with a typed, permanent error and is reported,
+//! unclaimed and unchanged, by a claim; a lease is
 //! exclusive across connections, not only across tasks of one store; the
 //! timer handle and the event store share one database.
 
@@ -131,27 +132,31 @@ const DAMAGE: &[Damage] = &[
     Damage {
         name: "negative claim count",
         set: "claims = -3",
-        says: "claims is the integer -2, not a positive integer",
+        says: "claims is the integer -3, not a non-negative integer",
         listing_fails: false,
     },
 ];
 
 /// Each kind of damage to one row, on a fresh file: the listing (when it
-/// reads the column) and the claim fail with a permanent backend error
-/// naming the column and value, and the claim, whose statement had taken
-/// the good rows beside the damaged one too, changed nothing.
+/// reads the column) fails with a permanent backend error naming the column
+/// and value; the claim takes the good rows beside the damaged one, leaves
+/// that one exactly as it was, and reports it, with the same words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_row_is_a_typed_permanent_error_and_changes_nothing() {
+async fn a_damaged_row_is_reported_by_the_claim_and_left_as_it_is() {
     for damage in DAMAGE {
         let dir = TempDir::new("timers-damaged");
         let path = dir.file("store.db");
         let store = open(&path).await;
-        for row in [
+        let good = [
             TimerRow::wake(common::id("before"), T0),
-            TimerRow::wake(common::id("victim"), T0 + 1),
             TimerRow::redrive(common::id("after"), T0 + 2, 0),
+        ];
+        for row in [
+            &good[0],
+            &TimerRow::wake(common::id("victim"), T0 + 1),
+            &good[1],
         ] {
-            store.schedule(&row).await.expect("schedules");
+            store.schedule(row).await.expect("schedules");
         }
         let changed = raw(&path)
             .execute(
@@ -163,7 +168,13 @@ async fn a_damaged_row_is_a_typed_permanent_error_and_changes_nothing() {
             )
             .expect("damages the row");
         assert_eq!(changed, 1);
-        let before = stored(&path);
+        let victim = |path: &Path| {
+            stored(path)
+                .into_iter()
+                .filter(|row| row[0] != "'before'" && row[0] != "'after'")
+                .collect::<Vec<_>>()
+        };
+        let before = victim(&path);
         let name = damage.name;
 
         let listing = store
@@ -176,34 +187,31 @@ async fn a_damaged_row_is_a_typed_permanent_error_and_changes_nothing() {
         } else {
             assert_eq!(listing.expect("lists").len(), 3, "{name}");
         }
-        let error = permanent(
-            store
-                .claim_due(&lease("n1", T0 + 10), 10, DueFilter::default())
-                .await,
-        );
-        assert!(error.contains(damage.says), "{name}: claim: {error}");
-        assert_eq!(stored(&path), before, "{name}: the claim changed nothing");
-        // Writes beside the damaged row still work, and leave it as it is.
-        store
-            .schedule(&TimerRow::wake(common::id("later"), T0 + 50))
+        let page = store
+            .claim_due(&lease("n1", T0 + 10), 10, DueFilter::default())
             .await
-            .expect("schedules beside the damage");
+            .unwrap_or_else(|e| panic!("{name}: the claim fails: {e}"));
         assert_eq!(
-            stored(&path)
-                .into_iter()
-                .filter(|row| row[0] != "'later'")
-                .collect::<Vec<_>>(),
+            page.claims.iter().map(|c| &c.row).collect::<Vec<_>>(),
+            good.iter().collect::<Vec<_>>(),
+            "{name}"
+        );
+        assert_eq!(page.unreadable.len(), 1, "{name}: {:?}", page.unreadable);
+        let detail = &page.unreadable[0].detail;
+        assert!(detail.contains(damage.says), "{name}: claim: {detail}");
+        assert_eq!(
+            victim(&path),
             before,
-            "{name}: nothing else moved"
+            "{name}: the damaged row is left as it is"
         );
     }
 }
 
-/// A damaged re-drive flag stops only the nodes that read re-drive rows:
-/// a node that asks for plain wakes never reads the column's JSON, and its
-/// claim goes on.
+/// A damaged re-drive flag is read only by the nodes that claim re-drive
+/// rows: a node that asks for plain wakes never reads the column's JSON and
+/// is told nothing; a node with re-drivers gets it reported, unclaimed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_damaged_redrive_flag_does_not_stop_plain_claims() {
+async fn a_damaged_redrive_flag_is_reported_only_to_redriving_claims() {
     let dir = TempDir::new("timers-damaged-plain");
     let path = dir.file("store.db");
     let store = open(&path).await;
@@ -222,18 +230,26 @@ async fn a_damaged_redrive_flag_does_not_stop_plain_claims() {
         )
         .expect("damages the flag");
     let plain = DueFilter { redrive: false };
-    let claims = store
+    let page = store
         .claim_due(&lease("plain-node", T0 + 1), 10, plain)
         .await
         .expect("claims the plain wake");
     assert_eq!(
-        claims.iter().map(|c| &c.row).collect::<Vec<_>>(),
+        page.claims.iter().map(|c| &c.row).collect::<Vec<_>>(),
         [&TimerRow::wake(common::id("plain"), T0 + 1)]
     );
-    permanent(
-        store
-            .claim_due(&lease("redriver", T0 + 1), 10, DueFilter::default())
-            .await,
+    assert_eq!(page.unreadable, []);
+    let page = store
+        .claim_due(&lease("redriver", T0 + 1), 10, DueFilter::default())
+        .await
+        .expect("claims");
+    assert_eq!(page.claims, []);
+    assert_eq!(
+        page.unreadable
+            .iter()
+            .map(|row| (row.execution_id.as_str(), row.wake_at))
+            .collect::<Vec<_>>(),
+        [("victim", Some(T0))]
     );
 }
 
@@ -266,7 +282,8 @@ async fn eight_claimers_on_eight_connections_one_winner() {
                             DueFilter::default(),
                         )
                         .await
-                        .expect("claims");
+                        .expect("claims")
+                        .claims;
                     (n, claims)
                 })
             })
@@ -350,6 +367,7 @@ async fn timers_written_through_an_event_store_are_seen_by_a_timer_store_on_the_
     let claims = timers
         .claim_due(&lease("n1", T0), 10, DueFilter::default())
         .await
-        .expect("claims");
+        .expect("claims")
+        .claims;
     assert_eq!(claims.iter().map(|c| &c.row).collect::<Vec<_>>(), [&row]);
 }

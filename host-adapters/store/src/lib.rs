@@ -41,4 +41,4 @@ pub use error::{BackendError, StoreError};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
-pub use timers::{MemoryTimerStore, TimerStore, TimerStoreError};
+pub use timers::{ClaimPage, MemoryTimerStore, TimerStore, TimerStoreError};

@@ -3,7 +3,9 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use loomfence_core::{Claim, Completed, DueFilter, Lease, TimerInputError, TimerRow, TimerTable};
+use loomfence_core::{
+    Claim, Completed, DueFilter, Lease, TimerInputError, TimerRow, TimerTable, UnreadableRow,
+};
 
 use crate::BackendError;
 
@@ -45,6 +47,33 @@ impl TimerStoreError {
     }
 }
 
+/// What one [`TimerStore::claim_due`] answers: the rows it claimed, and
+/// the due rows it could not read.
+///
+/// An unreadable row (one the store did not write: see
+/// [`UnreadableRow`]) is left unclaimed and takes no page slot, so it
+/// never stops the rows behind it; it comes back here, named by its key,
+/// for the caller to report. A store lists at most `limit` of them per
+/// claim, earliest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimPage {
+    /// The claimed rows, earliest first.
+    pub claims: Vec<Claim>,
+    /// Due, free rows that did not read back, earliest first; not claimed.
+    pub unreadable: Vec<UnreadableRow>,
+}
+
+impl From<Vec<Claim>> for ClaimPage {
+    /// A page of claims with nothing unreadable: what a store that holds
+    /// only checked rows (the memory stores) answers.
+    fn from(claims: Vec<Claim>) -> Self {
+        Self {
+            claims,
+            unreadable: Vec::new(),
+        }
+    }
+}
+
 /// Timer rows keyed `(execution_id, wake_at)`, shared by every node of a
 /// fleet, under the rules of [`TimerTable`] (upsert that keeps the re-drive
 /// flag, due filtered before the limit, lease claims, retire only by the
@@ -62,7 +91,9 @@ pub trait TimerStore: Send + Sync {
     /// Up to `limit` rows with `wake_at <= now`, earliest first, claimed or
     /// not; re-drive rows are left out before the limit when `filter` says
     /// so. For inspection; a service claims with
-    /// [`TimerStore::claim_due`].
+    /// [`TimerStore::claim_due`]. Unlike a claim, a listing that meets a
+    /// row it cannot read fails ([`TimerStoreError::Backend`], permanent)
+    /// naming the row: an operator's listing shows the damage.
     async fn due(
         &self,
         now: i64,
@@ -73,12 +104,17 @@ pub trait TimerStore: Send + Sync {
     /// Claims up to `limit` due rows nobody holds (or whose lease ended),
     /// earliest first, under `lease`. Two concurrent calls never claim one
     /// row both.
+    ///
+    /// A due, free row the store cannot read (see [`ClaimPage`]) is not
+    /// claimed and does not count toward `limit`: the page fills with
+    /// readable rows behind it, and the row comes back in
+    /// [`ClaimPage::unreadable`] instead of failing the call.
     async fn claim_due(
         &self,
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError>;
+    ) -> Result<ClaimPage, TimerStoreError>;
 
     /// Retires the claimed row if `claim` is still its current claim.
     async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
@@ -155,8 +191,8 @@ impl TimerStore for MemoryTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
-        Ok(self.lock().claim_due(lease, limit, filter)?)
+    ) -> Result<ClaimPage, TimerStoreError> {
+        Ok(self.lock().claim_due(lease, limit, filter)?.into())
     }
 
     async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use loomfence_conformance::timers::unreadable::{self, Corruption};
 use loomfence_conformance::timers::{ALL, Timers, run_all};
 use loomfence_store::MemoryTimerStore;
 
@@ -13,4 +14,16 @@ async fn memory_timers_pass_the_whole_timer_kit() {
     })
     .await;
     assert_eq!(report.passed, ALL.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_timers_cannot_hold_an_unreadable_row() {
+    let report = unreadable::run_all("memory", || async {
+        (
+            Arc::new(MemoryTimerStore::new()) as Timers,
+            Corruption::Impossible,
+        )
+    })
+    .await;
+    assert_eq!(report.not_applicable.len(), unreadable::ALL.len());
 }

@@ -19,7 +19,7 @@ use loomfence_core::{
 use loomfence_runtime::{
     RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
 };
-use loomfence_store::{MemoryEventStore, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, MemoryEventStore, TimerStore, TimerStoreError};
 use tokio::sync::{Notify, watch};
 
 use super::Timers;
@@ -79,7 +79,7 @@ impl TimerStore for Stall {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerStoreError> {
+    ) -> Result<ClaimPage, TimerStoreError> {
         self.inner.claim_due(lease, limit, filter).await
     }
     async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {

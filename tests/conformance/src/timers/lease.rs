@@ -8,7 +8,7 @@ use tokio::sync::Barrier;
 
 use super::Timers;
 use super::support::{
-    LEASE_MS, T0, all_rows, claim, claim_only, lease, node, redrive, schedule_all, wake,
+    LEASE_MS, T0, all_rows, claim, claim_only, lease, node, readable, redrive, schedule_all, wake,
 };
 
 /// A claim takes the due rows nobody holds, earliest first, up to its
@@ -19,10 +19,12 @@ pub async fn a_claim_takes_due_free_rows_earliest_first(store: Timers) {
         &[wake("c", 2), wake("a", 0), wake("b", 1), wake("later", 9)],
     )
     .await;
-    let claims = store
-        .claim_due(&lease("n1", 5), 2, DueFilter::default())
-        .await
-        .expect("claiming");
+    let claims = readable(
+        store
+            .claim_due(&lease("n1", 5), 2, DueFilter::default())
+            .await
+            .expect("claiming"),
+    );
     assert_eq!(
         claims,
         vec![
@@ -53,10 +55,12 @@ pub async fn a_claim_honours_the_redrive_filter_before_the_limit(store: Timers) 
     let mut rows: Vec<_> = (0..5).map(|n| redrive(&format!("r{n}"), n, 0)).collect();
     rows.push(wake("plain", 10));
     schedule_all(&store, &rows).await;
-    let plain = store
-        .claim_due(&lease("no-redrivers", 10), 1, DueFilter { redrive: false })
-        .await
-        .expect("claiming");
+    let plain = readable(
+        store
+            .claim_due(&lease("no-redrivers", 10), 1, DueFilter { redrive: false })
+            .await
+            .expect("claiming"),
+    );
     assert_eq!(
         plain.iter().map(|c| &c.row).collect::<Vec<_>>(),
         vec![&wake("plain", 10)]
@@ -130,7 +134,8 @@ pub async fn concurrent_claimers_split_many_rows_without_overlap(store: Timers) 
                     let page = store
                         .claim_due(&lease(&format!("node-{n}"), 10), 5, DueFilter::default())
                         .await
-                        .expect("claiming");
+                        .expect("claiming")
+                        .claims;
                     if page.is_empty() {
                         break mine;
                     }

@@ -32,6 +32,7 @@ pub mod model;
 pub mod reschedule;
 pub mod schedule;
 pub mod support;
+pub mod unreadable;
 
 use std::future::Future;
 use std::pin::Pin;

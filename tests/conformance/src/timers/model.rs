@@ -14,6 +14,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::Timers;
+use super::support::readable;
 use crate::support::id;
 
 /// Calls per run.
@@ -95,10 +96,12 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
                 let expected = table
                     .claim_due(&lease, limit, filter)
                     .expect("a valid lease");
-                let got = store
-                    .claim_due(&lease, limit, filter)
-                    .await
-                    .expect("claims");
+                let got = readable(
+                    store
+                        .claim_due(&lease, limit, filter)
+                        .await
+                        .expect("claims"),
+                );
                 assert_eq!(got, expected, "step {step}: claim_due({lease:?}, {limit})");
                 claims.extend(got);
             }

@@ -3,6 +3,8 @@
 
 use loomfence_core::{Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
 
+use loomfence_store::ClaimPage;
+
 use super::Timers;
 use crate::support::id;
 
@@ -62,10 +64,24 @@ pub async fn all_rows(store: &Timers) -> Vec<TimerRow> {
 /// Claims due rows under `lease` (every kind, up to 100); panics on an
 /// error.
 pub async fn claim(store: &Timers, lease: &Lease) -> Vec<Claim> {
-    store
-        .claim_due(lease, 100, DueFilter::default())
-        .await
-        .unwrap_or_else(|e| panic!("claiming under {lease:?}: {e}"))
+    readable(
+        store
+            .claim_due(lease, 100, DueFilter::default())
+            .await
+            .unwrap_or_else(|e| panic!("claiming under {lease:?}: {e}")),
+    )
+}
+
+/// The claims of a page from a store that holds only rows it wrote:
+/// panics if the page reports any row unreadable.
+#[must_use]
+pub fn readable(page: ClaimPage) -> Vec<Claim> {
+    assert_eq!(
+        page.unreadable,
+        [],
+        "no row of a checked store is unreadable"
+    );
+    page.claims
 }
 
 /// Claims under `lease` and expects exactly the row `row`.
