@@ -126,6 +126,38 @@ impl Drop for TempFile {
         }
     }
 }
+/// The instant every store-level test here writes at.
+const AT: i64 = 1_700_000_000_000;
+
+/// A store in `file` with `job-1` started and then `next` (a park or an
+/// end), both at [`AT`]: the set-up the store-level tests share.
+async fn store_with_job(
+    file: &TempFile,
+    next: loomfence_core::KernelKind,
+) -> (
+    crate::SqliteEventStore,
+    loomfence_core::ExecutionId,
+    Vec<loomfence_core::Envelope>,
+) {
+    use loomfence_core::{ExecutionId, KernelKind, NewEvent};
+    use loomfence_store::EventStore;
+
+    let id = ExecutionId::new("job-1").unwrap();
+    let store = crate::SqliteEventStore::open(&file.0, crate::SqliteOptions::default())
+        .await
+        .unwrap();
+    let written = store
+        .append_many(
+            &id,
+            vec![
+                NewEvent::kernel(KernelKind::ExecutionStarted, AT),
+                NewEvent::kernel(next, AT),
+            ],
+        )
+        .await
+        .unwrap();
+    (store, id, written)
+}
 
 /// The numbers in the table of the file at `path`, read by a fresh
 /// connection.
@@ -186,27 +218,14 @@ async fn a_writer_that_dies_after_the_commit_leaves_the_outcome_unknown_not_fail
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_write_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
-    use loomfence_core::{ConditionalAppend, ExecutionId, KernelKind, NewEvent};
+    use loomfence_core::{ConditionalAppend, KernelKind, NewEvent};
     use loomfence_store::EventStore;
 
     use crate::{SqliteEventStore, SqliteOptions};
 
     let file = TempFile::new("store");
-    let id = ExecutionId::new("job-1").unwrap();
-    let at = 1_700_000_000_000;
-    let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
-        .await
-        .unwrap();
-    let parked = store
-        .append_many(
-            &id,
-            vec![
-                NewEvent::kernel(KernelKind::ExecutionStarted, at),
-                NewEvent::kernel(KernelKind::ExecutionSuspended, at),
-            ],
-        )
-        .await
-        .unwrap();
+    let at = AT;
+    let (store, id, parked) = store_with_job(&file, KernelKind::ExecutionSuspended).await;
     let park_seq = parked[1].sequence;
     let writer = store.db().writer();
     let Hold {
@@ -262,27 +281,13 @@ async fn a_store_write_whose_writer_died_after_the_commit_is_outcome_unknown_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guarded_delete_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
-    use loomfence_core::{DeleteGuard, ExecutionId, GuardedDelete, KernelKind, NewEvent};
+    use loomfence_core::{DeleteGuard, GuardedDelete, KernelKind};
     use loomfence_store::EventStore;
 
     use crate::{SqliteEventStore, SqliteOptions};
 
     let file = TempFile::new("guarded-delete");
-    let id = ExecutionId::new("job-1").unwrap();
-    let at = 1_700_000_000_000;
-    let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
-        .await
-        .unwrap();
-    store
-        .append_many(
-            &id,
-            vec![
-                NewEvent::kernel(KernelKind::ExecutionStarted, at),
-                NewEvent::kernel(KernelKind::ExecutionCompleted, at),
-            ],
-        )
-        .await
-        .unwrap();
+    let (store, id, _) = store_with_job(&file, KernelKind::ExecutionCompleted).await;
     let guard = DeleteGuard {
         head: 2,
         parents: Vec::new(),

@@ -3,7 +3,7 @@
 //! has closed it; and the resume driver settling such a resume by reading.
 
 use loomfence_core::{
-    Action, ExecutionId, KernelKind, NewEvent, Poll, ResumeMachine, ResumeRequest, Stepped,
+    Action, ExecutionId, KernelKind, Poll, ResumeMachine, ResumeRequest, Stepped,
 };
 use loomfence_store::EventStore;
 
@@ -130,21 +130,8 @@ async fn a_timer_write_whose_commit_failed_after_it_happened_is_outcome_unknown(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_resume_driver_settles_a_resume_whose_commit_failed_after_it_happened() {
     let file = TempFile::new("commit-after-resume");
-    let id = ExecutionId::new("job-1").unwrap();
-    let at = 1_700_000_000_000;
-    let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
-        .await
-        .unwrap();
-    let parked = store
-        .append_many(
-            &id,
-            vec![
-                NewEvent::kernel(KernelKind::ExecutionStarted, at),
-                NewEvent::kernel(KernelKind::ExecutionSuspended, at),
-            ],
-        )
-        .await
-        .unwrap();
+    let at = AT;
+    let (store, id, parked) = store_with_job(&file, KernelKind::ExecutionSuspended).await;
     let request = ResumeRequest::new(parked[1].sequence, serde_json::json!("paid"), at);
     let mut machine = ResumeMachine::new(id.clone(), request, store.capability());
     let mut faulted = false;
