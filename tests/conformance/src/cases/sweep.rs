@@ -276,9 +276,14 @@ pub async fn a_log_without_the_edge_is_pinned_through_a_rebuilt_supervisor(store
     assert!(exists(&*store, &child).await);
 }
 
-/// Fails reads of one execution, as a backend that lost its connection
-/// does.
-struct Unreadable(ExecutionId);
+/// Fails reads of one execution: `retryable` as a backend that lost its
+/// connection does, or for good as one that cannot decode a stored row.
+pub(crate) struct Unreadable {
+    /// The execution whose reads fail.
+    pub id: ExecutionId,
+    /// Whether the backend error says the read may pass if tried again.
+    pub retryable: bool,
+}
 
 #[async_trait]
 impl Hooks for Unreadable {
@@ -289,10 +294,12 @@ impl Hooks for Unreadable {
         from_seq: u64,
         to_seq: Option<u64>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        if id == &self.0 {
-            return Err(StoreError::Backend(BackendError::retryable(
-                "connection reset while reading the parent",
-            )));
+        if id == &self.id {
+            return Err(StoreError::Backend(if self.retryable {
+                BackendError::retryable("connection reset while reading the parent")
+            } else {
+                BackendError::permanent("a stored event cannot be decoded")
+            }));
         }
         inner.read_range(id, from_seq, to_seq).await
     }
@@ -307,7 +314,10 @@ pub async fn a_parent_that_cannot_be_read_stops_the_sweep(store: Store) {
     finished_child(&*store, &child, Some(&parent), LONG_AGO).await;
     let failing = Around {
         inner: Arc::clone(&store),
-        hooks: Unreadable(parent.clone()),
+        hooks: Unreadable {
+            id: parent.clone(),
+            retryable: true,
+        },
     };
     match Sweep::new(&failing, options(10)).run().await {
         Err(RetentionError::Store { report, source }) => {

@@ -4,17 +4,16 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use loomfence_core::{
-    Envelope, ExecutionId, KernelKind, NewEvent, SweepOptions, SweepReport, UndecidedReason, Wait,
+    ExecutionId, KernelKind, NewEvent, SweepOptions, SweepReport, UndecidedReason, Wait,
 };
 use loomfence_runtime::{RetentionError, Sweep};
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::EventStore;
 use serde_json::json;
 
 use crate::Store;
-use crate::cases::sweep::{LONG_AGO, exists, finished_child, options, park_on, start};
-use crate::support::{Around, Hooks, id, object};
+use crate::cases::sweep::{LONG_AGO, Unreadable, exists, finished_child, options, park_on, start};
+use crate::support::{Around, id, object};
 
 /// A free root that ended long ago, listed after every `ud-a…` id: a sweep
 /// that goes on past an undecided child deletes it.
@@ -137,28 +136,6 @@ pub async fn a_corrupt_recorded_parent_keeps_the_child_and_the_sweep_goes_on(sto
     assert_eq!(report.deleted, 1);
 }
 
-/// Fails reads of one execution for good, as a backend does on a row it
-/// cannot decode.
-struct Corrupt(ExecutionId);
-
-#[async_trait]
-impl Hooks for Corrupt {
-    async fn read_range(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        if id == &self.0 {
-            return Err(StoreError::Backend(BackendError::permanent(
-                "a stored event cannot be decoded",
-            )));
-        }
-        inner.read_range(id, from_seq, to_seq).await
-    }
-}
-
 /// A parent, or a child's own log, that the store cannot read for good (a
 /// non-retryable backend error) keeps the child and the sweep goes on.
 pub async fn a_log_or_parent_the_store_cannot_read_keeps_the_child(store: Store) {
@@ -168,7 +145,10 @@ pub async fn a_log_or_parent_the_store_cannot_read_keeps_the_child(store: Store)
     let root = free_root(&*store).await;
     let failing = Around {
         inner: Arc::clone(&store),
-        hooks: Corrupt(parent.clone()),
+        hooks: Unreadable {
+            id: parent.clone(),
+            retryable: false,
+        },
     };
     let report = Sweep::new(&failing, options(10))
         .run()
@@ -191,7 +171,10 @@ pub async fn a_log_or_parent_the_store_cannot_read_keeps_the_child(store: Store)
     let root = free_root(&*store).await;
     let failing = Around {
         inner: Arc::clone(&store),
-        hooks: Corrupt(child.clone()),
+        hooks: Unreadable {
+            id: child.clone(),
+            retryable: false,
+        },
     };
     let report = Sweep::new(&failing, options(10))
         .run()
