@@ -205,6 +205,28 @@ export function yielding(inner) {
   return wrap(inner, overrides);
 }
 
+/** The methods of a timer store (the package's `TimerStore` type). */
+export const TIMER_METHODS = Object.freeze(['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']);
+
+/** A timer store that forwards to `inner`, with `overrides` replacing some calls. */
+export function wrapTimers(inner, overrides = {}) {
+  const view = {};
+  for (const name of TIMER_METHODS) view[name] = overrides[name] ?? inner[name].bind(inner);
+  return view;
+}
+
+/** A timer store view that waits for the next turn of the event loop before every call. */
+export function yieldingTimers(inner) {
+  const overrides = {};
+  for (const name of TIMER_METHODS) {
+    overrides[name] = async (...args) => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return inner[name](...args);
+    };
+  }
+  return wrapTimers(inner, overrides);
+}
+
 /** A small seeded PRNG (mulberry32), so a jittery run can be replayed: the
  * browser demo's, one generator for both. */
 export { prng };

@@ -12,19 +12,8 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { MemoryTimerStore } from 'loomfence';
 
+import { yieldingTimers } from './support.js';
 import { TIMER_CASE_NAMES, timerConformance } from './timer-kit.js';
-
-/** A view of `inner` that waits one event-loop turn before every call. */
-function yieldingTimers(inner) {
-  const view = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
-    view[name] = async (...args) => {
-      await new Promise((resolve) => setImmediate(resolve));
-      return inner[name](...args);
-    };
-  }
-  return view;
-}
 
 timerConformance('memory', () => new MemoryTimerStore());
 timerConformance('memory, yielding', () => yieldingTimers(new MemoryTimerStore()));

@@ -33,7 +33,7 @@ import {
   resume,
 } from 'loomfence';
 
-import { AT, event, fenced, prng, wrap, yielding } from './support.js';
+import { AT, event, fenced, prng, wrap, wrapTimers, yielding, yieldingTimers } from './support.js';
 
 const SEED = Number(process.env.LOOMFENCE_SEED ?? 0x5eed);
 /** A few seeds per scenario, derived from SEED, so the draws vary. */
@@ -56,27 +56,6 @@ function clock(start = T0) {
       t = at;
     },
   };
-}
-
-/** A timer store that forwards to `inner`, with `overrides` replacing some calls. */
-function wrapTimers(inner, overrides = {}) {
-  const view = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
-    view[name] = overrides[name] ?? inner[name].bind(inner);
-  }
-  return view;
-}
-
-/** A timer store view that waits for the next turn of the event loop before every call. */
-function yieldingTimers(inner) {
-  const overrides = {};
-  for (const name of ['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']) {
-    overrides[name] = async (...args) => {
-      await new Promise((resolve) => setImmediate(resolve));
-      return inner[name](...args);
-    };
-  }
-  return wrapTimers(inner, overrides);
 }
 
 /** Every row of a timer store. */

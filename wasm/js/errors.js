@@ -88,6 +88,23 @@ export class RedriveExhaustedError extends Error {
   }
 }
 
+/**
+ * A due timer row the host's timer store could not read (answered beside its
+ * claims in `unreadable`, or a malformed element of its claim list): not
+ * claimed, not fired until someone repairs or deletes it. The TimerService
+ * hands it to onError (stage 'unreadable') once per node and row, and counts
+ * it in its poll report's `unreadable`; the other rows go on. `row` is the
+ * `UnreadableRow` ({ executionId, wakeAt, field, detail }) naming it.
+ */
+export class UnreadableTimerRowError extends Error {
+  constructor(message, row) {
+    super(message);
+    this.name = 'UnreadableTimerRowError';
+    this.code = 'UNREADABLE_TIMER_ROW';
+    this.row = row;
+  }
+}
+
 export function staleFenceError(message, executionId, presented, current) {
   return new StaleFenceError(message, { executionId, presented, current });
 }
@@ -140,5 +157,6 @@ export function errorClasses() {
     InputError,
     TimerInputError,
     RedriveExhaustedError,
+    UnreadableTimerRowError,
   };
 }

@@ -428,6 +428,31 @@ export interface Claim {
   expiresAt: number;
 }
 
+/**
+ * A due row a host timer store could not read (a hand edit, a buggy or
+ * foreign writer), or a malformed element of its claim list: not claimed,
+ * not fired until someone repairs or deletes it, and named by its key as
+ * stored so an operator can find it.
+ */
+export interface UnreadableRow {
+  /** The stored id, as text (JSON text when it is not a string); it may not be a valid id. */
+  executionId: string;
+  /** The stored time, `null` when it is not a safe integer. */
+  wakeAt: number | null;
+  /** Which field did not read: `'claim'` for a claim malformed as a whole or outside its row. */
+  field: 'executionId' | 'wakeAt' | 'redrive' | 'claims' | 'claim';
+  /** What was wrong with it, short, for the operator. */
+  detail: string;
+}
+
+/**
+ * What `claimDue` resolves to: the claims, or, from a store that holds due
+ * rows it could not read, `{ claims, unreadable }`. An unreadable row takes
+ * no place in `limit` and is never claimed; one left out of `unreadable`
+ * is simply not reported.
+ */
+export type ClaimAnswer = Claim[] | { claims: Claim[]; unreadable?: UnreadableRow[] };
+
 /** Listing options. `redrive: false` leaves re-drive rows out before the limit. Default: every due row. */
 export interface DueOptions {
   redrive?: boolean;
@@ -447,12 +472,17 @@ export type Completed = 'done' | 'notHeld';
  * is one atomic step. `tests/conformance-js/timer-kit.js` holds a store to it.
  * `reschedule` is required (the `TimerService` refuses a store without it):
  * a `schedule` then a `complete` in its place would let a fire that outlived
- * its lease fork its re-drive chain.
+ * its lease fork its re-drive chain. A store that can hold rows it cannot
+ * read (a database table edited by hand) answers them from `claimDue`
+ * beside its claims (`ClaimAnswer`) rather than failing the claim: one bad
+ * row must not stop every timer of the fleet. The `TimerService` also reads
+ * each claim element on its own: a malformed one is not fired but reported
+ * as an unreadable row, and the others fire.
  */
 export interface TimerStore {
   schedule(row: TimerRow): Promise<void>;
   due(now: number, limit: number, options?: DueOptions): Promise<TimerRow[]>;
-  claimDue(lease: Lease, limit: number, options?: DueOptions): Promise<Claim[]>;
+  claimDue(lease: Lease, limit: number, options?: DueOptions): Promise<ClaimAnswer>;
   complete(claim: Claim): Promise<Completed>;
   release(claim: Claim): Promise<Completed>;
   reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
@@ -477,6 +507,8 @@ export interface TimerStore {
  *   `'notHeld'` and writes nothing. A `next` with the claimed row's key
  *   rejects with `TimerInputError` `INVALID_RESCHEDULE`.
  * Malformed input rejects with `TimerInputError` and changes nothing.
+ * Its rows are the core's typed values, never unreadable, so `claimDue`
+ * answers a plain array.
  */
 export class MemoryTimerStore implements TimerStore {
   constructor();
@@ -697,8 +729,10 @@ export type Redriver = (executionId: string) => RedriveAnswer | Promise<RedriveA
  * actions (`'readLog'`, `'resume'`, `'redrive'`, `'reschedule'`, `'complete'`),
  * applying the outcome (`'outcome'`), releasing a claim (`'release'`),
  * handing a landed resume on (`'onResumed'`: the hook threw or its promise
- * rejected; the resume stands); and `'exhausted'` for the one
- * `RedriveExhaustedError` of a chain that gave up.
+ * rejected; the resume stands); `'exhausted'` for the one
+ * `RedriveExhaustedError` of a chain that gave up; and `'unreadable'` for an
+ * `UnreadableTimerRowError` (a row the store could not read, reported once
+ * per node; not a failure of the tick).
  */
 export type TimerServiceStage =
   | 'claim'
@@ -711,12 +745,16 @@ export type TimerServiceStage =
   | 'outcome'
   | 'release'
   | 'exhausted'
-  | 'onResumed';
+  | 'onResumed'
+  | 'unreadable';
 
-/** What `onError` is told besides the error: where, and which row (absent for `'claim'`). */
+/**
+ * What `onError` is told besides the error: where, and which row (absent for
+ * `'claim'`; the `UnreadableRow` for `'unreadable'`).
+ */
 export interface TimerServiceErrorInfo {
   stage: TimerServiceStage;
-  row?: TimerRow;
+  row?: TimerRow | UnreadableRow;
 }
 
 export interface TimerServiceOptions {
@@ -793,6 +831,8 @@ export interface PollReport {
   expired: number;
   unfired: number;
   released: number;
+  /** Unreadable rows this tick reported (each once per node; not in `errors`). */
+  unreadable: number;
   errors: number;
   fires: FireReport[];
 }
@@ -915,6 +955,19 @@ export class TimerInputError extends Error {
   constructor(message?: string, code?: string);
   readonly name: 'TimerInputError';
   code: string;
+}
+
+/**
+ * A due timer row the timer store could not read, or a malformed element of
+ * its claim list: handed to the `TimerService`'s `onError` (stage
+ * `'unreadable'`) once per node and row. The row is not fired until someone
+ * repairs or deletes it; the other rows go on.
+ */
+export class UnreadableTimerRowError extends Error {
+  constructor(message?: string, row?: UnreadableRow);
+  readonly name: 'UnreadableTimerRowError';
+  readonly code: 'UNREADABLE_TIMER_ROW';
+  row: UnreadableRow;
 }
 
 /**

@@ -29,3 +29,4 @@ export const ResumeContendedError = classes.ResumeContendedError;
 export const InputError = classes.InputError;
 export const TimerInputError = classes.TimerInputError;
 export const RedriveExhaustedError = classes.RedriveExhaustedError;
+export const UnreadableTimerRowError = classes.UnreadableTimerRowError;

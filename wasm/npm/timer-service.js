@@ -20,6 +20,12 @@
 // and applies every outcome to this node's WakeBackoff.
 //
 // Claims, the one thing the machine leaves to the host:
+// - claimDue's answer (an array, or { claims, unreadable } from a store that
+//   holds rows it cannot read) is read claim by claim by the core
+//   (UnreadableReports.readClaimPage): a malformed element is not fired but
+//   is an unreadable row, and each unreadable row is reported once per node
+//   (an UnreadableTimerRowError to onError, stage 'unreadable'; counted in
+//   the report's `unreadable`), while the readable claims go on;
 // - a fire that ends without retiring its row (notYet, backedOff, left)
 //   releases its claim at once: the row is due again for the next poll of any
 //   node, and this node's backoff gate (the machine's notYet) keeps it from
@@ -37,7 +43,7 @@
 // the execution's body from it); nobody else receives it. A re-drive's
 // resume is its re-driver's to hand on.
 
-import { FireMachine, RedrivePolicy, WakeBackoff, errorClasses } from './dist/loomfence_wasm.js';
+import { FireMachine, RedrivePolicy, UnreadableReports, WakeBackoff, errorClasses } from './dist/loomfence_wasm.js';
 import { resume } from './resume.js';
 
 /** The longest lease and the largest batch a TimerStore takes (index.d.ts, `Lease` and `claimDue`). */
@@ -140,7 +146,7 @@ function contract(what, got) {
 function emptyReport() {
   const report = { claimed: 0 };
   for (const outcome of OUTCOMES) report[outcome] = 0;
-  return Object.assign(report, { voided: 0, failed: 0, expired: 0, unfired: 0, released: 0, errors: 0, fires: [] });
+  return Object.assign(report, { voided: 0, failed: 0, expired: 0, unfired: 0, released: 0, unreadable: 0, errors: 0, fires: [] });
 }
 
 /**
@@ -162,6 +168,8 @@ export class TimerService {
   #onError;
   #onResumed;
   #redrivers = [];
+  /** The unreadable rows this node has reported, and the reader of claimDue's answers. */
+  #unreadable = new UnreadableReports();
   /** The tick in hand (or the last one): ticks are chained, never overlapping. */
   #tail = Promise.resolve();
   /** A stop in progress: ticks release their claims instead of firing them. */
@@ -294,8 +302,9 @@ export class TimerService {
     let claims;
     try {
       const lease = { holder: this.#node, now: this.#now(), durationMs: this.#leaseMs };
-      claims = await this.#timers.claimDue(lease, this.#batch, { redrive: redrivers.length > 0 });
-      if (!Array.isArray(claims)) throw contract('timers.claimDue must resolve to an array of claims', claims);
+      const page = this.#unreadable.readClaimPage(await this.#timers.claimDue(lease, this.#batch, { redrive: redrivers.length > 0 }));
+      claims = page.claims;
+      for (const row of page.unreadable) this.#reportUnreadable(report, row);
     } catch (error) {
       this.#report(report, error, { stage: 'claim' });
       return report;
@@ -444,6 +453,14 @@ export class TimerService {
     } catch (error) {
       this.#report(report, error, { stage: 'release', row: claim?.row });
     }
+  }
+
+  /** A row the store could not read, first seen by this node: counted and reported, not an error of the tick. */
+  #reportUnreadable(report, row) {
+    const { UnreadableTimerRowError } = errors();
+    const message = `unreadable timer row (${show(row.executionId)}, ${row.wakeAt}): ${row.field}: ${row.detail}; it is not fired until repaired or deleted`;
+    report.unreadable++;
+    this.#notify(new UnreadableTimerRowError(message, row), { stage: 'unreadable', row });
   }
 
   #report(report, error, info) {

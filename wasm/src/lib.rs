@@ -26,6 +26,9 @@
 //!   `MemoryTimerStore` (the core's `TimerTable`, settled synchronously like
 //!   `MemoryEventStore`). Input the timer calls refuse is a
 //!   `TimerInputError` with a `code`, before anything changes.
+//!   `UnreadableReports` reads a host store's `claimDue` answer claim by
+//!   claim for `npm/timer-service.js`: malformed claims become unreadable
+//!   rows, each reported once per node (not exported).
 //! - Retention: `MemoryEventStore.listExecutions` and `deleteExecutionIf`
 //!   (the paged listing and the guarded delete), `startedChild` and
 //!   `parentOf` (the child → parent edge), `pinParkedChildren` (the pin),
@@ -34,6 +37,7 @@
 //!   does not export. A child the sweep cannot judge is kept and listed in
 //!   the report's `undecided`.
 
+mod claim_page;
 mod events;
 mod fire;
 mod heap;
@@ -53,6 +57,7 @@ mod timer_store;
 mod timer_values;
 mod values;
 
+pub use claim_page::UnreadableReportsJs;
 pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};

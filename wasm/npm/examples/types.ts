@@ -13,6 +13,7 @@ import {
   InputError,
   TimerInputError,
   RedriveExhaustedError,
+  UnreadableTimerRowError,
   RedrivePolicy,
   redriveWakeAt,
   WakeBackoff,
@@ -31,6 +32,8 @@ import {
   type TimerRow,
   type TimerStore,
   type Claim,
+  type ClaimAnswer,
+  type UnreadableRow,
   type Completed,
   type BackoffEntry,
   type FireOutcome,
@@ -116,7 +119,13 @@ async function timers(events: EventStore): Promise<void> {
   await timerStore.schedule(row);
   await timerStore.schedule({ executionId: 't', wakeAt: 1_001, redrive: { attempt: 0 } });
   const due: TimerRow[] = await timerStore.due(2_000, 10, { redrive: false });
-  const claims: Claim[] = await timerStore.claimDue({ holder: 'node-1', now: 2_000, durationMs: 30_000 }, 10);
+  const answer: ClaimAnswer = await timerStore.claimDue({ holder: 'node-1', now: 2_000, durationMs: 30_000 }, 10);
+  const claims: Claim[] = Array.isArray(answer) ? answer : answer.claims;
+  const unreadable: UnreadableRow[] = Array.isArray(answer) ? [] : (answer.unreadable ?? []);
+  for (const bad of unreadable) {
+    const key: [string, number | null] = [bad.executionId, bad.wakeAt];
+    void key;
+  }
   const backoff = new WakeBackoff(16);
   const size: number = backoff.len + backoff.bound;
   for (const claim of claims) {
@@ -199,6 +208,11 @@ async function service(events: EventStore, timerStore: TimerStore): Promise<void
         const attempts: number = error.attempts;
         void attempts;
       }
+      if (info.stage === 'unreadable' && error instanceof UnreadableTimerRowError) {
+        const bad: UnreadableRow = error.row;
+        const field: UnreadableRow['field'] = bad.field;
+        void field;
+      }
     },
     onResumed: (resumed: Resumed) => {
       const token: number | null = resumed.fence;
@@ -222,7 +236,7 @@ async function service(events: EventStore, timerStore: TimerStore): Promise<void
   timerService.registerRedriver(redriver);
   timerService.registerRedriver(() => 'noop');
   const report: PollReport = await timerService.pollOnce();
-  const counts: number[] = [report.claimed, report.fired, report.rescheduled, report.exhausted, report.voided, report.errors];
+  const counts: number[] = [report.claimed, report.fired, report.rescheduled, report.exhausted, report.voided, report.unreadable, report.errors];
   for (const fire of report.fires) {
     const row: TimerRow = fire.row;
     const fireReport: FireReport = fire;

@@ -1,0 +1,224 @@
+//! A host timer store's `claimDue` answer, read claim by claim, and the
+//! unreadable rows one node has reported.
+//!
+//! A host store answers an array of claims, or `{ claims, unreadable }`
+//! when it holds rows it could not read (the Rust `ClaimPage`). Each claim
+//! element is read on its own: one that the core would refuse (not a claim
+//! at all, a bad id, time or re-drive flag, a bad holder or lease) is not
+//! fired but becomes an `UnreadableRow` naming what it could of the row,
+//! and the well-formed claims go on. The core's `UnreadableReports` then
+//! keeps only the rows this node has not reported yet, so each is reported
+//! once per node, as the Rust timer service does.
+
+use js_sys::{Array, JSON};
+use loomfence_core::{
+    TimerInputError, UnreadableField, UnreadableReports, UnreadableRow, check_claim,
+};
+use wasm_bindgen::prelude::*;
+
+use crate::out::Out;
+use crate::timer_values::{self as timer, INVALID_TIME};
+use crate::values::property;
+
+/// The unreadable rows one node has reported, and the reader of its timer
+/// store's claim answers.
+#[wasm_bindgen(js_name = UnreadableReports)]
+#[derive(Debug, Default)]
+pub struct UnreadableReportsJs {
+    /// The core's once-per-node memory.
+    reports: UnreadableReports,
+}
+
+#[wasm_bindgen(js_class = UnreadableReports)]
+impl UnreadableReportsJs {
+    /// Nothing reported yet; remembers the core's bound of rows.
+    #[wasm_bindgen(constructor)]
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads a `claimDue` answer into `{ claims, unreadable }`: the claim
+    /// elements that read as claims, as the store gave them, and the
+    /// unreadable rows (the store's, then the malformed elements') that
+    /// this node has not reported before. An answer that is neither an
+    /// array nor `{ claims, unreadable? }` is a `TimerInputError`
+    /// `UNEXPECTED_ANSWER`, and nothing is remembered.
+    #[wasm_bindgen(js_name = readClaimPage)]
+    pub fn read_claim_page(&mut self, answer: &JsValue) -> Result<JsValue, JsValue> {
+        let (claims, unreadable) = page(answer)?;
+        let readable = Array::new();
+        let mut rows: Vec<UnreadableRow> = unreadable.iter().map(|row| stored(&row)).collect();
+        for element in claims.iter() {
+            match read(&element) {
+                Ok(()) => {
+                    readable.push(&element);
+                }
+                Err(row) => rows.push(row),
+            }
+        }
+        let fresh = rows
+            .into_iter()
+            .filter(|row| self.reports.first_report(row))
+            .map(|row| row_js(&row))
+            .collect::<Array>();
+        Ok(Out::new()
+            .set("claims", &readable)
+            .set("unreadable", &fresh)
+            .done())
+    }
+}
+
+/// The answer's claims and the store's unreadable rows.
+fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
+    if Array::is_array(answer) {
+        return Ok((answer.clone().unchecked_into(), Array::new()));
+    }
+    let refused = || {
+        timer::refuse(
+            "timers.claimDue must resolve to an array of claims or { claims, unreadable }",
+            "UNEXPECTED_ANSWER",
+        )
+    };
+    timer::object(
+        "answer",
+        "UNEXPECTED_ANSWER",
+        answer,
+        &["claims", "unreadable"],
+    )
+    .map_err(|_| refused())?;
+    let claims = property(answer, "claims")?;
+    let unreadable = property(answer, "unreadable")?;
+    if !Array::is_array(&claims) || !(unreadable.is_undefined() || Array::is_array(&unreadable)) {
+        return Err(refused());
+    }
+    let unreadable = if unreadable.is_undefined() {
+        Array::new()
+    } else {
+        unreadable.unchecked_into()
+    };
+    Ok((claims.unchecked_into(), unreadable))
+}
+
+/// A claim element: `Ok` if it reads as a claim the core accepts, else the
+/// row it names, blamed on the field that failed.
+fn read(element: &JsValue) -> Result<(), UnreadableRow> {
+    let refusal = match timer::claim(element) {
+        Ok(claim) => match check_claim(&claim) {
+            Ok(()) => return Ok(()),
+            Err(error) => {
+                let field = match error {
+                    TimerInputError::Attempt { .. } => UnreadableField::Redrive,
+                    _ => UnreadableField::WakeAt,
+                };
+                return Err(named(element, field, error.to_string()));
+            }
+        },
+        Err(refusal) => refusal,
+    };
+    let detail = property(&refusal, "message")
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_default();
+    Err(named(element, blame(element), detail))
+}
+
+/// The row field of a claim element that does not read, or the claim as a
+/// whole when every row field does.
+fn blame(element: &JsValue) -> UnreadableField {
+    let row = row_of(element);
+    if !row.is_object() {
+        return UnreadableField::Claim;
+    }
+    let field = |name| property(&row, name).unwrap_or(JsValue::UNDEFINED);
+    if timer::execution_id(&field("executionId")).is_err() {
+        return UnreadableField::ExecutionId;
+    }
+    if timer::integer("wakeAt", INVALID_TIME, &field("wakeAt")).is_err() {
+        return UnreadableField::WakeAt;
+    }
+    let redrive = field("redrive");
+    let attempt = property(&redrive, "attempt").unwrap_or(JsValue::UNDEFINED);
+    let flag_reads = redrive.is_undefined()
+        || redrive.is_null()
+        || (timer::object("redrive", "", &redrive, &["attempt"]).is_ok()
+            && timer::small("attempt", "", &attempt).is_ok());
+    if flag_reads {
+        UnreadableField::Claim
+    } else {
+        UnreadableField::Redrive
+    }
+}
+
+/// The element's `row`, `undefined` when it has none.
+fn row_of(element: &JsValue) -> JsValue {
+    property(element, "row").unwrap_or(JsValue::UNDEFINED)
+}
+
+/// The row a claim element names, as far as it names one.
+fn named(element: &JsValue, field: UnreadableField, detail: String) -> UnreadableRow {
+    let row = row_of(element);
+    UnreadableRow {
+        execution_id: text(&property(&row, "executionId").unwrap_or(JsValue::UNDEFINED)),
+        wake_at: time(&property(&row, "wakeAt").unwrap_or(JsValue::UNDEFINED)),
+        field,
+        detail,
+    }
+}
+
+/// An unreadable row as the store answered it, read leniently: a report
+/// must not be lost to its own shape.
+fn stored(value: &JsValue) -> UnreadableRow {
+    let get = |name| property(value, name).unwrap_or(JsValue::UNDEFINED);
+    let field = match get("field").as_string().as_deref() {
+        Some("executionId") => UnreadableField::ExecutionId,
+        Some("wakeAt") => UnreadableField::WakeAt,
+        Some("redrive") => UnreadableField::Redrive,
+        Some("claims") => UnreadableField::Claims,
+        _ => UnreadableField::Claim,
+    };
+    UnreadableRow {
+        execution_id: text(&get("executionId")),
+        wake_at: time(&get("wakeAt")),
+        field,
+        detail: text(&get("detail")),
+    }
+}
+
+/// A value as text: a string as it is, anything else as JSON (empty when
+/// it has none).
+fn text(value: &JsValue) -> String {
+    value.as_string().unwrap_or_else(|| {
+        if value.is_undefined() {
+            return String::new();
+        }
+        JSON::stringify(value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_default()
+    })
+}
+
+/// A time that is a safe integer, else `None`.
+fn time(value: &JsValue) -> Option<i64> {
+    timer::integer("wakeAt", INVALID_TIME, value).ok()
+}
+
+/// An unreadable row on its way out: `{ executionId, wakeAt, field, detail }`.
+fn row_js(row: &UnreadableRow) -> JsValue {
+    let field = match row.field {
+        UnreadableField::ExecutionId => "executionId",
+        UnreadableField::WakeAt => "wakeAt",
+        UnreadableField::Redrive => "redrive",
+        UnreadableField::Claims => "claims",
+        _ => "claim",
+    };
+    let out = Out::new().set("executionId", &JsValue::from_str(&row.execution_id));
+    let out = match row.wake_at {
+        Some(at) => out.number("wakeAt", at),
+        None => out.set("wakeAt", &JsValue::NULL),
+    };
+    out.set("field", &JsValue::from_str(field))
+        .set("detail", &JsValue::from_str(&row.detail))
+        .done()
+}
