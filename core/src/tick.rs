@@ -62,6 +62,36 @@
 //! 9. **Stop** ([`TickMachine::stop`]): the fire in hand finishes, the
 //!    claims not fired are released, no claim follows.
 //!
+//! # Why
+//!
+//! - **A left row's claim is released, at the end of the tick.** A left
+//!   row is due and will be fired again; the only question is who may fire
+//!   it, and when. Released, the row is free at once: this node claims it
+//!   again on its next tick but makes no read and no acquire before its
+//!   backoff entry's `next_try_at` (the fire answers `NotYet` without
+//!   touching the event store). Another node may fire it meanwhile; its own
+//!   backoff holds it back in the same way, and a node with a re-driver
+//!   gets a re-drive row at once. Kept until the lease ends instead, every
+//!   retry would wait for the lease whatever the schedule said, and no
+//!   other node could take the row meanwhile. The price: a row held back
+//!   by the backoff is claimed and released once per tick until its next
+//!   try (bounded by the backoff's bound). The release waits for the end
+//!   of the tick so that the tick's own further claims skip the row.
+//! - **A failed fire leaves its claim to expire.** Releasing it would
+//!   retry a failing store on every tick; the lease spaces the retries out.
+//!   A failed reschedule wrote nothing or all, so the row is never lost.
+//! - **`NotHeld` voids the decision.** The row was scheduled again
+//!   meanwhile (a re-park at the same time) or taken over after the lease:
+//!   it is someone else's, and a reschedule wrote no next row, so the
+//!   chain does not fork. Its outcome is not applied and not told, so an
+//!   exhaustion is reported only by the fire whose retire answered done.
+//! - **A lapsed claim is released rather than left**: its row may be
+//!   another node's, whose claim the release cannot touch (it answers
+//!   `NotHeld`); if nobody took it, it is free again at once.
+//! - **The time never runs backwards within a tick**: a fire's time is at
+//!   least its claim's, so a clock that steps back does not make a claimed
+//!   row "not due".
+//!
 //! # Example: one tick over the in-memory stores
 //!
 //! ```
