@@ -11,8 +11,10 @@ use crate::id::ExecutionId;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};
+use crate::redrive::RedrivePolicy;
 use crate::resume::{ResumeContendedError, ResumeMachine};
 use crate::timer::{FireOutcome, TimerRow};
+use crate::timer_table::NodeId;
 use crate::timer_table::TimerTable;
 use crate::unreadable::UnreadableField;
 

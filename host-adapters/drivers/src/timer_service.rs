@@ -270,7 +270,9 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
     async fn tick(&self, stop: Option<&AtomicBool>) -> PollReport {
         let _one_at_a_time = self.ticking.lock().await;
         let redrivers: Vec<Arc<dyn Redriver>> = lock(&self.redrivers).clone();
-        if let Err(error) = lock(&self.node).begin(redrivers.len()) {
+        // Bound first, so the lock is not held while `on_error` runs.
+        let began = lock(&self.node).begin(redrivers.len());
+        if let Err(error) = began {
             self.fail(error.into());
             return PollReport::default();
         }
@@ -295,7 +297,8 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
             tracing::trace!(?action, "tick step");
             if let Err(error) = self.act(action, &redrivers, &mut log).await {
                 self.fail(error);
-                if let Err(error) = lock(&self.node).handle_failed() {
+                let failed = lock(&self.node).handle_failed();
+                if let Err(error) = failed {
                     self.fail(error.into());
                 }
             }
