@@ -28,8 +28,10 @@
 //! chain that gives up reports once ([`RedriveExhaustedError`]), and the
 //! timer store's rules ([`TimerTable`]: the flag-keeping upsert, due rows
 //! filtered before the limit, numbered lease [`Claim`]s), which the
-//! in-memory timer stores use as is and the SQL adapters restate. No timer
-//! service is built yet: a host claims rows and drives the machine.
+//! in-memory timer stores use as is and the SQL adapters restate. The timer
+//! service's tick is a machine too ([`TickMachine`]: what to claim, what to
+//! fire when, what to release and report; its rules and its drive loop head
+//! `core/src/tick.rs`), so every host's timer service is a pump over it.
 //!
 //! Retention is here as pure decisions too: the child → parent edge a
 //! child's start records ([`started_child`], [`parent_of`]), the pin
@@ -154,6 +156,7 @@ mod redrive;
 mod resume;
 mod retention;
 mod supervise;
+mod tick;
 mod timer;
 mod timer_table;
 mod unreadable;
@@ -184,6 +187,10 @@ pub use retention::{
     parent_moved, pin_parked_children, summarize,
 };
 pub use supervise::{ChildOutcome, answer_for, child_outcome};
+pub use tick::{
+    TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
+    TickStage,
+};
 pub use timer::{
     FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
     RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,

@@ -446,6 +446,41 @@ kase('reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain', async
 });
 
 // ---------------------------------------------------------------------------
+// lapsed.rs: a tick's claim whose lease ended before its fire is released,
+// not fired.
+
+kase('lapsed::a_claim_whose_lease_ended_is_released_not_fired', async (store) => {
+  // A re-driver whose every call takes the whole lease: the tick's first
+  // fire outlives the lease of the two claims behind it.
+  const LEASE = 1_000;
+  await scheduleAll(store, [redrive('a', 0, 0), redrive('b', 0, 0), redrive('c', 0, 0)]);
+  let now = T0;
+  const failures = [];
+  const service = new TimerService({
+    events: new MemoryEventStore(),
+    timers: store,
+    node: 'node-a',
+    leaseMs: LEASE,
+    now: () => now,
+    random: () => 0.5,
+    onError: (error, info) => failures.push([info.stage, error]),
+  });
+  service.registerRedriver(async () => {
+    now += LEASE;
+    return 'done';
+  });
+  const report = await service.pollOnce();
+  assert.deepEqual(
+    [report.claimed, report.redriven, report.expired, report.released],
+    [3, 1, 2, 2],
+    show(report),
+  );
+  assert.deepEqual(failures, []);
+  const taken = await claim(store, lease('node-b', 1));
+  assert.equal(taken.length, 2, 'the lapsed claims were handed back');
+});
+
+// ---------------------------------------------------------------------------
 // bad_input.rs: every refusal is a typed TimerInputError and leaves the store
 // as it was.
 

@@ -11,84 +11,26 @@
 //!
 //! [`TimerService::poll_once`] is one tick, deterministic given the injected
 //! clock and random source (the tests and the simulation call it directly
-//! under a virtual clock):
+//! under a virtual clock). What the tick claims, fires, releases and
+//! reports is the core's [`TickMachine`] (its rules head
+//! `core/src/tick.rs`), which also keeps this node's [`WakeBackoff`] and the
+//! unreadable rows it has reported; the service is its pump:
 //!
-//! 1. **Claim** up to `batch` due rows under a [`Lease`] of `lease` for this
-//!    node, with [`DueFilter`] `{ redrive: <a re-driver is registered> }`:
-//!    a node with no re-driver does not even claim re-drive rows, so they
-//!    wait for a node that can judge them and never fill its page.
-//!    Rows the store could not read come back beside the claims, unclaimed
-//!    ([`ClaimPage::unreadable`]); each is reported once per node (a
-//!    warning, [`counters::UNREADABLE_ROWS`], `on_error` with
-//!    [`TimerServiceError::Unreadable`]) and the readable rows go on.
-//! 2. **Fire** each claimed row, one after the other: a [`FireMachine`] with
-//!    the time, one fresh [`Draw`] from `random`, the policy, this node's
-//!    backoff entry for the execution and the number of re-drivers, driven
-//!    to its outcome:
-//!    - `ReadLog` → `read_range(id, 1, None)`;
-//!    - `Resume(request)` → [`resume_from`] with the log just read
-//!      (conditional, `fence_if_parked_at` the open park's sequence); its
-//!      landed / refused / contended result goes back through
-//!      `handle_resumed`;
-//!    - `Redrive { redriver, row }` → the re-driver registered `redriver`-th;
-//!      an `Err` is [`RedriveAnswer::Failed`] (and is passed to `on_error`);
-//!    - `Reschedule(next)` → [`TimerStore::reschedule`] of the claim:
-//!      the fired row retired and `next` written in one step;
-//!    - `Complete(row)` → [`TimerStore::complete`] of the claim.
-//! 3. **Apply** the outcome to the [`WakeBackoff`] ([`WakeBackoff::apply`]),
-//!    count it, and pass an [`Exhausted`](FireOutcome::Exhausted) outcome's
-//!    error to `on_error`.
-//! 4. **Release** the claims of the rows the machine left
-//!    ([`NotYet`](FireOutcome::NotYet), [`BackedOff`](FireOutcome::BackedOff),
-//!    [`Left`](FireOutcome::Left)) at the end of the tick.
-//!
-//! While its claims come back full and it has fired fewer than `batch`
-//! rows (the left rows do not count), the tick claims again; the rows it
-//! still holds are skipped by its own next claim. So a page of rows this
-//! node backs off never hides the rows behind it, and a tick stops
-//! claiming once it has fired `batch` rows.
-//!
-//! # Decisions
-//!
-//! - **A left row's claim is released, at the end of the tick.** A row the
-//!   machine left is due and will be fired again; the only question is who
-//!   may fire it, and when. Released, the row is free at once: this node
-//!   claims it again on its next poll but makes no read and no acquire
-//!   before its backoff entry's `next_try_at` (the machine answers `NotYet`
-//!   without touching the event store), and the retry happens on the first
-//!   poll after `next_try_at`, as the schedule says. Another node may fire
-//!   it meanwhile; its own backoff holds it back in the same way (the map
-//!   is per node, as the core's docs say), and a node with a re-driver
-//!   gets a re-drive row at once. Kept until the lease ends instead, every
-//!   retry would wait for the lease (30 s by default) whatever the
-//!   schedule said (200 ms for the first retry), and no other node could
-//!   take the row meanwhile. The price of releasing: a row held back by
-//!   the backoff is claimed and released once per poll until its next try
-//!   (two timer store writes per poll per such row, bounded by the
-//!   backoff map's bound). The release waits for the end of the tick so
-//!   that the tick's own further claims skip the row.
-//! - **A failed fire leaves its claim to expire.** A store error (event
-//!   store, timer store, the resume's store), a machine error or a bad draw
-//!   is passed to `on_error`, the machine is dropped, and the claim is
-//!   neither completed nor released: the row comes back when the lease ends
-//!   and the next claimer decides again from scratch (the core's rule for
-//!   store failures). Releasing it would retry a failing store on every
-//!   poll; the lease spaces the retries out. A failed `Reschedule` wrote
-//!   nothing or all, so the row is never lost.
-//! - **A complete or a reschedule answered [`Completed::NotHeld`] voids
-//!   the decision.** The row was scheduled again meanwhile (a re-park at
-//!   the same time) or taken over after the lease: it is someone else's,
-//!   and a reschedule wrote no next row, so the chain does not fork. The
-//!   fire is counted in [`PollReport::not_held`], its outcome is not
-//!   applied to the backoff and not reported, so an exhaustion is reported
-//!   only by the fire whose complete answered `Done`: exactly once per
-//!   chain.
-//! - **A claim whose lease has ended is not fired.** If a tick runs so long
-//!   that a claimed row's lease ends before its fire begins, the row may be
-//!   another node's by now; it is skipped ([`PollReport::lapsed`]).
-//! - **The time never runs backwards within a tick**: a fire's `now` is at
-//!   least its claim's, so a clock that steps back does not make a claimed
-//!   row "not due".
+//! - `Clock` → `now()` (and `random()` when the machine asks for a draw);
+//! - `Claim` → [`TimerStore::claim_due`]; the unreadable rows beside the
+//!   claims go back with them;
+//! - `ReadLog` → `read_range(id, 1, None)`;
+//! - `Resume` → [`resume_from`] with the log just read; a landed resume is
+//!   handed to `on_resumed`;
+//! - `Redrive` → the re-driver registered at that index; an `Err` is the
+//!   answer [`RedriveAnswer::Failed`] and goes to `on_error`;
+//! - `Reschedule` / `Complete` / `Release` → the timer store's;
+//! - any IO error goes to `on_error` and the machine is told the step
+//!   failed ([`TickMachine::handle_failed`]);
+//! - the machine's events: an unreadable row met for the first time is a
+//!   warning, [`counters::UNREADABLE_ROWS`] and `on_error` with
+//!   [`TimerServiceError::Unreadable`]; each final outcome is counted in
+//!   the runtime's [`counters`], and an exhausted chain goes to `on_error`.
 //!
 //! # The loop
 //!
@@ -148,17 +90,15 @@
 //! ```
 
 use std::fmt;
-use std::ops::AddAssign;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use loomfence_core::{
-    Claim, Completed, DrawError, DueFilter, Envelope, FireAction, FireContext, FireError,
-    FireMachine, FireOutcome, FirePoll, Lease, RedriveAnswer, RedriveExhaustedError,
-    UnreadableReports, UnreadableRow, WakeBackoff,
+    Draw, DrawError, Envelope, ExecutionId, FireError, FireOutcome, RedriveAnswer,
+    RedriveExhaustedError, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine,
+    TickPoll, TickReport, UnreadableRow, WakeBackoff,
 };
-use loomfence_core::{Draw, ExecutionId};
 use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -205,8 +145,9 @@ pub enum TimerServiceError {
     Draw(#[from] DrawError),
     /// A due row the timer store could not read (see
     /// [`ClaimPage::unreadable`]): it was not claimed, the other rows went
-    /// on. Reported once per node and row (see [`UnreadableReports`]),
-    /// counted in [`PollReport::unreadable`] rather than `errors`.
+    /// on. Reported once per node and row (see
+    /// [`UnreadableReports`](loomfence_core::UnreadableReports)),
+    /// counted in [`TickReport::unreadable`] rather than `errors`.
     #[error(
         "unreadable timer row ({:?}, {}): {:?}: {}; it is not fired until repaired or deleted",
         .0.execution_id,
@@ -236,117 +177,13 @@ pub enum TimerServiceError {
     Unsupported(String),
 }
 
-/// What one [`TimerService::poll_once`] did: the rows it claimed and how
-/// each fire ended.
-#[must_use]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct PollReport {
-    /// Rows claimed (over every claim of the tick).
-    pub claimed: usize,
-    /// Plain wakes resumed, rows retired.
-    pub fired: usize,
-    /// Plain wakes no longer pending, rows retired.
-    pub obsolete: usize,
-    /// Plain wakes held back by this node's backoff, left (no read, no
-    /// acquire).
-    pub not_yet: usize,
-    /// Plain wakes whose resume was contended, left with a backoff entry.
-    pub backed_off: usize,
-    /// Re-drive rows a re-driver re-drove, retired.
-    pub redriven: usize,
-    /// Re-drive rows every re-driver answered noop to, retired.
-    pub nothing_to_redrive: usize,
-    /// Re-drive rows whose next row was written, retired.
-    pub rescheduled: usize,
-    /// Re-drive rows left because no re-driver is registered.
-    pub left: usize,
-    /// Chains that gave up, rows retired; each was passed to `on_error`.
-    pub exhausted: usize,
-    /// Fires whose complete or reschedule answered [`Completed::NotHeld`]:
-    /// the decision was void, the row is someone else's.
-    pub not_held: usize,
-    /// Claims not fired because their lease had ended before the fire
-    /// began.
-    pub lapsed: usize,
-    /// Claims handed back: left rows, and rows not fired before a shutdown.
-    pub released: usize,
-    /// Failures passed to `on_error` (exhaustions are counted in
-    /// `exhausted`, unreadable rows in `unreadable` instead).
-    pub errors: usize,
-    /// Unreadable rows reported by this tick: each due row the store could
-    /// not read is reported (to `on_error`, as
-    /// [`TimerServiceError::Unreadable`]) and counted once per node, the
-    /// first tick that meets it.
-    pub unreadable: usize,
-}
-
-impl PollReport {
-    /// Rows retired by this tick: fired, obsolete, re-driven, nothing to
-    /// re-drive, rescheduled or exhausted.
-    #[must_use]
-    pub fn retired(&self) -> usize {
-        self.fired
-            + self.obsolete
-            + self.redriven
-            + self.nothing_to_redrive
-            + self.rescheduled
-            + self.exhausted
-    }
-
-    /// Counts one final outcome.
-    fn count(&mut self, outcome: &FireOutcome) {
-        let counter = match outcome {
-            FireOutcome::Fired => &mut self.fired,
-            FireOutcome::Obsolete => &mut self.obsolete,
-            FireOutcome::NotYet { .. } => &mut self.not_yet,
-            FireOutcome::BackedOff(_) => &mut self.backed_off,
-            FireOutcome::Redriven => &mut self.redriven,
-            FireOutcome::NothingToRedrive => &mut self.nothing_to_redrive,
-            FireOutcome::Rescheduled(_) => &mut self.rescheduled,
-            FireOutcome::Left => &mut self.left,
-            FireOutcome::Exhausted(_) => &mut self.exhausted,
-            // Turned into an `Unsupported` error before it gets here.
-            _ => &mut self.errors,
-        };
-        *counter += 1;
-    }
-}
-
-impl AddAssign for PollReport {
-    /// Adds `other`'s counts: the total over several ticks.
-    fn add_assign(&mut self, other: Self) {
-        self.claimed += other.claimed;
-        self.fired += other.fired;
-        self.obsolete += other.obsolete;
-        self.not_yet += other.not_yet;
-        self.backed_off += other.backed_off;
-        self.redriven += other.redriven;
-        self.nothing_to_redrive += other.nothing_to_redrive;
-        self.rescheduled += other.rescheduled;
-        self.left += other.left;
-        self.exhausted += other.exhausted;
-        self.not_held += other.not_held;
-        self.lapsed += other.lapsed;
-        self.released += other.released;
-        self.errors += other.errors;
-        self.unreadable += other.unreadable;
-    }
-}
-
-/// How one fire ended, as the tick sees it.
-enum Fire {
-    /// The outcome is final and was applied: the row was retired, or left
-    /// ([`FireOutcome::retired`]) and its claim is to be released.
-    Final(FireOutcome),
-    /// The complete answered `NotHeld`: the decision is void.
-    Void,
-    /// The lease ended before the fire began: not fired.
-    Lapsed,
-}
+/// What one [`TimerService::poll_once`] did: the core's [`TickReport`],
+/// the rows the tick claimed and how each fire ended.
+pub type PollReport = TickReport;
 
 /// Fires the due rows of a [`TimerStore`] against an [`EventStore`]; see
-/// the module docs for the drive loop and its decisions.
+/// the module docs for the pump and the core's [`TickMachine`] for the
+/// rules.
 pub struct TimerService<E: EventStore + ?Sized, T: TimerStore + ?Sized> {
     /// Where the logs live.
     events: Arc<E>,
@@ -356,10 +193,11 @@ pub struct TimerService<E: EventStore + ?Sized, T: TimerStore + ?Sized> {
     options: TimerServiceOptions,
     /// The re-drivers, in registration order.
     redrivers: Mutex<Vec<Arc<dyn Redriver>>>,
-    /// This node's backoff of contended plain wakes.
-    backoff: Mutex<WakeBackoff>,
-    /// The unreadable rows this node has reported.
-    unreadable: Mutex<UnreadableReports>,
+    /// This node's ticks: the rules, the backoff and the unreadable rows
+    /// reported. Locked only between two awaits.
+    node: Mutex<TickMachine>,
+    /// Held for a whole tick: the machine runs one tick at a time.
+    ticking: tokio::sync::Mutex<()>,
 }
 
 impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> fmt::Debug for TimerService<E, T> {
@@ -367,7 +205,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> fmt::Debug for TimerService
         f.debug_struct("TimerService")
             .field("options", &self.options)
             .field("redrivers", &lock(&self.redrivers).len())
-            .field("backoff", &lock(&self.backoff).len())
+            .field("backoff", &lock(&self.node).backoff().len())
             .finish_non_exhaustive()
     }
 }
@@ -382,14 +220,21 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
     /// A service firing `timers`' rows against `events`, with no re-driver
     /// registered yet.
     pub fn new(events: Arc<E>, timers: Arc<T>, options: TimerServiceOptions) -> Self {
-        let backoff = WakeBackoff::with_bound(options.backoff_bound);
+        let lease_ms = u64::try_from(options.lease.as_millis()).unwrap_or(u64::MAX);
+        let config = TickConfig::new(
+            options.node.clone(),
+            lease_ms,
+            options.batch,
+            options.policy,
+        );
+        let node = TickMachine::new(config, options.backoff_bound);
         Self {
             events,
             timers,
             options,
             redrivers: Mutex::new(Vec::new()),
-            backoff: Mutex::new(backoff),
-            unreadable: Mutex::new(UnreadableReports::new()),
+            node: Mutex::new(node),
+            ticking: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -410,7 +255,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
     /// A copy of this node's backoff of contended plain wakes.
     #[must_use]
     pub fn backoff(&self) -> WakeBackoff {
-        lock(&self.backoff).clone()
+        lock(&self.node).backoff().clone()
     }
 
     /// One tick: claims the due rows, fires each, releases the claims of
@@ -423,199 +268,159 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
     /// One tick, stopping early (and releasing the claims not fired) once
     /// `stop` is set.
     async fn tick(&self, stop: Option<&AtomicBool>) -> PollReport {
-        let stopping = || stop.is_some_and(|stop| stop.load(Ordering::SeqCst));
+        let _one_at_a_time = self.ticking.lock().await;
         let redrivers: Vec<Arc<dyn Redriver>> = lock(&self.redrivers).clone();
-        let filter = DueFilter {
-            redrive: !redrivers.is_empty(),
-        };
-        let duration_ms = u64::try_from(self.options.lease.as_millis()).unwrap_or(u64::MAX);
-        let mut report = PollReport::default();
-        // Claims to hand back at the end: rows left, rows not fired.
-        let mut release = Vec::new();
-        // Rows fired this tick (every claim not left).
-        let mut handled = 0_usize;
-        'claims: while !stopping() {
-            let lease = Lease {
-                holder: self.options.node.clone(),
-                now: (self.options.now)(),
-                duration_ms,
-            };
-            let ClaimPage { claims, unreadable } = match self
-                .timers
-                .claim_due(&lease, self.options.batch, filter)
-                .await
-            {
-                Ok(page) => page,
-                Err(error) => {
-                    self.report(&mut report, error.into());
-                    break;
-                }
-            };
-            self.report_unreadable(&mut report, unreadable);
-            report.claimed += claims.len();
-            let full = claims.len() == self.options.batch;
-            let mut claims = claims.into_iter();
-            while let Some(claim) = claims.next() {
-                if stopping() {
-                    release.push(claim);
-                    release.extend(claims);
-                    break 'claims;
-                }
-                match self.fire(&claim, lease.now, &redrivers, &mut report).await {
-                    Ok(Fire::Final(outcome)) => {
-                        if outcome.retired() {
-                            handled += 1;
-                        } else {
-                            release.push(claim);
-                        }
-                    }
-                    Ok(Fire::Void) => {
-                        report.not_held += 1;
-                        handled += 1;
-                    }
-                    Ok(Fire::Lapsed) => {
-                        report.lapsed += 1;
-                        handled += 1;
-                    }
-                    Err(error) => {
-                        tracing::debug!(row = ?claim.row, %error, "fire failed; the claim is left to expire");
-                        self.report(&mut report, error);
-                        handled += 1;
-                    }
-                }
-            }
-            if !full || handled >= self.options.batch {
-                break;
-            }
+        // Bound first, so the lock is not held while `on_error` runs.
+        let began = lock(&self.node).begin(redrivers.len());
+        if let Err(error) = began {
+            self.fail(error.into());
+            return PollReport::default();
         }
-        for claim in release {
-            match self.timers.release(&claim).await {
-                Ok(Completed::Done) => report.released += 1,
-                Ok(Completed::NotHeld) => {}
-                Err(error) => self.report(&mut report, error.into()),
-            }
-        }
-        report
-    }
-
-    /// Reports the rows of `unreadable` this node has not reported yet:
-    /// a warning, the runtime's counter, `on_error`.
-    fn report_unreadable(&self, report: &mut PollReport, unreadable: Vec<UnreadableRow>) {
-        for row in unreadable {
-            if !lock(&self.unreadable).first_report(&row) {
-                continue;
-            }
-            tracing::warn!(
-                execution_id = %row.execution_id,
-                wake_at = ?row.wake_at,
-                field = ?row.field,
-                detail = %row.detail,
-                "unreadable timer row: not claimed, not fired until repaired or deleted"
-            );
-            counters::one(counters::UNREADABLE_ROWS);
-            report.unreadable += 1;
-            (self.options.on_error)(&TimerServiceError::Unreadable(row));
-        }
-    }
-
-    /// Passes `error` to `on_error` and counts it.
-    fn report(&self, report: &mut PollReport, error: TimerServiceError) {
-        report.errors += 1;
-        (self.options.on_error)(&error);
-    }
-
-    /// Fires one claimed row to its outcome, applies the outcome to the
-    /// backoff and counts it (and reports an exhaustion).
-    async fn fire(
-        &self,
-        claim: &Claim,
-        claimed_at: i64,
-        redrivers: &[Arc<dyn Redriver>],
-        report: &mut PollReport,
-    ) -> Result<Fire, TimerServiceError> {
-        let row = &claim.row;
-        let id = &row.execution_id;
-        let now = (self.options.now)().max(claimed_at);
-        if now >= claim.expires_at {
-            return Ok(Fire::Lapsed);
-        }
-        let draw = Draw::new((self.options.random)())?;
-        let backoff = lock(&self.backoff).get(id);
-        let context = FireContext::new(now, draw)
-            .with_policy(self.options.policy)
-            .with_backoff(backoff)
-            .with_redrivers(redrivers.len());
-        let mut machine = FireMachine::new(row.clone(), context)?;
-        // The log last read, which the resume starts from.
+        // The log last read, which a resume starts from.
         let mut log: Vec<Envelope> = Vec::new();
-        let outcome = loop {
-            let action = match machine.poll() {
-                FirePoll::Done(outcome) => break outcome,
-                FirePoll::Act(action) => action,
-                other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),
-            };
-            tracing::trace!(?row, ?action, "fire step");
-            match action {
-                FireAction::ReadLog => {
-                    log = self.events.read_range(id, 1, None).await?;
-                    machine.handle_read(&log)?;
+        loop {
+            let poll = {
+                let mut node = lock(&self.node);
+                if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+                    node.stop();
                 }
-                FireAction::Resume(request) => {
-                    match resume_from(&*self.events, id, request, &log).await {
-                        Ok(resumed) => {
-                            machine.handle_resumed(Ok(&resumed))?;
-                            (self.options.on_resumed)(resumed);
-                        }
-                        Err(ResumeFailure::Resume(answer)) => {
-                            machine.handle_resumed(Err(&answer))?;
-                        }
-                        Err(failure) => return Err(failure.into()),
+                node.poll()
+            };
+            let action = match poll {
+                TickPoll::Done(report) => return report,
+                TickPoll::Act(action) => action,
+                other => {
+                    self.fail(TimerServiceError::Unsupported(format!("{other:?}")));
+                    return PollReport::default();
+                }
+            };
+            tracing::trace!(?action, "tick step");
+            if let Err(error) = self.act(action, &redrivers, &mut log).await {
+                self.fail(error);
+                let failed = lock(&self.node).handle_failed();
+                if let Err(error) = failed {
+                    self.fail(error.into());
+                }
+            }
+            self.tell();
+        }
+    }
+
+    /// Performs `action` and feeds the answer to the machine.
+    async fn act(
+        &self,
+        action: TickAction,
+        redrivers: &[Arc<dyn Redriver>],
+        log: &mut Vec<Envelope>,
+    ) -> Result<(), TimerServiceError> {
+        let node = || lock(&self.node);
+        match action {
+            TickAction::Clock { draw } => {
+                let now = (self.options.now)();
+                let draw = if draw {
+                    Some(Draw::new((self.options.random)())?)
+                } else {
+                    None
+                };
+                node().handle_clock(now, draw)?;
+            }
+            TickAction::Claim {
+                lease,
+                limit,
+                filter,
+            } => {
+                let ClaimPage { claims, unreadable } =
+                    self.timers.claim_due(&lease, limit, filter).await?;
+                node().handle_claimed(claims, unreadable)?;
+            }
+            TickAction::ReadLog { execution_id } => {
+                *log = self.events.read_range(&execution_id, 1, None).await?;
+                node().handle_read(log)?;
+            }
+            TickAction::Resume {
+                execution_id,
+                request,
+            } => match resume_from(&*self.events, &execution_id, request, log).await {
+                Ok(resumed) => {
+                    node().handle_resumed(Ok(&resumed))?;
+                    (self.options.on_resumed)(resumed);
+                }
+                Err(ResumeFailure::Resume(answer)) => node().handle_resumed(Err(&answer))?,
+                Err(failure) => return Err(failure.into()),
+            },
+            TickAction::Redrive { redriver, row } => {
+                let Some(redriver_at) = redrivers.get(redriver) else {
+                    return Err(TimerServiceError::Unsupported(format!(
+                        "re-driver {redriver} of {}",
+                        redrivers.len()
+                    )));
+                };
+                let answer = match redriver_at.redrive(&row.execution_id).await {
+                    Ok(answer) => answer,
+                    Err(source) => {
+                        (self.options.on_error)(&TimerServiceError::Redriver {
+                            index: redriver,
+                            execution_id: row.execution_id,
+                            source,
+                        });
+                        RedriveAnswer::Failed
+                    }
+                };
+                node().handle_redrive(answer)?;
+            }
+            TickAction::Reschedule { claim, next } => {
+                let done = self.timers.reschedule(&claim, &next).await?;
+                node().handle_rescheduled(done)?;
+            }
+            TickAction::Complete { claim } => {
+                let done = self.timers.complete(&claim).await?;
+                node().handle_completed(done)?;
+            }
+            TickAction::Release { claim } => {
+                let done = self.timers.release(&claim).await?;
+                node().handle_released(done)?;
+            }
+            other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// Reports what the machine tells: unreadable rows, final outcomes.
+    fn tell(&self) {
+        loop {
+            let Some(event) = lock(&self.node).poll_event() else {
+                return;
+            };
+            match event {
+                TickEvent::Unreadable(row) => {
+                    tracing::warn!(
+                        execution_id = %row.execution_id,
+                        wake_at = ?row.wake_at,
+                        field = ?row.field,
+                        detail = %row.detail,
+                        "unreadable timer row: not claimed, not fired until repaired or deleted"
+                    );
+                    counters::one(counters::UNREADABLE_ROWS);
+                    (self.options.on_error)(&TimerServiceError::Unreadable(row));
+                }
+                TickEvent::Ended {
+                    end: TickEnd::Outcome(outcome),
+                    ..
+                } => {
+                    count_outcome(&outcome);
+                    if let FireOutcome::Exhausted(exhausted) = outcome {
+                        (self.options.on_error)(&TimerServiceError::Exhausted(exhausted));
                     }
                 }
-                FireAction::Redrive { redriver, row } => {
-                    let Some(redriver_at) = redrivers.get(redriver) else {
-                        return Err(TimerServiceError::Unsupported(format!(
-                            "re-driver {redriver} of {}",
-                            redrivers.len()
-                        )));
-                    };
-                    let answer = match redriver_at.redrive(&row.execution_id).await {
-                        Ok(answer) => answer,
-                        Err(source) => {
-                            self.report(
-                                report,
-                                TimerServiceError::Redriver {
-                                    index: redriver,
-                                    execution_id: row.execution_id.clone(),
-                                    source,
-                                },
-                            );
-                            RedriveAnswer::Failed
-                        }
-                    };
-                    machine.handle_redrive(answer)?;
-                }
-                FireAction::Reschedule(next) => match self.timers.reschedule(claim, &next).await? {
-                    Completed::Done => machine.handle_rescheduled()?,
-                    Completed::NotHeld => return Ok(Fire::Void),
-                },
-                FireAction::Complete(_) => match self.timers.complete(claim).await? {
-                    Completed::Done => machine.handle_completed()?,
-                    Completed::NotHeld => return Ok(Fire::Void),
-                },
-                other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),
+                other => tracing::trace!(?other, "tick event"),
             }
-        };
-        if !known(&outcome) {
-            return Err(TimerServiceError::Unsupported(format!("{outcome:?}")));
         }
-        lock(&self.backoff).apply(row, &outcome);
-        report.count(&outcome);
-        count_outcome(&outcome);
-        if let FireOutcome::Exhausted(exhausted) = &outcome {
-            (self.options.on_error)(&TimerServiceError::Exhausted(exhausted.clone()));
-        }
-        Ok(Fire::Final(outcome))
+    }
+
+    /// Passes `error` to `on_error`.
+    fn fail(&self, error: TimerServiceError) {
+        tracing::debug!(%error, "timer service step failed");
+        (self.options.on_error)(&error);
     }
 }
 
@@ -630,20 +435,13 @@ fn count_outcome(outcome: &FireOutcome) {
     }
 }
 
-/// Whether this service knows `outcome` (the core's enum is open).
-fn known(outcome: &FireOutcome) -> bool {
-    matches!(
-        outcome,
-        FireOutcome::Fired
-            | FireOutcome::Obsolete
-            | FireOutcome::NotYet { .. }
-            | FireOutcome::BackedOff(_)
-            | FireOutcome::Redriven
-            | FireOutcome::NothingToRedrive
-            | FireOutcome::Rescheduled(_)
-            | FireOutcome::Left
-            | FireOutcome::Exhausted(_)
-    )
+impl From<TickError> for TimerServiceError {
+    fn from(error: TickError) -> Self {
+        match error {
+            TickError::Fire(error) => Self::Machine(error),
+            other => Self::Unsupported(other.to_string()),
+        }
+    }
 }
 
 impl<E, T> TimerService<E, T>

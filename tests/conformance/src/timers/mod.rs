@@ -27,6 +27,7 @@
 pub mod bad_input;
 pub mod due;
 pub mod fork;
+pub mod lapsed;
 pub mod lease;
 pub mod model;
 pub mod reschedule;
@@ -95,6 +96,7 @@ pub const ALL: &[TimerCase] = &[
     case!(reschedule::a_next_row_on_the_claimed_key_is_refused),
     case!(reschedule::a_next_row_that_exists_merges_like_a_schedule),
     case!(reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain),
+    case!(lapsed::a_claim_whose_lease_ended_is_released_not_fired),
     case!(bad_input::bad_rows_are_refused_and_change_nothing),
     case!(bad_input::bad_listings_are_refused),
     case!(bad_input::bad_leases_are_refused_and_claim_nothing),

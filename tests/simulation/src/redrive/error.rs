@@ -10,7 +10,7 @@ use std::fmt;
 
 use loomfence_core::drive::StepError;
 use loomfence_core::{
-    AppendError, DrawError, FireError, IdError, InputError, MachineError, ParkError,
+    AppendError, DrawError, FireError, IdError, InputError, MachineError, ParkError, TickError,
     TimerInputError,
 };
 
@@ -29,6 +29,8 @@ pub enum RedriveSimError {
     Timer(TimerInputError),
     /// The fire machine refused an answer or a row: a harness bug.
     Fire(FireError),
+    /// The tick machine refused an answer: a harness bug.
+    Tick(TickError),
     /// A random draw outside `[0, 1)`: a harness bug.
     Draw(DrawError),
     /// A park the harness wrote cannot be read back.
@@ -56,6 +58,7 @@ impl fmt::Display for RedriveSimError {
             RedriveSimError::Append(error) => write!(f, "an append failed: {error}"),
             RedriveSimError::Timer(error) => write!(f, "a timer table call was refused: {error}"),
             RedriveSimError::Fire(error) => write!(f, "the fire machine refused: {error}"),
+            RedriveSimError::Tick(error) => write!(f, "the tick machine refused: {error}"),
             RedriveSimError::Draw(error) => write!(f, "a draw was refused: {error}"),
             RedriveSimError::Park(error) => write!(f, "a park is unreadable: {error}"),
             RedriveSimError::Id(error) => write!(f, "an id was refused: {error}"),
@@ -86,6 +89,7 @@ from! {
     AppendError => Append,
     TimerInputError => Timer,
     FireError => Fire,
+    TickError => Tick,
     DrawError => Draw,
     ParkError => Park,
     IdError => Id,

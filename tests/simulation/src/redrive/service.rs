@@ -1,39 +1,37 @@
-//! A timer service node: claims due rows under a lease and fires each
-//! through the real [`FireMachine`], one store or timer-table interaction
-//! per step, as the runtime's `TimerService::poll_once` does:
+//! A timer service node: a pump over the core's [`TickMachine`], the same
+//! machine the runtime's `TimerService` pumps, one store or timer-table
+//! interaction per step. The clock and the draws the machine asks for are
+//! answered inline (the world's clock, the seeded generator); every other
+//! action is one step:
 //!
-//! - **poll**: `claim_due(Lease { holder, now, lease }, batch, DueFilter {
-//!   redrive: true })` (this node has the supervisor's re-driver
-//!   registered), then the next poll one interval later;
-//! - **fire** each claimed row in turn with `FireContext::new(now, draw)
-//!   .with_policy(policy).with_backoff(backoff.get(id)).with_redrivers(1)`:
-//!   `ReadLog` reads the whole log; `Resume` runs a conditional
-//!   [`ResumeMachine`] from that log (the runtime's `resume_from`) and feeds
-//!   its result back; `Redrive` runs the supervisor's re-driver
-//!   ([`SuperviseTask`] with no row on contention); `Reschedule` retires
-//!   the row and upserts the next one in one step under the claim (control
-//!   (d): a schedule, then a complete the next step); `Complete` retires
-//!   the row under the claim; `NotHeld` voids the decision (an exhaustion
-//!   is reported only after `Done`);
-//! - an outcome that leaves the row (not yet, backed off, no re-driver)
-//!   releases the claim; every outcome is applied to the node's
-//!   [`WakeBackoff`].
+//! - `Claim` → `claim_due` on the shared timer table;
+//! - `ReadLog` → the whole log;
+//! - `Resume` → a conditional [`ResumeMachine`] from that log (the
+//!   runtime's `resume_from`), one store interaction per step;
+//! - `Redrive` → the supervisor's re-driver ([`SuperviseTask`] with no row
+//!   on contention), one interaction per step;
+//! - `Reschedule`, `Complete`, `Release` → the timer table's.
 //!
-//! A crash drops the fire in hand and the claims without releasing them;
-//! their rows come back when the lease ends. A restarted node has a new
-//! node id and an empty backoff map.
+//! What the pump adds is the world's: the ledger (which fire ran under
+//! which lease, how it ended), the trace, and the faults. A crash drops the
+//! tick in hand and its claims without releasing them; their rows come back
+//! when the lease ends. A restarted node has a new node id and a new
+//! machine (an empty backoff map). The controls' faults are the world's
+//! too: control (b)'s node claims as of a day ahead (it takes over live
+//! leases) and hands the rows not due back at once; control (d)'s timer
+//! table step of a reschedule is a schedule, then a complete the next
+//! step.
 
-use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
 use loomfence_core::{
-    Claim, Completed, Draw, DueFilter, Envelope, FireAction, FireContext, FireMachine, FireOutcome,
-    FirePoll, Lease, MAX_LEASE_MS, NodeId, ResumeMachine, WakeBackoff,
+    Claim, Draw, Envelope, FireOutcome, MAX_LEASE_MS, NodeId, ResumeMachine, TickAction,
+    TickConfig, TickEnd, TickEvent, TickMachine, TickPoll,
 };
 use rand::RngExt;
 
 use super::actors::{Driven, Env, drive_one, land};
-use super::config::Variant;
+use super::config::{Config, Variant};
 use super::error::RedriveSimError;
 use super::ledger::{FireEnd, FireId, RowId, RowSource, RunEnd, RunId, RunKind};
 use super::supervise::SuperviseTask;
@@ -54,17 +52,13 @@ enum Sub {
     Redrive(Box<SuperviseTask>),
 }
 
-/// A row being fired.
+/// The world's record of the fire in hand.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Fire {
     /// Its ledger entry.
     id: FireId,
     /// The parent.
     parent: usize,
-    /// The claim it fires under.
-    claim: Claim,
-    /// The decision.
-    machine: FireMachine,
     /// The log of the last `ReadLog`.
     log: Vec<Envelope>,
     /// What runs for the pending action.
@@ -100,36 +94,37 @@ pub struct Service {
     pub up: bool,
     /// When a crashed node starts again.
     pub restart_at: Option<i64>,
-    /// Its in-process backoff of plain wakes.
-    pub backoff: WakeBackoff,
     /// When it polls next.
     pub next_poll_at: i64,
-    /// Claimed rows not fired yet.
-    claims: VecDeque<Claimed>,
-    /// The row being fired.
+    /// Its ticks: the rules, and its backoff of plain wakes.
+    tick: TickMachine,
+    /// Claims in hand not started yet, for the ledger.
+    claims: Vec<Claimed>,
+    /// The fire in hand.
     fire: Option<Fire>,
 }
 
 impl Service {
     /// Service `index`, started at `now`.
-    pub fn new(index: usize, bound: usize, now: i64) -> Result<Self, RedriveSimError> {
+    pub fn new(index: usize, config: &Config, now: i64) -> Result<Self, RedriveSimError> {
+        let node = node_id(index, 0)?;
         Ok(Self {
             index,
             incarnation: 0,
-            node: node_id(index, 0)?,
+            tick: machine(&node, config),
+            node,
             up: true,
             restart_at: None,
-            backoff: WakeBackoff::with_bound(bound_of(bound)),
             next_poll_at: now,
-            claims: VecDeque::new(),
+            claims: Vec::new(),
             fire: None,
         })
     }
 
-    /// Whether it has a row in hand (claimed or being fired).
+    /// Whether it has a tick in hand (claims, a fire, releases).
     #[must_use]
     pub fn is_busy(&self) -> bool {
-        self.fire.is_some() || !self.claims.is_empty()
+        self.tick.is_ticking()
     }
 
     /// The parent whose resume this node holds an unused token of, if any.
@@ -144,7 +139,8 @@ impl Service {
         Some((fire.parent, token))
     }
 
-    /// Crashes the node: the fire and the claims are dropped unreleased.
+    /// Crashes the node: the tick, its fire and its claims are dropped
+    /// unreleased.
     pub fn crash(&mut self, env: &mut Env<'_>, restart_at: i64) {
         if let Some(fire) = self.fire.take() {
             match fire.sub {
@@ -155,37 +151,42 @@ impl Service {
             env.ledger.fire_ended(fire.id, FireEnd::Crashed);
         }
         self.claims.clear();
+        self.tick = machine(&self.node, env.config);
         self.up = false;
         self.restart_at = Some(restart_at);
     }
 
-    /// Starts the node again: a new node id, an empty backoff map.
-    pub fn restart(&mut self, bound: usize, now: i64) -> Result<(), RedriveSimError> {
+    /// Starts the node again: a new node id, a new machine.
+    pub fn restart(&mut self, config: &Config, now: i64) -> Result<(), RedriveSimError> {
         self.incarnation += 1;
         self.node = node_id(self.index, self.incarnation)?;
-        self.backoff = WakeBackoff::with_bound(bound_of(bound));
+        self.tick = machine(&self.node, config);
         self.up = true;
         self.restart_at = None;
         self.next_poll_at = now;
         Ok(())
     }
 
-    /// One interaction: a poll, or the next action of the fire in hand.
+    /// One interaction: the tick's next action (a new tick if none is in
+    /// hand), the clock and draws it asks for answered on the way.
     pub fn step(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
-        if self.fire.is_none() {
-            match self.claims.pop_front() {
-                Some(claimed) => self.start(env, claimed)?,
-                None => return self.poll(env),
+        if !self.tick.is_ticking() {
+            // One re-driver: the supervisor's.
+            self.tick.begin(1)?;
+            self.next_poll_at = env.now + env.config.poll_ms;
+        }
+        loop {
+            let action = match self.tick.poll() {
+                TickPoll::Act(action) => action,
+                _ => return Ok(()),
+            };
+            let store = !matches!(action, TickAction::Clock { .. });
+            self.act(env, action)?;
+            self.events(env)?;
+            if store {
+                return Ok(());
             }
         }
-        let Some(mut fire) = self.fire.take() else {
-            return Ok(());
-        };
-        let done = self.act(env, &mut fire)?;
-        if !done {
-            self.fire = Some(fire);
-        }
-        Ok(())
     }
 
     /// Whether this node ignores leases (control (b): service 0 only).
@@ -193,33 +194,99 @@ impl Service {
         env.config.variant == Variant::LeaseBlind && self.index == 0
     }
 
-    /// Claims due rows.
-    fn poll(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
-        let lease_ms = env.config.lease_ms;
-        // Control (b): the blind node claims as of a day ahead, which takes
-        // over every lease live now (a node ignoring leases, or whose clock
-        // runs far ahead); rows that are not due yet go straight back. Its
-        // own lease still ends `lease_ms` from now by the shared clock.
-        let claim_now = if self.blind(env) {
-            env.now.saturating_add_unsigned(MAX_LEASE_MS)
-        } else {
-            env.now
-        };
-        let lease = Lease {
-            holder: self.node.clone(),
-            now: claim_now,
-            duration_ms: lease_ms,
-        };
-        let claimed = env
-            .timers
-            .claim_due(&lease, env.config.batch, DueFilter::default())?;
-        let lease_until = env.now.saturating_add_unsigned(lease_ms);
-        let mut due = VecDeque::new();
-        for claim in claimed {
-            if claim.row.wake_at > env.now {
-                let _ = env.timers.release(&claim)?;
-                continue;
+    /// Performs one action and feeds the answer back.
+    fn act(&mut self, env: &mut Env<'_>, action: TickAction) -> Result<(), RedriveSimError> {
+        match action {
+            TickAction::Clock { draw } => {
+                let draw = if draw {
+                    Some(Draw::new(env.rng.random::<f64>())?)
+                } else {
+                    None
+                };
+                self.tick.handle_clock(env.now, draw)?;
             }
+            TickAction::Claim {
+                mut lease,
+                limit,
+                filter,
+            } => {
+                // Control (b): the blind node claims as of a day ahead,
+                // which takes over every lease live now; rows that are not
+                // due yet go straight back.
+                if self.blind(env) {
+                    lease.now = env.now.saturating_add_unsigned(MAX_LEASE_MS);
+                }
+                let mut due = Vec::new();
+                for claim in env.timers.claim_due(&lease, limit, filter)? {
+                    if claim.row.wake_at > env.now {
+                        let _ = env.timers.release(&claim)?;
+                    } else {
+                        due.push(claim);
+                    }
+                }
+                self.claimed(env, &due)?;
+                let (service, now, count) = (self.index, env.now, due.len());
+                env.note(|| format!("  service {service} polls at {now}: {count} claimed"));
+                self.tick.handle_claimed(due, Vec::new())?;
+            }
+            TickAction::ReadLog { execution_id } => {
+                let log = env.store.read_range(&execution_id, 1, None)?;
+                self.tick.handle_read(&log)?;
+                self.fire_mut()?.log = log;
+            }
+            TickAction::Resume {
+                execution_id,
+                request,
+            } => self.resume(env, execution_id, request)?,
+            TickAction::Redrive { .. } => self.redrive(env)?,
+            TickAction::Reschedule { claim, next }
+                if env.config.variant == Variant::TwoStepReschedule
+                    && !self.fire_mut()?.scheduled =>
+            {
+                // Control (d): the schedule alone, the complete next step.
+                env.timers.schedule(&next)?;
+                let fire = self.fire_mut()?;
+                fire.scheduled = true;
+                let (parent, id) = (fire.parent, fire.id);
+                let max = env.config.policy.max_attempts;
+                env.ledger
+                    .scheduled(&next, parent, RowSource::Fire(id), max);
+                let service = self.index;
+                env.note(|| format!("  service {service} schedules {next:?} ({claim:?})"));
+            }
+            TickAction::Reschedule { claim, next } => {
+                let completed = if self.fire_mut()?.scheduled {
+                    env.timers.complete(&claim)?
+                } else {
+                    env.timers.reschedule(&claim, &next)?
+                };
+                let (service, fire) = (self.index, self.fire_mut()?.id);
+                env.note(|| {
+                    format!(
+                        "  service {service} reschedules fire {fire} to {next:?}: {completed:?}"
+                    )
+                });
+                self.tick.handle_rescheduled(completed)?;
+            }
+            TickAction::Complete { claim } => {
+                let completed = env.timers.complete(&claim)?;
+                let (service, fire) = (self.index, self.fire_mut()?.id);
+                env.note(|| format!("  service {service} completes fire {fire}: {completed:?}"));
+                self.tick.handle_completed(completed)?;
+            }
+            TickAction::Release { claim } => {
+                let released = env.timers.release(&claim)?;
+                self.tick.handle_released(released)?;
+            }
+            _ => return Err(RedriveSimError::Ledger("an unknown tick action")),
+        }
+        Ok(())
+    }
+
+    /// Records the claims of a page for the ledger.
+    fn claimed(&mut self, env: &mut Env<'_>, claims: &[Claim]) -> Result<(), RedriveSimError> {
+        let lease_until = env.now.saturating_add_unsigned(env.config.lease_ms);
+        for claim in claims {
             let parent = env.parent_index(&claim.row.execution_id)?;
             let row = env
                 .ledger
@@ -228,35 +295,107 @@ impl Service {
                     "a claimed row is not in the ledger",
                 ))?;
             let schedules = env.ledger.schedules(row);
-            due.push_back(Claimed {
-                claim,
+            self.claims.push(Claimed {
+                claim: claim.clone(),
                 row,
                 lease_until,
                 schedules,
             });
         }
-        let (service, now, count) = (self.index, env.now, due.len());
-        env.note(|| format!("  service {service} polls at {now}: {count} claimed"));
-        self.claims = due;
-        self.next_poll_at = env.now + env.config.poll_ms;
         Ok(())
     }
 
-    /// Starts firing a claimed row.
-    fn start(&mut self, env: &mut Env<'_>, claimed: Claimed) -> Result<(), RedriveSimError> {
+    /// One step of a plain wake's resume.
+    fn resume(
+        &mut self,
+        env: &mut Env<'_>,
+        id: loomfence_core::ExecutionId,
+        request: loomfence_core::ResumeRequest,
+    ) -> Result<(), RedriveSimError> {
+        let fire = self.fire_mut()?;
+        let (parent, fire_id) = (fire.parent, fire.id);
+        let (mut machine, run) = match std::mem::replace(&mut fire.sub, Sub::Idle) {
+            Sub::Resume { machine, run } => (machine, run),
+            _ => {
+                let run = env.ledger.new_run(parent, RunKind::Wake { fire: fire_id });
+                env.ledger.fires[fire_id].run = Some(run);
+                let machine =
+                    ResumeMachine::with_events(id, request, env.config.capability(), &fire.log)?;
+                (Box::new(machine), run)
+            }
+        };
+        match drive_one(env, &mut machine, parent, run)? {
+            Driven::Pending => self.fire_mut()?.sub = Sub::Resume { machine, run },
+            // The wake's resume broke; the fire stops here and the row
+            // waits for its lease, as for a store error.
+            Driven::Rejected => self.tick.handle_failed()?,
+            Driven::Done(result) => {
+                match &result {
+                    Ok(resumed) => {
+                        land(env, parent, run, resumed);
+                        env.ledger.counts.wakes_fired += 1;
+                    }
+                    Err(_) => env.ledger.end_run(run, RunEnd::Nothing),
+                }
+                self.tick.handle_resumed(result.as_ref())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One step of the re-driver.
+    fn redrive(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
+        let fire = self.fire_mut()?;
+        let (parent, fire_id) = (fire.parent, fire.id);
+        let mut task = match std::mem::replace(&mut fire.sub, Sub::Idle) {
+            Sub::Redrive(task) => task,
+            _ => {
+                let run = env
+                    .ledger
+                    .new_run(parent, RunKind::Redriver { fire: fire_id });
+                env.ledger.fires[fire_id].run = Some(run);
+                Box::new(SuperviseTask::new(parent, run, true))
+            }
+        };
+        task.step(env)?;
+        match task.outcome() {
+            None => self.fire_mut()?.sub = Sub::Redrive(task),
+            Some(outcome) => {
+                if outcome == super::supervise::Supervised::Resumed {
+                    env.ledger.counts.redriven += 1;
+                }
+                self.tick.handle_redrive(outcome.answer())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what the machine tells in the ledger.
+    fn events(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
+        while let Some(event) = self.tick.poll_event() {
+            match event {
+                TickEvent::Started(claim) => self.started(env, &claim)?,
+                TickEvent::Ended { claim, end } => self.ended(env, &claim, end)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the start of a fire.
+    fn started(&mut self, env: &mut Env<'_>, claim: &Claim) -> Result<(), RedriveSimError> {
+        let at = self
+            .claims
+            .iter()
+            .position(|claimed| claimed.claim == *claim)
+            .ok_or(RedriveSimError::Ledger("a fire of a claim not in hand"))?;
         let Claimed {
-            claim,
             row,
             lease_until,
             schedules,
-        } = claimed;
+            ..
+        } = self.claims.remove(at);
         let parent = env.parent_index(&claim.row.execution_id)?;
-        let draw = Draw::new(env.rng.random::<f64>())?;
-        let context = FireContext::new(env.now, draw)
-            .with_policy(env.config.policy)
-            .with_backoff(self.backoff.get(&claim.row.execution_id))
-            .with_redrivers(1);
-        let machine = FireMachine::new(claim.row.clone(), context)?;
         let id = env
             .ledger
             .fire_started(row, self.index, lease_until, schedules, env.now);
@@ -268,8 +407,6 @@ impl Service {
         self.fire = Some(Fire {
             id,
             parent,
-            claim,
-            machine,
             log: Vec::new(),
             sub: Sub::Idle,
             scheduled: false,
@@ -277,162 +414,63 @@ impl Service {
         Ok(())
     }
 
-    /// The fire's next action; `true` when the fire is over.
-    fn act(&mut self, env: &mut Env<'_>, fire: &mut Fire) -> Result<bool, RedriveSimError> {
-        let action = match fire.machine.poll() {
-            FirePoll::Done(outcome) => {
-                // An outcome that leaves the row: hand the claim back.
-                self.apply(env, fire, &outcome);
-                let _ = env.timers.release(&fire.claim)?;
-                env.ledger.fire_ended(fire.id, FireEnd::Released);
-                let (service, id) = (self.index, fire.id);
-                env.note(|| format!("  service {service} leaves fire {id}: {outcome:?}"));
-                return Ok(true);
-            }
-            FirePoll::Act(action) => action,
-            _ => return Err(RedriveSimError::Ledger("an unknown fire poll")),
-        };
-        let id = fire.claim.row.execution_id.clone();
-        match action {
-            FireAction::ReadLog => {
-                let log = env.store.read_range(&id, 1, None)?;
-                fire.machine.handle_read(&log)?;
-                fire.log = log;
-            }
-            FireAction::Resume(request) => {
-                let (mut machine, run) = match std::mem::replace(&mut fire.sub, Sub::Idle) {
-                    Sub::Resume { machine, run } => (machine, run),
-                    _ => {
-                        let run = env
-                            .ledger
-                            .new_run(fire.parent, RunKind::Wake { fire: fire.id });
-                        env.ledger.fires[fire.id].run = Some(run);
-                        let machine = ResumeMachine::with_events(
-                            id,
-                            request,
-                            env.config.capability(),
-                            &fire.log,
-                        )?;
-                        (Box::new(machine), run)
-                    }
-                };
-                match drive_one(env, &mut machine, fire.parent, run)? {
-                    Driven::Pending => fire.sub = Sub::Resume { machine, run },
-                    Driven::Rejected => {
-                        // The wake's resume broke; the fire stops here and
-                        // the row waits for its lease, as for a store error.
-                        env.ledger.fire_ended(fire.id, FireEnd::Crashed);
-                        return Ok(true);
-                    }
-                    Driven::Done(result) => {
-                        match &result {
-                            Ok(resumed) => {
-                                land(env, fire.parent, run, resumed);
-                                env.ledger.counts.wakes_fired += 1;
-                            }
-                            Err(_) => env.ledger.end_run(run, RunEnd::Nothing),
-                        }
-                        fire.machine.handle_resumed(result.as_ref())?;
-                    }
-                }
-            }
-            FireAction::Redrive { .. } => {
-                let mut task = match std::mem::replace(&mut fire.sub, Sub::Idle) {
-                    Sub::Redrive(task) => task,
-                    _ => {
-                        let run = env
-                            .ledger
-                            .new_run(fire.parent, RunKind::Redriver { fire: fire.id });
-                        env.ledger.fires[fire.id].run = Some(run);
-                        Box::new(SuperviseTask::new(fire.parent, run, true))
-                    }
-                };
-                task.step(env)?;
-                match task.outcome() {
-                    None => fire.sub = Sub::Redrive(task),
-                    Some(outcome) => {
-                        if outcome == super::supervise::Supervised::Resumed {
-                            env.ledger.counts.redriven += 1;
-                        }
-                        fire.machine.handle_redrive(outcome.answer())?;
-                    }
-                }
-            }
-            FireAction::Reschedule(row)
-                if env.config.variant == Variant::TwoStepReschedule && !fire.scheduled =>
-            {
-                // Control (d): the schedule alone, the complete next step.
-                env.timers.schedule(&row)?;
-                let max = env.config.policy.max_attempts;
-                env.ledger
-                    .scheduled(&row, fire.parent, RowSource::Fire(fire.id), max);
-                let service = self.index;
-                env.note(|| format!("  service {service} schedules {row:?}"));
-                fire.scheduled = true;
-            }
-            FireAction::Reschedule(row) => {
-                let completed = if fire.scheduled {
-                    env.timers.complete(&fire.claim)?
-                } else {
-                    env.timers.reschedule(&fire.claim, &row)?
-                };
-                let (service, fire_id) = (self.index, fire.id);
-                env.note(|| {
-                    format!(
-                        "  service {service} reschedules fire {fire_id} to {row:?}: {completed:?}"
-                    )
-                });
-                match completed {
-                    Completed::Done => {
-                        if !fire.scheduled {
-                            let max = env.config.policy.max_attempts;
-                            env.ledger
-                                .scheduled(&row, fire.parent, RowSource::Fire(fire.id), max);
-                        }
-                        fire.machine.handle_rescheduled()?;
-                        let FirePoll::Done(outcome) = fire.machine.poll() else {
-                            return Err(RedriveSimError::Ledger("a rescheduled fire is not done"));
-                        };
-                        env.ledger.fire_ended(fire.id, FireEnd::Retired);
-                        self.apply(env, fire, &outcome);
-                    }
-                    Completed::NotHeld => env.ledger.fire_ended(fire.id, FireEnd::Void),
-                }
-                return Ok(true);
-            }
-            FireAction::Complete(_) => {
-                let completed = env.timers.complete(&fire.claim)?;
-                let (service, fire_id) = (self.index, fire.id);
-                env.note(|| format!("  service {service} completes fire {fire_id}: {completed:?}"));
-                match completed {
-                    Completed::Done => {
-                        fire.machine.handle_completed()?;
-                        let FirePoll::Done(outcome) = fire.machine.poll() else {
-                            return Err(RedriveSimError::Ledger("a completed fire is not done"));
-                        };
-                        env.ledger.fire_ended(fire.id, FireEnd::Retired);
-                        self.apply(env, fire, &outcome);
-                        if let Some(exhausted) = outcome.exhausted() {
-                            env.ledger.report(fire.id, exhausted.attempts);
-                            env.note(|| format!("  EXHAUSTED {exhausted}"));
-                        }
-                    }
-                    Completed::NotHeld => env.ledger.fire_ended(fire.id, FireEnd::Void),
-                }
-                return Ok(true);
-            }
-            _ => return Err(RedriveSimError::Ledger("an unknown fire action")),
+    /// Records the end of a fire (or of a claim that lapsed unfired).
+    fn ended(
+        &mut self,
+        env: &mut Env<'_>,
+        claim: &Claim,
+        end: TickEnd,
+    ) -> Result<(), RedriveSimError> {
+        if end == TickEnd::Lapsed {
+            self.claims.retain(|claimed| claimed.claim != *claim);
+            return Ok(());
         }
-        Ok(false)
+        let fire = self
+            .fire
+            .take()
+            .ok_or(RedriveSimError::Ledger("the end of a fire not in hand"))?;
+        let (service, id) = (self.index, fire.id);
+        match end {
+            TickEnd::Outcome(outcome) => {
+                if matches!(outcome, FireOutcome::BackedOff(_)) {
+                    env.ledger.counts.backed_off += 1;
+                }
+                if !outcome.retired() {
+                    env.ledger.fire_ended(id, FireEnd::Released);
+                    env.note(|| format!("  service {service} leaves fire {id}: {outcome:?}"));
+                    return Ok(());
+                }
+                if let FireOutcome::Rescheduled(next) = &outcome
+                    && !fire.scheduled
+                {
+                    let max = env.config.policy.max_attempts;
+                    env.ledger
+                        .scheduled(next, fire.parent, RowSource::Fire(id), max);
+                }
+                env.ledger.fire_ended(id, FireEnd::Retired);
+                if let Some(exhausted) = outcome.exhausted() {
+                    env.ledger.report(id, exhausted.attempts);
+                    env.note(|| format!("  EXHAUSTED {exhausted}"));
+                }
+            }
+            TickEnd::Void => env.ledger.fire_ended(id, FireEnd::Void),
+            _ => env.ledger.fire_ended(id, FireEnd::Crashed),
+        }
+        Ok(())
     }
 
-    /// Applies a final outcome to the backoff map.
-    fn apply(&mut self, env: &mut Env<'_>, fire: &Fire, outcome: &FireOutcome) {
-        if matches!(outcome, FireOutcome::BackedOff(_)) {
-            env.ledger.counts.backed_off += 1;
-        }
-        let _ = self.backoff.apply(&fire.claim.row, outcome);
+    /// The fire in hand.
+    fn fire_mut(&mut self) -> Result<&mut Fire, RedriveSimError> {
+        self.fire.as_mut().ok_or(RedriveSimError::Ledger(
+            "a fire action with no fire in hand",
+        ))
     }
+}
+
+/// A fresh machine for `node` under the world's config.
+fn machine(node: &NodeId, config: &Config) -> TickMachine {
+    let tick = TickConfig::new(node.clone(), config.lease_ms, config.batch, config.policy);
+    TickMachine::new(tick, bound_of(config.backoff_bound))
 }
 
 /// The node id of `index`'s `incarnation`.

@@ -177,7 +177,7 @@ impl World {
             .map(Supervisor::new)
             .collect();
         let services = (0..draw(rng, &shape.services))
-            .map(|index| Service::new(index, config.backoff_bound, 0))
+            .map(|index| Service::new(index, &config, 0))
             .collect::<Result<Vec<_>, _>>()?;
         let crashes_left = draw(rng, &shape.crashes);
         Ok(Self {
@@ -328,7 +328,7 @@ impl World {
         }
         for node in &mut self.services {
             if node.restart_at.is_some_and(|at| at <= self.now) {
-                node.restart(self.config.backoff_bound, self.now)?;
+                node.restart(&self.config, self.now)?;
             }
         }
         Ok(())
