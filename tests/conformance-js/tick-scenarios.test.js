@@ -18,7 +18,7 @@ import { wrap, wrapTimers } from './support.js';
 const DIR = new URL('../scenarios/tick/', import.meta.url);
 
 /** The report fields a scenario states; a field it leaves out is expected to be 0. */
-const REPORT_FIELDS = ['claimed', 'fired', 'obsolete', 'notYet', 'backedOff', 'redriven', 'nothingToRedrive', 'rescheduled', 'left', 'exhausted', 'voided', 'expired', 'released', 'errors', 'unreadable'];
+const REPORT_FIELDS = ['claimed', 'fired', 'obsolete', 'notYet', 'backedOff', 'redriven', 'nothingToRedrive', 'rescheduled', 'left', 'exhausted', 'notHeld', 'lapsed', 'released', 'errors', 'unreadable'];
 
 const pick = (report) => Object.fromEntries(REPORT_FIELDS.map((name) => [name, report[name] ?? 0]));
 

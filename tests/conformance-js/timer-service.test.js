@@ -409,58 +409,6 @@ describe('TimerService: plain wakes', () => {
   }
 });
 
-// The two tick rules timer-service.js does not hold yet (issue 24): the core's
-// TickMachine holds both (its unit tests in core/src/tick/tests.rs), and the
-// Rust TimerService pumps it. These fail on the package today; they pass once
-// timer-service.js pumps the same machine, which drops their `todo`.
-const TICK_TODO = 'timer-service.js keeps its own tick until it pumps the core TickMachine (issue 24)';
-
-describe('TimerService: the tick, as the core TickMachine has it', () => {
-  test('a full page of backed-off rows does not hide the due row behind it: it fires in the same tick', { todo: TICK_TODO }, async () => {
-    const memory = new MemoryEventStore();
-    let rival = true;
-    // A rival takes the token before every conditional acquire while `rival`.
-    const events = wrap(memory, {
-      async acquireFenceIf(id, expectation) {
-        if (rival) await memory.acquireFence(id);
-        return memory.acquireFenceIf(id, expectation);
-      },
-    });
-    const timers = new MemoryTimerStore();
-    for (const id of ['a', 'b']) {
-      await parkOn(memory, id, [timer(T0)]);
-      await timers.schedule({ executionId: id, wakeAt: T0 });
-    }
-    const service = new TimerService({ events, timers, batch: 2, now: () => T0, random: prng(SEED), onError: assert.fail });
-    const first = await service.pollOnce();
-    assert.deepEqual(first.fires.map((f) => f.result), ['backedOff', 'backedOff']);
-    rival = false;
-    await parkOn(memory, 'c', [timer(T0 + 1)]);
-    await timers.schedule({ executionId: 'c', wakeAt: T0 + 1 });
-    const second = await service.pollOnce();
-    assert.equal(second.claimed, 3, 'claimed again while the page came back full');
-    assert.equal((await resumesOf(memory, 'c')).length, 1, 'the due row behind the page fired');
-  });
-
-  test('a clock that steps back after the claim still fires at the claim\'s time', { todo: TICK_TODO }, async () => {
-    const events = new MemoryEventStore();
-    const timers = new MemoryTimerStore();
-    await parkOn(events, 'sleeper', [timer(T0)]);
-    await timers.schedule({ executionId: 'sleeper', wakeAt: T0 });
-    // The first reading (the claim's) is T0; every later one is 1 ms earlier.
-    let readings = 0;
-    const now = () => (readings++ === 0 ? T0 : T0 - 1);
-    const { errors, onError } = collector();
-    const service = new TimerService({ events, timers, now, random: prng(SEED), onError });
-    const report = await service.pollOnce();
-    assert.deepEqual(errors, [], 'no NOT_DUE');
-    assert.deepEqual(report.fires.map((f) => f.result), ['fired']);
-    const resumed = await resumesOf(events, 'sleeper');
-    assert.equal(resumed.length, 1);
-    assert.equal(resumed[0].at, T0, "stamped with the claim's time");
-  });
-});
-
 describe('TimerService: several services, one store', () => {
   for (const seed of SEEDS) {
     test(`two services polling at once never fire the same row (seed ${seed})`, async () => {
@@ -613,7 +561,8 @@ describe('TimerService: failures are reported, not decided', () => {
     const { errors, onError } = collector();
     const service = new TimerService({ events, timers, now: time.now, random: prng(SEED), onError });
     const first = await service.pollOnce();
-    assert.equal(first.failed, 1);
+    assert.equal(first.errors, 1);
+    assert.deepEqual(first.fires.map((f) => [f.result, f.stage]), [['failed', 'readLog']]);
     assert.equal(errors.length, 1);
     assert.equal(errors[0].error.message, 'the database is down');
     assert.deepEqual(errors[0].info, { stage: 'readLog', row: { executionId: 'flaky', wakeAt: T0 } });
@@ -658,7 +607,7 @@ describe('TimerService: failures are reported, not decided', () => {
     const service = new TimerService({ events, timers, now: () => T0, random: prng(SEED), onError });
     service.registerRedriver(async () => 'contended');
     const report = await service.pollOnce();
-    assert.equal(report.voided, 1);
+    assert.equal(report.notHeld, 1);
     assert.equal(report.exhausted, 0);
     assert.deepEqual(errors, [], 'an exhaustion whose complete was notHeld is not reported');
     assert.deepEqual(await rowsOf(memory), [row], 'the row is due again');

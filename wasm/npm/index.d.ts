@@ -727,7 +727,7 @@ export type Redriver = (executionId: string) => RedriveAnswer | Promise<RedriveA
  * building the fire (`'fire'`: a row the core refuses, a row not due by the
  * service clock, a bad random draw), performing one of the fire machine's
  * actions (`'readLog'`, `'resume'`, `'redrive'`, `'reschedule'`, `'complete'`),
- * applying the outcome (`'outcome'`), releasing a claim (`'release'`),
+ * releasing a claim (`'release'`),
  * handing a landed resume on (`'onResumed'`: the hook threw or its promise
  * rejected; the resume stands); `'exhausted'` for the one
  * `RedriveExhaustedError` of a chain that gave up; and `'unreadable'` for an
@@ -742,7 +742,6 @@ export type TimerServiceStage =
   | 'redrive'
   | 'reschedule'
   | 'complete'
-  | 'outcome'
   | 'release'
   | 'exhausted'
   | 'onResumed'
@@ -795,25 +794,28 @@ export interface TimerServiceOptions {
 }
 
 /**
- * What became of one claimed row in a tick: a fire outcome (`outcome` is the
- * machine's), or `'voided'` (the complete answered `'notHeld'`: the claim was
- * lost, the decision void, nothing applied), `'failed'` (dropped on `error`,
- * reported to `onError`; the claim is left to expire), `'expired'` (its lease
- * ended before its turn: not fired, released), `'unfired'` (a stop came
- * first: released).
+ * How the fire of one claimed row ended in a tick: a fire outcome (`outcome`
+ * is the fire machine's), or `'notHeld'` (the complete or reschedule
+ * answered `'notHeld'`: the claim was lost, the decision void, nothing
+ * applied), `'lapsed'` (its lease ended before its turn: not fired,
+ * released), `'failed'` (the action at `stage` failed with `error`, reported
+ * to `onError`; the claim is left to expire). Claims a `stop()` kept from
+ * firing have no entry: they are released and counted in `released`.
  */
 export type FireReport =
   | { row: TimerRow; result: FireOutcome['outcome']; outcome: FireOutcome }
-  | { row: TimerRow; result: 'voided' }
-  | { row: TimerRow; result: 'expired' }
-  | { row: TimerRow; result: 'unfired' }
-  | { row: TimerRow; result: 'failed'; error: unknown };
+  | { row: TimerRow; result: 'notHeld' }
+  | { row: TimerRow; result: 'lapsed' }
+  | { row: TimerRow; result: 'failed'; stage: TimerServiceStage; error: unknown };
 
 /**
- * One tick: how many rows were claimed, how many fires ended in each outcome,
- * how many were voided, failed, expired or left unfired, how many claims were
- * released, how many failures went to `onError` (an exhaustion is counted in
- * `exhausted`, not here), and each row's `FireReport` in firing order.
+ * One tick, in the core `TickReport`'s counts (the Rust `PollReport` has the
+ * same, in snake case): rows claimed, fires ended in each outcome, fires
+ * whose decision was void (`notHeld`), claims not fired because their lease
+ * had ended (`lapsed`), claims handed back (`released`), failures
+ * (`errors`: actions that failed, re-drivers that threw; an exhaustion is
+ * counted in `exhausted`, an unreadable row in `unreadable`), and each
+ * fire's `FireReport` in firing order.
  */
 export interface PollReport {
   claimed: number;
@@ -826,10 +828,8 @@ export interface PollReport {
   rescheduled: number;
   left: number;
   exhausted: number;
-  voided: number;
-  failed: number;
-  expired: number;
-  unfired: number;
+  notHeld: number;
+  lapsed: number;
   released: number;
   /** Unreadable rows this tick reported (each once per node; not in `errors`). */
   unreadable: number;

@@ -1,72 +1,36 @@
-//! A host timer store's `claimDue` answer, read claim by claim, and the
-//! unreadable rows one node has reported.
+//! A host timer store's `claimDue` answer, read claim by claim.
 //!
 //! A host store answers an array of claims, or `{ claims, unreadable }`
 //! when it holds rows it could not read (the Rust `ClaimPage`). Each claim
 //! element is read on its own: one that the core would refuse (not a claim
 //! at all, a bad id, time or re-drive flag, a bad holder or lease) is not
 //! fired but becomes an `UnreadableRow` naming what it could of the row,
-//! and the well-formed claims go on. The core's `UnreadableReports` then
-//! keeps only the rows this node has not reported yet, so each is reported
-//! once per node, as the Rust timer service does.
+//! and the well-formed claims go on. The tick machine then reports each
+//! unreadable row once per node, as it does for the Rust timer service.
 
 use js_sys::{Array, JSON};
-use loomfence_core::{
-    TimerInputError, UnreadableField, UnreadableReports, UnreadableRow, check_claim,
-};
-use wasm_bindgen::prelude::*;
+use loomfence_core::{Claim, TimerInputError, UnreadableField, UnreadableRow, check_claim};
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::out::Out;
 use crate::timer_values::{self as timer, INVALID_TIME};
 use crate::values::property;
 
-/// The unreadable rows one node has reported, and the reader of its timer
-/// store's claim answers.
-#[wasm_bindgen(js_name = UnreadableReports)]
-#[derive(Debug, Default)]
-pub struct UnreadableReportsJs {
-    /// The core's once-per-node memory.
-    reports: UnreadableReports,
-}
-
-#[wasm_bindgen(js_class = UnreadableReports)]
-impl UnreadableReportsJs {
-    /// Nothing reported yet; remembers the core's bound of rows.
-    #[wasm_bindgen(constructor)]
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Reads a `claimDue` answer into `{ claims, unreadable }`: the claim
-    /// elements that read as claims, as the store gave them, and the
-    /// unreadable rows (the store's, then the malformed elements') that
-    /// this node has not reported before. An answer that is neither an
-    /// array nor `{ claims, unreadable? }` is a `TimerInputError`
-    /// `UNEXPECTED_ANSWER`, and nothing is remembered.
-    #[wasm_bindgen(js_name = readClaimPage)]
-    pub fn read_claim_page(&mut self, answer: &JsValue) -> Result<JsValue, JsValue> {
-        let (claims, unreadable) = page(answer)?;
-        let readable = Array::new();
-        let mut rows: Vec<UnreadableRow> = unreadable.iter().map(|row| stored(&row)).collect();
-        for element in claims.iter() {
-            match read(&element) {
-                Ok(()) => {
-                    readable.push(&element);
-                }
-                Err(row) => rows.push(row),
-            }
+/// Reads a `claimDue` answer: the claim elements that read as claims the
+/// core accepts, and the unreadable rows (the store's, then the malformed
+/// elements'). An answer that is neither an array nor `{ claims,
+/// unreadable? }` is a `TimerInputError` `UNEXPECTED_ANSWER`.
+pub(crate) fn claim_page(answer: &JsValue) -> Result<(Vec<Claim>, Vec<UnreadableRow>), JsValue> {
+    let (elements, unreadable) = page(answer)?;
+    let mut rows: Vec<UnreadableRow> = unreadable.iter().map(|row| stored(&row)).collect();
+    let mut claims = Vec::new();
+    for element in elements.iter() {
+        match read(&element) {
+            Ok(claim) => claims.push(claim),
+            Err(row) => rows.push(row),
         }
-        let fresh = rows
-            .into_iter()
-            .filter(|row| self.reports.first_report(row))
-            .map(|row| row_js(&row))
-            .collect::<Array>();
-        Ok(Out::new()
-            .set("claims", &readable)
-            .set("unreadable", &fresh)
-            .done())
     }
+    Ok((claims, rows))
 }
 
 /// The answer's claims and the store's unreadable rows.
@@ -102,10 +66,10 @@ fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
 
 /// A claim element: `Ok` if it reads as a claim the core accepts, else the
 /// row it names, blamed on the field that failed.
-fn read(element: &JsValue) -> Result<(), UnreadableRow> {
+fn read(element: &JsValue) -> Result<Claim, UnreadableRow> {
     let refusal = match timer::claim(element) {
         Ok(claim) => match check_claim(&claim) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(claim),
             Err(error) => {
                 let field = match error {
                     TimerInputError::Attempt { .. } => UnreadableField::Redrive,
@@ -205,7 +169,7 @@ fn time(value: &JsValue) -> Option<i64> {
 }
 
 /// An unreadable row on its way out: `{ executionId, wakeAt, field, detail }`.
-fn row_js(row: &UnreadableRow) -> JsValue {
+pub(crate) fn unreadable_js(row: &UnreadableRow) -> JsValue {
     let field = match row.field {
         UnreadableField::ExecutionId => "executionId",
         UnreadableField::WakeAt => "wakeAt",

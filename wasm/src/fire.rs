@@ -12,7 +12,7 @@ use js_sys::Object;
 use loomfence_core::{
     ExecutionView, FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll,
     RedriveAnswer, RedriveExhaustedError, RefusalReason, ResumeContendedError, ResumeError,
-    ResumeRefusedError, Resumed, TimerRow,
+    ResumeRefusedError, ResumeRequest, Resumed, TimerRow,
 };
 use wasm_bindgen::prelude::*;
 
@@ -27,7 +27,7 @@ use crate::timer_values::{
 use crate::values::property;
 
 /// An answer that does not answer the pending action.
-const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+pub(crate) const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
 /// A malformed fire context.
 const INVALID_CONTEXT: &str = "INVALID_CONTEXT";
 /// A malformed outcome handed to `WakeBackoff.apply`.
@@ -42,7 +42,7 @@ pub struct FireMachineJs {
 }
 
 /// The core's refusal of a fire's input or answer.
-fn fire_error(error: &FireError) -> JsValue {
+pub(crate) fn fire_error(error: &FireError) -> JsValue {
     let code = match error {
         FireError::Time(_) => INVALID_TIME,
         FireError::NotDue { .. } => "NOT_DUE",
@@ -53,7 +53,7 @@ fn fire_error(error: &FireError) -> JsValue {
 
 /// Re-raises a reader's error (an `InputError` of the event readers) as a
 /// `TimerInputError` with `code`, keeping its message.
-fn retyped(error: &JsValue, code: &str) -> JsValue {
+pub(crate) fn retyped(error: &JsValue, code: &str) -> JsValue {
     let message = property(error, "message")
         .ok()
         .and_then(|m| m.as_string())
@@ -128,7 +128,7 @@ fn name(outcome: &FireOutcome) -> Option<&'static str> {
 
 /// An outcome as a plain object; an exhaustion carries its
 /// `RedriveExhaustedError` as `error`.
-fn outcome_js(outcome: &FireOutcome) -> JsValue {
+pub(crate) fn outcome_js(outcome: &FireOutcome) -> JsValue {
     let Some(name) = name(outcome) else {
         return js_errors::internal(
             "the fire machine ended in an outcome this binding does not know",
@@ -147,23 +147,39 @@ fn outcome_js(outcome: &FireOutcome) -> JsValue {
     .done()
 }
 
+/// A fire's resume request: `{ fenceIfParkedAt, answer, at }`.
+pub(crate) fn request_js(request: &ResumeRequest) -> JsValue {
+    #[allow(clippy::cast_possible_wrap)]
+    let park = request.fence_if_parked_at as i64;
+    Out::new()
+        .number("fenceIfParkedAt", park)
+        .set("answer", &out::json(&request.answer))
+        .number("at", request.at)
+        .done()
+}
+
+/// A re-driver's answer: `'done'`, `'noop'`, `'contended'` or `'failed'`.
+pub(crate) fn redrive_answer(answer: &JsValue) -> Result<RedriveAnswer, JsValue> {
+    Ok(match answer.as_string().as_deref() {
+        Some("done") => RedriveAnswer::Done,
+        Some("noop") => RedriveAnswer::Noop,
+        Some("contended") => RedriveAnswer::Contended,
+        Some("failed") => RedriveAnswer::Failed,
+        _ => {
+            return Err(refuse(
+                "a re-driver answers 'done', 'noop', 'contended' or 'failed'",
+                UNEXPECTED_ANSWER,
+            ));
+        }
+    })
+}
+
 /// An action as a plain object `{ act, … }`.
 fn action_js(action: &FireAction) -> Result<JsValue, JsValue> {
     let act = |name: &str| Out::new().set("act", &JsValue::from_str(name));
     Ok(match action {
         FireAction::ReadLog => act("readLog"),
-        FireAction::Resume(request) => {
-            #[allow(clippy::cast_possible_wrap)]
-            let park = request.fence_if_parked_at as i64;
-            act("resume").set(
-                "request",
-                &Out::new()
-                    .number("fenceIfParkedAt", park)
-                    .set("answer", &out::json(&request.answer))
-                    .number("at", request.at)
-                    .done(),
-            )
-        }
+        FireAction::Resume(request) => act("resume").set("request", &request_js(request)),
         FireAction::Redrive { redriver, row } => act("redrive")
             .set("redriver", &JsValue::from(*redriver))
             .set("row", &row_js(row)),
@@ -224,7 +240,7 @@ pub(crate) fn outcome(row: &TimerRow, value: &JsValue) -> Result<FireOutcome, Js
 
 /// What `resume` resolved to, or the refusal or contention it rejected
 /// with.
-fn resume_result(value: &JsValue) -> Result<Result<Resumed, ResumeError>, JsValue> {
+pub(crate) fn resume_result(value: &JsValue) -> Result<Result<Resumed, ResumeError>, JsValue> {
     let wrong = || {
         refuse(
             "handleResumed takes what resume() resolved to, or the ResumeRefusedError or \
@@ -329,20 +345,8 @@ impl FireMachineJs {
     /// `'contended'` or `'failed'`.
     #[wasm_bindgen(js_name = handleRedrive)]
     pub fn handle_redrive(&mut self, answer: JsValue) -> Result<(), JsValue> {
-        let answer = match answer.as_string().as_deref() {
-            Some("done") => RedriveAnswer::Done,
-            Some("noop") => RedriveAnswer::Noop,
-            Some("contended") => RedriveAnswer::Contended,
-            Some("failed") => RedriveAnswer::Failed,
-            _ => {
-                return Err(refuse(
-                    "a re-driver answers 'done', 'noop', 'contended' or 'failed'",
-                    UNEXPECTED_ANSWER,
-                ));
-            }
-        };
         self.machine
-            .handle_redrive(answer)
+            .handle_redrive(redrive_answer(&answer)?)
             .map_err(|e| fire_error(&e))
     }
 

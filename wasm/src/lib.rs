@@ -26,9 +26,10 @@
 //!   `MemoryTimerStore` (the core's `TimerTable`, settled synchronously like
 //!   `MemoryEventStore`). Input the timer calls refuse is a
 //!   `TimerInputError` with a `code`, before anything changes.
-//!   `UnreadableReports` reads a host store's `claimDue` answer claim by
-//!   claim for `npm/timer-service.js`: malformed claims become unreadable
-//!   rows, each reported once per node (not exported).
+//!   `TickMachine` (the timer service's tick: claims, fires, releases,
+//!   reports; not exported) is pumped by `npm/timer-service.js`; it reads a
+//!   host store's `claimDue` answer claim by claim, a malformed claim
+//!   becoming an unreadable row, reported once per node.
 //! - Retention: `MemoryEventStore.listExecutions` and `deleteExecutionIf`
 //!   (the paged listing and the guarded delete), `startedChild` and
 //!   `parentOf` (the child → parent edge), `pinParkedChildren` (the pin),
@@ -53,11 +54,11 @@ mod redrive;
 mod resume;
 mod retention_values;
 mod sweep;
+mod tick;
 mod timer_store;
 mod timer_values;
 mod values;
 
-pub use claim_page::UnreadableReportsJs;
 pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
@@ -66,4 +67,5 @@ pub use memory_store::MemoryEventStore;
 pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
 pub use resume::{ResumeMachineJs, resume_in_memory};
 pub use sweep::SweepMachineJs;
+pub use tick::TickMachineJs;
 pub use timer_store::MemoryTimerStore;

@@ -44,6 +44,7 @@ import {
   type RedriveAnswer,
   type TimerServiceOptions,
   type TimerServiceErrorInfo,
+  type TimerServiceStage,
   type ExecutionSummary,
   type DeleteGuard,
   type GuardedDelete,
@@ -236,14 +237,15 @@ async function service(events: EventStore, timerStore: TimerStore): Promise<void
   timerService.registerRedriver(redriver);
   timerService.registerRedriver(() => 'noop');
   const report: PollReport = await timerService.pollOnce();
-  const counts: number[] = [report.claimed, report.fired, report.rescheduled, report.exhausted, report.voided, report.unreadable, report.errors];
+  const counts: number[] = [report.claimed, report.fired, report.rescheduled, report.exhausted, report.notHeld, report.lapsed, report.unreadable, report.errors];
   for (const fire of report.fires) {
     const row: TimerRow = fire.row;
     const fireReport: FireReport = fire;
     if (fire.result === 'failed') {
       const error: unknown = fire.error;
-      void error;
-    } else if (fire.result !== 'voided' && fire.result !== 'expired' && fire.result !== 'unfired') {
+      const stage: TimerServiceStage = fire.stage;
+      void error, stage;
+    } else if (fire.result !== 'notHeld' && fire.result !== 'lapsed') {
       const outcome: FireOutcome = fire.outcome;
       void outcome;
     }
