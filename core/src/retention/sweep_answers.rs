@@ -51,7 +51,7 @@ pub enum SweepMachineError {
     /// has a log) or an end outside the log. Its end is what eligibility
     /// is judged by, so it cannot be used.
     #[error(
-        "the listing's summary of {execution_id:?} is not of a log: head {head}, ended at sequence {ended:?}"
+        "the listing's summary of {execution_id:?} is not of a log: a head of 0, or an end outside it (head {head})"
     )]
     InvalidSummary {
         /// The execution.
@@ -78,7 +78,7 @@ pub enum SweepMachineError {
     /// log "changed" to the very head the guard names, or a parent the
     /// guard does not name "moved".
     #[error(
-        "the guarded delete of {execution_id:?} answered {outcome:?}, which does not answer its guard"
+        "the guarded delete of {execution_id:?} was refused with an answer that cannot answer its guard: the log's own head, or a parent it does not name"
     )]
     OutcomeOutsideGuard {
         /// The execution.
