@@ -34,8 +34,8 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    ExecutionId, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepMachineError,
-    SweepOptions, SweepPoll, SweepReport,
+    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+    SweepMachineError, SweepOptions, SweepPoll, SweepReport,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -207,10 +207,14 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                     .store
                     .delete_execution_if(&execution_id, &guard)
                     .await?;
-                if let loomfence_core::GuardedDelete::ParentMoved { parent } = &outcome {
+                let moved = match &outcome {
+                    GuardedDelete::ParentMoved { parent } => Some(parent.clone()),
+                    _ => None,
+                };
+                machine.handle_deleted(outcome)?;
+                if let Some(parent) = moved {
                     tracing::info!(%execution_id, %parent, "kept: a parent moved after the pin check");
                 }
-                machine.handle_deleted(outcome)?;
             }
             other => unreachable!("an action this driver does not know: {other:?}"),
         }
