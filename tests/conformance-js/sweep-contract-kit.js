@@ -1,7 +1,8 @@
-// The kit's sweep cases over a store that answers outside the interface: a
-// listing past its limit or with an end past its own head, a log that does
-// not run from sequence 1, a delete refusal that does not answer the guard.
-// Each stops the sweep with an InputError STORE_CONTRACT and the partial
+// The kit's cases of what the sweep refuses: options, before anything is
+// listed; and a store that answers outside the interface (a listing past
+// its limit or with an end past its own head, a log that does not run from
+// sequence 1, a delete refusal that does not answer the guard), each of
+// which stops the sweep with an InputError STORE_CONTRACT and the partial
 // report, the child and its parent kept. The rules are the core
 // SweepMachine's, the Rust runtime's too. The cases of
 // tests/conformance/src/cases/sweep_contract.rs, ported one for one under
@@ -62,6 +63,24 @@ async function expectContract(store, lie) {
 
 /** The cases: [name, run(store, capabilities)]. */
 export const SWEEP_CONTRACT_CASES = [
+  [
+    'sweep_contract::a_page_limit_out_of_bounds_is_refused_before_listing',
+    async (store) => {
+      await store.appendMany('contract-limit-root', [{ kind: 'EXECUTION_STARTED', at: 0 }, { kind: 'EXECUTION_COMPLETED', at: LONG_AGO }]);
+      let listed = 0;
+      const counting = wrap(store, {
+        listExecutions: (...args) => ((listed += 1), store.listExecutions(...args)),
+      });
+      for (const pageLimit of [0, 10_001]) {
+        await assert.rejects(sweep(counting, { endedBefore: CUTOFF, pageLimit }), (error) => {
+          assert.equal(error.code, 'INVALID_LIMIT', `${pageLimit}: ${describeError(error)}`);
+          return true;
+        });
+      }
+      assert.equal(listed, 0, 'nothing was listed');
+      assert.ok(await exists(store, 'contract-limit-root'));
+    },
+  ],
   [
     'sweep_contract::a_listing_outside_the_interface_stops_the_sweep',
     async (store) => {

@@ -213,6 +213,10 @@ pub const ALL: &[Case] = &[
     case!(Any, sweep_undecided::archiving_without_a_sink_is_refused),
     case!(
         Any,
+        sweep_contract::a_page_limit_out_of_bounds_is_refused_before_listing
+    ),
+    case!(
+        Any,
         sweep_contract::a_listing_outside_the_interface_stops_the_sweep
     ),
     case!(

@@ -1,15 +1,19 @@
-//! The sweep over a store that answers outside the interface: a listing
-//! past its limit or with a summary its own log contradicts, a log that
-//! does not run from sequence 1, a delete refusal that does not answer the
-//! guard. Each stops the sweep with a contract error and the partial
-//! report, and nothing is deleted for it. The rules are the core
-//! `SweepMachine`'s, so the Rust runtime and the npm package refuse the
-//! same answers (the JS kit's `retention.test.js` has the same cases).
+//! What the sweep refuses: options, before anything is listed; and a store
+//! that answers outside the interface (a listing past its limit or with a
+//! summary its own log contradicts, a log that does not run from sequence
+//! 1, a delete refusal that does not answer the guard), which stops the
+//! sweep with a contract error and the partial report, nothing deleted
+//! for it. The rules are the core `SweepMachine`'s, so the Rust runtime and
+//! the npm package refuse the same (`sweep-contract-kit.js` ports these
+//! cases).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use loomfence_core::{DeleteGuard, Ended, Envelope, ExecutionId, ExecutionSummary, GuardedDelete};
+use loomfence_core::{
+    DeleteGuard, Ended, Envelope, ExecutionId, ExecutionSummary, GuardedDelete, InputError,
+};
 use loomfence_runtime::{RetentionError, Sweep};
 use loomfence_store::{EventStore, StoreError};
 
@@ -150,4 +154,49 @@ pub async fn a_log_not_from_sequence_one_stops_the_sweep(store: Store) {
 pub async fn a_delete_answer_outside_the_guard_stops_the_sweep(store: Store) {
     expect_contract(&store, Lie::GuardsOwnHead).await;
     expect_contract(&store, Lie::StrangerMoved).await;
+}
+
+/// Counts listings.
+#[derive(Default)]
+struct Listings(AtomicUsize);
+
+#[async_trait]
+impl Hooks for Listings {
+    async fn list_executions(
+        &self,
+        inner: &dyn EventStore,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        inner.list_executions(after, limit).await
+    }
+}
+
+/// A page limit out of bounds is refused before anything is listed, with
+/// the listing's own error and an empty report.
+pub async fn a_page_limit_out_of_bounds_is_refused_before_listing(store: Store) {
+    let root = id("contract-limit-root");
+    finished_child(&*store, &root, None, LONG_AGO).await;
+    let counting = Around {
+        inner: Arc::clone(&store),
+        hooks: Listings::default(),
+    };
+    for limit in [0, loomfence_core::MAX_PAGE_LIMIT + 1] {
+        match Sweep::new(&counting, options(limit)).run().await {
+            Err(RetentionError::Store {
+                report,
+                source: StoreError::Input(InputError::Limit { value, .. }),
+            }) => {
+                assert_eq!((value, report.pages), (u64::from(limit), 0), "{limit}");
+            }
+            other => panic!("limit {limit}: expected the limit's error, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        counting.hooks.0.load(Ordering::SeqCst),
+        0,
+        "nothing was listed"
+    );
+    assert!(exists(&*store, &root).await);
 }
