@@ -27,14 +27,22 @@
 //! `(executionId, sequence)`.
 //!
 //! A child the sweep cannot judge is *undecided* ([`Undecided`]): its log
-//! or a parent's cannot be read for good ([`SweepMachine::handle_unreadable`]),
-//! its recorded parent is corrupt, a parent's open park cannot be read, or
-//! a kernel kind this node does not know follows that park. It is kept,
-//! named in the report with its reason, and the sweep goes on: one corrupt
-//! execution must not stop every sweep for good while the store grows. A
-//! store failure that may pass (a retryable one) is the driver's to report,
-//! ending the run; [`SweepMachine::report`] then says what was done before
-//! it.
+//! or a parent's cannot be read for good ([`SweepMachine::handle_failed`]
+//! with [`SweepFailure::ForGood`]), its recorded parent is corrupt, a
+//! parent's open park cannot be read, or a kernel kind this node does not
+//! know follows that park. It is kept, named in the report with its reason,
+//! and the sweep goes on: one corrupt execution must not stop every sweep
+//! for good while the store grows. Any other failure (one that may pass, or
+//! a listing, archive or delete that fails) is [`SweepFailureVerdict::Stop`]:
+//! the driver ends the run with its own error, and
+//! [`SweepMachine::report`] says what was done before it.
+//!
+//! Every rule of the sweep is here, so that each host is a pump that only
+//! does IO and callbacks: the options' default and check
+//! ([`SweepOptions::new`], [`SweepOptions::check`]), what a store's answers
+//! must be (a [`SweepMachineError`] otherwise), what a failure means, and
+//! when a listing page is done ([`SweepMachine::poll_page_done`], for
+//! progress).
 
 use crate::event::Envelope;
 use crate::id::ExecutionId;
@@ -87,16 +95,15 @@ pub enum SweepAction {
     },
     /// Read the eligible execution's whole log; answer with
     /// [`SweepMachine::handle_log`], adding any parents the driver knows
-    /// wait on it, or with [`SweepMachine::handle_unreadable`] if the store
-    /// cannot read it for good.
+    /// wait on it, or with [`SweepMachine::handle_failed`] if the read
+    /// failed.
     ReadLog {
         /// The execution.
         execution_id: ExecutionId,
     },
     /// Read a parent's whole log (no log reads as empty); answer with
     /// [`SweepMachine::handle_parent`], or with
-    /// [`SweepMachine::handle_unreadable`] if the store cannot read it for
-    /// good.
+    /// [`SweepMachine::handle_failed`] if the read failed.
     ReadParent {
         /// The child whose pin is being decided.
         child: ExecutionId,
@@ -420,6 +427,8 @@ impl SweepMachine {
     /// cannot help), `detail` saying why. The child is kept, reported
     /// undecided, and the sweep goes on. A failure that may pass is not
     /// this: the driver ends the run with it, and the next run reads again.
+    /// [`handle_failed`](Self::handle_failed) is the same answer for a
+    /// driver that hands the machine every failure, and says which it is.
     pub fn handle_unreadable(&mut self, detail: String) -> Result<(), SweepMachineError> {
         let (execution_id, reason) = match &self.stage {
             Stage::ReadLog(execution_id) => {
