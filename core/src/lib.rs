@@ -182,9 +182,10 @@ pub use resume::{
 };
 pub use retention::{
     DeleteGuard, Ended, ExecutionSummary, GuardedDelete, Kept, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT,
-    ParentMark, PinError, Pinned, SweepAction, SweepMachine, SweepMachineError, SweepOptions,
-    SweepPoll, SweepReport, Undecided, UndecidedReason, check_guard, check_page_limit, ended_of,
-    parent_moved, pin_parked_children, summarize,
+    ParentMark, PinError, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+    SweepMachineError, SweepOptions, SweepPoll, SweepRefused, SweepReport, Undecided,
+    UndecidedReason, check_guard, check_page_limit, ended_of, parent_moved, pin_parked_children,
+    summarize,
 };
 pub use supervise::{ChildOutcome, answer_for, child_outcome};
 pub use tick::{

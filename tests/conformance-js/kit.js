@@ -45,6 +45,7 @@ import {
 } from './support.js';
 import { RETENTION_CASES } from './retention-kit.js';
 import { SWEEP_CASES } from './sweep-kit.js';
+import { SWEEP_CONTRACT_CASES } from './sweep-contract-kit.js';
 import { SWEEP_UNDECIDED_CASES } from './sweep-undecided-kit.js';
 
 /** What a case needs of a store. */
@@ -1246,11 +1247,13 @@ kase('resume::a_store_without_append_if_parked_is_refused_up_front', needs.notRe
 });
 
 // ---------------------------------------------------------------------------
-// retention.rs, sweep.rs and sweep_undecided.rs: the paged listing, the
-// guarded delete and the package's sweep over the store, in their own files;
-// any store runs them.
+// retention.rs, sweep.rs, sweep_undecided.rs and sweep_contract.rs: the
+// paged listing, the guarded delete and the package's sweep over the store,
+// in their own files; any store runs them.
 
-for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES, ...SWEEP_UNDECIDED_CASES]) kase(name, needs.any, run);
+for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES, ...SWEEP_UNDECIDED_CASES, ...SWEEP_CONTRACT_CASES]) {
+  kase(name, needs.any, run);
+}
 
 // ---------------------------------------------------------------------------
 

@@ -204,8 +204,9 @@ export type GuardedDelete =
  *   parent }`; else delete exactly as `deleteExecution` does →
  *   `{ deleted: true }`.
  * `tests/conformance-js/plain-store.js` is one in plain JavaScript, and the
- * kit (`retention::…`) holds a store to it. `sweep` checks every answer: one
- * outside this interface rejects it with an `InputError` `STORE_CONTRACT`.
+ * kit (`retention::…`) holds a store to it. `sweep` checks every answer (the
+ * core's checks, the Rust runtime's too): one outside this interface rejects
+ * it with an `InputError` `STORE_CONTRACT`.
  */
 export interface RetentionStore {
   readRange(executionId: string, fromSeq?: number, toSeq?: number): Promise<Envelope[]>;

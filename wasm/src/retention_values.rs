@@ -1,8 +1,7 @@
 //! Retention's values at the boundary: a listing's cursor and limit and a
 //! delete guard coming in; summaries, guarded-delete outcomes, guards and
 //! sweep reports going out (built by hand, as `out.rs` builds the rest);
-//! and a host store's listing summaries, converted once `sweep` checked
-//! them.
+//! and a host store's listing summaries coming in.
 
 use js_sys::Array;
 use loomfence_core::{
@@ -13,7 +12,7 @@ use wasm_bindgen::JsValue;
 
 use crate::js_errors::{self, INVALID_LIMIT, number, show};
 use crate::out::Out;
-use crate::values::{counter, execution_id, property};
+use crate::values::{counter, execution_id, property, timestamp};
 
 /// A listing's cursor: `undefined` or `null` for the first page, else the
 /// last id of the previous page.
@@ -225,25 +224,28 @@ pub(crate) fn report_js(report: &SweepReport) -> JsValue {
         .done()
 }
 
-/// One summary of a host store's listing, which `sweep` checked (a valid
-/// id, a head from 1, `ended` `null` or `{ sequence, at }` within the log);
-/// `None` if it cannot be converted after all.
+/// One summary of a host store's listing: `{ executionId, head, ended }`
+/// with a valid id, `head` a counter and `ended` `null` or
+/// `{ sequence, at }` (a counter and a safe integer); `None` if it is not
+/// that. Whether it is a summary of a log (a head from 1, an end within
+/// it) is the core's check.
 pub(crate) fn summary(value: &JsValue) -> Option<ExecutionSummary> {
-    let number = |of: &JsValue, key: &str| property(of, key).ok()?.as_f64();
+    let get = |of: &JsValue, key: &str| property(of, key).ok();
     let execution_id =
-        ExecutionId::try_from(property(value, "executionId").ok()?.as_string()?.as_str()).ok()?;
-    let ended = property(value, "ended").ok()?;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        ExecutionId::try_from(get(value, "executionId")?.as_string()?.as_str()).ok()?;
+    let ended = get(value, "ended")?;
     Some(ExecutionSummary {
         execution_id,
-        head: number(value, "head")? as u64,
-        ended: if ended.is_object() {
+        head: counter("head", &get(value, "head")?).ok()?,
+        ended: if ended.is_null() {
+            None
+        } else if ended.is_object() {
             Some(Ended {
-                sequence: number(&ended, "sequence")? as u64,
-                at: number(&ended, "at")? as i64,
+                sequence: counter("sequence", &get(&ended, "sequence")?).ok()?,
+                at: timestamp("at", "", &get(&ended, "at")?).ok()?,
             })
         } else {
-            None
+            return None;
         },
     })
 }

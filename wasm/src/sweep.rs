@@ -1,29 +1,29 @@
 //! `SweepMachine`: the core's retention sweep, sans-IO, for the package's
-//! `sweep` (`npm/retention.js`) to drive. Internal to the package: the glue
+//! `sweep` (`npm/retention.js`) to pump. Internal to the package: the glue
 //! exports it, the entries do not.
 //!
 //! `sweep` polls it for the next action as a plain object, performs it
 //! against the store and feeds the answer back through the matching
-//! `handle*` method, until a poll answers `{ done: report }` (children it
-//! cannot judge are in `report.undecided`, not an error). Every
-//! decision (eligibility, the pin, the guard) is the core's `SweepMachine`;
-//! this module only converts. `sweep` checks every answer against the store
-//! interface first, with the messages (JavaScript costs the `.wasm`
-//! nothing), so the conversions here refuse what they cannot convert with
-//! one short `STORE_CONTRACT` error, and the core's own checks (events of
-//! another execution, a page that repeats its cursor) are `STORE_CONTRACT`
-//! too. An answer out of turn is an `InputError` `UNEXPECTED_ANSWER`.
-//! Either way the machine is left as it was.
+//! `handle*` method, or the failure through `handleFailed`, until a poll
+//! answers `{ done: report }` (children it cannot judge are in
+//! `report.undecided`, not an error). Every decision (the options, the
+//! eligibility, the pin, the guard, what a store's answer must be and what
+//! a failure means) is the core's `SweepMachine`; this module only converts.
+//! A store answer that does not convert, or that the core refuses, is an
+//! `InputError` `STORE_CONTRACT` (the core's message for the core's
+//! refusals); an answer out of turn is `UNEXPECTED_ANSWER`. Either way the
+//! machine is left as it was.
 
+use js_sys::Array;
 use loomfence_core::{
-    ExecutionId, GuardedDelete, SweepAction, SweepMachine, SweepMachineError, SweepOptions,
-    SweepPoll,
+    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+    SweepMachineError, SweepOptions, SweepPoll, SweepRefused,
 };
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;
 use crate::host_store::{STORE_CONTRACT, contract};
-use crate::js_errors;
+use crate::js_errors::{self, INVALID_LIMIT};
 use crate::out::{self, Out};
 use crate::retention_values::{self as retention, guard_js, report_js};
 use crate::values::{counter, property};
@@ -34,30 +34,89 @@ use crate::values::{counter, property};
 pub struct SweepMachineJs {
     /// The core's machine.
     machine: SweepMachine,
-    /// The page size, which a page may not exceed.
-    page_limit: u32,
 }
 
-/// A driver's answer the machine refused: out of turn, or (what `sweep`
-/// checks first, with the ids in its message) events of another execution
-/// or a page that repeats its cursor. Fixed messages: the core's `Display`
-/// of these would cost the `.wasm` for errors `sweep` never lets through.
+/// The `code` of an answer that does not answer what was asked: out of
+/// turn, or a host callback's answer of the wrong shape.
+const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+
+/// A driver's answer the machine refused: out of turn, or a store's answer
+/// outside the interface, with the core's message (which names the ids).
 fn machine_error(error: &SweepMachineError) -> JsValue {
     match error {
         SweepMachineError::UnexpectedInput { .. } => js_errors::invalid(
             "the answer does not answer the pending action",
-            "UNEXPECTED_ANSWER",
+            UNEXPECTED_ANSWER,
         ),
-        _ => contract(
-            "the store answered with another execution's events, or with a page that lists \
-             its cursor again",
-        ),
+        _ => contract(&error.to_string()),
     }
 }
 
-/// The one refusal of an answer `sweep` should have refused first.
+/// The one refusal of a store answer that does not convert.
 fn unconvertible() -> JsValue {
     contract("the store answered outside the interface")
+}
+
+/// The options' page limit: `undefined` is the core's default; anything
+/// but an integer is `INVALID_LIMIT` (its bounds are the core's check).
+fn page_limit(value: &JsValue) -> Result<u32, JsValue> {
+    if value.is_undefined() {
+        return Ok(SweepOptions::DEFAULT_PAGE_LIMIT);
+    }
+    match value.as_f64() {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Some(n) if n.fract() == 0.0 => Ok(n.clamp(0.0, f64::from(u32::MAX)) as u32),
+        _ => Err(js_errors::invalid(
+            "options.pageLimit must be an integer",
+            INVALID_LIMIT,
+        )),
+    }
+}
+
+/// The parents a host's `knownParents` answered: nothing (`undefined`,
+/// `null`) or an array of execution ids, else `UNEXPECTED_ANSWER`.
+fn known_parents(value: &JsValue) -> Result<Vec<ExecutionId>, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(Vec::new());
+    }
+    let wrong = || {
+        js_errors::invalid(
+            "options.knownParents must return an array of execution ids",
+            UNEXPECTED_ANSWER,
+        )
+    };
+    if !Array::is_array(value) {
+        return Err(wrong());
+    }
+    Array::from(value)
+        .iter()
+        .map(|id| {
+            id.as_string()
+                .and_then(|id| ExecutionId::try_from(id.as_str()).ok())
+                .ok_or_else(wrong)
+        })
+        .collect()
+}
+
+/// A guarded delete's answer: an object with exactly one of `deleted`,
+/// `logChanged` (with `head`) and `parentMoved` (with `parent`), and that
+/// one exactly `true`.
+fn outcome(value: &JsValue) -> Result<GuardedDelete, JsValue> {
+    let flag = |key| property(value, key).map_err(|_| unconvertible());
+    let flags = [flag("deleted")?, flag("logChanged")?, flag("parentMoved")?];
+    let set: Vec<usize> = (0..3).filter(|&i| !flags[i].is_undefined()).collect();
+    if !value.is_object() || set.len() != 1 || flags[set[0]] != JsValue::TRUE {
+        return Err(unconvertible());
+    }
+    Ok(match set[0] {
+        0 => GuardedDelete::Deleted,
+        1 => GuardedDelete::LogChanged {
+            head: counter("head", &flag("head")?).map_err(|_| unconvertible())?,
+        },
+        _ => GuardedDelete::ParentMoved {
+            parent: answered_id(&flag("parent")?)?,
+        },
+    })
 }
 
 /// An execution id in a store's answer.
@@ -103,21 +162,32 @@ fn action_js(action: &SweepAction) -> JsValue {
 #[wasm_bindgen(js_class = SweepMachine)]
 impl SweepMachineJs {
     /// A sweep that has done nothing yet, of executions that ended before
-    /// `endedBefore`, listed `pageLimit` at a time. `sweep` checked both
-    /// (a safe integer; 1 to 10 000).
+    /// `endedBefore` (a safe integer, which `sweep` checked), listed
+    /// `pageLimit` at a time (`undefined`: the core's default), archiving
+    /// when `archive`. Options the core refuses are refused here, before
+    /// anything is listed.
     #[wasm_bindgen(constructor)]
-    #[must_use]
     #[allow(clippy::cast_possible_truncation)]
-    pub fn new(ended_before: f64, page_limit: u32, archive: bool, dry_run: bool) -> Self {
-        Self {
-            machine: SweepMachine::new(SweepOptions {
-                ended_before: ended_before as i64,
-                page_limit,
-                archive,
-                dry_run,
-            }),
-            page_limit,
-        }
+    pub fn new(
+        ended_before: f64,
+        page_limit: &JsValue,
+        archive: bool,
+        dry_run: bool,
+    ) -> Result<SweepMachineJs, JsValue> {
+        let options = SweepOptions {
+            page_limit: self::page_limit(page_limit)?,
+            archive,
+            dry_run,
+            ..SweepOptions::new(ended_before as i64)
+        };
+        // `archive` is the host's archive itself: it never lacks one.
+        options.check(archive).map_err(|refused| match refused {
+            SweepRefused::PageLimit(input) => js_errors::input(&input),
+            _ => js_errors::internal("an unknown refusal of the sweep's options"),
+        })?;
+        Ok(Self {
+            machine: SweepMachine::new(options),
+        })
     }
 
     /// What was done so far: the partial report when a driver stops on a
@@ -146,16 +216,16 @@ impl SweepMachineJs {
         }
     }
 
-    /// Answers `list` with the page the store listed (checked by `sweep`:
-    /// at most the limit, each `{ executionId, head, ended }`).
+    /// Answers `list` with the page the store listed: an array of
+    /// `{ executionId, head, ended }`.
     #[wasm_bindgen(js_name = handlePage)]
-    pub fn handle_page(&mut self, page: Vec<JsValue>) -> Result<(), JsValue> {
-        if page.len() > self.page_limit as usize {
+    pub fn handle_page(&mut self, page: &JsValue) -> Result<(), JsValue> {
+        if !Array::is_array(page) {
             return Err(unconvertible());
         }
-        let page = page
+        let page = Array::from(page)
             .iter()
-            .map(retention::summary)
+            .map(|summary| retention::summary(&summary))
             .collect::<Option<_>>()
             .ok_or_else(unconvertible)?;
         self.machine
@@ -163,21 +233,13 @@ impl SweepMachineJs {
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `readLog` with the whole log (`readRange(executionId, 1)`,
-    /// checked by `sweep` to run from sequence 1, contiguous) and the
-    /// parents the host knows wait on the execution besides the one its log
-    /// records.
+    /// Answers `readLog` with the whole log (`readRange(executionId, 1)`)
+    /// and what the host's `knownParents` answered: the parents it knows
+    /// wait on the execution besides the one its log records.
     #[wasm_bindgen(js_name = handleLog)]
-    pub fn handle_log(
-        &mut self,
-        events: JsValue,
-        known_parents: Vec<String>,
-    ) -> Result<(), JsValue> {
-        let events = envelopes("readRange() result", STORE_CONTRACT, &events)?;
-        let known = known_parents
-            .iter()
-            .map(|id| ExecutionId::try_from(id.as_str()).map_err(|e| js_errors::id(&e)))
-            .collect::<Result<Vec<_>, _>>()?;
+    pub fn handle_log(&mut self, events: &JsValue, known_parents: &JsValue) -> Result<(), JsValue> {
+        let events = envelopes("readRange() result", STORE_CONTRACT, events)?;
+        let known = self::known_parents(known_parents)?;
         self.machine
             .handle_log(events, known)
             .map_err(|e| machine_error(&e))
@@ -185,20 +247,26 @@ impl SweepMachineJs {
 
     /// Answers `readParent` with the parent's whole log (empty: no log).
     #[wasm_bindgen(js_name = handleParent)]
-    pub fn handle_parent(&mut self, events: JsValue) -> Result<(), JsValue> {
-        let events = envelopes("readRange() result", STORE_CONTRACT, &events)?;
+    pub fn handle_parent(&mut self, events: &JsValue) -> Result<(), JsValue> {
+        let events = envelopes("readRange() result", STORE_CONTRACT, events)?;
         self.machine
             .handle_parent(events)
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `readLog` or `readParent` when the store cannot read that
-    /// log for good (it threw with `retryable: false`), `detail` saying
-    /// why: the child is kept, reported undecided, and the sweep goes on.
-    #[wasm_bindgen(js_name = handleUnreadable)]
-    pub fn handle_unreadable(&mut self, detail: String) -> Result<(), JsValue> {
+    /// Answers any action that failed: `detail` is the error's message
+    /// when the host says it cannot succeed for good (it threw with
+    /// `retryable: false`), `undefined` when it may pass. `true`: the child
+    /// at hand is kept, reported undecided, and the sweep goes on; `false`:
+    /// end the sweep with the error.
+    #[wasm_bindgen(js_name = handleFailed)]
+    pub fn handle_failed(&mut self, detail: Option<String>) -> Result<bool, JsValue> {
+        let failure = detail.map_or(SweepFailure::MayPass, |detail| SweepFailure::ForGood {
+            detail,
+        });
         self.machine
-            .handle_unreadable(detail)
+            .handle_failed(failure)
+            .map(|verdict| verdict == SweepFailureVerdict::GoOn)
             .map_err(|e| machine_error(&e))
     }
 
@@ -210,21 +278,10 @@ impl SweepMachineJs {
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `delete` with what `deleteExecutionIf` resolved to, which
-    /// `sweep` checked against the guard it answers.
+    /// Answers `delete` with what `deleteExecutionIf` resolved to.
     #[wasm_bindgen(js_name = handleDeleted)]
-    pub fn handle_deleted(&mut self, outcome: JsValue) -> Result<(), JsValue> {
-        let outcome = if property(&outcome, "deleted")? == JsValue::TRUE {
-            GuardedDelete::Deleted
-        } else if property(&outcome, "logChanged")? == JsValue::TRUE {
-            GuardedDelete::LogChanged {
-                head: counter("head", &property(&outcome, "head")?).map_err(|_| unconvertible())?,
-            }
-        } else {
-            GuardedDelete::ParentMoved {
-                parent: answered_id(&property(&outcome, "parent")?)?,
-            }
-        };
+    pub fn handle_deleted(&mut self, outcome: &JsValue) -> Result<(), JsValue> {
+        let outcome = self::outcome(outcome)?;
         self.machine
             .handle_deleted(outcome)
             .map_err(|e| machine_error(&e))

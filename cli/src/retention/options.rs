@@ -6,13 +6,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use loomfence_core::{InputError, check_page_limit};
+use loomfence_core::{InputError, SweepOptions, check_page_limit};
 use loomfence_postgres::{ConfigError, Schema};
 
 use crate::store_arg::{StoreArg, StoreArgError};
 
-/// The page size when `--page-limit` is not given.
-pub(crate) const DEFAULT_PAGE_LIMIT: u32 = 1_000;
+/// The page size when `--page-limit` is not given: the core's default, as
+/// the npm package's `sweep` has it.
+pub(crate) const DEFAULT_PAGE_LIMIT: u32 = SweepOptions::DEFAULT_PAGE_LIMIT;
 
 /// The options as typed, before the checks clap cannot do.
 #[derive(Clone, Debug)]

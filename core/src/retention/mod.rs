@@ -10,6 +10,10 @@ mod guard;
 mod pin;
 mod summary;
 mod sweep;
+mod sweep_answers;
+mod sweep_options;
+#[cfg(test)]
+mod sweep_rules_tests;
 #[cfg(test)]
 mod tests;
 mod undecided;
@@ -20,7 +24,9 @@ pub use guard::{
 pub use pin::{PinError, pin_parked_children};
 pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
 pub use sweep::{
-    Kept, Pinned, SweepAction, SweepMachine, SweepMachineError, SweepOptions, SweepPoll,
+    Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,
 };
+pub use sweep_answers::SweepMachineError;
+pub use sweep_options::{SweepOptions, SweepRefused};
 pub use undecided::{Undecided, UndecidedReason};

@@ -27,14 +27,22 @@
 //! `(executionId, sequence)`.
 //!
 //! A child the sweep cannot judge is *undecided* ([`Undecided`]): its log
-//! or a parent's cannot be read for good ([`SweepMachine::handle_unreadable`]),
-//! its recorded parent is corrupt, a parent's open park cannot be read, or
-//! a kernel kind this node does not know follows that park. It is kept,
-//! named in the report with its reason, and the sweep goes on: one corrupt
-//! execution must not stop every sweep for good while the store grows. A
-//! store failure that may pass (a retryable one) is the driver's to report,
-//! ending the run; [`SweepMachine::report`] then says what was done before
-//! it.
+//! or a parent's cannot be read for good ([`SweepMachine::handle_failed`]
+//! with [`SweepFailure::ForGood`]), its recorded parent is corrupt, a
+//! parent's open park cannot be read, or a kernel kind this node does not
+//! know follows that park. It is kept, named in the report with its reason,
+//! and the sweep goes on: one corrupt execution must not stop every sweep
+//! for good while the store grows. Any other failure (one that may pass, or
+//! a listing, archive or delete that fails) is [`SweepFailureVerdict::Stop`]:
+//! the driver ends the run with its own error, and
+//! [`SweepMachine::report`] says what was done before it.
+//!
+//! Every rule of the sweep is here, so that each host is a pump that only
+//! does IO and callbacks: the options' default and check
+//! ([`SweepOptions::new`], [`SweepOptions::check`]), what a store's answers
+//! must be (a [`SweepMachineError`] otherwise), what a failure means, and
+//! when a listing page is done ([`SweepMachine::poll_page_done`], for
+//! progress).
 
 use crate::event::Envelope;
 use crate::id::ExecutionId;
@@ -42,22 +50,34 @@ use crate::lineage::parent_of;
 use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
 use crate::retention::pin::{PinError, pin_parked_children};
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
+use crate::retention::sweep_answers::{SweepMachineError, check_log, check_outcome, check_page};
+use crate::retention::sweep_options::SweepOptions;
 use crate::retention::undecided::{Undecided, UndecidedReason};
 
-/// What one sweep does.
+/// Why an action failed, as the host reads its own error: the one thing
+/// about a failure the machine needs to decide what it means.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SweepFailure {
+    /// It may pass if tried again (a lost connection, a timeout, a busy
+    /// store), or the host cannot tell.
+    MayPass,
+    /// It cannot succeed however often it is tried (a stored row the store
+    /// cannot decode); `detail` says why, for the report.
+    ForGood {
+        /// What the store said.
+        detail: String,
+    },
+}
+
+/// What [`SweepMachine::handle_failed`] makes of a failed action.
+#[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SweepOptions {
-    /// Executions that ended strictly before this instant (ms since the
-    /// epoch) are eligible; the caller computes it from its own clock.
-    pub ended_before: i64,
-    /// Executions per listing page, 1 to
-    /// [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT).
-    pub page_limit: u32,
-    /// Hand each log to an archive before deleting it.
-    pub archive: bool,
-    /// Decide everything, read what deciding needs, change nothing: no
-    /// archive, no delete. `deleted` then counts what would be deleted.
-    pub dry_run: bool,
+pub enum SweepFailureVerdict {
+    /// End the run with the host's own error; [`SweepMachine::report`]
+    /// says what was done before it, and the next run tries again.
+    Stop,
+    /// The child at hand is kept and reported undecided; poll again.
+    GoOn,
 }
 
 /// What [`SweepMachine::poll`] asks the driver to do next.
@@ -75,16 +95,15 @@ pub enum SweepAction {
     },
     /// Read the eligible execution's whole log; answer with
     /// [`SweepMachine::handle_log`], adding any parents the driver knows
-    /// wait on it, or with [`SweepMachine::handle_unreadable`] if the store
-    /// cannot read it for good.
+    /// wait on it, or with [`SweepMachine::handle_failed`] if the read
+    /// failed.
     ReadLog {
         /// The execution.
         execution_id: ExecutionId,
     },
     /// Read a parent's whole log (no log reads as empty); answer with
     /// [`SweepMachine::handle_parent`], or with
-    /// [`SweepMachine::handle_unreadable`] if the store cannot read it for
-    /// good.
+    /// [`SweepMachine::handle_failed`] if the read failed.
     ReadParent {
         /// The child whose pin is being decided.
         child: ExecutionId,
@@ -178,36 +197,6 @@ impl SweepReport {
     }
 }
 
-/// A driver that answered out of turn or with an answer about something
-/// else. The machine's state is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SweepMachineError {
-    /// A `handle_*` call that does not answer the pending action.
-    #[error("{got} does not answer the pending action ({expected})")]
-    UnexpectedInput {
-        /// What the machine waits for.
-        expected: &'static str,
-        /// What it was given.
-        got: &'static str,
-    },
-    /// Events of another execution than the one asked for.
-    #[error("the store answered with events of {got:?} to a read of {expected:?}")]
-    WrongExecution {
-        /// The execution asked for.
-        expected: ExecutionId,
-        /// The one in the answer.
-        got: ExecutionId,
-    },
-    /// A page that lists the previous page's last id again: a listing
-    /// whose `after` is not exclusive would never end.
-    #[error("the listing after {after:?} repeated it")]
-    PageRepeatsCursor {
-        /// The cursor given.
-        after: ExecutionId,
-    },
-}
-
 /// An eligible execution being judged.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Candidate {
@@ -219,6 +208,17 @@ struct Candidate {
     parents: Vec<ExecutionId>,
     /// The parents read so far, with their heads.
     marks: Vec<ParentMark>,
+}
+
+impl Candidate {
+    /// What must still hold for its delete: the log as read, the parents
+    /// as read.
+    fn guard(&self) -> DeleteGuard {
+        DeleteGuard {
+            head: self.events.last().map_or(0, |e| e.sequence),
+            parents: self.marks.clone(),
+        }
+    }
 }
 
 /// Where the sweep stands.
@@ -251,11 +251,15 @@ pub struct SweepMachine {
     stage: Stage,
     /// What was done so far.
     report: SweepReport,
+    /// Whether a listing page was finished since
+    /// [`SweepMachine::poll_page_done`] last said so.
+    page_done: bool,
 }
 
 impl SweepMachine {
-    /// A sweep that has done nothing yet. The page limit is the store's to
-    /// check, with the listing's own typed error.
+    /// A sweep that has done nothing yet. A host checks `options` first
+    /// ([`SweepOptions::check`]); the machine then only passes the page
+    /// limit on.
     #[must_use]
     pub fn new(options: SweepOptions) -> Self {
         Self {
@@ -267,6 +271,7 @@ impl SweepMachine {
                 dry_run: options.dry_run,
                 ..SweepReport::default()
             },
+            page_done: false,
         }
     }
 
@@ -297,10 +302,7 @@ impl SweepMachine {
             },
             Stage::Delete(candidate) => SweepAction::Delete {
                 execution_id: candidate.execution_id.clone(),
-                guard: DeleteGuard {
-                    head: candidate.events.last().map_or(0, |e| e.sequence),
-                    parents: candidate.marks.clone(),
-                },
+                guard: candidate.guard(),
             },
             Stage::Done => return SweepPoll::Done(self.report.clone()),
         };
@@ -308,19 +310,16 @@ impl SweepMachine {
     }
 
     /// The answer to [`SweepAction::List`]: the page, in the store's id
-    /// order. An empty page ends the sweep.
+    /// order. An empty page ends the sweep. A page past the limit, one that
+    /// lists its cursor again or a summary whose end is outside its own log
+    /// is refused: a broken listing.
     pub fn handle_page(&mut self, page: Vec<ExecutionSummary>) -> Result<(), SweepMachineError> {
         self.expect(matches!(self.stage, Stage::List), "handle_page")?;
-        if let Some(after) = &self.cursor
-            && page.iter().any(|s| &s.execution_id == after)
-        {
-            return Err(SweepMachineError::PageRepeatsCursor {
-                after: after.clone(),
-            });
-        }
+        check_page(&page, self.cursor.as_ref(), self.options.page_limit)?;
         self.report.pages += 1;
         let Some(last) = page.last() else {
             self.stage = Stage::Done;
+            self.page_done = true;
             return Ok(());
         };
         self.cursor = Some(last.execution_id.clone());
@@ -343,7 +342,7 @@ impl SweepMachine {
             return Err(self.unexpected("handle_log"));
         };
         let execution_id = execution_id.clone();
-        check_owner(&execution_id, &events)?;
+        check_log(&execution_id, &events)?;
         self.report.log_reads += 1;
         // Judged again from the log itself: it may have been deleted, or
         // deleted and grown back, since the listing.
@@ -381,7 +380,7 @@ impl SweepMachine {
             return Err(self.unexpected("handle_parent"));
         };
         let parent = candidate.parents[candidate.marks.len()].clone();
-        check_owner(&parent, &events)?;
+        check_log(&parent, &events)?;
         let Stage::ReadParent(mut candidate) = std::mem::replace(&mut self.stage, Stage::List)
         else {
             unreachable!("matched above");
@@ -428,6 +427,8 @@ impl SweepMachine {
     /// cannot help), `detail` saying why. The child is kept, reported
     /// undecided, and the sweep goes on. A failure that may pass is not
     /// this: the driver ends the run with it, and the next run reads again.
+    /// [`handle_failed`](Self::handle_failed) is the same answer for a
+    /// driver that hands the machine every failure, and says which it is.
     pub fn handle_unreadable(&mut self, detail: String) -> Result<(), SweepMachineError> {
         let (execution_id, reason) = match &self.stage {
             Stage::ReadLog(execution_id) => {
@@ -453,6 +454,37 @@ impl SweepMachine {
         Ok(())
     }
 
+    /// The answer to any action that failed (the store's or the archive's
+    /// error), read by the host as [`SweepFailure`]. A read that cannot
+    /// succeed for good keeps the child, reported undecided, and the sweep
+    /// goes on ([`SweepFailureVerdict::GoOn`]), as
+    /// [`handle_unreadable`](Self::handle_unreadable) does; anything else
+    /// ends the run ([`SweepFailureVerdict::Stop`]) with the machine as it was: a
+    /// failure that may pass is tried again by the next run, and a listing,
+    /// archive or delete that fails for good is not one child's problem.
+    pub fn handle_failed(
+        &mut self,
+        failure: SweepFailure,
+    ) -> Result<SweepFailureVerdict, SweepMachineError> {
+        match (&self.stage, failure) {
+            (Stage::Done, _) => Err(self.unexpected("handle_failed")),
+            (Stage::ReadLog(_) | Stage::ReadParent(_), SweepFailure::ForGood { detail }) => {
+                self.handle_unreadable(detail)?;
+                Ok(SweepFailureVerdict::GoOn)
+            }
+            _ => Ok(SweepFailureVerdict::Stop),
+        }
+    }
+
+    /// Whether a listing page was finished (every execution on it decided,
+    /// or the empty last page read) since this last answered `true`: when
+    /// a host reports progress, with [`report`](Self::report) as it
+    /// stands.
+    #[must_use]
+    pub fn poll_page_done(&mut self) -> bool {
+        std::mem::take(&mut self.page_done)
+    }
+
     /// The answer to [`SweepAction::Archive`]: the log is durably archived.
     pub fn handle_archived(&mut self) -> Result<(), SweepMachineError> {
         self.expect(matches!(self.stage, Stage::Archive(_)), "handle_archived")?;
@@ -463,11 +495,14 @@ impl SweepMachine {
         Ok(())
     }
 
-    /// The answer to [`SweepAction::Delete`].
+    /// The answer to [`SweepAction::Delete`]. A refusal that cannot answer
+    /// the guard sent (the log "changed" to the guard's own head, a parent
+    /// the guard does not name "moved") is refused: a broken store.
     pub fn handle_deleted(&mut self, outcome: GuardedDelete) -> Result<(), SweepMachineError> {
         let Stage::Delete(candidate) = &self.stage else {
             return Err(self.unexpected("handle_deleted"));
         };
+        check_outcome(&candidate.execution_id, &candidate.guard(), &outcome)?;
         match outcome {
             GuardedDelete::Deleted => self.report.deleted += 1,
             refusal => self.report.kept.push(Kept {
@@ -516,6 +551,7 @@ impl SweepMachine {
                 return Stage::ReadLog(summary.execution_id);
             }
         }
+        self.page_done = true;
         Stage::List
     }
 
@@ -544,16 +580,5 @@ impl SweepMachine {
             Stage::Done => "nothing (the sweep is done)",
         };
         SweepMachineError::UnexpectedInput { expected, got }
-    }
-}
-
-/// Refuses events that belong to another execution than `expected`.
-fn check_owner(expected: &ExecutionId, events: &[Envelope]) -> Result<(), SweepMachineError> {
-    match events.iter().find(|e| &e.execution_id != expected) {
-        Some(other) => Err(SweepMachineError::WrongExecution {
-            expected: expected.clone(),
-            got: other.execution_id.clone(),
-        }),
-        None => Ok(()),
     }
 }

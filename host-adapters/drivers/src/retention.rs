@@ -34,8 +34,8 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    Envelope, ExecutionId, SweepAction, SweepMachine, SweepMachineError, SweepOptions, SweepPoll,
-    SweepReport,
+    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+    SweepMachineError, SweepOptions, SweepPoll, SweepReport,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -110,26 +110,22 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
 
     /// Runs the sweep to the end of the listing. Children it cannot judge
     /// are kept and listed in [`SweepReport::undecided`]; only a failure
-    /// that may pass (a retryable store error, the archive, a broken
-    /// adapter) ends it early.
+    /// the machine says ends the run (a store error that may pass, the
+    /// archive, a broken adapter) ends it early.
     ///
-    /// `archive: true` without a [sink](Sweep::archive) is refused before
-    /// anything is listed, dry runs included: a sweep asked to archive must
-    /// never delete what it did not archive.
+    /// Options the core refuses ([`SweepOptions::check`]) are refused
+    /// before anything is listed: `archive: true` without a
+    /// [sink](Sweep::archive) (dry runs included), and a page limit out of
+    /// bounds (the listing's own error, as a store gives it).
     pub async fn run(mut self) -> Result<SweepReport, RetentionError> {
-        if self.options.archive && self.archive.is_none() {
-            return Err(RetentionError::ArchiveWithoutSink {
-                report: Box::new(SweepReport {
-                    dry_run: self.options.dry_run,
-                    ..SweepReport::default()
-                }),
-            });
+        if let Err(refused) = self.options.check(self.archive.is_some()) {
+            return Err(RetentionError::refused(refused, self.options.dry_run));
         }
         let mut machine = SweepMachine::new(self.options);
         loop {
             let action = match machine.poll() {
                 SweepPoll::Done(report) => {
-                    self.page_done(&report);
+                    self.page_done(&mut machine);
                     return Ok(report);
                 }
                 SweepPoll::Act(action) => action,
@@ -138,27 +134,48 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
             if let Err(error) = self.perform(&mut machine, action).await {
                 return Err(error.with_report(machine.report()));
             }
+            self.page_done(&mut machine);
         }
     }
 
-    /// Performs one action and hands its answer to the machine.
+    /// Performs one action and hands its answer to the machine; a failure
+    /// is the machine's to judge.
     async fn perform(
+        &mut self,
+        machine: &mut SweepMachine,
+        action: SweepAction,
+    ) -> Result<(), Failure> {
+        let failure = match self.attempt(machine, action).await {
+            Ok(()) => return Ok(()),
+            Err(failure) => failure,
+        };
+        let Some(judged) = failure.as_sweep_failure() else {
+            return Err(failure);
+        };
+        match machine.handle_failed(judged)? {
+            SweepFailureVerdict::GoOn => {
+                if let Failure::Store(error) = &failure {
+                    tracing::warn!(%error, "retention: a log cannot be read; its child is kept");
+                }
+                Ok(())
+            }
+            SweepFailureVerdict::Stop => Err(failure),
+        }
+    }
+
+    /// Performs one action; any failure is returned as it came.
+    async fn attempt(
         &mut self,
         machine: &mut SweepMachine,
         action: SweepAction,
     ) -> Result<(), Failure> {
         match action {
             SweepAction::List { after, limit } => {
-                if after.is_some() {
-                    self.page_done(machine.report());
-                }
                 let page = self.store.list_executions(after.as_ref(), limit).await?;
                 machine.handle_page(page)?;
             }
             SweepAction::ReadLog { execution_id } => {
-                let Some(events) = read(self.store, machine, &execution_id).await? else {
-                    return Ok(());
-                };
+                let events = self.store.read_range(&execution_id, 1, None).await?;
                 let known = self
                     .known_parents
                     .as_ref()
@@ -167,9 +184,8 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                 machine.handle_log(events, known)?;
             }
             SweepAction::ReadParent { parent, .. } => {
-                if let Some(events) = read(self.store, machine, &parent).await? {
-                    machine.handle_parent(events)?;
-                }
+                let events = self.store.read_range(&parent, 1, None).await?;
+                machine.handle_parent(events)?;
             }
             SweepAction::Archive {
                 execution_id,
@@ -191,41 +207,27 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                     .store
                     .delete_execution_if(&execution_id, &guard)
                     .await?;
-                if let loomfence_core::GuardedDelete::ParentMoved { parent } = &outcome {
+                let moved = match &outcome {
+                    GuardedDelete::ParentMoved { parent } => Some(parent.clone()),
+                    _ => None,
+                };
+                machine.handle_deleted(outcome)?;
+                if let Some(parent) = moved {
                     tracing::info!(%execution_id, %parent, "kept: a parent moved after the pin check");
                 }
-                machine.handle_deleted(outcome)?;
             }
             other => unreachable!("an action this driver does not know: {other:?}"),
         }
         Ok(())
     }
 
-    /// Reports progress.
-    fn page_done(&mut self, report: &SweepReport) {
-        if let Some(on_page) = &mut self.on_page {
-            on_page(report);
+    /// Reports progress when the machine says a page is done.
+    fn page_done(&mut self, machine: &mut SweepMachine) {
+        if machine.poll_page_done()
+            && let Some(on_page) = &mut self.on_page
+        {
+            on_page(machine.report());
         }
-    }
-}
-
-/// Reads a whole log. A read the store says cannot succeed (a
-/// non-retryable backend error: a row it cannot decode) is answered to
-/// the machine as unreadable, which keeps the child and goes on
-/// (`None`); any other failure ends the run.
-async fn read<S: EventStore + ?Sized>(
-    store: &S,
-    machine: &mut SweepMachine,
-    id: &ExecutionId,
-) -> Result<Option<Vec<Envelope>>, Failure> {
-    match store.read_range(id, 1, None).await {
-        Ok(events) => Ok(Some(events)),
-        Err(StoreError::Backend(error)) if !error.retryable => {
-            tracing::warn!(%id, %error, "retention: a log cannot be read; its child is kept");
-            machine.handle_unreadable(error.to_string())?;
-            Ok(None)
-        }
-        Err(error) => Err(error.into()),
     }
 }
 
@@ -252,6 +254,22 @@ impl From<SweepMachineError> for Failure {
 }
 
 impl Failure {
+    /// What the machine needs to know of a store's or the archive's
+    /// failure: a non-retryable backend error cannot succeed however often
+    /// it is tried; anything else may pass. `None` for a broken answer,
+    /// which is no action's failure.
+    fn as_sweep_failure(&self) -> Option<SweepFailure> {
+        match self {
+            Failure::Store(StoreError::Backend(error)) if !error.retryable => {
+                Some(SweepFailure::ForGood {
+                    detail: error.to_string(),
+                })
+            }
+            Failure::Store(_) | Failure::Archive(_) => Some(SweepFailure::MayPass),
+            Failure::Contract(_) => None,
+        }
+    }
+
     /// The error a caller sees, with what was done before.
     fn with_report(self, report: &SweepReport) -> RetentionError {
         let report = Box::new(report.clone());

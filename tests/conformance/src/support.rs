@@ -205,6 +205,16 @@ pub trait Hooks: Send + Sync {
     ) -> Result<GuardedDelete, StoreError> {
         inner.delete_execution_if(id, guard).await
     }
+
+    /// In place of [`EventStore::list_executions`].
+    async fn list_executions(
+        &self,
+        inner: &dyn EventStore,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        inner.list_executions(after, limit).await
+    }
 }
 
 /// A store that forwards every operation to `inner`, through `hooks` for
@@ -302,6 +312,6 @@ impl<H: Hooks> EventStore for Around<H> {
         after: Option<&ExecutionId>,
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        self.inner.list_executions(after, limit).await
+        self.hooks.list_executions(&*self.inner, after, limit).await
     }
 }

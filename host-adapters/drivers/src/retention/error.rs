@@ -1,6 +1,6 @@
 //! Why a sweep stopped.
 
-use loomfence_core::{SweepMachineError, SweepReport};
+use loomfence_core::{SweepMachineError, SweepRefused, SweepReport};
 use loomfence_store::StoreError;
 
 use super::archive::ArchiveError;
@@ -54,6 +54,23 @@ pub enum RetentionError {
 }
 
 impl RetentionError {
+    /// The error for options the core refused before anything was listed,
+    /// with an empty report: a page limit out of bounds is the listing's
+    /// own error, as the store would have given it.
+    pub(crate) fn refused(refused: SweepRefused, dry_run: bool) -> Self {
+        let report = Box::new(SweepReport {
+            dry_run,
+            ..SweepReport::default()
+        });
+        match refused {
+            SweepRefused::PageLimit(source) => RetentionError::Store {
+                report,
+                source: StoreError::Input(source),
+            },
+            _ => RetentionError::ArchiveWithoutSink { report },
+        }
+    }
+
     /// What the sweep did before it stopped (nothing, for a refused one).
     #[must_use]
     pub fn report(&self) -> &SweepReport {

@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod resume;
 pub mod retention;
 pub mod sweep;
+pub mod sweep_contract;
 pub mod sweep_undecided;
 
 use crate::{Case, Needs};
@@ -210,4 +211,20 @@ pub const ALL: &[Case] = &[
         sweep_undecided::a_log_or_parent_the_store_cannot_read_keeps_the_child
     ),
     case!(Any, sweep_undecided::archiving_without_a_sink_is_refused),
+    case!(
+        Any,
+        sweep_contract::a_page_limit_out_of_bounds_is_refused_before_listing
+    ),
+    case!(
+        Any,
+        sweep_contract::a_listing_outside_the_interface_stops_the_sweep
+    ),
+    case!(
+        Any,
+        sweep_contract::a_log_not_from_sequence_one_stops_the_sweep
+    ),
+    case!(
+        Any,
+        sweep_contract::a_delete_answer_outside_the_guard_stops_the_sweep
+    ),
 ];
