@@ -1,8 +1,13 @@
 //! The child supervisor's decisions: when a parent parked on its children can
-//! be resumed, and with what answer.
+//! be resumed, and with what answer ([`child_outcome`], [`answer_for`]), and
+//! the loop of one supervision that puts them together
+//! ([`SuperviseMachine`], in `supervise/machine.rs`).
 //!
-//! The supervisor itself (it reads logs and resumes, so it does IO) lives in
-//! `loomfence-runtime`; everything it decides is here, pure.
+//! The supervisors that do the IO (the runtime's `ChildSupervisor`, the npm
+//! package's, the simulation's) are pumps over the machine; everything they
+//! decide is here, pure.
+
+mod machine;
 
 use std::collections::BTreeMap;
 
@@ -12,6 +17,11 @@ use crate::event::{Envelope, JsonObject};
 use crate::fold::{ExecutionView, Terminal};
 use crate::id::ExecutionId;
 use crate::park::Wait;
+
+pub use self::machine::{
+    OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
+    SuperviseOutcome, SupervisePoll,
+};
 
 /// How a child ended, as its parent is told.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
