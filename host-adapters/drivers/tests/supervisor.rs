@@ -334,3 +334,54 @@ async fn supervisors_on_several_nodes_resume_each_parent_once() {
         assert!(total > 0);
     }
 }
+
+/// A store whose park-conditional append fails for good (a disk error).
+struct DiskFull;
+
+#[async_trait::async_trait]
+impl loomfence_conformance::support::Hooks for DiskFull {
+    async fn append_if_parked(
+        &self,
+        _: &dyn EventStore,
+        _: &ExecutionId,
+        _: u64,
+        _: Vec<loomfence_core::NewEvent>,
+    ) -> Result<loomfence_core::ConditionalAppend, loomfence_store::StoreError> {
+        Err(loomfence_store::BackendError::permanent("disk full").into())
+    }
+}
+
+/// A resume that fails in the store leaves the park open, so the parent
+/// stays listed under its children: the next notice tries again, as after
+/// a contended resume.
+#[tokio::test]
+async fn a_resume_the_store_failed_keeps_the_parent_watched() {
+    let store = Arc::new(loomfence_conformance::support::Around::new(
+        loomfence_core::Capability::Conditional,
+        DiskFull,
+    ));
+    park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
+    finish(
+        &*store,
+        &id("child"),
+        KernelKind::ExecutionCompleted,
+        json!(null),
+    )
+    .await;
+    let (options, errors) = recording();
+    let supervisor = ChildSupervisor::new(store.clone(), options);
+    let result = supervisor.watch(&id("parent")).await;
+    assert!(
+        matches!(
+            result,
+            Err(SupervisorError::Resume(ResumeFailure::Store(_)))
+        ),
+        "{result:?}"
+    );
+    assert_eq!(errors.lock().expect("lock").len(), 1);
+    assert_eq!(
+        supervisor.parents_waiting_on(&id("child")),
+        [id("parent")],
+        "still watched"
+    );
+}
