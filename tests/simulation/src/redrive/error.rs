@@ -10,7 +10,7 @@ use std::fmt;
 
 use loomfence_core::drive::StepError;
 use loomfence_core::{
-    AppendError, DrawError, FireError, IdError, InputError, MachineError, ParkError,
+    AppendError, DrawError, FireError, IdError, InputError, MachineError, SuperviseError,
     TimerInputError,
 };
 
@@ -29,10 +29,10 @@ pub enum RedriveSimError {
     Timer(TimerInputError),
     /// The fire machine refused an answer or a row: a harness bug.
     Fire(FireError),
+    /// The supervise machine refused an answer: a harness bug.
+    Supervise(SuperviseError),
     /// A random draw outside `[0, 1)`: a harness bug.
     Draw(DrawError),
-    /// A park the harness wrote cannot be read back.
-    Park(ParkError),
     /// An execution or node id was refused.
     Id(IdError),
     /// A machine refused the log the harness read for it.
@@ -56,8 +56,10 @@ impl fmt::Display for RedriveSimError {
             RedriveSimError::Append(error) => write!(f, "an append failed: {error}"),
             RedriveSimError::Timer(error) => write!(f, "a timer table call was refused: {error}"),
             RedriveSimError::Fire(error) => write!(f, "the fire machine refused: {error}"),
+            RedriveSimError::Supervise(error) => {
+                write!(f, "the supervise machine refused: {error}")
+            }
             RedriveSimError::Draw(error) => write!(f, "a draw was refused: {error}"),
-            RedriveSimError::Park(error) => write!(f, "a park is unreadable: {error}"),
             RedriveSimError::Id(error) => write!(f, "an id was refused: {error}"),
             RedriveSimError::Machine(error) => write!(f, "a machine refused a log: {error}"),
             RedriveSimError::Ledger(what) => write!(f, "the harness lost track: {what}"),
@@ -86,8 +88,8 @@ from! {
     AppendError => Append,
     TimerInputError => Timer,
     FireError => Fire,
+    SuperviseError => Supervise,
     DrawError => Draw,
-    ParkError => Park,
     IdError => Id,
     MachineError => Machine,
 }

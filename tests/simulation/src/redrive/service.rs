@@ -350,11 +350,11 @@ impl Service {
                 task.step(env)?;
                 match task.outcome() {
                     None => fire.sub = Sub::Redrive(task),
-                    Some(outcome) => {
-                        if outcome == super::supervise::Supervised::Resumed {
+                    Some(end) => {
+                        if end.resumed() {
                             env.ledger.counts.redriven += 1;
                         }
-                        fire.machine.handle_redrive(outcome.answer())?;
+                        fire.machine.handle_redrive(end.answer())?;
                     }
                 }
             }
