@@ -49,8 +49,6 @@
 //! A store error is not an answer: the host stops and drops the machine,
 //! as for the other machines.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::event::Envelope;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
@@ -61,7 +59,7 @@ use crate::resume::{
 };
 use crate::timer::{RedriveAnswer, TimerRow};
 
-use super::{ChildOutcome, answer_for, child_outcome};
+use super::{ChildOutcome, answer_with, child_outcome};
 
 /// What a supervision does when every try of its resume was contended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -288,8 +286,11 @@ pub struct SuperviseMachine {
     waits: Vec<Wait>,
     /// The children its waits name, sorted, once each.
     children: Vec<ExecutionId>,
-    /// Outcomes of the children read so far that ended.
-    ended: BTreeMap<ExecutionId, ChildOutcome>,
+    /// Outcomes of the children read so far that ended, in the children's
+    /// order. (Sorted vectors, not B-tree collections: the npm package
+    /// carries this machine, and every B-tree or sort instance costs it
+    /// kilobytes.)
+    ended: Vec<(ExecutionId, ChildOutcome)>,
     /// The pending step.
     state: State,
 }
@@ -305,7 +306,7 @@ impl SuperviseMachine {
             park: 0,
             waits: Vec::new(),
             children: Vec::new(),
-            ended: BTreeMap::new(),
+            ended: Vec::new(),
             state: State::ReadParent,
         }
     }
@@ -355,7 +356,7 @@ impl SuperviseMachine {
     /// Feeds the answer to [`SuperviseAction::ReadParent`]: the parent's
     /// whole log from sequence 1, possibly empty.
     pub fn handle_parent(&mut self, events: &[Envelope]) -> Result<(), SuperviseError> {
-        if self.state != State::ReadParent {
+        if !matches!(self.state, State::ReadParent) {
             return Err(self.unexpected("handle_parent"));
         }
         check_run(&self.parent, 1, events)?;
@@ -371,10 +372,12 @@ impl SuperviseMachine {
             parent: self.parent.clone(),
             source,
         })?;
-        let children: BTreeSet<ExecutionId> = waits
-            .iter()
-            .flat_map(|wait| wait.children().iter().cloned())
-            .collect();
+        let mut children: Vec<ExecutionId> = Vec::new();
+        for child in waits.iter().flat_map(Wait::children) {
+            if let Err(at) = children.binary_search(child) {
+                children.insert(at, child.clone());
+            }
+        }
         if children.is_empty() {
             self.state = State::Done(SuperviseOutcome::NotWaitingOnChildren);
             return Ok(());
@@ -382,7 +385,7 @@ impl SuperviseMachine {
         self.log = events.to_vec();
         self.park = open.sequence;
         self.waits = waits;
-        self.children = children.into_iter().collect();
+        self.children = children;
         self.state = State::ReadChild { next: 0 };
         Ok(())
     }
@@ -397,12 +400,16 @@ impl SuperviseMachine {
         let child = &self.children[next];
         check_run(child, 1, events)?;
         if let Some(outcome) = child_outcome(events) {
-            self.ended.insert(child.clone(), outcome);
+            self.ended.push((child.clone(), outcome));
         }
         self.state = if next + 1 < self.children.len() {
             State::ReadChild { next: next + 1 }
         } else {
-            match answer_for(&self.waits, &self.ended) {
+            let ended = |child: &ExecutionId| {
+                let at = self.ended.binary_search_by(|(id, _)| id.cmp(child)).ok()?;
+                Some(&self.ended[at].1)
+            };
+            match answer_with(&self.waits, ended) {
                 Some(answer) => State::Resume {
                     request: ResumeRequest::new(self.park, answer, now),
                     tried: 0,
@@ -480,7 +487,7 @@ impl SuperviseMachine {
     /// the time now, from which the first re-drive row is due
     /// ([`TimerRow::first_redrive`]).
     pub fn handle_draw(&mut self, draw: Draw, now: i64) -> Result<(), SuperviseError> {
-        if self.state != State::Draw {
+        if !matches!(self.state, State::Draw) {
             return Err(self.unexpected("handle_draw"));
         }
         let row = TimerRow::first_redrive(self.parent.clone(), now, &self.options.policy, draw)
