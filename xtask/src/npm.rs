@@ -39,10 +39,11 @@ const BENCH_DIR: &str = "wasm/bench";
 /// 31 KB the timer decisions and store and 30 KB retention. Raised from
 /// 150 KB when the timers came in, from 175 KB when retention did and from
 /// 205 KB for issue 23's data-safety work (undecided sweep reasons, the
-/// one-step reschedule); see
+/// one-step reschedule), and from 210 KB for issue 24's supervise machine
+/// and its binding (14,297 bytes); see
 /// "The npm package" in docs/decisions.md for where the bytes go and what
 /// would bring it back under 150 KB.
-const BUDGET: u64 = 210_000;
+const BUDGET: u64 = 220_000;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
