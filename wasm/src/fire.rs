@@ -27,7 +27,7 @@ use crate::timer_values::{
 use crate::values::property;
 
 /// An answer that does not answer the pending action.
-const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+pub(crate) const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
 /// A malformed fire context.
 const INVALID_CONTEXT: &str = "INVALID_CONTEXT";
 /// A malformed outcome handed to `WakeBackoff.apply`.
@@ -53,12 +53,22 @@ fn fire_error(error: &FireError) -> JsValue {
 
 /// Re-raises a reader's error (an `InputError` of the event readers) as a
 /// `TimerInputError` with `code`, keeping its message.
-fn retyped(error: &JsValue, code: &str) -> JsValue {
+pub(crate) fn retyped(error: &JsValue, code: &str) -> JsValue {
     let message = property(error, "message")
         .ok()
         .and_then(|m| m.as_string())
         .unwrap_or_default();
     refuse(&message, code)
+}
+
+/// A re-driver's answer as the string a JavaScript re-driver gives.
+pub(crate) fn redrive_answer(answer: RedriveAnswer) -> &'static str {
+    match answer {
+        RedriveAnswer::Done => "done",
+        RedriveAnswer::Noop => "noop",
+        RedriveAnswer::Contended => "contended",
+        _ => "failed",
+    }
 }
 
 /// `{ now?, random?, policy?, backoff?, redrivers? }`; `undefined` is

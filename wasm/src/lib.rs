@@ -33,6 +33,10 @@
 //!   package's `sweep` (`npm/retention.js`) drives against any store and
 //!   does not export. A child the sweep cannot judge is kept and listed in
 //!   the report's `undecided`.
+//! - Supervision: `SuperviseMachine` (one supervision of a parent parked on
+//!   its children, polled like `FireMachine`; its resume is a
+//!   `ResumeMachine` it builds over the host's store), which the package's
+//!   `ChildSupervisor` (`npm/supervisor.js`) drives and does not export.
 
 mod events;
 mod fire;
@@ -48,6 +52,7 @@ mod out;
 mod redrive;
 mod resume;
 mod retention_values;
+mod supervise;
 mod sweep;
 mod timer_store;
 mod timer_values;
@@ -60,5 +65,6 @@ pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
 pub use memory_store::MemoryEventStore;
 pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
 pub use resume::{ResumeMachineJs, resume_in_memory};
+pub use supervise::SuperviseMachineJs;
 pub use sweep::SweepMachineJs;
 pub use timer_store::MemoryTimerStore;
