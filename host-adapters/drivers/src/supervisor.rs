@@ -5,11 +5,13 @@
 //! which holds every rule of a supervision (the unfenced try first, the
 //! conditional tries on a stale fence, the re-drive row on contention; its
 //! steps head `core/src/supervise/machine.rs`). This module adds the IO
-//! ([`pump`]), the edge cache, the callbacks, tracing and metrics:
+//! (`pump.rs`), the edge cache (kept as the machine's `watching` says), the
+//! callbacks, tracing and metrics:
 //!
-//! - if every conditional try was contended, the supervision answers with
-//!   that error, which `on_error` also receives, once, unless re-drive is on
-//!   (the last point);
+//! - **Contention is an error to the caller**: if every conditional try
+//!   was contended, the supervision answers with that error, which
+//!   `on_error` also receives, once, unless re-drive is on (the last
+//!   point).
 //! - **It is safe on several nodes at once**: every path that appends is
 //!   conditional on the park still being open, in the store.
 //! - **Its state is only a cache.** The child → parent edges come from the
