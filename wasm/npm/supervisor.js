@@ -23,6 +23,7 @@ function refuse(message) {
 export class ChildSupervisor {
   #events;
   #timers;
+  /** [conditionalTries, policy, redrive]: what every machine is made with. */
   #machine;
   #now;
   #random;
@@ -36,7 +37,7 @@ export class ChildSupervisor {
     if (options === null || typeof options !== 'object') throw refuse('options must be an object { events, … }');
     const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
     if (unknown.length > 0) throw refuse(`unknown option ${unknown.join(', ')}`);
-    const { events, timers, redrive = false, conditionalTries, policy, now = Date.now, random = Math.random } = options;
+    const { events, timers, redrive = false, conditionalTries = 3, policy, now = Date.now, random = Math.random } = options;
     const { onError = (error, parent) => console.error(`loomfence ChildSupervisor: ${parent}:`, error) } = options;
     const { onResumed = () => {} } = options;
     if (typeof events?.readRange !== 'function') throw refuse('options.events must be an event store');
@@ -46,15 +47,18 @@ export class ChildSupervisor {
     }
     [this.#events, this.#timers, this.#now, this.#random] = [events, timers, now, random];
     [this.#onError, this.#onResumed] = [onError, onResumed];
-    this.#machine = { conditionalTries, policy: new RedrivePolicy(policy), writeRow: Boolean(redrive) };
-    new SuperviseMachine('options', this.#machine).free(); // the machine checks them, up front
+    if (!Number.isInteger(conditionalTries) || conditionalTries < 0 || conditionalTries > 2 ** 32 - 1) {
+      throw refuse(`options.conditionalTries must be an integer in 0..=2^32-1, got ${conditionalTries}`);
+    }
+    // The core checks the policy (INVALID_POLICY).
+    this.#machine = [conditionalTries, new RedrivePolicy(policy), Boolean(redrive)];
   }
 
   /** Reads `parent`'s park, lists it under its children, resumes it if they have ended. */
   async watch(parent) {
     let supervised;
     try {
-      supervised = await this.#supervise(parent, this.#machine);
+      supervised = await this.#supervise(parent, this.#machine[2]);
     } catch (error) {
       this.#notify(error, parent);
       throw error;
@@ -83,7 +87,7 @@ export class ChildSupervisor {
   /** This supervisor as a TimerService re-driver (see index.d.ts). */
   redriver() {
     return async (executionId) => {
-      const supervised = await this.#supervise(executionId, { ...this.#machine, writeRow: false });
+      const supervised = await this.#supervise(executionId, false);
       if (supervised.outcome === 'resumed') {
         try {
           Promise.resolve(this.#onResumed(supervised.resumed)).catch((error) => this.#notify(error, executionId));
@@ -108,15 +112,16 @@ export class ChildSupervisor {
     return results;
   }
 
-  /** Runs one machine to its end; a store failure rejects. */
-  async #supervise(parent, options) {
-    const machine = new SuperviseMachine(parent, options);
+  /** Runs one machine to its end (writing a re-drive row on contention if `writeRow`); a store failure rejects. */
+  async #supervise(parent, writeRow) {
+    const [conditionalTries, policy] = this.#machine;
+    const machine = new SuperviseMachine(parent, conditionalTries, policy, writeRow);
     try {
       for (;;) {
         const step = machine.poll();
         if ('done' in step) return step.done;
-        if (step.act === 'readParent') machine.handleParent(await this.#events.readRange(parent, 1));
-        else if (step.act === 'readChild') machine.handleChild(await this.#events.readRange(step.child, 1), this.#now());
+        if (step.act === 'readParent') machine.handleRead(await this.#events.readRange(parent, 1));
+        else if (step.act === 'readChild') machine.handleRead(await this.#events.readRange(step.child, 1), this.#now());
         else if (step.act === 'resume') await this.#resume(machine);
         else if (step.act === 'draw') machine.handleDraw(this.#random(), this.#now());
         else if (step.act === 'writeRow') {

@@ -22,10 +22,9 @@ use crate::fire::{UNEXPECTED_ANSWER, redrive_answer, retyped};
 use crate::host_store::HostStore;
 use crate::js_errors::{self, INVALID_PARK};
 use crate::out::Out;
-use crate::redrive;
+use crate::redrive::{self, RedrivePolicyJs};
 use crate::resume::{ResumeMachineJs, answer_of};
-use crate::timer_values::{self as timer, INVALID_TIME, integer, refuse, row_js, small};
-use crate::values::property;
+use crate::timer_values::{self as timer, INVALID_TIME, integer, refuse, row_js};
 
 /// The supervision of one parent.
 #[wasm_bindgen(js_name = SuperviseMachine)]
@@ -41,25 +40,6 @@ fn refused(error: &SuperviseError) -> JsValue {
         SuperviseError::NoWakeTime { .. } => refuse(&error.to_string(), INVALID_TIME),
         _ => refuse(&error.to_string(), UNEXPECTED_ANSWER),
     }
-}
-
-/// `{ conditionalTries?, policy?, writeRow? }`; `undefined` is `{}`.
-fn options(value: &JsValue) -> Result<SuperviseOptions, JsValue> {
-    let mut options = SuperviseOptions::default();
-    if value.is_undefined() {
-        return Ok(options);
-    }
-    let fields = ["conditionalTries", "policy", "writeRow"];
-    timer::object("options", "INVALID_OPTIONS", value, &fields)?;
-    let tries = property(value, "conditionalTries")?;
-    if !tries.is_undefined() {
-        options.conditional_tries = small("options.conditionalTries", "INVALID_OPTIONS", &tries)?;
-    }
-    options.policy = redrive::policy(&property(value, "policy")?)?;
-    if property(value, "writeRow")?.is_truthy() {
-        options.on_contention = OnContention::WriteRow;
-    }
-    Ok(options)
 }
 
 /// An outcome as `{ outcome, answer, … }`: `resumed` carries what
@@ -89,15 +69,29 @@ fn outcome_js(outcome: &SuperviseOutcome) -> Result<JsValue, JsValue> {
 
 #[wasm_bindgen(js_class = SuperviseMachine)]
 impl SuperviseMachineJs {
-    /// The supervision of `parent`: `conditionalTries` (default 3)
-    /// conditional resumes after a stale fence; with `writeRow`, the first
-    /// re-drive row (due after a delay of `policy`) when every try was
-    /// contended.
+    /// The supervision of `parent`: `conditionalTries` conditional resumes
+    /// after a stale fence (checked by the caller, `supervisor.js`); with
+    /// `writeRow`, the first re-drive row (due after a delay of `policy`)
+    /// when every try was contended.
     #[wasm_bindgen(constructor)]
-    pub fn new(parent: JsValue, options_: JsValue) -> Result<SuperviseMachineJs, JsValue> {
+    pub fn new(
+        parent: JsValue,
+        conditional_tries: u32,
+        policy: &RedrivePolicyJs,
+        write_row: bool,
+    ) -> Result<SuperviseMachineJs, JsValue> {
         let parent = timer::execution_id(&parent)?;
+        let options = SuperviseOptions {
+            conditional_tries,
+            policy: policy.policy(),
+            on_contention: if write_row {
+                OnContention::WriteRow
+            } else {
+                OnContention::Answer
+            },
+        };
         Ok(Self {
-            machine: SuperviseMachine::new(parent, options(&options_)?),
+            machine: SuperviseMachine::new(parent, options),
         })
     }
 
@@ -139,23 +133,19 @@ impl SuperviseMachineJs {
         })
     }
 
-    /// Answers `readParent` with the parent's whole log, from sequence 1.
-    #[wasm_bindgen(js_name = handleParent)]
-    pub fn handle_parent(&mut self, events: JsValue) -> Result<(), JsValue> {
+    /// Answers `readParent` or `readChild` with that execution's whole
+    /// log, from sequence 1, and the time now (read for the last child).
+    #[wasm_bindgen(js_name = handleRead)]
+    pub fn handle_read(&mut self, events: JsValue, now: JsValue) -> Result<(), JsValue> {
         let events = envelopes("events", UNEXPECTED_ANSWER, &events)
             .map_err(|e| retyped(&e, UNEXPECTED_ANSWER))?;
-        self.machine.handle_parent(&events).map_err(|e| refused(&e))
-    }
-
-    /// Answers `readChild` with that child's whole log and the time now.
-    #[wasm_bindgen(js_name = handleChild)]
-    pub fn handle_child(&mut self, events: JsValue, now: JsValue) -> Result<(), JsValue> {
-        let events = envelopes("events", UNEXPECTED_ANSWER, &events)
-            .map_err(|e| retyped(&e, UNEXPECTED_ANSWER))?;
-        let now = integer("now", INVALID_TIME, &now)?;
-        self.machine
-            .handle_child(&events, now)
-            .map_err(|e| refused(&e))
+        let fed = if let SupervisePoll::Act(SuperviseAction::ReadParent) = self.machine.poll() {
+            self.machine.handle_parent(&events)
+        } else {
+            let now = integer("now", INVALID_TIME, &now)?;
+            self.machine.handle_child(&events, now)
+        };
+        fed.map_err(|e| refused(&e))
     }
 
     /// The resume `resume` asks for, over `store`, for the package's resume
