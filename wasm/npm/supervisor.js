@@ -29,8 +29,7 @@ export class ChildSupervisor {
   #random;
   #onError;
   #onResumed;
-  /** child -> Set of parents, and parent -> its children, as `watching` said. */
-  #parentsOf = new Map();
+  /** parent -> the children it is listed under, as the machine's `watching` said. */
   #childrenOf = new Map();
 
   constructor(options) {
@@ -74,14 +73,13 @@ export class ChildSupervisor {
 
   /** Forgets every edge and watches `parents` again (after a restart). */
   rebuild(parents) {
-    this.#parentsOf.clear();
     this.#childrenOf.clear();
     return this.#each([...parents]);
   }
 
   /** The parents currently listed under `child`, sorted. */
   parentsWaitingOn(child) {
-    return [...(this.#parentsOf.get(child) ?? [])].sort();
+    return [...this.#childrenOf].filter(([, children]) => children.includes(child)).map(([parent]) => parent).sort();
   }
 
   /** This supervisor as a TimerService re-driver (see index.d.ts). */
@@ -128,7 +126,9 @@ export class ChildSupervisor {
           await this.#timers.schedule(step.row);
           machine.handleWritten();
         } else throw new Error(`ChildSupervisor: the machine asked for ${JSON.stringify(step)}, which this pump does not know`);
-        this.#list(parent, machine.watching);
+        const children = machine.watching; // where to list the parent, or null: drop it
+        if (children === null) this.#childrenOf.delete(parent);
+        else this.#childrenOf.set(parent, children);
       }
     } finally {
       machine.free();
@@ -145,22 +145,6 @@ export class ChildSupervisor {
       machine.handleResumed(resume);
     } finally {
       resume.free();
-    }
-  }
-
-  /** Lists `parent` under exactly `children`, or drops it (`null`). */
-  #list(parent, children) {
-    for (const child of this.#childrenOf.get(parent) ?? []) {
-      const parents = this.#parentsOf.get(child);
-      parents?.delete(parent);
-      if (parents?.size === 0) this.#parentsOf.delete(child);
-    }
-    this.#childrenOf.delete(parent);
-    if (children === null) return;
-    this.#childrenOf.set(parent, children);
-    for (const child of children) {
-      if (!this.#parentsOf.has(child)) this.#parentsOf.set(child, new Set());
-      this.#parentsOf.get(child).add(parent);
     }
   }
 
