@@ -13,7 +13,9 @@
 //! ([`ExecutionId`]), the status fold and [`locate_park`], the fence answers
 //! ([`AcquireOutcome`], [`StaleFenceError`]), the in-memory store
 //! ([`MemoryStore`]), the resume protocol ([`ResumeMachine`]), what a park
-//! waits for ([`Wait`]) and the supervisor's decision ([`answer_for`]).
+//! waits for ([`Wait`]), the supervisor's decision ([`answer_for`]) and its
+//! loop over one parent ([`SuperviseMachine`], in the same `poll` /
+//! `handle_*` vocabulary; its steps head `core/src/supervise/machine.rs`).
 //! The rules a storage adapter applies inside its own atomic step (the
 //! append guard, the conditional-acquire decision, the batch checks) are in
 //! [`backend`], for adapter authors only.
@@ -187,7 +189,10 @@ pub use retention::{
     UndecidedReason, check_guard, check_page_limit, ended_of, parent_moved, pin_parked_children,
     summarize,
 };
-pub use supervise::{ChildOutcome, answer_for, child_outcome};
+pub use supervise::{
+    ChildOutcome, OnContention, SuperviseAction, SuperviseError, SuperviseMachine,
+    SuperviseOptions, SuperviseOutcome, SupervisePoll, answer_for, child_outcome,
+};
 pub use tick::{
     TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
     TickStage,

@@ -1,17 +1,27 @@
 //! The child supervisor's decisions: when a parent parked on its children can
-//! be resumed, and with what answer.
+//! be resumed, and with what answer ([`child_outcome`], [`answer_for`]), and
+//! the loop of one supervision that puts them together
+//! ([`SuperviseMachine`], in `supervise/machine.rs`).
 //!
-//! The supervisor itself (it reads logs and resumes, so it does IO) lives in
-//! `loomfence-runtime`; everything it decides is here, pure.
+//! The supervisors that do the IO (the runtime's `ChildSupervisor`, the npm
+//! package's, the simulation's) are pumps over the machine; everything they
+//! decide is here, pure.
+
+mod machine;
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::event::{Envelope, JsonObject};
 use crate::fold::{ExecutionView, Terminal};
 use crate::id::ExecutionId;
 use crate::park::Wait;
+
+pub use self::machine::{
+    OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
+    SuperviseOutcome, SupervisePoll,
+};
 
 /// How a child ended, as its parent is told.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -49,27 +59,42 @@ pub fn child_outcome(events: &[Envelope]) -> Option<ChildOutcome> {
 /// "output": …}}}`. Timer and message waits are other services' to answer.
 #[must_use]
 pub fn answer_for(waits: &[Wait], ended: &BTreeMap<ExecutionId, ChildOutcome>) -> Option<Value> {
+    answer_with(waits, |child| ended.get(child))
+}
+
+/// [`answer_for`] over any lookup of the ended children's outcomes.
+///
+/// Built by hand, without `json!` or collecting into a map: in the npm
+/// package, serde's conversion and a sorted collect would be most of the
+/// supervision's size.
+pub(crate) fn answer_with<'a>(
+    waits: &[Wait],
+    ended: impl Fn(&ExecutionId) -> Option<&'a ChildOutcome>,
+) -> Option<Value> {
     waits.iter().enumerate().find_map(|(index, wait)| {
         let children = wait.children();
         if children.is_empty() {
             return None;
         }
-        let outcomes = children
-            .iter()
-            .map(|child| {
-                let outcome = ended.get(child)?;
-                Some((
-                    child.to_string(),
-                    json!({ "status": outcome.status.as_str(), "output": outcome.output }),
-                ))
-            })
-            .collect::<Option<serde_json::Map<_, _>>>()?;
-        Some(json!({ "wait": index, "children": outcomes }))
+        let mut outcomes = Map::new();
+        for child in children {
+            let outcome = ended(child)?;
+            let mut entry = Map::new();
+            entry.insert("status".to_owned(), Value::from(outcome.status.as_str()));
+            entry.insert("output".to_owned(), Value::Object(outcome.output.clone()));
+            outcomes.insert(child.to_string(), Value::Object(entry));
+        }
+        let mut answer = Map::new();
+        answer.insert("wait".to_owned(), Value::from(index));
+        answer.insert("children".to_owned(), Value::Object(outcomes));
+        Some(Value::Object(answer))
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::event::NewEvent;
     use crate::kind::KernelKind;

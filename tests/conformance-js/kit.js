@@ -47,6 +47,7 @@ import { RETENTION_CASES } from './retention-kit.js';
 import { SWEEP_CASES } from './sweep-kit.js';
 import { SWEEP_CONTRACT_CASES } from './sweep-contract-kit.js';
 import { SWEEP_UNDECIDED_CASES } from './sweep-undecided-kit.js';
+import { SUPERVISOR_CASES } from './supervisor-kit.js';
 
 /** What a case needs of a store. */
 const needs = {
@@ -1254,6 +1255,12 @@ kase('resume::a_store_without_append_if_parked_is_refused_up_front', needs.notRe
 for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES, ...SWEEP_UNDECIDED_CASES, ...SWEEP_CONTRACT_CASES]) {
   kase(name, needs.any, run);
 }
+
+// supervisor.rs and the runtime's supervisor scenarios: the package's
+// ChildSupervisor over the store, in their own file; each says what it
+// needs (`resume` refuses a store without appendIfParked).
+
+for (const [name, need, run] of SUPERVISOR_CASES) kase(name, needs[need], run);
 
 // ---------------------------------------------------------------------------
 

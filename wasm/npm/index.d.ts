@@ -939,6 +939,73 @@ export class InputError extends TypeError {
   code: string;
 }
 
+/** Options of `new ChildSupervisor`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
+export interface ChildSupervisorOptions {
+  /** Where every log lives: `readRange` and `appendIfParked` (and `acquireFenceIf` or `acquireFence`, as for `resume`). */
+  events: EventStore;
+  /** The timer store re-drive rows are written to (its `schedule`): the one the fleet's `TimerService`s claim from. */
+  timers?: Pick<TimerStore, 'schedule'>;
+  /**
+   * With `timers`: a resume whose every try was contended writes the first
+   * re-drive row of the parent (try 0) instead of ending contended. Default
+   * false. Register `redriver()` on every node's `TimerService` first.
+   */
+  redrive?: boolean;
+  /** Conditional resumes after the unfenced try met a stale fence (default 3). */
+  conditionalTries?: number;
+  /** The schedule of the first re-drive row's delay: the timer services' policy. */
+  policy?: RedrivePolicy | RedrivePolicyInit;
+  /** The time (default `Date.now`): the resume's `at`, the re-drive row's base. */
+  now?: () => number;
+  /** A draw in `[0, 1)` (default `Math.random`), called once per re-drive row written. */
+  random?: () => number;
+  /** Receives every failure, and every contended or fenced end, once per call. */
+  onError?: (error: unknown, parent: string) => void;
+  /** Receives each resume the re-driver lands (no caller receives it); starts the parent's body. */
+  onResumed?: (resumed: Resumed) => void | Promise<void>;
+}
+
+/**
+ * How one supervision ended, the core's `SuperviseOutcome`; `answer` is what
+ * the re-driver answers a `TimerService` for it.
+ */
+export type Supervised =
+  | { outcome: 'resumed'; answer: 'done'; resumed: Resumed }
+  | { outcome: 'alreadyAnswered' | 'waiting' | 'notWaitingOnChildren'; answer: 'noop' }
+  | { outcome: 'contended'; answer: 'contended'; error: ResumeContendedError }
+  | { outcome: 'fenced'; answer: 'failed'; error: StaleFenceError }
+  | { outcome: 'redriveScheduled'; answer: 'noop'; row: TimerRow };
+
+/**
+ * The child supervisor: resumes parents parked on `CHILD_DONE` waits once
+ * their children have ended, with the children's outcomes as the answer. A
+ * pump over the core's supervise machine (the Rust runtime's supervisor
+ * runs the same one): the first try is unfenced and lands with one
+ * park-conditional append; only a stale fence switches to up to
+ * `conditionalTries` conditional resumes; if every try was contended it
+ * ends `contended` (a value, also passed to onError), or, with `redrive`,
+ * writes the parent's first re-drive row. Its edge cache (child -> parents)
+ * is rebuilt from the parents' parks.
+ */
+export class ChildSupervisor {
+  constructor(options: ChildSupervisorOptions);
+  /** Reads `parent`'s park, lists it under its children, resumes it if they have ended. Rejects on a store failure. */
+  watch(parent: string): Promise<Supervised>;
+  /** Supervises every parent listed under `child`, in id order. */
+  childEnded(child: string): Promise<Array<{ parent: string; supervised?: Supervised; error?: unknown }>>;
+  /** Forgets every edge and watches `parents` again (after a restart). */
+  rebuild(parents: Iterable<string>): Promise<Array<{ parent: string; supervised?: Supervised; error?: unknown }>>;
+  /** The parents currently listed under `child`, sorted: what retention must not delete it under. */
+  parentsWaitingOn(child: string): string[];
+  /**
+   * This supervisor as a re-driver for `TimerService.registerRedriver`: it
+   * supervises the row's parent again without writing a row and answers
+   * `'done'` (the resume goes to onResumed), `'noop'` or `'contended'`; it
+   * throws on a failure or a fenced parent.
+   */
+  redriver(): (executionId: string) => Promise<RedriveAnswer>;
+}
+
 /**
  * A timer call refused its input before anything changed. `code` names the
  * input: `'INVALID_ROW'` (a row's shape), `'INVALID_ID'` (an execution id),
@@ -950,7 +1017,7 @@ export class InputError extends TypeError {
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
  * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
  * or a store or re-driver answer a `TimerService` cannot use),
- * `'INVALID_OPTIONS'` (a `TimerService` option).
+ * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option).
  */
 export class TimerInputError extends Error {
   constructor(message?: string, code?: string);

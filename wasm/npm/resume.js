@@ -29,23 +29,32 @@ function isOwnStore(store) {
   );
 }
 
-/** The resume over a store's JavaScript methods, one awaited call a step. */
+/**
+ * Drives a ResumeMachine over its store's JavaScript methods, one awaited
+ * call a step, to its answer (or its error). Also what the ChildSupervisor
+ * runs the resumes its SuperviseMachine builds (`resumeOn`) with.
+ */
+export async function drive(machine) {
+  for (;;) {
+    const pending = machine.step();
+    if (machine.finished) return pending;
+    let settled;
+    let failed = false;
+    try {
+      settled = await pending;
+    } catch (error) {
+      settled = error;
+      failed = true;
+    }
+    machine.handle(settled, failed);
+  }
+}
+
+/** The resume over a store's JavaScript methods. */
 async function resumeThroughMethods(store, executionId, options) {
   const machine = new ResumeMachine(store, executionId, options);
   try {
-    for (;;) {
-      const pending = machine.step();
-      if (machine.finished) return pending;
-      let settled;
-      let failed = false;
-      try {
-        settled = await pending;
-      } catch (error) {
-        settled = error;
-        failed = true;
-      }
-      machine.handle(settled, failed);
-    }
+    return await drive(machine);
   } finally {
     machine.free();
   }

@@ -61,6 +61,16 @@ pub(crate) fn retyped(error: &JsValue, code: &str) -> JsValue {
     refuse(&message, code)
 }
 
+/// A re-driver's answer as the string a JavaScript re-driver gives.
+pub(crate) fn redrive_answer(answer: RedriveAnswer) -> &'static str {
+    match answer {
+        RedriveAnswer::Done => "done",
+        RedriveAnswer::Noop => "noop",
+        RedriveAnswer::Contended => "contended",
+        _ => "failed",
+    }
+}
+
 /// `{ now?, random?, policy?, backoff?, redrivers? }`; `undefined` is
 /// `{}`.
 fn context(value: &JsValue) -> Result<FireContext, JsValue> {
@@ -159,7 +169,7 @@ pub(crate) fn request_js(request: &ResumeRequest) -> JsValue {
 }
 
 /// A re-driver's answer: `'done'`, `'noop'`, `'contended'` or `'failed'`.
-pub(crate) fn redrive_answer(answer: &JsValue) -> Result<RedriveAnswer, JsValue> {
+pub(crate) fn read_redrive_answer(answer: &JsValue) -> Result<RedriveAnswer, JsValue> {
     Ok(match answer.as_string().as_deref() {
         Some("done") => RedriveAnswer::Done,
         Some("noop") => RedriveAnswer::Noop,
@@ -346,7 +356,7 @@ impl FireMachineJs {
     #[wasm_bindgen(js_name = handleRedrive)]
     pub fn handle_redrive(&mut self, answer: JsValue) -> Result<(), JsValue> {
         self.machine
-            .handle_redrive(redrive_answer(&answer)?)
+            .handle_redrive(read_redrive_answer(&answer)?)
             .map_err(|e| fire_error(&e))
     }
 

@@ -37,6 +37,10 @@
 //!   package's `sweep` (`npm/retention.js`) drives against any store and
 //!   does not export. A child the sweep cannot judge is kept and listed in
 //!   the report's `undecided`.
+//! - Supervision: `SuperviseMachine` (one supervision of a parent parked on
+//!   its children, polled like `FireMachine`; its resume is a
+//!   `ResumeMachine` it builds over the host's store), which the package's
+//!   `ChildSupervisor` (`npm/supervisor.js`) drives and does not export.
 
 mod claim_page;
 mod events;
@@ -53,6 +57,7 @@ mod out;
 mod redrive;
 mod resume;
 mod retention_values;
+mod supervise;
 mod sweep;
 mod tick;
 mod timer_store;
@@ -66,6 +71,7 @@ pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
 pub use memory_store::MemoryEventStore;
 pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
 pub use resume::{ResumeMachineJs, resume_in_memory};
+pub use supervise::SuperviseMachineJs;
 pub use sweep::SweepMachineJs;
 pub use tick::TickMachineJs;
 pub use timer_store::MemoryTimerStore;

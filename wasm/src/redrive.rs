@@ -93,6 +93,13 @@ fn attempt(value: &JsValue) -> Result<u32, JsValue> {
     small("attempt", "INVALID_ATTEMPT", value)
 }
 
+impl RedrivePolicyJs {
+    /// The core's policy.
+    pub(crate) fn policy(&self) -> RedrivePolicy {
+        self.inner
+    }
+}
+
 #[wasm_bindgen(js_class = RedrivePolicy)]
 impl RedrivePolicyJs {
     /// The policy `init` describes, each field defaulting to the reference

@@ -57,6 +57,23 @@ pub struct ResumeMachineJs {
     finished: bool,
 }
 
+impl ResumeMachineJs {
+    /// A resume already built (a supervision's), over `host`.
+    pub(crate) fn of(host: HostStore, machine: ResumeMachine) -> Self {
+        Self {
+            host,
+            machine,
+            pending: None,
+            finished: false,
+        }
+    }
+
+    /// The core's machine, for its result.
+    pub(crate) fn machine(&self) -> &ResumeMachine {
+        &self.machine
+    }
+}
+
 #[wasm_bindgen(js_class = ResumeMachine)]
 impl ResumeMachineJs {
     /// A resume of `executionId` on `store`; bad input and a store without
@@ -215,7 +232,7 @@ fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
 
 /// The resolved value: `{ executionId, fence, resumed, attempts, head }`,
 /// `fence` `null` when no token was taken.
-fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
+pub(crate) fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
     debug_assert_eq!(resumed.view.status, Status::Running);
     // One text, parsed once on the JS side: five fields set across the
     // boundary cost a third of a resume.

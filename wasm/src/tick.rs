@@ -21,7 +21,8 @@ use wasm_bindgen::prelude::*;
 use crate::claim_page::{claim_page, unreadable_js};
 use crate::events::envelopes;
 use crate::fire::{
-    UNEXPECTED_ANSWER, fire_error, outcome_js, redrive_answer, request_js, resume_result, retyped,
+    UNEXPECTED_ANSWER, fire_error, outcome_js, read_redrive_answer, request_js, resume_result,
+    retyped,
 };
 use crate::js_errors;
 use crate::out::Out;
@@ -289,7 +290,7 @@ impl TickMachineJs {
     /// `'failed'` (the re-driver threw or answered outside these).
     #[wasm_bindgen(js_name = handleRedrive)]
     pub fn handle_redrive(&mut self, answer: JsValue) -> Result<(), JsValue> {
-        let answer = redrive_answer(&answer)?;
+        let answer = read_redrive_answer(&answer)?;
         self.machine
             .handle_redrive(answer)
             .map_err(|e| tick_error(&e))

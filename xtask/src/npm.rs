@@ -35,15 +35,15 @@ const SUITES_DIR: &str = "tests/conformance-js";
 const BENCH_DIR: &str = "wasm/bench";
 
 /// The largest acceptable `.wasm`, raw bytes after `wasm-opt` (what the
-/// engine compiles): about 211 KB today, 138 KB of it the event kernel,
-/// 37 KB the timer decisions and store and 30 KB retention. Raised from
-/// 150 KB when the timers came in, from 175 KB when retention did, and
-/// from 205 KB and then 210 KB for issue 23's data-safety work (undecided
-/// sweep reasons, the one-step reschedule, then the reading of a host
-/// store's claim answers claim by claim with the once-per-node report of
-/// unreadable rows); see "The npm package" in docs/decisions.md for where
-/// the bytes go and what would bring it back under 150 KB.
-const BUDGET: u64 = 211_000;
+/// engine compiles): about 246 KB today. Raised from 150 KB when the
+/// timers came in, from 175 KB when retention did, from 205 KB and 210 KB
+/// for issue 23's data-safety work (undecided sweep reasons, the one-step
+/// reschedule, the claim answers read claim by claim), and from 211 KB for
+/// issue 24's machines: the tick (20.3 KB), the supervision (13.2 KB) and
+/// the sweep's rules moved into the core (2.1 KB). See "The npm package"
+/// in docs/decisions.md for where the bytes go; issue 30 is where the
+/// budget comes down (a smaller package, or a split one).
+const BUDGET: u64 = 247_000;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";

@@ -12,9 +12,10 @@
 //!   parent waiting on it is read again and resumed if its wait is
 //!   complete. An execution never seen before is watched.
 //! - **A supervision that failed is tried again** (watched) on the next
-//!   beat. The supervisor forgets a parent whose supervision failed, so
-//!   without this a worker whose store dropped a connection mid-resume
-//!   would leave the parent to the other workers.
+//!   beat. A parent whose first read failed is not listed under its
+//!   children, so without this a worker whose store dropped a connection
+//!   would leave the parent to the other workers (one that failed later
+//!   stays listed, and is then also tried again when a child ends).
 //! - **The beat is aligned to the wall clock** (a listing at every
 //!   multiple of the interval), so every worker of a fleet notices an
 //!   ended child in the same instant and they race for the parent: the

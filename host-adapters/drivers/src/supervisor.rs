@@ -1,19 +1,17 @@
 //! The child supervisor: resumes a parent parked on its children once they
 //! have ended, with their outcomes as the answer.
 //!
-//! Its rules, and why:
+//! It is a pump over the core's [`SuperviseMachine`](loomfence_core::SuperviseMachine),
+//! which holds every rule of a supervision (the unfenced try first, the
+//! conditional tries on a stale fence, the re-drive row on contention; its
+//! steps head `core/src/supervise/machine.rs`). This module adds the IO
+//! (`pump.rs`), the edge cache (kept as the machine's `watching` says), the
+//! callbacks, tracing and metrics:
 //!
-//! - **The first try is unfenced.** Taking a token up front would fence every
-//!   supervised parent for good, and a fenced execution refuses an unfenced
-//!   manual resume forever after. The unfenced try uses the park-conditional
-//!   append, so two supervisors trying at once still resume the park at most
-//!   once.
-//! - **Only a stale fence switches to the conditional resume.** If the parent
-//!   is already fenced (someone acquired), the unfenced try is refused with a
-//!   stale fence; the supervisor then resumes with `acquire_fence_if`, at most
-//!   [`SupervisorOptions::conditional_tries`] times; if every try was
-//!   contended it answers with that error, which `on_error` also receives,
-//!   once, unless re-drive is on (the last rule).
+//! - **Contention is an error to the caller**: if every conditional try
+//!   was contended, the supervision answers with that error, which
+//!   `on_error` also receives, once, unless re-drive is on (the last
+//!   point).
 //! - **It is safe on several nodes at once**: every path that appends is
 //!   conditional on the park still being open, in the store.
 //! - **Its state is only a cache.** The child → parent edges come from the
@@ -26,25 +24,18 @@
 mod edges;
 mod error;
 mod options;
+mod pump;
 mod redriver;
-mod schedule;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use loomfence_core::{
-    ChildOutcome, Envelope, ExecutionId, ExecutionView, ResumeError, ResumeRequest, Resumed, Wait,
-    answer_for, child_outcome, waits_of,
-};
+use loomfence_core::{ExecutionId, Resumed};
 use loomfence_store::EventStore;
 
 use self::edges::Edges;
 pub use self::error::{RedriveScheduleError, SupervisorError};
 pub use self::options::{OnError, SupervisorOptions};
-use self::schedule::schedule_first_row;
-use crate::driver::{resume, resume_from};
-use crate::error::ResumeFailure;
 use crate::redriver::Redriver;
 
 /// What the supervisor did for one parent.
@@ -69,18 +60,6 @@ pub enum Supervised {
         /// When the row is due, in ms since the epoch.
         wake_at: i64,
     },
-}
-
-/// What a supervision does with a resume whose every conditional try was
-/// contended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Contention {
-    /// Writes the first re-drive row if re-drive is on; otherwise answers
-    /// the contended error.
-    Schedule,
-    /// Answers the contended error: a re-driver's, whose timer service
-    /// carries the chain on.
-    Answer,
 }
 
 /// Resumes parents parked on `CHILD_DONE` waits when their children end.
@@ -169,7 +148,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// Starts watching `parent`: reads its park, remembers which children it
     /// waits on, and resumes it right away if they have already ended.
     pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
-        let result = self.supervise(parent, Contention::Schedule).await;
+        let result = self.supervise_watched(parent).await;
         self.report(parent, result)
     }
 
@@ -182,7 +161,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         let parents = self.parents_waiting_on(child);
         let mut results = Vec::with_capacity(parents.len());
         for parent in parents {
-            let result = self.supervise(&parent, Contention::Schedule).await;
+            let result = self.supervise_watched(&parent).await;
             results.push((parent.clone(), self.report(&parent, result)));
         }
         results
@@ -243,123 +222,9 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         result
     }
 
-    /// Reads `parent`, refreshes its edges, and resumes it if a child wait
-    /// is satisfied; a contended resume is handled as `contention` says.
-    async fn supervise(
-        &self,
-        parent: &ExecutionId,
-        contention: Contention,
-    ) -> Result<Supervised, SupervisorError> {
-        let events = self.store.read_range(parent, 1, None).await?;
-        let Some((park, waits)) = child_park(parent, &events)? else {
-            self.edges().forget(parent);
-            return Ok(Supervised::NotWaitingOnChildren);
-        };
-        let children: BTreeSet<ExecutionId> = waits
-            .iter()
-            .flat_map(|w| w.children().iter().cloned())
-            .collect();
-        self.edges().set(parent, children.clone());
-        let mut ended = BTreeMap::new();
-        for child in children {
-            if let Some(outcome) = self.outcome_of(&child).await? {
-                ended.insert(child, outcome);
-            }
-        }
-        let Some(answer) = answer_for(&waits, &ended) else {
-            return Ok(Supervised::Waiting);
-        };
-        let request = ResumeRequest::new(park, answer, (self.options.now)());
-        let supervised = self.resume_parent(parent, request, &events).await;
-        // A contended resume leaves the park open: its edges stay, whatever
-        // happens next, so a later notice or rebuild can try again.
-        if !supervised
-            .as_ref()
-            .is_err_and(SupervisorError::is_contended)
-        {
-            self.edges().forget(parent);
-            return supervised;
-        }
-        match (contention, &self.options.redrive) {
-            (Contention::Schedule, Some(timers)) if self.options.features.redrive => {
-                schedule_first_row(&**timers, &self.options, parent)
-                    .await
-                    .map(|wake_at| Supervised::RedriveScheduled { wake_at })
-                    .map_err(|source| SupervisorError::Redrive {
-                        parent: parent.clone(),
-                        source,
-                    })
-            }
-            _ => supervised,
-        }
-    }
-
-    /// The unfenced first try, then conditional tries on a stale fence.
-    async fn resume_parent(
-        &self,
-        parent: &ExecutionId,
-        request: ResumeRequest,
-        events: &[Envelope],
-    ) -> Result<Supervised, SupervisorError> {
-        let stale =
-            match resume_from(&*self.store, parent, request.clone().unfenced(), events).await {
-                Err(ResumeFailure::Resume(ResumeError::StaleFence(stale))) => stale,
-                other => return settle(other),
-            };
-        tracing::debug!(%parent, current = stale.current, "parent is fenced; resuming conditionally");
-        let mut last = Err(ResumeFailure::Resume(ResumeError::StaleFence(stale)));
-        for _ in 0..self.options.conditional_tries {
-            last = resume(&*self.store, parent, request.clone()).await;
-            if !matches!(last, Err(ResumeFailure::Resume(ResumeError::Contended(_)))) {
-                break;
-            }
-        }
-        settle(last)
-    }
-
-    /// A child's outcome if its log shows it ended.
-    async fn outcome_of(
-        &self,
-        child: &ExecutionId,
-    ) -> Result<Option<ChildOutcome>, SupervisorError> {
-        let events = self.store.read_range(child, 1, None).await?;
-        Ok(child_outcome(&events))
-    }
-
     /// The edge cache, locked. A panic elsewhere cannot leave it
     /// inconsistent in a way the next read of a park does not repair.
     fn edges(&self) -> std::sync::MutexGuard<'_, Edges> {
         self.edges.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The open park of `events` and its waits, when it has a child wait.
-fn child_park(
-    parent: &ExecutionId,
-    events: &[Envelope],
-) -> Result<Option<(u64, Vec<Wait>)>, SupervisorError> {
-    let view = ExecutionView::fold(events);
-    let Some(open) = view.open_park else {
-        return Ok(None);
-    };
-    let Some(park) = events.iter().find(|e| e.sequence == open.sequence) else {
-        return Ok(None);
-    };
-    let waits = waits_of(park).map_err(|source| SupervisorError::Park {
-        parent: parent.clone(),
-        source,
-    })?;
-    if waits.iter().all(|w| w.children().is_empty()) {
-        return Ok(None);
-    }
-    Ok(Some((open.sequence, waits)))
-}
-
-/// Maps a resume's result to what the supervisor did.
-fn settle(result: Result<Resumed, ResumeFailure>) -> Result<Supervised, SupervisorError> {
-    match result {
-        Ok(resumed) => Ok(Supervised::Resumed(resumed)),
-        Err(ResumeFailure::Resume(ResumeError::Refused(_))) => Ok(Supervised::AlreadyAnswered),
-        Err(other) => Err(other.into()),
     }
 }

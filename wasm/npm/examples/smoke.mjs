@@ -14,6 +14,7 @@ import {
   FireMachine,
   TimerInputError,
   TimerService,
+  ChildSupervisor,
   sweep,
   startedChild,
   parentOf,
@@ -81,6 +82,18 @@ const report = await service.pollOnce();
 assert.equal(report.fired, 1);
 assert.deepEqual((await store.readRange('nap-1', sleeping.sequence + 1)).map((e) => e.payload.answer), [{ wait: 0, timer: { wakeAt: 30 } }]);
 await service.stop();
+
+// The child supervisor (supervisor.js, shipped beside the glue): a parent
+// whose child has ended is resumed with the child's outcome.
+const trips = new MemoryEventStore();
+await trips.appendMany('trip-1', [
+  { kind: 'EXECUTION_STARTED', at: 0 },
+  { kind: 'EXECUTION_SUSPENDED', at: 1, payload: { waits: [{ kind: 'CHILD_DONE', key: 'trip-1/hotel' }] } },
+]);
+await trips.appendMany('trip-1/hotel', [{ kind: 'EXECUTION_STARTED', at: 0 }, { kind: 'EXECUTION_COMPLETED', at: 2 }]);
+const supervised = await new ChildSupervisor({ events: trips, now: () => 50 }).watch('trip-1');
+assert.equal(supervised.outcome, 'resumed');
+assert.equal(supervised.resumed.resumed.payload.answer.children['trip-1/hotel'].status, 'completed');
 
 // Retention (retention.js, shipped beside the glue): a finished child is kept
 // while its parent is parked on it, and swept once the park is answered.

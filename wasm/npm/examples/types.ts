@@ -20,6 +20,7 @@ import {
   FireMachine,
   MemoryTimerStore,
   TimerService,
+  ChildSupervisor,
   sweep,
   startedChild,
   parentOf,
@@ -45,6 +46,8 @@ import {
   type TimerServiceOptions,
   type TimerServiceErrorInfo,
   type TimerServiceStage,
+  type ChildSupervisorOptions,
+  type Supervised,
   type ExecutionSummary,
   type DeleteGuard,
   type GuardedDelete,
@@ -311,4 +314,41 @@ async function retention(host: RetentionStore): Promise<void> {
   void recorded, parent, pinned, next, ended;
 }
 
-void main, timers, service, retention;
+// The child supervisor over an event store and a timer store, its outcomes,
+// and its re-driver on a timer service.
+async function supervision(events: EventStore, timerStore: TimerStore): Promise<void> {
+  const options: ChildSupervisorOptions = {
+    events,
+    timers: timerStore,
+    redrive: true,
+    conditionalTries: 2,
+    policy: { baseMs: 50 },
+    now: () => 1_000,
+    random: () => 0.5,
+    onError: (error: unknown, parent: string) => void [error, parent],
+    onResumed: (resumed: Resumed) => void resumed.fence,
+  };
+  const supervisor = new ChildSupervisor(options);
+  const supervised: Supervised = await supervisor.watch('parent');
+  if (supervised.outcome === 'resumed') {
+    const token: number | null = supervised.resumed.fence;
+    void token;
+  } else if (supervised.outcome === 'redriveScheduled') {
+    const row: TimerRow = supervised.row;
+    void row;
+  } else if (supervised.outcome === 'contended') {
+    const error: ResumeContendedError = supervised.error;
+    void error;
+  }
+  const answer: RedriveAnswer = supervised.answer === 'failed' ? 'noop' : supervised.answer;
+  for (const { parent, supervised: s, error } of await supervisor.childEnded('child')) {
+    void parent, s, error;
+  }
+  await supervisor.rebuild(['parent']);
+  const parents: string[] = supervisor.parentsWaitingOn('child');
+  const redriver: Redriver = supervisor.redriver();
+  new TimerService({ events, timers: timerStore }).registerRedriver(redriver);
+  void answer, parents;
+}
+
+void main, timers, service, retention, supervision;

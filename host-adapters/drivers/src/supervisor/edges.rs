@@ -15,7 +15,7 @@ pub(super) struct Edges {
 
 impl Edges {
     /// Records that `parent` waits on exactly `children`.
-    pub(super) fn set(&mut self, parent: &ExecutionId, children: BTreeSet<ExecutionId>) {
+    fn set(&mut self, parent: &ExecutionId, children: BTreeSet<ExecutionId>) {
         self.forget(parent);
         for child in &children {
             self.parents_of
@@ -26,8 +26,18 @@ impl Edges {
         self.children_of.insert(parent.clone(), children);
     }
 
+    /// Lists `parent` under `children` as the supervise machine's
+    /// [`watching`](loomfence_core::SuperviseMachine::watching) says, or
+    /// drops it (`None`).
+    pub(super) fn sync(&mut self, parent: &ExecutionId, children: Option<&[ExecutionId]>) {
+        match children {
+            Some(children) => self.set(parent, children.iter().cloned().collect()),
+            None => self.forget(parent),
+        }
+    }
+
     /// Drops every edge of `parent`.
-    pub(super) fn forget(&mut self, parent: &ExecutionId) {
+    fn forget(&mut self, parent: &ExecutionId) {
         for child in self.children_of.remove(parent).unwrap_or_default() {
             if let Some(parents) = self.parents_of.get_mut(&child) {
                 parents.remove(parent);

@@ -1,6 +1,6 @@
 //! Why supervising one parent failed.
 
-use loomfence_core::{DrawError, ExecutionId, ParkError, ResumeError};
+use loomfence_core::{DrawError, ExecutionId, ParkError, ResumeError, SuperviseError};
 use loomfence_store::{StoreError, TimerStoreError};
 
 use crate::error::ResumeFailure;
@@ -30,6 +30,11 @@ pub enum SupervisorError {
         #[source]
         source: ParkError,
     },
+    /// The store answered something the supervise machine cannot accept
+    /// (a log of another execution, a refusal of another park): it broke
+    /// its contract. The edges are left as they were.
+    #[error("the store's answer does not fit the supervision: {0}")]
+    Answer(SuperviseError),
     /// Every conditional try was contended, re-drive is on, and its row
     /// could not be written: nothing will re-drive the park, which is still
     /// open. As for a contended resume without re-drive, the edges are

@@ -2,43 +2,46 @@
 //! re-drive row to.
 
 use async_trait::async_trait;
-use loomfence_core::{ExecutionId, RedriveAnswer};
+use loomfence_core::{ExecutionId, OnContention, RedriveAnswer, SuperviseOutcome};
 use loomfence_store::EventStore;
 
-use super::{ChildSupervisor, Contention, Supervised};
+use super::pump::supervised;
+use super::{ChildSupervisor, SupervisorError};
 use crate::redriver::{RedriveFailure, Redriver};
 
 /// Re-runs the supervision of the parent from the log (re-reads its park
-/// and its children, resumes conditionally), without scheduling a row on
-/// contention: the timer service that fired the row carries the chain on.
+/// and its children, resumes conditionally), without writing a row on
+/// contention ([`OnContention::Answer`]): the timer service that fired the
+/// row carries the chain on. The answer is the machine's
+/// ([`SuperviseOutcome::redrive_answer`]):
 ///
 /// | the supervision | the answer |
 /// |---|---|
 /// | resumed the parent | [`RedriveAnswer::Done`], after handing the resume to [`SupervisorOptions::on_resumed`](crate::SupervisorOptions::on_resumed) |
 /// | already answered, waiting on children, or not waiting on children | [`RedriveAnswer::Noop`] |
 /// | every conditional try contended | [`RedriveAnswer::Contended`], not passed to `on_error` (the service reports an exhausted chain, once) |
-/// | any other failure | the error, also passed to `on_error` |
+/// | failed (a fenced parent with no conditional try allowed), or any error | the error, also passed to `on_error` |
 #[async_trait]
 impl<S: EventStore + ?Sized> Redriver for ChildSupervisor<S> {
     async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
-        match self.supervise(execution_id, Contention::Answer).await {
-            Ok(Supervised::Resumed(resumed)) => {
+        let fail = |error: SupervisorError| -> Result<RedriveAnswer, RedriveFailure> {
+            (self.options.on_error)(execution_id, &error);
+            Err(Box::new(error))
+        };
+        let outcome = match self.supervise(execution_id, OnContention::Answer).await {
+            Ok(outcome) => outcome,
+            Err(error) => return fail(error),
+        };
+        match (outcome.redrive_answer(), outcome) {
+            (RedriveAnswer::Done, SuperviseOutcome::Resumed(resumed)) => {
                 (self.options.on_resumed)(resumed);
                 Ok(RedriveAnswer::Done)
             }
-            Ok(
-                Supervised::AlreadyAnswered
-                | Supervised::Waiting
-                | Supervised::NotWaitingOnChildren,
-            ) => Ok(RedriveAnswer::Noop),
-            // `Contention::Answer` never writes a row; were one written,
-            // it would carry the chain on, and this row can be retired.
-            Ok(Supervised::RedriveScheduled { .. }) => Ok(RedriveAnswer::Noop),
-            Err(error) if error.is_contended() => Ok(RedriveAnswer::Contended),
-            Err(error) => {
-                (self.options.on_error)(execution_id, &error);
-                Err(Box::new(error))
-            }
+            (RedriveAnswer::Failed, failed) => match supervised(failed) {
+                Err(error) => fail(error),
+                Ok(_) => Ok(RedriveAnswer::Failed),
+            },
+            (answer, _) => Ok(answer),
         }
     }
 }

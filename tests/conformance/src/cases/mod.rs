@@ -13,6 +13,7 @@ pub mod hostile;
 pub mod kinds;
 pub mod resume;
 pub mod retention;
+pub mod supervisor;
 pub mod sweep;
 pub mod sweep_contract;
 pub mod sweep_undecided;
@@ -194,6 +195,10 @@ pub const ALL: &[Case] = &[
     case!(Any, sweep::the_archive_gets_each_log_before_its_delete),
     case!(Any, sweep::a_parent_parking_in_the_window_keeps_the_child),
     case!(Any, sweep::ten_thousand_executions_are_read_only_as_needed),
+    case!(
+        Any,
+        supervisor::a_resume_the_store_failed_keeps_the_parent_listed
+    ),
     case!(
         Any,
         sweep_undecided::an_unknown_kernel_kind_after_the_park_keeps_the_child

@@ -15,7 +15,8 @@ pub enum Variant {
     /// the fence with `acquire_fence_if`.
     Faithful,
     /// Control (a): a contended supervisor writes no re-drive row (the flag
-    /// off, or the feature missing). Liveness must fail.
+    /// off, or the feature missing): its machine runs with
+    /// `OnContention::Answer`, as a re-driver's does. Liveness must fail.
     NoRedriveRow,
     /// Control (b): the timer services take rows over while another
     /// service's lease on them is still live (as a node whose clock runs a

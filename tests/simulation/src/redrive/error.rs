@@ -10,8 +10,8 @@ use std::fmt;
 
 use loomfence_core::drive::StepError;
 use loomfence_core::{
-    AppendError, DrawError, FireError, IdError, InputError, MachineError, ParkError, TickError,
-    TimerInputError,
+    AppendError, DrawError, FireError, IdError, InputError, MachineError, SuperviseError,
+    TickError, TimerInputError,
 };
 
 /// A step of the re-drive world that could not be performed.
@@ -31,10 +31,10 @@ pub enum RedriveSimError {
     Fire(FireError),
     /// The tick machine refused an answer: a harness bug.
     Tick(TickError),
+    /// The supervise machine refused an answer: a harness bug.
+    Supervise(SuperviseError),
     /// A random draw outside `[0, 1)`: a harness bug.
     Draw(DrawError),
-    /// A park the harness wrote cannot be read back.
-    Park(ParkError),
     /// An execution or node id was refused.
     Id(IdError),
     /// A machine refused the log the harness read for it.
@@ -59,8 +59,10 @@ impl fmt::Display for RedriveSimError {
             RedriveSimError::Timer(error) => write!(f, "a timer table call was refused: {error}"),
             RedriveSimError::Fire(error) => write!(f, "the fire machine refused: {error}"),
             RedriveSimError::Tick(error) => write!(f, "the tick machine refused: {error}"),
+            RedriveSimError::Supervise(error) => {
+                write!(f, "the supervise machine refused: {error}")
+            }
             RedriveSimError::Draw(error) => write!(f, "a draw was refused: {error}"),
-            RedriveSimError::Park(error) => write!(f, "a park is unreadable: {error}"),
             RedriveSimError::Id(error) => write!(f, "an id was refused: {error}"),
             RedriveSimError::Machine(error) => write!(f, "a machine refused a log: {error}"),
             RedriveSimError::Ledger(what) => write!(f, "the harness lost track: {what}"),
@@ -90,8 +92,8 @@ from! {
     TimerInputError => Timer,
     FireError => Fire,
     TickError => Tick,
+    SuperviseError => Supervise,
     DrawError => Draw,
-    ParkError => Park,
     IdError => Id,
     MachineError => Machine,
 }

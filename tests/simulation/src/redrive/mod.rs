@@ -14,10 +14,11 @@
 //!   `TIMER` wait too (a plain wake row is then in the table);
 //! - **children**, which append `EXECUTION_COMPLETED` at a drawn time and
 //!   notify one supervisor (the runtime's `child_ended`);
-//! - **supervisor nodes** ([`supervisor`]), running the runtime's
-//!   supervision step for step ([`supervise`]): read the parent and its
-//!   children, `answer_for`, the unfenced `append_if_parked` try, then up to
-//!   `conditional_tries` conditional resumes with the real
+//! - **supervisor nodes** ([`supervisor`]), each a pump over the core's
+//!   [`SuperviseMachine`](loomfence_core::SuperviseMachine), the same
+//!   machine the runtime's supervisor pumps ([`supervise`]): read the
+//!   parent and its children, the unfenced `append_if_parked` try, then up
+//!   to `conditional_tries` conditional resumes with the real
 //!   [`ResumeMachine`](loomfence_core::ResumeMachine), and, when every try
 //!   was contended, the chain's first re-drive row;
 //! - **timer service nodes** ([`service`]), each with its own node id and

@@ -360,11 +360,11 @@ impl Service {
         task.step(env)?;
         match task.outcome() {
             None => self.fire_mut()?.sub = Sub::Redrive(task),
-            Some(outcome) => {
-                if outcome == super::supervise::Supervised::Resumed {
+            Some(end) => {
+                if end.resumed() {
                     env.ledger.counts.redriven += 1;
                 }
-                self.tick.handle_redrive(outcome.answer())?;
+                self.tick.handle_redrive(end.answer())?;
             }
         }
         Ok(())

@@ -1,35 +1,27 @@
 //! The child supervisor's supervision of one parent, one store interaction
-//! per step: the supervisor's run on a child's end, and the same run as the
-//! supervisor's re-driver inside a fire of a re-drive row.
+//! per step: a pump over the core's [`SuperviseMachine`], run as the
+//! supervisor's supervision on a child's end, and as the supervisor's
+//! re-driver inside a fire of a re-drive row.
 //!
-//! It follows `ChildSupervisor::supervise` and `resume_parent` of the
-//! runtime (`host-adapters/drivers/src/supervisor.rs`) step for step:
+//! Every decision is the machine's (its steps head
+//! `core/src/supervise/machine.rs`); this pump performs the action it names
+//! against the world's store and timer table, feeds the answer back, and
+//! keeps the ledger. A resume the machine asks for is the real
+//! [`ResumeMachine`], driven one store action per step ([`drive_one`]).
+//! What a step does besides its one store interaction is what needs none:
+//! building the next resume, and the draw of a re-drive row (from the
+//! world's random source, at the world's time).
 //!
-//! 1. read the parent's whole log; no open park with a child wait: not
-//!    waiting on children;
-//! 2. read each child named by the park's waits (sorted, once each) and
-//!    fold its outcome ([`child_outcome`]);
-//! 3. [`answer_for`] the waits; none: waiting;
-//! 4. the unfenced try: the resume from the log already read
-//!    ([`ResumeMachine::with_events`]) with [`ResumeRequest::unfenced`], a
-//!    lone `append_if_parked`; landed: resumed; refused: already answered;
-//!    a stale fence (someone acquired): go on;
-//! 5. up to `conditional_tries` conditional resumes, each a fresh machine
-//!    reading the log itself (the runtime's `resume`), while contended;
-//! 6. every try contended: the supervisor writes the chain's first
-//!    re-drive row, `TimerRow::redrive(parent, redrive_wake_at(now,
-//!    delay_ms(0, draw), now), 0)` (the runtime with `features.redrive`
-//!    on); the re-driver writes nothing and answers contended.
-//!
-//! The re-driver's answer is the brief's mapping: resumed is done; already
-//! answered, not waiting on children and waiting are noop; contended is
-//! contended; a machine that rejected a store answer is failed.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! The world's part: the supervisor writes the first re-drive row on
+//! contention ([`OnContention::WriteRow`]) and the re-driver does not
+//! ([`OnContention::Answer`]); control (a) ([`Variant::NoRedriveRow`])
+//! runs the supervisor with [`OnContention::Answer`] too, which is a fleet
+//! with re-drive off. A resume machine that rejects a store answer is a
+//! finding, and the run ends [`End::Rejected`].
 
 use loomfence_core::{
-    ChildOutcome, Draw, Envelope, ExecutionId, ExecutionView, RedriveAnswer, ResumeError,
-    ResumeMachine, ResumeRequest, TimerRow, Wait, answer_for, child_outcome, waits_of,
+    Draw, OnContention, RedriveAnswer, ResumeMachine, SuperviseAction, SuperviseMachine,
+    SuperviseOptions, SuperviseOutcome, SupervisePoll,
 };
 use rand::RngExt;
 
@@ -39,79 +31,30 @@ use super::error::RedriveSimError;
 use super::ledger::{RowSource, RunEnd, RunId};
 
 /// How a supervision ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Supervised {
-    /// It resumed the parent.
-    Resumed,
-    /// Someone else answered the park first.
-    AlreadyAnswered,
-    /// The parent has no open park with a child wait.
-    NotWaitingOnChildren,
-    /// No child wait is satisfied yet.
-    Waiting,
-    /// Every conditional try was contended, and no row was written (the
-    /// re-driver, or control (a)).
-    Contended,
-    /// Every conditional try was contended; the first re-drive row is
-    /// written.
-    RedriveScheduled,
-    /// A machine rejected a store answer (a finding).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum End {
+    /// The machine's outcome.
+    Outcome(SuperviseOutcome),
+    /// A resume machine rejected a store answer (a finding).
     Rejected,
 }
 
-impl Supervised {
-    /// The re-driver's answer for this end.
+impl End {
+    /// Whether it resumed the parent.
     #[must_use]
-    pub fn answer(self) -> RedriveAnswer {
+    pub fn resumed(&self) -> bool {
+        matches!(self, End::Outcome(SuperviseOutcome::Resumed(_)))
+    }
+
+    /// The re-driver's answer for this end: the machine's, or failed for a
+    /// rejection.
+    #[must_use]
+    pub fn answer(&self) -> RedriveAnswer {
         match self {
-            Supervised::Resumed => RedriveAnswer::Done,
-            Supervised::AlreadyAnswered
-            | Supervised::NotWaitingOnChildren
-            | Supervised::Waiting => RedriveAnswer::Noop,
-            Supervised::Contended | Supervised::RedriveScheduled => RedriveAnswer::Contended,
-            Supervised::Rejected => RedriveAnswer::Failed,
+            End::Outcome(outcome) => outcome.redrive_answer(),
+            End::Rejected => RedriveAnswer::Failed,
         }
     }
-}
-
-/// Where a supervision is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Phase {
-    /// Read the parent's log.
-    ReadParent,
-    /// Read the next child in `remaining`.
-    ReadChildren {
-        /// The parent's log as read.
-        events: Vec<Envelope>,
-        /// The open park.
-        park: u64,
-        /// Its waits.
-        waits: Vec<Wait>,
-        /// Children not read yet (the runtime's sorted set, in order).
-        remaining: Vec<ExecutionId>,
-        /// Outcomes of those that ended.
-        ended: BTreeMap<ExecutionId, ChildOutcome>,
-    },
-    /// The unfenced try.
-    Unfenced {
-        /// Its machine.
-        machine: Box<ResumeMachine>,
-        /// The request, for the conditional tries.
-        request: ResumeRequest,
-    },
-    /// Conditional try number `tried`.
-    Conditional {
-        /// Its machine.
-        machine: Box<ResumeMachine>,
-        /// The request.
-        request: ResumeRequest,
-        /// Tries made, this one included.
-        tried: u32,
-    },
-    /// Write the chain's first row.
-    Schedule(TimerRow),
-    /// Finished.
-    Done(Supervised),
 }
 
 /// One supervision of one parent.
@@ -123,8 +66,12 @@ pub struct SuperviseTask {
     pub run: RunId,
     /// Whether this is the re-driver (writes no row on contention).
     pub redriver: bool,
-    /// Where it is.
-    phase: Phase,
+    /// The machine, made at the first step from the world's configuration.
+    machine: Option<SuperviseMachine>,
+    /// The resume in flight.
+    resume: Option<Box<ResumeMachine>>,
+    /// How it ended, once it has.
+    end: Option<End>,
 }
 
 impl SuperviseTask {
@@ -135,103 +82,71 @@ impl SuperviseTask {
             parent,
             run,
             redriver,
-            phase: Phase::ReadParent,
+            machine: None,
+            resume: None,
+            end: None,
         }
     }
 
     /// How it ended, once it has.
     #[must_use]
-    pub fn outcome(&self) -> Option<Supervised> {
-        match self.phase {
-            Phase::Done(outcome) => Some(outcome),
-            _ => None,
-        }
+    pub fn outcome(&self) -> Option<&End> {
+        self.end.as_ref()
     }
 
     /// The token its resume holds and has not appended under yet.
     #[must_use]
     pub fn holds_fence(&self) -> Option<u64> {
-        match &self.phase {
-            Phase::Unfenced { machine, .. } | Phase::Conditional { machine, .. } => {
-                machine.holds_fence()
-            }
-            _ => None,
-        }
+        self.resume.as_ref()?.holds_fence()
     }
 
     /// One store interaction (a read, an acquire, an append, the row's
-    /// schedule), and the decisions that follow it without one.
+    /// schedule), and what follows it without one.
     pub fn step(&mut self, env: &mut Env<'_>) -> Result<(), RedriveSimError> {
-        let parent = self.parent;
-        let run = self.run;
-        let phase = std::mem::replace(&mut self.phase, Phase::Done(Supervised::Rejected));
-        self.phase = match phase {
-            Phase::ReadParent => self.read_parent(env)?,
-            Phase::ReadChildren {
-                events,
-                park,
-                waits,
-                mut remaining,
-                mut ended,
-            } => {
-                let child = remaining.remove(0);
-                let log = env.store.read_range(&child, 1, None)?;
-                if let Some(outcome) = child_outcome(&log) {
-                    ended.insert(child, outcome);
+        if self.end.is_some() {
+            return Ok(());
+        }
+        let (parent, run) = (self.parent, self.run);
+        let mut machine = match self.machine.take() {
+            Some(machine) => machine,
+            None => self.machine_for(env),
+        };
+        if let Some(mut resume) = self.resume.take() {
+            match drive_one(env, &mut resume, parent, run)? {
+                Driven::Pending => {
+                    self.resume = Some(resume);
+                    self.machine = Some(machine);
                 }
-                if remaining.is_empty() {
-                    self.answer(env, &events, park, &waits, &ended)?
-                } else {
-                    Phase::ReadChildren {
-                        events,
-                        park,
-                        waits,
-                        remaining,
-                        ended,
+                Driven::Rejected => self.finish(env, End::Rejected),
+                Driven::Done(result) => {
+                    if let Ok(resumed) = &result {
+                        land(env, parent, run, resumed);
                     }
+                    machine.handle_resumed(result.as_ref())?;
+                    let contended = matches!(
+                        machine.poll(),
+                        SupervisePoll::Act(SuperviseAction::Draw)
+                            | SupervisePoll::Done(SuperviseOutcome::Contended(_))
+                    );
+                    if contended && !self.redriver {
+                        env.ledger.counts.contended_supervisors += 1;
+                    }
+                    self.follow(env, machine)?;
                 }
             }
-            Phase::Unfenced {
-                mut machine,
-                request,
-            } => match drive_one(env, &mut machine, parent, run)? {
-                Driven::Pending => Phase::Unfenced { machine, request },
-                Driven::Rejected => Phase::Done(Supervised::Rejected),
-                Driven::Done(Ok(resumed)) => {
-                    land(env, parent, run, &resumed);
-                    Phase::Done(Supervised::Resumed)
-                }
-                Driven::Done(Err(ResumeError::StaleFence(_))) => self.conditional(env, request, 1),
-                Driven::Done(Err(ResumeError::Contended(_))) => self.contended(env)?,
-                Driven::Done(Err(_)) => Phase::Done(Supervised::AlreadyAnswered),
-            },
-            Phase::Conditional {
-                mut machine,
-                request,
-                tried,
-            } => match drive_one(env, &mut machine, parent, run)? {
-                Driven::Pending => Phase::Conditional {
-                    machine,
-                    request,
-                    tried,
-                },
-                Driven::Rejected => Phase::Done(Supervised::Rejected),
-                Driven::Done(Ok(resumed)) => {
-                    land(env, parent, run, &resumed);
-                    Phase::Done(Supervised::Resumed)
-                }
-                Driven::Done(Err(ResumeError::Contended(_)))
-                    if tried < env.config.conditional_tries =>
-                {
-                    self.conditional(env, request, tried + 1)
-                }
-                Driven::Done(Err(ResumeError::Contended(_))) => self.contended(env)?,
-                // A fenced resume is never answered with a stale fence; as
-                // the runtime's `settle`, anything but a landing or a
-                // contention is "someone else answered".
-                Driven::Done(Err(_)) => Phase::Done(Supervised::AlreadyAnswered),
-            },
-            Phase::Schedule(row) => {
+            return Ok(());
+        }
+        match machine.poll() {
+            SupervisePoll::Act(SuperviseAction::ReadParent) => {
+                let id = &env.parents[parent].id;
+                let log = env.store.read_range(id, 1, None)?;
+                machine.handle_parent(&log)?;
+            }
+            SupervisePoll::Act(SuperviseAction::ReadChild(child)) => {
+                let log = env.store.read_range(&child, 1, None)?;
+                machine.handle_child(&log, env.now)?;
+            }
+            SupervisePoll::Act(SuperviseAction::WriteRow(row)) => {
                 env.timers.schedule(&row)?;
                 let max = env.config.policy.max_attempts;
                 env.ledger
@@ -242,106 +157,82 @@ impl SuperviseTask {
                         row.wake_at
                     )
                 });
-                Phase::Done(Supervised::RedriveScheduled)
+                machine.handle_written()?;
             }
-            done @ Phase::Done(_) => done,
-        };
-        if let Phase::Done(outcome) = self.phase {
-            let end = match outcome {
-                Supervised::Resumed => RunEnd::Resumed,
-                Supervised::AlreadyAnswered | Supervised::NotWaitingOnChildren => RunEnd::Nothing,
-                Supervised::Waiting => RunEnd::Waiting,
-                Supervised::Contended | Supervised::RedriveScheduled => RunEnd::Contended,
-                Supervised::Rejected => RunEnd::Rejected,
-            };
-            env.ledger.end_run(run, end);
+            _ => {
+                // Resumes and draws are started by `follow`; anything else
+                // is of a newer core.
+                self.machine = Some(machine);
+                return Err(RedriveSimError::Ledger(
+                    "the supervise machine asked for an action this pump does not know",
+                ));
+            }
         }
-        Ok(())
+        self.follow(env, machine)
     }
 
-    /// Step 1: the parent's log, its open child park, the children to read.
-    fn read_parent(&self, env: &mut Env<'_>) -> Result<Phase, RedriveSimError> {
-        let id = &env.parents[self.parent].id;
-        let events = env.store.read_range(id, 1, None)?;
-        let view = ExecutionView::fold(&events);
-        let Some(open) = view.open_park else {
-            return Ok(Phase::Done(Supervised::NotWaitingOnChildren));
-        };
-        let Some(park) = events.iter().find(|event| event.sequence == open.sequence) else {
-            return Ok(Phase::Done(Supervised::NotWaitingOnChildren));
-        };
-        let waits = waits_of(park)?;
-        let children: BTreeSet<ExecutionId> = waits
-            .iter()
-            .flat_map(|wait| wait.children().iter().cloned())
-            .collect();
-        if children.is_empty() {
-            return Ok(Phase::Done(Supervised::NotWaitingOnChildren));
-        }
-        Ok(Phase::ReadChildren {
-            park: open.sequence,
-            events,
-            waits,
-            remaining: children.into_iter().collect(),
-            ended: BTreeMap::new(),
-        })
+    /// The machine of this supervision: the world's tries and policy; a
+    /// row on contention for the supervisor, unless control (a) leaves it
+    /// out.
+    fn machine_for(&self, env: &Env<'_>) -> SuperviseMachine {
+        let writes_row = !self.redriver && env.config.variant != Variant::NoRedriveRow;
+        SuperviseMachine::new(
+            env.parents[self.parent].id.clone(),
+            SuperviseOptions {
+                conditional_tries: env.config.conditional_tries,
+                policy: env.config.policy,
+                on_contention: if writes_row {
+                    OnContention::WriteRow
+                } else {
+                    OnContention::Answer
+                },
+            },
+        )
     }
 
-    /// Step 3, and the unfenced try's machine (which starts from the log
-    /// read in step 1, so its first action is the append).
-    fn answer(
-        &self,
+    /// After an answer: what needs no store interaction (the next resume's
+    /// machine, the draw of a re-drive row, the end), up to the next
+    /// action that does.
+    fn follow(
+        &mut self,
         env: &mut Env<'_>,
-        events: &[Envelope],
-        park: u64,
-        waits: &[Wait],
-        ended: &BTreeMap<ExecutionId, ChildOutcome>,
-    ) -> Result<Phase, RedriveSimError> {
-        let Some(answer) = answer_for(waits, ended) else {
-            return Ok(Phase::Done(Supervised::Waiting));
+        mut machine: SuperviseMachine,
+    ) -> Result<(), RedriveSimError> {
+        loop {
+            match machine.poll() {
+                SupervisePoll::Act(SuperviseAction::Resume { request, log }) => {
+                    let id = machine.parent().clone();
+                    let resume =
+                        ResumeMachine::with_events(id, request, env.config.capability(), &log)?;
+                    self.resume = Some(Box::new(resume));
+                }
+                SupervisePoll::Act(SuperviseAction::Draw) => {
+                    let draw = Draw::new(env.rng.random::<f64>())?;
+                    machine.handle_draw(draw, env.now)?;
+                    continue;
+                }
+                SupervisePoll::Done(outcome) => self.finish(env, End::Outcome(outcome)),
+                _ => {}
+            }
+            self.machine = Some(machine);
+            return Ok(());
+        }
+    }
+
+    /// Records the end in the ledger.
+    fn finish(&mut self, env: &mut Env<'_>, end: End) {
+        let run_end = match &end {
+            End::Outcome(SuperviseOutcome::Resumed(_)) => RunEnd::Resumed,
+            End::Outcome(SuperviseOutcome::Waiting) => RunEnd::Waiting,
+            End::Outcome(
+                SuperviseOutcome::Contended(_)
+                | SuperviseOutcome::RedriveScheduled(_)
+                | SuperviseOutcome::Fenced(_),
+            ) => RunEnd::Contended,
+            End::Outcome(_) => RunEnd::Nothing,
+            End::Rejected => RunEnd::Rejected,
         };
-        let request = ResumeRequest::new(park, answer, env.now);
-        let id = env.parents[self.parent].id.clone();
-        let machine = ResumeMachine::with_events(
-            id,
-            request.clone().unfenced(),
-            env.config.capability(),
-            events,
-        )?;
-        Ok(Phase::Unfenced {
-            machine: Box::new(machine),
-            request,
-        })
-    }
-
-    /// Conditional try number `tried`: a fresh machine that reads the log.
-    fn conditional(&self, env: &Env<'_>, request: ResumeRequest, tried: u32) -> Phase {
-        if tried > env.config.conditional_tries {
-            return Phase::Done(Supervised::Contended);
-        }
-        let id = env.parents[self.parent].id.clone();
-        let machine = ResumeMachine::new(id, request.clone(), env.config.capability());
-        Phase::Conditional {
-            machine: Box::new(machine),
-            request,
-            tried,
-        }
-    }
-
-    /// Every try contended: the re-driver answers so; the supervisor writes
-    /// the first row (unless control (a) leaves it out).
-    fn contended(&self, env: &mut Env<'_>) -> Result<Phase, RedriveSimError> {
-        if self.redriver {
-            return Ok(Phase::Done(Supervised::Contended));
-        }
-        env.ledger.counts.contended_supervisors += 1;
-        if env.config.variant == Variant::NoRedriveRow {
-            return Ok(Phase::Done(Supervised::Contended));
-        }
-        let draw = Draw::new(env.rng.random::<f64>())?;
-        let id = env.parents[self.parent].id.clone();
-        let row = TimerRow::first_redrive(id, env.now, &env.config.policy, draw)
-            .ok_or(RedriveSimError::Ledger("no storable re-drive time"))?;
-        Ok(Phase::Schedule(row))
+        env.ledger.end_run(self.run, run_end);
+        self.end = Some(end);
     }
 }

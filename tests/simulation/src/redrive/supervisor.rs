@@ -5,9 +5,9 @@
 //! on, drawn at random): the runtime's `child_ended`. A notification to a
 //! node that is down is lost. A crash drops the node's queue and its
 //! supervision in hand (a resume holding a token becomes a dead acquirer);
-//! a restarted node rebuilds, as the runtime's `ChildSupervisor::rebuild`
-//! does after a restart: it supervises every parent again, which is what
-//! makes a lost notification or a lost row harmless.
+//! a restarted node rebuilds (the world's model of a supervisor's restart):
+//! it supervises every parent again, which is what makes a lost
+//! notification or a lost row harmless.
 
 use std::collections::VecDeque;
 

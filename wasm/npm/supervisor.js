@@ -1,0 +1,159 @@
+// ChildSupervisor: the package's child supervisor, a pump over the core's
+// SuperviseMachine (core/src/supervise/machine.rs, the machine the Rust
+// runtime's supervisor pumps too). Hand-written JavaScript beside the glue,
+// re-exported by index.js and browser.js; it costs the .wasm nothing.
+//
+// It decides nothing: it performs the action the machine names and feeds the
+// answer back (readParent / readChild: events.readRange(id, 1); resume: the
+// ResumeMachine the machine builds, driven by the package's resume loop;
+// draw: random() and now(); writeRow: timers.schedule(row)), lists the
+// parent under the children the machine is `watching` (for childEnded), and
+// hands the outcome on: to the caller, onError, onResumed, a TimerService.
+
+import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { drive } from './resume.js';
+
+const OPTIONS = new Set(['events', 'timers', 'redrive', 'conditionalTries', 'policy', 'now', 'random', 'onError', 'onResumed']);
+
+function refuse(message) {
+  return new (errorClasses().TimerInputError)(`new ChildSupervisor(options): ${message}`, 'INVALID_OPTIONS');
+}
+
+/** Resumes parents parked on CHILD_DONE waits when their children end. See index.d.ts. */
+export class ChildSupervisor {
+  #events;
+  #timers;
+  /** [conditionalTries, policy, redrive]: what every machine is made with. */
+  #machine;
+  #now;
+  #random;
+  #onError;
+  #onResumed;
+  /** parent -> the children it is listed under, as the machine's `watching` said. */
+  #childrenOf = new Map();
+
+  constructor(options) {
+    if (options === null || typeof options !== 'object') throw refuse('options must be an object { events, … }');
+    const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
+    if (unknown.length > 0) throw refuse(`unknown option ${unknown.join(', ')}`);
+    const { events, timers, redrive = false, conditionalTries = 3, policy, now = Date.now, random = Math.random } = options;
+    const { onError = (error, parent) => console.error(`loomfence ChildSupervisor: ${parent}:`, error) } = options;
+    const { onResumed = () => {} } = options;
+    if (typeof events?.readRange !== 'function') throw refuse('options.events must be an event store');
+    if (redrive && typeof timers?.schedule !== 'function') throw refuse('options.redrive needs options.timers to write rows to');
+    for (const [name, f] of Object.entries({ now, random, onError, onResumed })) {
+      if (typeof f !== 'function') throw refuse(`options.${name} must be a function`);
+    }
+    [this.#events, this.#timers, this.#now, this.#random] = [events, timers, now, random];
+    [this.#onError, this.#onResumed] = [onError, onResumed];
+    if (!Number.isInteger(conditionalTries) || conditionalTries < 0 || conditionalTries > 2 ** 32 - 1) {
+      throw refuse(`options.conditionalTries must be an integer in 0..=2^32-1, got ${conditionalTries}`);
+    }
+    // The core checks the policy (INVALID_POLICY).
+    this.#machine = [conditionalTries, new RedrivePolicy(policy), Boolean(redrive)];
+  }
+
+  /** Reads `parent`'s park, lists it under its children, resumes it if they have ended. */
+  async watch(parent) {
+    let supervised;
+    try {
+      supervised = await this.#supervise(parent, this.#machine[2]);
+    } catch (error) {
+      this.#notify(error, parent);
+      throw error;
+    }
+    if (supervised.error) this.#notify(supervised.error, parent); // contended or fenced: a value, reported
+    return supervised;
+  }
+
+  /** Supervises every parent listed under `child`, in id order. */
+  childEnded(child) {
+    return this.#each(this.parentsWaitingOn(child));
+  }
+
+  /** Forgets every edge and watches `parents` again (after a restart). */
+  rebuild(parents) {
+    this.#childrenOf.clear();
+    return this.#each([...parents]);
+  }
+
+  /** The parents currently listed under `child`, sorted. */
+  parentsWaitingOn(child) {
+    return [...this.#childrenOf].filter(([, children]) => children.includes(child)).map(([parent]) => parent).sort();
+  }
+
+  /** This supervisor as a TimerService re-driver (see index.d.ts). */
+  redriver() {
+    return async (executionId) => {
+      const supervised = await this.#supervise(executionId, false);
+      if (supervised.outcome === 'resumed') {
+        try {
+          Promise.resolve(this.#onResumed(supervised.resumed)).catch((error) => this.#notify(error, executionId));
+        } catch (error) {
+          this.#notify(error, executionId); // the resume stands
+        }
+      }
+      if (supervised.answer === 'failed') throw supervised.error;
+      return supervised.answer;
+    };
+  }
+
+  async #each(parents) {
+    const results = [];
+    for (const parent of parents) {
+      try {
+        results.push({ parent, supervised: await this.watch(parent) });
+      } catch (error) {
+        results.push({ parent, error });
+      }
+    }
+    return results;
+  }
+
+  /** Runs one machine to its end (writing a re-drive row on contention if `writeRow`); a store failure rejects. */
+  async #supervise(parent, writeRow) {
+    const [conditionalTries, policy] = this.#machine;
+    const machine = new SuperviseMachine(parent, conditionalTries, policy, writeRow);
+    try {
+      for (;;) {
+        const step = machine.poll();
+        if ('done' in step) return step.done;
+        if (step.act === 'readParent') machine.handleRead(await this.#events.readRange(parent, 1));
+        else if (step.act === 'readChild') machine.handleRead(await this.#events.readRange(step.child, 1), this.#now());
+        else if (step.act === 'resume') await this.#resume(machine);
+        else if (step.act === 'draw') machine.handleDraw(this.#random(), this.#now());
+        else if (step.act === 'writeRow') {
+          await this.#timers.schedule(step.row);
+          machine.handleWritten();
+        } else throw new Error(`ChildSupervisor: the machine asked for ${JSON.stringify(step)}, which this pump does not know`);
+        const children = machine.watching; // where to list the parent, or null: drop it
+        if (children === null) this.#childrenOf.delete(parent);
+        else this.#childrenOf.set(parent, children);
+      }
+    } finally {
+      machine.free();
+    }
+  }
+
+  /** The resume the machine built; one that finished (landed, refused, contended, stale) is an answer. */
+  async #resume(machine) {
+    const resume = machine.resumeOn(this.#events);
+    try {
+      await drive(resume).catch((error) => {
+        if (!resume.finished) throw error;
+      });
+      machine.handleResumed(resume);
+    } finally {
+      resume.free();
+    }
+  }
+
+  /** Calls onError; an onError that throws does not stop the supervisor. */
+  #notify(error, parent) {
+    try {
+      this.#onError(error, parent);
+    } catch (thrown) {
+      console.error('loomfence ChildSupervisor: onError threw', thrown);
+    }
+  }
+}
