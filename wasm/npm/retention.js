@@ -18,6 +18,7 @@
 // attached as `error.report`. Deletes made before it stand: each is atomic.
 
 import { SweepMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { show } from './options.js';
 
 /** The options `sweep` reads; any other key is refused. */
 const OPTIONS = new Set(['endedBefore', 'pageLimit', 'dryRun', 'archive', 'knownParents']);
@@ -35,14 +36,6 @@ function invalidOptions(message) {
 
 function notAStore(message) {
   return Object.assign(new TypeError(`sweep(store, options): ${message}`), { code: 'NOT_A_STORE' });
-}
-
-function show(value) {
-  try {
-    return typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? String(value));
-  } catch {
-    return String(value);
-  }
 }
 
 /** `value` if it is a function or left out, else an `INVALID_OPTIONS` refusal. */

@@ -13,6 +13,7 @@
 // hosts to the same answers.
 
 import { TickMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { checked, known, show, store } from './options.js';
 import { resume } from './resume.js';
 
 /** The longest lease and the largest batch a TimerStore takes (index.d.ts, `Lease` and `claimDue`). */
@@ -26,29 +27,9 @@ const REDRIVE_ANSWERS = new Set(['done', 'noop', 'contended']);
 
 let classes;
 const errors = () => (classes ??= errorClasses());
-const refuse = (message, code) => new (errors().TimerInputError)(message, code);
-
-function show(value) {
-  if (typeof value === 'function') return 'a function';
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
-function option(name, value, ok, what) {
-  if (!ok(value)) throw refuse(`options.${name} must be ${what}, got ${show(value)}`, 'INVALID_OPTIONS');
-  return value;
-}
-const integer = (name, value, min, max) => option(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`);
-const fn = (name, value) => option(name, value, (v) => typeof v === 'function', 'a function');
-
-function store(name, value, methods) {
-  const missing = value === null || (typeof value !== 'object' && typeof value !== 'function') ? methods : methods.filter((m) => typeof value[m] !== 'function');
-  if (missing.length > 0) throw refuse(`options.${name} must be a store with ${methods.join(', ')}; missing ${missing.join(', ')}`, 'INVALID_OPTIONS');
-  return value;
-}
+const refuse = (message, code = 'INVALID_OPTIONS') => new (errors().TimerInputError)(code === 'INVALID_OPTIONS' ? `new TimerService(options): ${message}` : message, code);
+const integer = (name, value, min, max) => checked(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`, refuse);
+const fn = (name, value) => checked(name, value, (v) => typeof v === 'function', 'a function', refuse);
 
 function defaultNode() {
   const tag = Math.random().toString(36).slice(2, 10).padEnd(8, '0');
@@ -86,13 +67,11 @@ export class TimerService {
   #timer = undefined;
 
   constructor(options) {
-    if (options === null || typeof options !== 'object') throw refuse('new TimerService(options): options must be an object { events, timers, … }', 'INVALID_OPTIONS');
-    const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
-    if (unknown.length > 0) throw refuse(`new TimerService(options): unknown option ${unknown.map(show).join(', ')}`, 'INVALID_OPTIONS');
+    known(options, OPTIONS, '{ events, timers, … }', refuse);
     const { events, timers, node = defaultNode(), pollIntervalMs = 250, leaseMs = 30_000, batch = 100, policy, backoffBound = 1024 } = options;
-    this.#events = store('events', events, ['readRange', 'appendIfParked']);
-    this.#timers = store('timers', timers, ['claimDue', 'complete', 'release', 'reschedule']);
-    this.#node = option('node', node, (v) => typeof v === 'string' && v.length > 0, 'a non-empty string');
+    this.#events = store('events', events, ['readRange', 'appendIfParked'], refuse);
+    this.#timers = store('timers', timers, ['claimDue', 'complete', 'release', 'reschedule'], refuse);
+    this.#node = checked('node', node, (v) => typeof v === 'string' && v.length > 0, 'a non-empty string', refuse);
     this.#pollIntervalMs = integer('pollIntervalMs', pollIntervalMs, 0, MAX_INTERVAL_MS);
     integer('leaseMs', leaseMs, 1, MAX_LEASE_MS);
     integer('batch', batch, 1, MAX_BATCH);
@@ -118,7 +97,7 @@ export class TimerService {
   }
 
   registerRedriver(redriver) {
-    if (typeof redriver !== 'function') throw refuse(`registerRedriver takes a function (executionId) => Promise<'done' | 'noop' | 'contended'>, got ${show(redriver)}`, 'INVALID_OPTIONS');
+    if (typeof redriver !== 'function') throw new (errors().TimerInputError)(`registerRedriver takes a function (executionId) => Promise<'done' | 'noop' | 'contended'>, got ${show(redriver)}`, 'INVALID_OPTIONS');
     this.#redrivers.push(redriver);
   }
 

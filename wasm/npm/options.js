@@ -1,0 +1,35 @@
+// The checks of the options the package's pumps take (timer-service.js,
+// retention.js): shapes only JavaScript has (an object with known keys, a
+// function, an integer, a store's methods), each refused with the caller's
+// own error. Whatever the core reads, the core checks.
+
+/** A value for a message: its JSON where it has one, 'a function' for a function. */
+export function show(value) {
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** `options` if it is an object with no key outside `allowed`, else `refuse(message)`. */
+export function known(options, allowed, shape, refuse) {
+  if (options === null || typeof options !== 'object') throw refuse(`options must be an object ${shape}`);
+  const unknown = Object.keys(options).filter((key) => !allowed.has(key));
+  if (unknown.length > 0) throw refuse(`unknown option ${unknown.map(show).join(', ')}`);
+  return options;
+}
+
+/** `value` if `ok(value)`, else `refuse('options.<name> must be <what>, got <value>')`. */
+export function checked(name, value, ok, what, refuse) {
+  if (!ok(value)) throw refuse(`options.${name} must be ${what}, got ${show(value)}`);
+  return value;
+}
+
+/** `value` if it has every one of `methods`, else a refusal naming the missing ones. */
+export function store(name, value, methods, refuse) {
+  const missing = value === null || (typeof value !== 'object' && typeof value !== 'function') ? methods : methods.filter((m) => typeof value[m] !== 'function');
+  if (missing.length > 0) throw refuse(`options.${name} must be a store with ${methods.join(', ')}; missing ${missing.join(', ')}`);
+  return value;
+}
