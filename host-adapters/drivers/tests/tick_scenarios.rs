@@ -16,15 +16,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_conformance::support::{Around, Hooks};
+use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, JsonObject,
-    KernelKind, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation,
-    RedriveAnswer, RedrivePolicy, TimerRow,
+    KernelKind, MAX_DUE_LIMIT, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
+    RedrivePolicy, TimerRow,
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
 use loomfence_store::{
-    BackendError, ClaimPage, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
+    BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
 };
 use serde_json::{Value, json};
 
@@ -113,50 +113,25 @@ impl Hooks for EventFaults {
     }
 }
 
-/// The timer store, with the fault `rescheduledBeforeComplete`: the row is
-/// scheduled again right before the service's complete, so the complete
-/// finds its claim gone.
-struct Timers {
-    inner: MemoryTimerStore,
+/// The timer store fault `rescheduledBeforeComplete`: the row is scheduled
+/// again right before the service's complete, so the complete finds its
+/// claim gone.
+#[derive(Default)]
+struct TimerFaults {
     rescheduled: Mutex<HashMap<String, usize>>,
 }
 
 #[async_trait]
-impl TimerStore for Timers {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
-        self.inner.schedule(row).await
-    }
-    async fn due(
+impl TimerHooks for TimerFaults {
+    async fn complete(
         &self,
-        now: i64,
-        limit: usize,
-        filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
-        self.inner.due(now, limit, filter).await
-    }
-    async fn claim_due(
-        &self,
-        lease: &Lease,
-        limit: usize,
-        filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
-        self.inner.claim_due(lease, limit, filter).await
-    }
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
-        if take(&self.rescheduled, &claim.row.execution_id) {
-            self.inner.schedule(&claim.row).await?;
-        }
-        self.inner.complete(claim).await
-    }
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
-        self.inner.release(claim).await
-    }
-    async fn reschedule(
-        &self,
+        inner: &dyn TimerStore,
         claim: &Claim,
-        next: &TimerRow,
     ) -> Result<Completed, TimerStoreError> {
-        self.inner.reschedule(claim, next).await
+        if take(&self.rescheduled, &claim.row.execution_id) {
+            inner.schedule(&claim.row).await?;
+        }
+        inner.complete(claim).await
     }
 }
 
@@ -248,9 +223,9 @@ async fn run(path: &Path) {
     let options = &scenario["options"];
 
     let events = Arc::new(Around::new(Capability::Conditional, EventFaults::default()));
-    let timers = Arc::new(Timers {
-        inner: MemoryTimerStore::new(),
-        rescheduled: Mutex::default(),
+    let timers = Arc::new(AroundTimers {
+        inner: Arc::new(MemoryTimerStore::new()),
+        hooks: TimerFaults::default(),
     });
     for fault in scenario["faults"].as_array().into_iter().flatten() {
         let execution = fault["executionId"]
@@ -260,7 +235,7 @@ async fn run(path: &Path) {
         let table = match fault["kind"].as_str().expect("kind") {
             "contended" => &events.hooks.contended,
             "failRead" => &events.hooks.fail_read,
-            "rescheduledBeforeComplete" => &timers.rescheduled,
+            "rescheduledBeforeComplete" => &timers.hooks.rescheduled,
             other => panic!("{name}: a fault the scenarios do not know: {other}"),
         };
         table.lock().expect("lock").insert(execution, times(fault));

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{Hostile, Rival, VirtualClock, Yielding, id, park_on, resumes};
-use loomfence_conformance::support::{Around, Hooks};
+use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, ExecutionView,
     KernelKind, Lease, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
@@ -154,8 +154,10 @@ fn rival_store(clock: &VirtualClock) -> Arc<Hostile> {
 /// and can misbehave on request: ignore leases (every claim takes over
 /// every held row), or schedule the row again right before a complete (as
 /// a re-park at the same time would), once.
-struct TimerProbe {
-    inner: Arc<dyn TimerStore>,
+type TimerProbe = AroundTimers<Probe>;
+
+/// The hooks of a [`TimerProbe`].
+struct Probe {
     ignore_leases: bool,
     reschedule_before_complete: AtomicBool,
     retired: Mutex<Vec<(NodeId, TimerRow)>>,
@@ -163,42 +165,46 @@ struct TimerProbe {
     shifts: AtomicI64,
 }
 
-impl TimerProbe {
-    fn new(inner: Arc<dyn TimerStore>) -> Arc<Self> {
+impl Probe {
+    /// A probe around `inner`.
+    fn new(inner: Arc<dyn TimerStore>) -> Arc<TimerProbe> {
         Self::with(inner, false)
     }
-    fn with(inner: Arc<dyn TimerStore>, ignore_leases: bool) -> Arc<Self> {
-        Arc::new(Self {
+    /// A probe around `inner` that ignores leases if `ignore_leases`.
+    fn with(inner: Arc<dyn TimerStore>, ignore_leases: bool) -> Arc<TimerProbe> {
+        Arc::new(AroundTimers {
             inner,
-            ignore_leases,
-            reschedule_before_complete: AtomicBool::new(false),
-            retired: Mutex::new(Vec::new()),
-            shifts: AtomicI64::new(0),
+            hooks: Self {
+                ignore_leases,
+                reschedule_before_complete: AtomicBool::new(false),
+                retired: Mutex::new(Vec::new()),
+                shifts: AtomicI64::new(0),
+            },
         })
+    }
+    /// Records `claim`'s row as retired by its holder if `completed` is done.
+    fn retire(&self, claim: &Claim, completed: Completed) -> Completed {
+        if completed == Completed::Done {
+            self.retired
+                .lock()
+                .expect("lock")
+                .push((claim.holder.clone(), claim.row.clone()));
+        }
+        completed
     }
 }
 
 #[async_trait]
-impl TimerStore for TimerProbe {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
-        self.inner.schedule(row).await
-    }
-    async fn due(
-        &self,
-        now: i64,
-        limit: usize,
-        filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
-        self.inner.due(now, limit, filter).await
-    }
+impl TimerHooks for Probe {
     async fn claim_due(
         &self,
+        inner: &dyn TimerStore,
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
     ) -> Result<ClaimPage, TimerStoreError> {
         if !self.ignore_leases {
-            return self.inner.claim_due(lease, limit, filter).await;
+            return inner.claim_due(lease, limit, filter).await;
         }
         // Every row counts as free: claim as if every earlier claim's lease
         // had ended (each claim a lease later than the one before), and keep
@@ -208,42 +214,30 @@ impl TimerStore for TimerProbe {
             now: lease.now + shift * 100_000_000,
             ..lease.clone()
         };
-        let mut page = self.inner.claim_due(&later, limit, filter).await?;
+        let mut page = inner.claim_due(&later, limit, filter).await?;
         page.claims.retain(|claim| claim.row.wake_at <= lease.now);
         Ok(page)
     }
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(
+        &self,
+        inner: &dyn TimerStore,
+        claim: &Claim,
+    ) -> Result<Completed, TimerStoreError> {
         if self
             .reschedule_before_complete
             .swap(false, Ordering::SeqCst)
         {
-            self.inner.schedule(&claim.row).await?;
+            inner.schedule(&claim.row).await?;
         }
-        let completed = self.inner.complete(claim).await?;
-        if completed == Completed::Done {
-            self.retired
-                .lock()
-                .expect("lock")
-                .push((claim.holder.clone(), claim.row.clone()));
-        }
-        Ok(completed)
-    }
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
-        self.inner.release(claim).await
+        Ok(self.retire(claim, inner.complete(claim).await?))
     }
     async fn reschedule(
         &self,
+        inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
     ) -> Result<Completed, TimerStoreError> {
-        let completed = self.inner.reschedule(claim, next).await?;
-        if completed == Completed::Done {
-            self.retired
-                .lock()
-                .expect("lock")
-                .push((claim.holder.clone(), claim.row.clone()));
-        }
-        Ok(completed)
+        Ok(self.retire(claim, inner.reschedule(claim, next).await?))
     }
 }
 
@@ -539,7 +533,7 @@ async fn an_exhaustion_is_reported_only_after_its_complete_is_done() {
     let clock = VirtualClock::at(1_000);
     let sink = Sink::default();
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
-    let probe = TimerProbe::new(Arc::new(MemoryTimerStore::new()));
+    let probe = Probe::new(Arc::new(MemoryTimerStore::new()));
     let timers: Arc<dyn TimerStore> = probe.clone();
     let parent = id("parent");
     let policy = RedrivePolicy::default();
@@ -549,6 +543,7 @@ async fn an_exhaustion_is_reported_only_after_its_complete_is_done() {
     node.register_redriver(Answering::new(Some(RedriveAnswer::Contended)));
 
     probe
+        .hooks
         .reschedule_before_complete
         .store(true, Ordering::SeqCst);
     let void = node.poll_once().await;
@@ -1058,7 +1053,7 @@ async fn duel(
         }
     }
     let mut retired: BTreeMap<NodeId, Vec<TimerRow>> = BTreeMap::new();
-    for (holder, row) in probe.retired.lock().expect("lock").iter() {
+    for (holder, row) in probe.hooks.retired.lock().expect("lock").iter() {
         retired.entry(holder.clone()).or_default().push(row.clone());
     }
     Duel {
@@ -1081,7 +1076,7 @@ async fn two_services_never_fire_the_same_row(
     let clock = VirtualClock::at(5_000);
     let sink = Sink::default();
     let ids = parked_timers(&*events, &*timers, ROWS, 1_000).await;
-    let probe = TimerProbe::new(timers.clone());
+    let probe = Probe::new(timers.clone());
     let duel = duel(events.clone(), probe, &clock, &sink).await;
     println!("node a: {:?}\nnode b: {:?}", duel.a, duel.b);
     let mut total = duel.a;
@@ -1134,7 +1129,7 @@ async fn control_claims_that_ignore_the_lease_fire_rows_twice() {
     let clock = VirtualClock::at(5_000);
     let sink = Sink::default();
     let ids = parked_timers(&*events, &*timers, ROWS, 1_000).await;
-    let probe = TimerProbe::with(timers.clone(), true);
+    let probe = Probe::with(timers.clone(), true);
     let duel = duel(events.clone(), probe, &clock, &sink).await;
     let mut total = duel.a;
     total += duel.b;

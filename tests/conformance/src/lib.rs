@@ -38,6 +38,7 @@ use loomfence_store::{Capability, EventStore};
 pub mod cases;
 pub mod mixed;
 pub mod support;
+mod timer_hooks;
 pub mod timers;
 
 /// A store shared by a case and the tasks it spawns.

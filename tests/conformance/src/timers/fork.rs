@@ -13,17 +13,16 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_core::{
-    Claim, Completed, DueFilter, ExecutionId, Lease, RedriveAnswer, RedrivePolicy, TimerRow,
-};
+use loomfence_core::{Claim, Completed, ExecutionId, RedriveAnswer, RedrivePolicy, TimerRow};
 use loomfence_runtime::{
     RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
 };
-use loomfence_store::{ClaimPage, MemoryEventStore, TimerStore, TimerStoreError};
+use loomfence_store::{MemoryEventStore, TimerStore, TimerStoreError};
 use tokio::sync::{Notify, watch};
 
 use super::Timers;
 use super::support::{T0, all_rows, node, redrive, schedule_all};
+use crate::support::{AroundTimers, TimerHooks};
 
 /// The lease both services claim with, in ms.
 const LEASE: i64 = 1_000;
@@ -39,11 +38,10 @@ impl Redriver for AlwaysContended {
     }
 }
 
-/// A store that stalls the first write a fire makes after its re-driver
+/// Hooks that stall the first write a fire makes after its re-driver
 /// answered (a schedule or a reschedule) until the gate opens, announcing
 /// that it is there: a fire that outlives its lease.
 struct Stall {
-    inner: Timers,
     armed: AtomicBool,
     arrived: Notify,
     open: watch::Sender<bool>,
@@ -61,40 +59,23 @@ impl Stall {
 }
 
 #[async_trait]
-impl TimerStore for Stall {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+impl TimerHooks for Stall {
+    async fn schedule(
+        &self,
+        inner: &dyn TimerStore,
+        row: &TimerRow,
+    ) -> Result<(), TimerStoreError> {
         self.hold().await;
-        self.inner.schedule(row).await
-    }
-    async fn due(
-        &self,
-        now: i64,
-        limit: usize,
-        filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
-        self.inner.due(now, limit, filter).await
-    }
-    async fn claim_due(
-        &self,
-        lease: &Lease,
-        limit: usize,
-        filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
-        self.inner.claim_due(lease, limit, filter).await
-    }
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
-        self.inner.complete(claim).await
-    }
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
-        self.inner.release(claim).await
+        inner.schedule(row).await
     }
     async fn reschedule(
         &self,
+        inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
     ) -> Result<Completed, TimerStoreError> {
         self.hold().await;
-        self.inner.reschedule(claim, next).await
+        inner.reschedule(claim, next).await
     }
 }
 
@@ -142,11 +123,13 @@ pub async fn a_fire_that_outlives_its_lease_does_not_fork_the_chain(store: Timer
     let clock = Arc::new(AtomicI64::new(T0));
     let exhausted = Arc::new(AtomicUsize::new(0));
     let failures = Arc::new(AtomicUsize::new(0));
-    let stall = Arc::new(Stall {
+    let stall = Arc::new(AroundTimers {
         inner: store.clone(),
-        armed: AtomicBool::new(true),
-        arrived: Notify::new(),
-        open: watch::Sender::new(false),
+        hooks: Stall {
+            armed: AtomicBool::new(true),
+            arrived: Notify::new(),
+            open: watch::Sender::new(false),
+        },
     });
     let a = service("node-a", stall.clone(), &clock, &exhausted, &failures);
     let b = service("node-b", store.clone(), &clock, &exhausted, &failures);
@@ -155,7 +138,7 @@ pub async fn a_fire_that_outlives_its_lease_does_not_fork_the_chain(store: Timer
         let a = a.clone();
         async move { a.poll_once().await }
     });
-    tokio::time::timeout(Duration::from_secs(30), stall.arrived.notified())
+    tokio::time::timeout(Duration::from_secs(30), stall.hooks.arrived.notified())
         .await
         .expect("node A reaches its write");
     clock.store(T0 + LEASE, Ordering::SeqCst);
@@ -164,7 +147,7 @@ pub async fn a_fire_that_outlives_its_lease_does_not_fork_the_chain(store: Timer
         report_b.rescheduled, 1,
         "node B moved the chain on: {report_b:?}"
     );
-    stall.open.send_replace(true);
+    stall.hooks.open.send_replace(true);
     let report_a = tokio::time::timeout(Duration::from_secs(30), stalled)
         .await
         .expect("node A finishes")
