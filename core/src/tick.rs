@@ -450,16 +450,18 @@ impl TickMachine {
 
     /// The pending action's IO failed (or its answer was refused): the host
     /// has reported its error. A fire is dropped and its claim left to
-    /// expire; a failed claim ends the claiming; a failed release is
-    /// skipped. Counted in [`TickReport::errors`].
+    /// expire; a failed claim (or the clock read for it) ends the claiming;
+    /// a failed release is skipped. Counted in [`TickReport::errors`].
     pub fn handle_failed(&mut self) -> Result<(), TickError> {
-        if matches!(self.step, Step::Idle | Step::ClaimClock) {
+        if matches!(self.step, Step::Idle) {
             return Err(self.unexpected("handle_failed"));
         }
         match std::mem::replace(&mut self.step, Step::Idle) {
-            Step::Idle | Step::ClaimClock => {}
-            Step::Claim(_) => {
-                // No further claim; the claims held are still released.
+            Step::Idle => {}
+            Step::ClaimClock | Step::Claim(_) => {
+                // A clock the host could not read for the claim, or the
+                // claim itself: no further claim; the claims held are still
+                // released.
                 self.report.errors += 1;
                 self.full = false;
             }

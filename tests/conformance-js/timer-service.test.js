@@ -613,6 +613,25 @@ describe('TimerService: failures are reported, not decided', () => {
     assert.deepEqual(await rowsOf(memory), [row], 'the row is due again');
   });
 
+  test('a clock that throws or answers no time is reported, the tick ends, and the next one runs', async () => {
+    const events = new MemoryEventStore();
+    const timers = new MemoryTimerStore();
+    await parkOn(events, 'sleeper', [timer(T0)]);
+    await timers.schedule({ executionId: 'sleeper', wakeAt: T0 });
+    const readings = [() => { throw new Error('no clock'); }, () => Number.NaN, () => T0];
+    let reading = 0;
+    const now = () => readings[Math.min(reading++, readings.length - 1)]();
+    const { errors, onError } = collector();
+    const service = new TimerService({ events, timers, now, random: prng(SEED), onError });
+    for (const expected of ['no clock', /now must be a/]) {
+      const report = await service.pollOnce();
+      assert.deepEqual([report.claimed, report.errors], [0, 1]);
+      assert.equal(errors.at(-1).info.stage, 'claim');
+      assert.match(errors.at(-1).error.message, typeof expected === 'string' ? new RegExp(expected) : expected);
+    }
+    assert.equal((await service.pollOnce()).fired, 1, 'the next tick runs');
+  });
+
   test('an onError that throws does not stop the tick', async () => {
     const events = new MemoryEventStore();
     const timers = new MemoryTimerStore();

@@ -440,6 +440,24 @@ fn a_failed_claim_ends_the_tick() {
 }
 
 #[test]
+fn a_clock_that_cannot_be_read_for_the_claim_ends_the_tick() {
+    let mut tick = node(30_000, 10);
+    tick.begin(0).expect("idle");
+    assert_eq!(
+        tick.poll(),
+        TickPoll::Act(TickAction::Clock { draw: false })
+    );
+    tick.handle_failed()
+        .expect("a clock that failed is a failure");
+    let TickPoll::Done(report) = tick.poll() else {
+        panic!("the tick ends");
+    };
+    assert_eq!((report.claimed, report.errors), (0, 1));
+    assert!(!tick.is_ticking());
+    tick.begin(0).expect("the next tick starts");
+}
+
+#[test]
 fn a_failed_release_is_counted_and_the_others_go_on() {
     let mut host = Host::new(&[5_010]);
     host.parked("a", 5_000);
