@@ -115,7 +115,8 @@ export class TimerService {
     const generation = ++this.#generation;
     const loop = async () => {
       this.#timer = undefined;
-      await this.pollOnce();
+      // A tick only rejects on a bug of the machine or its binding: reported, the loop goes on.
+      await this.pollOnce().catch((error) => this.#notify(error, { stage: 'claim' }));
       if (this.#running && this.#generation === generation) this.#timer = setTimeout(loop, this.#pollIntervalMs);
     };
     this.#timer = setTimeout(loop, 0);
