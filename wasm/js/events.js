@@ -7,7 +7,9 @@
 // the core checks after parsing.
 //
 // Each function returns the text on success and the error object (not
-// thrown) on failure, so the binding needs no exception handler per call.
+// thrown) on failure, so the binding needs no exception handler per call:
+// a throw while reading the caller's value becomes that error too
+// (`guarded`), never an exception through WebAssembly.
 // Several values come back as one text, one JSON value per line.
 
 import { InputError, rangeError, typeError } from './errors.js';
@@ -16,6 +18,30 @@ import { jsonText } from './json.js';
 const EVENT_FIELDS = new Set(['kind', 'payload', 'metadata', 'at']);
 
 const isObject = (value) => typeof value === 'object' && value !== null;
+
+/** What a caller's value threw while it was read, for a message; never throws itself. */
+function reason(thrown) {
+  try {
+    return thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : `a thrown ${typeof thrown}`;
+  } catch {
+    return 'a thrown value that cannot be shown';
+  }
+}
+
+/**
+ * `read()`'s answer; a throw while it reads the caller's value (a getter, a
+ * Proxy trap, a revoked Proxy) is the InputError with `code`. Nothing the
+ * caller threw is ever taken as text, and no exception unwinds through the
+ * WebAssembly frames that called in: that skipped their epilogues, leaving
+ * the shadow stack pointer behind and the Rust value borrowed.
+ */
+function guarded(read, what, code) {
+  try {
+    return read();
+  } catch (thrown) {
+    return new InputError(`${what}: could not be read (${reason(thrown)})`, code);
+  }
+}
 
 /** A timestamp in ms: a number (else InputError with `code`) that is a safe
  * integer, negative allowed (else RangeError AT_OUT_OF_RANGE). */
@@ -71,12 +97,16 @@ function eventLine(event) {
 
 /** One event, as text or its error. */
 export function eventText(event) {
-  return eventLine(event);
+  return guarded(() => eventLine(event), 'event', 'INVALID_EVENT');
 }
 
 /** A batch of events, one per line, or the first error, its message
  * prefixed with where in the batch it was. */
 export function eventsText(events) {
+  return guarded(() => eventsLines(events), 'events', 'INVALID_EVENT');
+}
+
+function eventsLines(events) {
   if (!Array.isArray(events)) return typeError('events must be an array', 'NOT_AN_ARRAY');
   const lines = [];
   for (let i = 0; i < events.length; i++) {
@@ -94,6 +124,10 @@ export function eventsText(events) {
  * locatePark), one per line, or an InputError with `code`. Fields an
  * envelope does not have are left out: a host store may keep its own. */
 export function envelopesText(envelopes, what, code) {
+  return guarded(() => envelopesLines(envelopes, what, code), what, code);
+}
+
+function envelopesLines(envelopes, what, code) {
   if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
   const lines = [];
   for (let i = 0; i < envelopes.length; i++) {
@@ -106,7 +140,7 @@ export function envelopesText(envelopes, what, code) {
 
 /** One stored event, as text or its InputError with `code`. */
 export function envelopeText(envelope, what, code) {
-  return envelopeLine(envelope, what, code);
+  return guarded(() => envelopeLine(envelope, what, code), what, code);
 }
 
 /**
@@ -118,6 +152,10 @@ export function envelopeText(envelope, what, code) {
  * INVALID_EVENT).
  */
 export function foldText(envelopes, what = 'events', code = 'INVALID_EVENT') {
+  return guarded(() => foldLines(envelopes, what, code), what, code);
+}
+
+function foldLines(envelopes, what, code) {
   // An array: locatePark refused anything else (a TypeError) before calling.
   let text = '';
   for (let i = 0; i < envelopes.length; i++) {
