@@ -105,6 +105,33 @@ export class UnreadableTimerRowError extends Error {
   }
 }
 
+/**
+ * The refusal of an input that threw while the package read it: an
+ * InputError with `code`, its message naming `what` and what was thrown,
+ * the thrown value kept as `cause` (for the caller's debugging; the package
+ * never reads it).
+ */
+export function unreadable(what, code, thrown) {
+  const error = new InputError(`${what} could not be read: ${thrownText(thrown)}`, code);
+  error.cause = thrown;
+  return error;
+}
+
+/**
+ * What a caller's object threw while the package read it, for a message:
+ * its `message` when it is an Error, else its type. Never throws itself,
+ * whatever was thrown (a revoked Proxy, a `toString` that throws), and never
+ * hands the thrown value on: it is the caller's, not data.
+ */
+export function thrownText(thrown) {
+  try {
+    if (thrown instanceof Error) return String(thrown.message);
+  } catch {
+    // A revoked Proxy, or a getter that throws: described by its type.
+  }
+  return thrown === null ? 'null' : `a ${typeof thrown}`;
+}
+
 export function staleFenceError(message, executionId, presented, current) {
   return new StaleFenceError(message, { executionId, presented, current });
 }

@@ -8,14 +8,27 @@
 //
 // Each function returns the text on success and the error object (not
 // thrown) on failure, so the binding needs no exception handler per call.
+// A value that throws while it is read (a getter, a Proxy trap, a revoked
+// Proxy) is refused the same way, with the InputError of what was being
+// read: nothing thrown ever crosses into WebAssembly.
 // Several values come back as one text, one JSON value per line.
 
-import { InputError, rangeError, typeError } from './errors.js';
+import { InputError, rangeError, typeError, unreadable } from './errors.js';
 import { jsonText } from './json.js';
 
 const EVENT_FIELDS = new Set(['kind', 'payload', 'metadata', 'at']);
 
 const isObject = (value) => typeof value === 'object' && value !== null;
+
+/** `read()`, or the InputError with `code` saying `what` threw while it
+ * was read. */
+function guarded(what, code, read) {
+  try {
+    return read();
+  } catch (thrown) {
+    return unreadable(what, code, thrown);
+  }
+}
 
 /** A timestamp in ms: a number (else InputError with `code`) that is a safe
  * integer, negative allowed (else RangeError AT_OUT_OF_RANGE). */
@@ -71,12 +84,16 @@ function eventLine(event) {
 
 /** One event, as text or its error. */
 export function eventText(event) {
-  return eventLine(event);
+  return guarded('event', 'INVALID_EVENT', () => eventLine(event));
 }
 
 /** A batch of events, one per line, or the first error, its message
  * prefixed with where in the batch it was. */
 export function eventsText(events) {
+  return guarded('events', 'INVALID_EVENT', () => eventsLines(events));
+}
+
+function eventsLines(events) {
   if (!Array.isArray(events)) return typeError('events must be an array', 'NOT_AN_ARRAY');
   const lines = [];
   for (let i = 0; i < events.length; i++) {
@@ -94,6 +111,10 @@ export function eventsText(events) {
  * locatePark), one per line, or an InputError with `code`. Fields an
  * envelope does not have are left out: a host store may keep its own. */
 export function envelopesText(envelopes, what, code) {
+  return guarded(what, code, () => envelopesLines(envelopes, what, code));
+}
+
+function envelopesLines(envelopes, what, code) {
   if (!Array.isArray(envelopes)) return new InputError(`${what} must be an array of envelopes`, code);
   const lines = [];
   for (let i = 0; i < envelopes.length; i++) {
@@ -106,7 +127,7 @@ export function envelopesText(envelopes, what, code) {
 
 /** One stored event, as text or its InputError with `code`. */
 export function envelopeText(envelope, what, code) {
-  return envelopeLine(envelope, what, code);
+  return guarded(what, code, () => envelopeLine(envelope, what, code));
 }
 
 /**
@@ -118,6 +139,10 @@ export function envelopeText(envelope, what, code) {
  * INVALID_EVENT).
  */
 export function foldText(envelopes, what = 'events', code = 'INVALID_EVENT') {
+  return guarded(what, code, () => foldLines(envelopes, what, code));
+}
+
+function foldLines(envelopes, what, code) {
   // An array: locatePark refused anything else (a TypeError) before calling.
   let text = '';
   for (let i = 0; i < envelopes.length; i++) {
@@ -159,7 +184,12 @@ function fieldTypes(envelope, what, code) {
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
     return wrong('`sequence` must be a safe non-negative integer');
   }
-  return checkAt(`${what}.at`, code, at) ?? undefined;
+  // A stored event's time, checked as the rest of it: a bad one is the
+  // envelope's fault (a host store's answer: STORE_CONTRACT), not a RangeError
+  // of the caller's.
+  if (typeof at !== 'number') return wrong('`at` must be a number of milliseconds');
+  if (!Number.isSafeInteger(at)) return wrong(`\`at\` must be a safe integer of milliseconds, got ${at}`);
+  return undefined;
 }
 
 function envelopeLine(envelope, what, code) {

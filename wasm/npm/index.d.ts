@@ -373,7 +373,11 @@ export interface Resumed {
  * `ResumeContendedError` (rivals kept the token moving; retry later), a typed
  * input error, an `InputError` with `code: 'STORE_CONTRACT'` (the store
  * answered outside the interface), a `TypeError` with `code: 'NOT_A_STORE'`
- * (no `readRange` or `appendIfParked`), or whatever the store threw.
+ * (no `readRange` or `appendIfParked`, or a store that throws when looked
+ * at), or whatever the store threw. Options that throw while they are read
+ * (a getter, a Proxy trap, a revoked Proxy) reject with an `InputError`
+ * `INVALID_OPTIONS` whose `cause` is what was thrown; it never throws
+ * synchronously.
  * Given the package's own `MemoryEventStore` (its methods untouched), the
  * whole resume runs inside WebAssembly as one step; given any other store
  * (a wrapper, a subclass, a method replaced), it calls the store's methods,

@@ -9,7 +9,7 @@
 //! `0..=2^53-1`, an attempt up to `2^31-1`, a limit, a lease) are the core's
 //! checks, made by the call itself.
 
-use js_sys::{Array, Object};
+use js_sys::Array;
 use loomfence_core::{
     BackoffEntry, Claim, DueFilter, ExecutionId, Lease, NodeId, Redrive, TimerInputError, TimerRow,
 };
@@ -88,18 +88,28 @@ pub(crate) fn count(name: &str, code: &str, value: &JsValue) -> Result<usize, Js
     whole(name, code, value, u64::from(u32::MAX)).map(|n| n as usize)
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/keys.js")]
+extern "C" {
+    /// `value`'s keys, or `undefined` for a value that is not a plain
+    /// (non-array) object or whose keys could not be read: a revoked Proxy
+    /// is refused, not thrown through WebAssembly.
+    #[wasm_bindgen(js_name = objectKeys)]
+    fn object_keys(value: &JsValue) -> JsValue;
+}
+
 /// Checks `value` is an object (not an array) with no field outside
-/// `fields`.
+/// `fields`; one whose keys cannot be read is refused the same way.
 pub(crate) fn object(
     what: &str,
     code: &str,
     value: &JsValue,
     fields: &[&str],
 ) -> Result<(), JsValue> {
-    if !value.is_object() || Array::is_array(value) {
+    let keys = object_keys(value);
+    let Some(keys) = keys.dyn_ref::<Array>() else {
         return Err(refuse(&format!("{what} must be an object"), code));
-    }
-    for key in Object::keys::<JsValue>(value.unchecked_ref()).iter() {
+    };
+    for key in keys.iter() {
         let key = key.as_string().unwrap_or_default();
         if !fields.contains(&key.as_str()) {
             return Err(refuse(
