@@ -196,7 +196,13 @@ describe('every promise-returning call rejects with the documented class, never 
     const witness = await Witness.capture(store, 'e');
     const rows = await timers.due(AT, 10);
     // Values no call accepts, in every argument position a call reads.
+    // A getter on a field some call reads, so it is reached past the checks of shape.
+    const key = fc.constantFrom(
+      'kind', 'at', 'payload', 'metadata', 'executionId', 'wakeAt', 'redrive', 'holder', 'now', 'durationMs',
+      'row', 'number', 'expiresAt', 'fence', 'parkSeq', 'head', 'parents', 'endedBefore', 'fenceIfParkedAt', 'answer',
+    );
     const hostile = fc.oneof(
+      fc.record({ how: fc.constant('getter'), key, thrown: fc.oneof(fc.anything(), fc.constant(new Error('boom'))) }),
       fc.record({ how: fc.constant('revoked') }),
       fc.record({ how: fc.constant('trap'), thrown: fc.oneof(fc.anything(), fc.constant(new Error('boom'))) }),
       fc.record({ how: fc.constant('nested'), depth: fc.integer({ min: 129, max: 10_000 }) }),
@@ -209,6 +215,9 @@ describe('every promise-returning call rejects with the documented class, never 
       appendIfParkedElement: (h) => store.appendIfParked('e', parkSeq, [h]),
       readRange: (h) => store.readRange(h),
       acquireFence: (h) => store.acquireFence(h),
+      acquireFenceIf: (h) => store.acquireFenceIf('e', h),
+      deleteExecutionIf: (h) => store.deleteExecutionIf('e', h),
+      listExecutions: (h) => store.listExecutions(h, 10),
       currentFence: (h) => store.currentFence(h),
       deleteExecution: (h) => store.deleteExecution(h),
       schedule: (h) => timers.schedule(h),
@@ -218,6 +227,8 @@ describe('every promise-returning call rejects with the documented class, never 
       rescheduleNext: (h) => timers.reschedule({ row: { executionId: 'x', wakeAt: 1 }, holder: 'n', number: 1, expiresAt: 2 }, h),
       due: (h) => timers.due(h, 10),
       claimDue: (h) => timers.claimDue(h, 10),
+      dueFilter: (h) => timers.due(AT, 10, h),
+      claimDueFilter: (h) => timers.claimDue({ holder: 'n', now: AT, durationMs: 1 }, 10, h),
       resumeStore: (h) => resume(h, 'e', { fenceIfParkedAt: parkSeq }),
       resumeId: (h) => resume(store, h, { fenceIfParkedAt: parkSeq }),
       resumeOptions: (h) => resume(store, 'e', h),

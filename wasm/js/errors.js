@@ -62,7 +62,8 @@ export class InputError extends TypeError {
  * ('INVALID_ROW', 'INVALID_ID', 'INVALID_TIME', 'INVALID_ATTEMPT',
  * 'INVALID_LIMIT', 'INVALID_LEASE', 'INVALID_HOLDER', 'INVALID_CLAIM',
  * 'INVALID_FILTER', 'INVALID_DRAW', 'INVALID_POLICY', 'INVALID_BACKOFF',
- * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER'); the
+ * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER', and
+ * 'UNREADABLE' for a field that threw while it was read); the
  * TimerService (npm/timer-service.js) adds 'INVALID_OPTIONS'.
  */
 export class TimerInputError extends Error {
@@ -113,6 +114,13 @@ export class UnreadableTimerRowError extends Error {
  */
 export function unreadable(what, code, thrown) {
   const error = new InputError(`${what} could not be read: ${thrownText(thrown)}`, code);
+  error.cause = thrown;
+  return error;
+}
+
+/** `unreadable`'s twin for a timer input: a TimerInputError with `code`. */
+export function timerUnreadable(what, code, thrown) {
+  const error = new TimerInputError(`${what} could not be read: ${thrownText(thrown)}`, code);
   error.cause = thrown;
   return error;
 }

@@ -939,7 +939,7 @@ export class ResumeContendedError extends Error {
 export class InputError extends TypeError {
   constructor(message?: string, code?: string);
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'UNKNOWN_KIND'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'UNKNOWN_KIND'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, `'UNREADABLE'` (a field of the input threw while read; what it threw is `cause`), … */
   code: string;
 }
 
@@ -1021,7 +1021,9 @@ export class ChildSupervisor {
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
  * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
  * or a store or re-driver answer a `TimerService` cannot use),
- * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option).
+ * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option),
+ * `'UNREADABLE'` (a field of the input threw while read: a getter, a Proxy
+ * trap, a revoked Proxy; what it threw is `cause`).
  */
 export class TimerInputError extends Error {
   constructor(message?: string, code?: string);

@@ -17,7 +17,6 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, show};
 use crate::out::Out;
-use crate::values::property;
 
 /// The largest integer a JS number holds exactly, as a float.
 const SAFE: f64 = 9_007_199_254_740_991.0;
@@ -46,6 +45,17 @@ pub(crate) fn refuse(message: &str, code: &str) -> JsValue {
 /// The core's refusal of a timer input, as its `TimerInputError`.
 pub(crate) fn core(error: &TimerInputError) -> JsValue {
     js_errors::timer(error)
+}
+
+/// Reads a field of a timer input (`undefined` when `value` is not an
+/// object); one that throws while read is a `TimerInputError`
+/// `UNREADABLE`, never its thrown value.
+pub(crate) fn property(value: &JsValue, name: &str) -> Result<JsValue, JsValue> {
+    if !value.is_object() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    js_sys::Reflect::get(value, &JsValue::from_str(name))
+        .map_err(|thrown| js_errors::timer_unreadable(name, thrown))
 }
 
 /// A number that is an integer within ±(2^53-1), else a `TimerInputError`
