@@ -21,7 +21,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { InputError, MemoryEventStore, MemoryTimerStore, ResumeRefusedError, TimerInputError, TimerService, resume, sweep } from 'loomfence';
+import { ChildSupervisor, InputError, MemoryEventStore, MemoryTimerStore, ResumeRefusedError, TimerInputError, TimerService, resume, sweep } from 'loomfence';
 
 import { PlainEventStore } from './plain-store.js';
 import { AT, Witness, describe as describeError, event, park, wrap } from './support.js';
@@ -163,6 +163,19 @@ describe('every promise-returning call rejects with the documented class, never 
     await refused(called(() => resume(revoked(), 'e', { fenceIfParkedAt: 2 }), 'resume'), TypeError, 'NOT_A_STORE', 'resume(revoked)');
     assert.deepEqual(await store.readRange('a'), [], 'nothing was appended');
     assert.deepEqual(await timers.due(AT, 10), [], 'nothing was scheduled');
+  });
+
+  test('ChildSupervisor.rebuild with parents that cannot be read rejects and keeps its edges', async () => {
+    const events = new MemoryEventStore();
+    await events.appendMany('p', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', { payload: { waits: [{ kind: 'CHILD_DONE', key: 'c' }] } })]);
+    const supervisor = new ChildSupervisor({ events, onError: () => {} });
+    await supervisor.watch('p');
+    assert.deepEqual(supervisor.parentsWaitingOn('c'), ['p'], 'the edge is listed');
+    for (const parents of [revoked(), trapping(new Error('boom')), null, 7]) {
+      await refused(called(() => supervisor.rebuild(parents), 'rebuild'), TimerInputError, 'UNREADABLE', 'rebuild(hostile)');
+      assert.deepEqual(supervisor.parentsWaitingOn('c'), ['p'], 'the edges are kept');
+    }
+    assert.equal((await supervisor.rebuild(['p'])).length, 1, 'a rebuild after it works');
   });
 
   test('a host store envelope whose `at` is no safe integer is a store-contract error', async () => {
