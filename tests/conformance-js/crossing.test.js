@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryEventStore, locatePark, resume } from 'loomfence';
+import { InputError, MemoryEventStore, locatePark, resume } from 'loomfence';
 
 import { AT, assertRejects, event, expect, park, wrap } from './support.js';
 
@@ -105,12 +105,12 @@ describe('what a Rust string cannot hold is refused, nothing stored', () => {
 });
 
 describe('resume options are read once, in order', () => {
-  test('a getter that throws rejects the resume with its error, and nothing is taken', async () => {
+  test('a getter that throws rejects the resume with INVALID_OPTIONS, its error the cause, and nothing is taken', async () => {
     const store = new MemoryEventStore();
     const parkSeq = await park(store, 'g');
     const boom = new Error('boom');
     const options = { fenceIfParkedAt: parkSeq, get answer() { throw boom; }, at: AT };
-    await assert.rejects(resume(store, 'g', options), (error) => error === boom);
+    await assert.rejects(resume(store, 'g', options), (error) => error instanceof InputError && error.code === 'INVALID_OPTIONS' && error.cause === boom);
     assert.equal(await store.currentFence('g'), 0);
   });
 

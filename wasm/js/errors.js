@@ -62,7 +62,8 @@ export class InputError extends TypeError {
  * ('INVALID_ROW', 'INVALID_ID', 'INVALID_TIME', 'INVALID_ATTEMPT',
  * 'INVALID_LIMIT', 'INVALID_LEASE', 'INVALID_HOLDER', 'INVALID_CLAIM',
  * 'INVALID_FILTER', 'INVALID_DRAW', 'INVALID_POLICY', 'INVALID_BACKOFF',
- * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER'); the
+ * 'INVALID_CONTEXT', 'INVALID_OUTCOME', 'NOT_DUE', 'UNEXPECTED_ANSWER', and
+ * 'UNREADABLE' for a field that threw while it was read); the
  * TimerService (npm/timer-service.js) adds 'INVALID_OPTIONS'.
  */
 export class TimerInputError extends Error {
@@ -103,6 +104,40 @@ export class UnreadableTimerRowError extends Error {
     this.code = 'UNREADABLE_TIMER_ROW';
     this.row = row;
   }
+}
+
+/**
+ * The refusal of an input that threw while the package read it: an
+ * InputError with `code`, its message naming `what` and what was thrown,
+ * the thrown value kept as `cause` (for the caller's debugging; the package
+ * never reads it).
+ */
+export function unreadable(what, code, thrown) {
+  const error = new InputError(`${what} could not be read: ${thrownText(thrown)}`, code);
+  error.cause = thrown;
+  return error;
+}
+
+/** `unreadable`'s twin for a timer input: a TimerInputError with `code`. */
+export function timerUnreadable(what, code, thrown) {
+  const error = new TimerInputError(`${what} could not be read: ${thrownText(thrown)}`, code);
+  error.cause = thrown;
+  return error;
+}
+
+/**
+ * What a caller's object threw while the package read it, for a message:
+ * its `message` when it is an Error, else its type. Never throws itself,
+ * whatever was thrown (a revoked Proxy, a `toString` that throws), and never
+ * hands the thrown value on: it is the caller's, not data.
+ */
+export function thrownText(thrown) {
+  try {
+    if (thrown instanceof Error) return String(thrown.message);
+  } catch {
+    // A revoked Proxy, or a getter that throws: described by its type.
+  }
+  return thrown === null ? 'null' : `a ${typeof thrown}`;
 }
 
 export function staleFenceError(message, executionId, presented, current) {

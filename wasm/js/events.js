@@ -7,39 +7,26 @@
 // the core checks after parsing.
 //
 // Each function returns the text on success and the error object (not
-// thrown) on failure, so the binding needs no exception handler per call:
-// a throw while reading the caller's value becomes that error too
-// (`guarded`), never an exception through WebAssembly.
+// thrown) on failure, so the binding needs no exception handler per call.
+// A value that throws while it is read (a getter, a Proxy trap, a revoked
+// Proxy) is refused the same way, with the InputError of what was being
+// read: nothing thrown ever crosses into WebAssembly.
 // Several values come back as one text, one JSON value per line.
 
-import { InputError, rangeError, typeError } from './errors.js';
+import { InputError, rangeError, typeError, unreadable } from './errors.js';
 import { jsonText } from './json.js';
 
 const EVENT_FIELDS = new Set(['kind', 'payload', 'metadata', 'at']);
 
 const isObject = (value) => typeof value === 'object' && value !== null;
 
-/** What a caller's value threw while it was read, for a message; never throws itself. */
-function reason(thrown) {
-  try {
-    return thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : `a thrown ${typeof thrown}`;
-  } catch {
-    return 'a thrown value that cannot be shown';
-  }
-}
-
-/**
- * `read()`'s answer; a throw while it reads the caller's value (a getter, a
- * Proxy trap, a revoked Proxy) is the InputError with `code`. Nothing the
- * caller threw is ever taken as text, and no exception unwinds through the
- * WebAssembly frames that called in: that skipped their epilogues, leaving
- * the shadow stack pointer behind and the Rust value borrowed.
- */
-function guarded(read, what, code) {
+/** `read()`, or the InputError with `code` saying `what` threw while it
+ * was read. */
+function guarded(what, code, read) {
   try {
     return read();
   } catch (thrown) {
-    return new InputError(`${what}: could not be read (${reason(thrown)})`, code);
+    return unreadable(what, code, thrown);
   }
 }
 
@@ -97,13 +84,13 @@ function eventLine(event) {
 
 /** One event, as text or its error. */
 export function eventText(event) {
-  return guarded(() => eventLine(event), 'event', 'INVALID_EVENT');
+  return guarded('event', 'INVALID_EVENT', () => eventLine(event));
 }
 
 /** A batch of events, one per line, or the first error, its message
  * prefixed with where in the batch it was. */
 export function eventsText(events) {
-  return guarded(() => eventsLines(events), 'events', 'INVALID_EVENT');
+  return guarded('events', 'INVALID_EVENT', () => eventsLines(events));
 }
 
 function eventsLines(events) {
@@ -124,7 +111,7 @@ function eventsLines(events) {
  * locatePark), one per line, or an InputError with `code`. Fields an
  * envelope does not have are left out: a host store may keep its own. */
 export function envelopesText(envelopes, what, code) {
-  return guarded(() => envelopesLines(envelopes, what, code), what, code);
+  return guarded(what, code, () => envelopesLines(envelopes, what, code));
 }
 
 function envelopesLines(envelopes, what, code) {
@@ -140,7 +127,7 @@ function envelopesLines(envelopes, what, code) {
 
 /** One stored event, as text or its InputError with `code`. */
 export function envelopeText(envelope, what, code) {
-  return guarded(() => envelopeLine(envelope, what, code), what, code);
+  return guarded(what, code, () => envelopeLine(envelope, what, code));
 }
 
 /**
@@ -152,7 +139,7 @@ export function envelopeText(envelope, what, code) {
  * INVALID_EVENT).
  */
 export function foldText(envelopes, what = 'events', code = 'INVALID_EVENT') {
-  return guarded(() => foldLines(envelopes, what, code), what, code);
+  return guarded(what, code, () => foldLines(envelopes, what, code));
 }
 
 function foldLines(envelopes, what, code) {
@@ -197,7 +184,12 @@ function fieldTypes(envelope, what, code) {
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
     return wrong('`sequence` must be a safe non-negative integer');
   }
-  return checkAt(`${what}.at`, code, at) ?? undefined;
+  // A stored event's time, checked as the rest of it: a bad one is the
+  // envelope's fault (a host store's answer: STORE_CONTRACT), not a RangeError
+  // of the caller's.
+  if (typeof at !== 'number') return wrong('`at` must be a number of milliseconds');
+  if (!Number.isSafeInteger(at)) return wrong(`\`at\` must be a safe integer of milliseconds, got ${at}`);
+  return undefined;
 }
 
 function envelopeLine(envelope, what, code) {

@@ -12,7 +12,7 @@
 // side parses: one crossing instead of one per member. What comes back is
 // JSON text too, turned into plain values by `parseJson`.
 
-import { InputError } from './errors.js';
+import { InputError, thrownText } from './errors.js';
 
 const MAX_DEPTH = 128;
 
@@ -30,7 +30,7 @@ export function jsonText(value, path, code) {
     return JSON.stringify(value);
   } catch (problem) {
     if (problem instanceof NotJson) return new InputError(problem.message, code);
-    return new InputError(`${path}: could not be read as JSON (${problem})`, code);
+    return new InputError(`${path}: could not be read as JSON (${thrownText(problem)})`, code);
   }
 }
 

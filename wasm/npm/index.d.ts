@@ -373,7 +373,11 @@ export interface Resumed {
  * `ResumeContendedError` (rivals kept the token moving; retry later), a typed
  * input error, an `InputError` with `code: 'STORE_CONTRACT'` (the store
  * answered outside the interface), a `TypeError` with `code: 'NOT_A_STORE'`
- * (no `readRange` or `appendIfParked`), or whatever the store threw.
+ * (no `readRange` or `appendIfParked`, or a store that throws when looked
+ * at), or whatever the store threw. Options that throw while they are read
+ * (a getter, a Proxy trap, a revoked Proxy) reject with an `InputError`
+ * `INVALID_OPTIONS` whose `cause` is what was thrown; it never throws
+ * synchronously.
  * Given the package's own `MemoryEventStore` (its methods untouched), the
  * whole resume runs inside WebAssembly as one step; given any other store
  * (a wrapper, a subclass, a method replaced), it calls the store's methods,
@@ -935,7 +939,7 @@ export class ResumeContendedError extends Error {
 export class InputError extends TypeError {
   constructor(message?: string, code?: string);
   readonly name: 'InputError';
-  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'UNKNOWN_KIND'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, … */
+  /** `'INVALID_ID'`, `'INVALID_EVENT'`, `'MIXED_FENCES'`, `'NOT_A_PARK'`, `'INVALID_LIMIT'`, `'INVALID_LINEAGE'`, `'INVALID_PARK'`, `'UNKNOWN_KIND'`, `'INVALID_OPTIONS'`, `'UNEXPECTED_ANSWER'`, `'STORE_CONTRACT'`, `'UNREADABLE'` (a field of the input threw while read; what it threw is `cause`), … */
   code: string;
 }
 
@@ -1017,7 +1021,9 @@ export class ChildSupervisor {
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
  * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
  * or a store or re-driver answer a `TimerService` cannot use),
- * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option).
+ * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option),
+ * `'UNREADABLE'` (a field of the input threw while read: a getter, a Proxy
+ * trap, a revoked Proxy; what it threw is `cause`).
  */
 export class TimerInputError extends Error {
   constructor(message?: string, code?: string);

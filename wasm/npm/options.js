@@ -3,20 +3,35 @@
 // function, an integer, a store's methods), each refused with the caller's
 // own error. Whatever the core reads, the core checks.
 
-/** A value for a message: its JSON where it has one, 'a function' for a function. */
+/**
+ * A value for a message: its JSON where it has one, 'a function' for a
+ * function, else its type. Never throws: a value nested too deep for
+ * JSON.stringify (a stack overflow), a cycle, a revoked Proxy or a
+ * `toString` that throws is shown by its type, so the refusal it is for is
+ * the one the caller gets.
+ */
 export function show(value) {
   if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {
-    return String(value);
+    return value === null ? 'null' : `a ${typeof value}`;
   }
 }
 
-/** `options` if it is an object with no key outside `allowed`, else `refuse(message)`. */
+/** `options` if it is an object with no key outside `allowed`, else
+ * `refuse(message)`; one whose keys cannot be read (a revoked Proxy, a trap
+ * that throws) is refused too. */
 export function known(options, allowed, shape, refuse) {
   if (options === null || typeof options !== 'object') throw refuse(`options must be an object ${shape}`);
-  const unknown = Object.keys(options).filter((key) => !allowed.has(key));
+  let keys;
+  try {
+    keys = Object.keys(options);
+  } catch {
+    throw refuse(`options could not be read; they must be an object ${shape}`);
+  }
+  const unknown = keys.filter((key) => !allowed.has(key));
   if (unknown.length > 0) throw refuse(`unknown option ${unknown.map(show).join(', ')}`);
   return options;
 }

@@ -19,14 +19,21 @@ const OWN = MemoryEventStore.prototype;
 const DRIVEN = ['readRange', 'appendIfParked', 'acquireFenceIf', 'acquireFence'];
 
 /** Whether `store` is exactly the package's store, every method the
- * machine would call the package's own. */
+ * machine would call the package's own. A store that throws while it is
+ * looked at (a revoked Proxy, a trap or getter that throws) is not: the
+ * machine's own check of it then refuses it (`NOT_A_STORE`), and the
+ * resume rejects instead of throwing. */
 function isOwnStore(store) {
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    Object.getPrototypeOf(store) === OWN &&
-    DRIVEN.every((name) => store[name] === OWN[name])
-  );
+  try {
+    return (
+      typeof store === 'object' &&
+      store !== null &&
+      Object.getPrototypeOf(store) === OWN &&
+      DRIVEN.every((name) => store[name] === OWN[name])
+    );
+  } catch {
+    return false;
+  }
 }
 
 /**

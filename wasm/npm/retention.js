@@ -44,6 +44,16 @@ function optionalFunction(name, value) {
   return value;
 }
 
+/** `read()`, or `refuse('<what> could not be read')` when it threw (a
+ * revoked Proxy, a getter or trap that throws). */
+function readable(read, refuse, what) {
+  try {
+    return read();
+  } catch {
+    throw refuse(`${what} could not be read`);
+  }
+}
+
 /** Puts the report of what was done on a failure, when it can carry one. */
 function withReport(error, report) {
   if (error !== null && (typeof error === 'object' || typeof error === 'function')) {
@@ -65,20 +75,28 @@ export async function sweep(store, options) {
   if (store === null || (typeof store !== 'object' && typeof store !== 'function')) {
     throw notAStore('store must be an object with readRange, listExecutions and deleteExecutionIf');
   }
-  const missing = STORE_METHODS.filter((name) => typeof store[name] !== 'function');
+  const missing = readable(() => STORE_METHODS.filter((name) => typeof store[name] !== 'function'), notAStore, 'store');
   if (missing.length > 0) throw notAStore(`store has no ${missing.join(', ')}; a sweep needs ${STORE_METHODS.join(', ')}`);
   if (options === null || typeof options !== 'object') throw invalidOptions('options must be an object { endedBefore, … }');
-  const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
+  // Read once, here: a getter or a Proxy trap that throws is a refusal of the options.
+  const { keys, endedBefore, pageLimit, dryRun = false, archive, knownParents } = readable(
+    () => {
+      const { endedBefore, pageLimit, dryRun, archive, knownParents } = options;
+      return { keys: Object.keys(options), endedBefore, pageLimit, dryRun, archive, knownParents };
+    },
+    invalidOptions,
+    'options',
+  );
+  const unknown = keys.filter((key) => !OPTIONS.has(key));
   if (unknown.length > 0) throw invalidOptions(`unknown option ${unknown.map((k) => JSON.stringify(k)).join(', ')}`);
-  const { endedBefore, pageLimit, dryRun = false } = options;
   if (!Number.isSafeInteger(endedBefore)) {
     throw invalidOptions(
       `options.endedBefore must be a time in ms since the epoch (a safe integer): executions that ended before it are eligible; got ${show(endedBefore)}`,
     );
   }
   if (typeof dryRun !== 'boolean') throw invalidOptions(`options.dryRun must be a boolean, got ${show(dryRun)}`);
-  const archive = optionalFunction('archive', options.archive);
-  const knownParents = optionalFunction('knownParents', options.knownParents);
+  optionalFunction('archive', archive);
+  optionalFunction('knownParents', knownParents);
   const machine = new SweepMachine(endedBefore, pageLimit, archive !== undefined, dryRun);
   try {
     return await pump(store, machine, archive, knownParents);

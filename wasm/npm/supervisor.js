@@ -71,10 +71,21 @@ export class ChildSupervisor {
     return this.#each(this.parentsWaitingOn(child));
   }
 
-  /** Forgets every edge and watches `parents` again (after a restart). */
+  /** Forgets every edge and watches `parents` again (after a restart).
+   * Parents that cannot be read as an iterable (not one, a revoked Proxy, a
+   * trap that throws) reject with a TimerInputError UNREADABLE, the edges
+   * kept: they are read before anything is forgotten. */
   rebuild(parents) {
+    let list;
+    try {
+      list = [...parents];
+    } catch (thrown) {
+      const error = new (errorClasses().TimerInputError)('rebuild(parents): parents could not be read as an iterable of execution ids', 'UNREADABLE');
+      error.cause = thrown;
+      return Promise.reject(error);
+    }
     this.#childrenOf.clear();
-    return this.#each([...parents]);
+    return this.#each(list);
   }
 
   /** The parents currently listed under `child`, sorted. */

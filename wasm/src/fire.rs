@@ -21,10 +21,9 @@ use crate::js_errors;
 use crate::out::{self, Out};
 use crate::redrive;
 use crate::timer_values::{
-    self as timer, INVALID_TIME, SAFE_U64, count, entry, entry_js, integer, refuse, row_js, small,
-    whole,
+    self as timer, INVALID_TIME, SAFE_U64, count, entry, entry_js, integer, property, refuse,
+    row_js, small, whole,
 };
-use crate::values::property;
 
 /// An answer that does not answer the pending action.
 pub(crate) const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";

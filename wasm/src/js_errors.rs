@@ -20,6 +20,9 @@
 //! - a timer call's input the core refuses (a row, claim, lease, listing,
 //!   policy, draw, backoff entry, or a fire machine answer that does not fit):
 //!   `TimerInputError`, with a `code` naming the input (`timer_values.rs`);
+//! - a field of the caller's input that throws while it is read:
+//!   `InputError` (`TimerInputError` for a timer input) with code
+//!   `UNREADABLE`, what was thrown its `cause`;
 //! - a core answer this binding does not know (a newer core's variant of a
 //!   non-exhaustive enum): a plain `Error` with code `INTERNAL`.
 
@@ -60,6 +63,10 @@ extern "C" {
     fn type_error(message: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = internalError)]
     fn internal_error(message: &str) -> JsValue;
+    #[wasm_bindgen(js_name = unreadable)]
+    fn unreadable_error(what: &str, code: &str, thrown: JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = timerUnreadable)]
+    fn timer_unreadable_error(what: &str, code: &str, thrown: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = errorClasses)]
     fn error_classes_js() -> JsValue;
 }
@@ -111,6 +118,22 @@ pub(crate) fn invalid(message: &str, code: &str) -> JsValue {
 /// A `TimerInputError` with `code`.
 pub(crate) fn timer_input(message: &str, code: &str) -> JsValue {
     timer_input_error(message, code)
+}
+
+/// The `code` of an input field that threw while it was read (a getter, a
+/// Proxy trap, a revoked Proxy).
+pub(crate) const UNREADABLE: &str = "UNREADABLE";
+
+/// An `InputError` `UNREADABLE` for the field `what`, which threw `thrown`
+/// while it was read: a refusal, the thrown value only its `cause`, never
+/// read as data.
+pub(crate) fn unreadable(what: &str, thrown: JsValue) -> JsValue {
+    unreadable_error(what, UNREADABLE, thrown)
+}
+
+/// [`unreadable`] for a timer input: a `TimerInputError` `UNREADABLE`.
+pub(crate) fn timer_unreadable(what: &str, thrown: JsValue) -> JsValue {
+    timer_unreadable_error(what, UNREADABLE, thrown)
 }
 
 /// A timer store's refusal of its input, by kind.

@@ -13,9 +13,9 @@ use crate::fire;
 use crate::js_errors::{number, show};
 use crate::out::Out;
 use crate::timer_values::{
-    self as timer, INVALID_BACKOFF, INVALID_TIME, SAFE_U64, entry_js, integer, refuse, small, whole,
+    self as timer, INVALID_BACKOFF, INVALID_TIME, SAFE_U64, entry_js, integer, property, refuse,
+    small, whole,
 };
-use crate::values::property;
 
 /// The code of a policy the core cannot hold.
 const INVALID_POLICY: &str = "INVALID_POLICY";

@@ -9,7 +9,7 @@
 //! `0..=2^53-1`, an attempt up to `2^31-1`, a limit, a lease) are the core's
 //! checks, made by the call itself.
 
-use js_sys::{Array, Object};
+use js_sys::Array;
 use loomfence_core::{
     BackoffEntry, Claim, DueFilter, ExecutionId, Lease, NodeId, Redrive, TimerInputError, TimerRow,
 };
@@ -17,7 +17,6 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, show};
 use crate::out::Out;
-use crate::values::property;
 
 /// The largest integer a JS number holds exactly, as a float.
 const SAFE: f64 = 9_007_199_254_740_991.0;
@@ -46,6 +45,17 @@ pub(crate) fn refuse(message: &str, code: &str) -> JsValue {
 /// The core's refusal of a timer input, as its `TimerInputError`.
 pub(crate) fn core(error: &TimerInputError) -> JsValue {
     js_errors::timer(error)
+}
+
+/// Reads a field of a timer input (`undefined` when `value` is not an
+/// object); one that throws while read is a `TimerInputError`
+/// `UNREADABLE`, never its thrown value.
+pub(crate) fn property(value: &JsValue, name: &str) -> Result<JsValue, JsValue> {
+    if !value.is_object() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    js_sys::Reflect::get(value, &JsValue::from_str(name))
+        .map_err(|thrown| js_errors::timer_unreadable(name, thrown))
 }
 
 /// A number that is an integer within ±(2^53-1), else a `TimerInputError`
@@ -88,18 +98,28 @@ pub(crate) fn count(name: &str, code: &str, value: &JsValue) -> Result<usize, Js
     whole(name, code, value, u64::from(u32::MAX)).map(|n| n as usize)
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/keys.js")]
+extern "C" {
+    /// `value`'s keys, or `undefined` for a value that is not a plain
+    /// (non-array) object or whose keys could not be read: a revoked Proxy
+    /// is refused, not thrown through WebAssembly.
+    #[wasm_bindgen(js_name = objectKeys)]
+    fn object_keys(value: &JsValue) -> JsValue;
+}
+
 /// Checks `value` is an object (not an array) with no field outside
-/// `fields`.
+/// `fields`; one whose keys cannot be read is refused the same way.
 pub(crate) fn object(
     what: &str,
     code: &str,
     value: &JsValue,
     fields: &[&str],
 ) -> Result<(), JsValue> {
-    if !value.is_object() || Array::is_array(value) {
+    let keys = object_keys(value);
+    let Some(keys) = keys.dyn_ref::<Array>() else {
         return Err(refuse(&format!("{what} must be an object"), code));
-    }
-    for key in Object::keys::<JsValue>(value.unchecked_ref()).iter() {
+    };
+    for key in keys.iter() {
         let key = key.as_string().unwrap_or_default();
         if !fields.contains(&key.as_str()) {
             return Err(refuse(

@@ -74,12 +74,14 @@ pub(crate) fn optional_counter(name: &str, value: &JsValue) -> Result<Option<u64
 }
 
 /// Reads a property of an options object (`undefined` when `options` is
-/// not an object).
+/// not an object); one that throws while read (a getter, a Proxy trap, a
+/// revoked Proxy) is an `InputError` `UNREADABLE`, never its thrown value.
 pub(crate) fn property(options: &JsValue, name: &str) -> Result<JsValue, JsValue> {
     if !options.is_object() {
         return Ok(JsValue::UNDEFINED);
     }
     js_sys::Reflect::get(options, &JsValue::from_str(name))
+        .map_err(|thrown| js_errors::unreadable(name, thrown))
 }
 
 /// A timestamp in ms: a number (else an `InputError` with `code`) that is
