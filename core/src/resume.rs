@@ -298,6 +298,15 @@ pub enum MachineError {
         /// The first one's kind, or `none`.
         kind: String,
     },
+    /// An append acknowledgement in the right place whose event is not the
+    /// one sent: another payload, `at` or metadata (the token included). A
+    /// store stores exactly what it is sent, so the resume cannot tell what
+    /// was written and records nothing as landed.
+    #[error("the store acknowledged the resume with another {field} than was sent")]
+    ForgedAppend {
+        /// The first field that differs: `payload`, `metadata` or `at`.
+        field: &'static str,
+    },
 }
 
 /// Where the machine is. Each state but `Done` has exactly one pending
@@ -530,7 +539,10 @@ impl ResumeMachine {
     }
 
     /// Feeds the answer to an [`Action::AppendIfParked`] that landed: the
-    /// stored envelopes.
+    /// stored envelopes. It must be the one event sent, field by field
+    /// (kind, payload, metadata with the token, `at`), after the head read
+    /// so far; anything else is refused ([`MachineError::WrongAppend`],
+    /// [`MachineError::ForgedAppend`]) and the machine is unchanged.
     pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), MachineError> {
         let State::Append { token } = self.state else {
             return Err(self.unexpected("handle_appended"));
@@ -544,13 +556,16 @@ impl ResumeMachine {
             });
         };
         self.check_id(&resumed.execution_id)?;
-        if resumed.kernel_kind() != Some(KernelKind::ExecutionResumed)
-            || resumed.sequence <= self.view.head
-        {
+        let sent = self.resume_event(token);
+        let differs = sent.differs_in(resumed);
+        if differs == Some("kind") || resumed.sequence <= self.view.head {
             return Err(MachineError::WrongAppend {
                 count: 1,
                 kind: resumed.kind.clone(),
             });
+        }
+        if let Some(field) = differs {
+            return Err(MachineError::ForgedAppend { field });
         }
         self.view.apply(resumed);
         self.state = State::Done(Ok(Resumed {
@@ -773,3 +788,6 @@ pub(crate) fn check_id(expected: &ExecutionId, got: &ExecutionId) -> Result<(), 
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod ack_tests;

@@ -1208,6 +1208,33 @@ kase('resume::a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_n
   }
 });
 
+kase('forged_ack::a_forged_append_acknowledgement_fails_the_resume_and_nothing_lands', needs.resumable, async (store) => {
+  // A store whose appendIfParked writes nothing and answers the event sent
+  // with one field changed: another payload, at or metadata (the token
+  // dropped, or one never sent). The core machine compares the ack with
+  // what it sent, so the resume rejects as a broken store contract and the
+  // log is as before. (A token the resume acquired first stays taken.)
+  const forgeries = [
+    ['payload', (e) => ({ ...e, payload: { answer: 'forged' } })],
+    ['at', (e) => ({ ...e, at: e.at + 1 })],
+    ['metadata', (e) => ({ ...e, metadata: { ...e.metadata, host: 'forged' } })],
+    ['the token', (e) => ({ ...e, metadata: 'fence' in e.metadata ? {} : { fence: 7 } })],
+  ];
+  for (const [n, [what, forge]] of forgeries.entries()) {
+    const id = `resume-forged-ack-${n}`;
+    const parkSeq = await park(store, id);
+    const before = await Witness.capture(store, id);
+    const lying = wrap(store, {
+      async appendIfParked(executionId, _parkSeq, [sent]) {
+        const head = (await store.readRange(executionId)).length;
+        return [forge({ executionId, sequence: head + 1, kind: sent.kind, payload: sent.payload ?? {}, metadata: sent.metadata ?? {}, at: sent.at })];
+      },
+    });
+    await assertRejects(resume(lying, id, { fenceIfParkedAt: parkSeq, answer: { paid: true }, at: AT + 1 }), expect.storeContract, `forged ${what}`);
+    assert.deepEqual((await Witness.capture(store, id)).events, before.events, `forged ${what}: the log is as before`);
+  }
+});
+
 kase('resume::a_park_after_the_end_is_refused_and_takes_no_token', needs.resumable, async (store) => {
   // Both appends pass while the token is 0, so a buggy or unfenced writer can
   // leave a park after the execution's end. Terminal is absorbing: that park

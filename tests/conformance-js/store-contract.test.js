@@ -8,9 +8,11 @@
 //   `fence` a safe non-negative integer; anything else (a wrong number, a
 //   truthy `stale` that is not `true`, no fence, not an object) is refused;
 // - `acquireFence` resolves to the new token, a safe integer from 1;
-// - `appendIfParked` resolves to the stored envelopes, carrying the token the
-//   resume sent, or to `{ parkAnswered: true }`; a StaleFenceError it throws
-//   names a `current` token above the one the resume presented;
+// - `appendIfParked` resolves to the stored envelopes, each the event the
+//   resume sent, field by field (kind, payload, `at`, metadata with the
+//   token), or to `{ parkAnswered: true }`; a StaleFenceError it throws
+//   names a `current` token above the one the resume presented; and a
+//   TimerService over such a store reports the fire failed, not fired;
 // - `acquireFenceIf` never throws StaleFenceError (it answers stale).
 // And a store without `appendIfParked` is refused up front (code
 // 'NOT_A_STORE'), whatever its fencing: resume's only append is the
@@ -21,10 +23,10 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { InputError, MemoryEventStore, resume } from 'loomfence';
+import { InputError, MemoryEventStore, MemoryTimerStore, TimerService, resume } from 'loomfence';
 
 import { PlainEventStore, withCapability } from './plain-store.js';
-import { AT, Witness, assertRejects, park, show, wrap } from './support.js';
+import { AT, Witness, assertRejects, event, park, resumesOf, show, wrap } from './support.js';
 
 const STORE_CONTRACT = { type: InputError, code: 'STORE_CONTRACT' };
 const NOT_A_STORE = { type: TypeError, code: 'NOT_A_STORE' };
@@ -235,6 +237,81 @@ for (const { label, make } of STORES) {
           STORE_CONTRACT,
           `stored with metadata ${show(metadata)}`,
         );
+      }
+    });
+
+    // Each forgery changes one field of the event the resume sent and
+    // nothing else; `echoing(forge)` answers appendIfParked with it.
+    const forged = [
+      ['another payload', (e) => ({ ...e, payload: { answer: 'forged' } })],
+      ['a payload with one more field', (e) => ({ ...e, payload: { ...e.payload, extra: 1 } })],
+      ['an empty payload', (e) => ({ ...e, payload: {} })],
+      ['another at', (e) => ({ ...e, at: e.at + 1 })],
+      ['metadata with one more field', (e) => ({ ...e, metadata: { ...e.metadata, host: 'forged' } })],
+      ['metadata with a kernel stamp', (e) => ({ ...e, metadata: { ...e.metadata, kernel: true } })],
+    ];
+    const echoing = (forge) => ({
+      appendIfParked: async (id, parkSeq, [sent]) => [
+        forge({ executionId: id, sequence: parkSeq + 1, kind: sent.kind, payload: sent.payload, metadata: sent.metadata ?? {}, at: sent.at }),
+      ],
+    });
+
+    test('control: an ack echoing the event sent is taken', async () => {
+      for (const shape of ['conditional', 'non-fencing']) {
+        const inner = make();
+        const parkSeq = await park(inner, ID);
+        const store = view(inner, shape, { ...answering('acquireFenceIf', { fence: 1 }), ...echoing((e) => e) });
+        const resumed = await resume(store, ID, { fenceIfParkedAt: parkSeq, answer: 'x', at: AT });
+        assert.deepEqual(resumed.resumed, stored(parkSeq, shape === 'conditional' ? { fence: 1 } : {}), shape);
+      }
+    });
+
+    for (const [what, forge] of forged) {
+      for (const shape of ['conditional', 'non-fencing']) {
+        test(`a stored resume with ${what} (${shape}) -> STORE_CONTRACT`, async () => {
+          await refused(
+            make,
+            (inner, parkSeq) =>
+              view(inner, shape, { ...answering('acquireFenceIf', { fence: 1 }), ...echoing(forge) }),
+            STORE_CONTRACT,
+            `${what} (${shape})`,
+          );
+        });
+      }
+    }
+
+    test('a TimerService over a store whose ack is forged reports the fire failed, not fired', async () => {
+      for (const [what, forge] of forged) {
+        const inner = make();
+        // Parked on a timer due at AT, so the service's fire is a resume.
+        await inner.appendMany(ID, [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', { payload: { waits: [{ kind: 'TIMER', wakeAt: AT }] } })]);
+        const before = await Witness.capture(inner, ID);
+        const timers = new MemoryTimerStore();
+        await timers.schedule({ executionId: ID, wakeAt: AT });
+        const events = view(inner, 'conditional', { ...answering('acquireFenceIf', { fence: 1 }), ...echoing(forge) });
+        const errors = [];
+        const resumed = [];
+        const service = new TimerService({
+          events,
+          timers,
+          now: () => AT,
+          random: () => 0,
+          onError: (error, info) => errors.push({ error, info }),
+          onResumed: (r) => resumed.push(r),
+        });
+        const report = await service.pollOnce();
+        assert.deepEqual(
+          report.fires.map((f) => [f.result, f.stage]),
+          [['failed', 'resume']],
+          `${what}: ${show(report.fires.map((f) => f.result))}`,
+        );
+        assert.equal(report.fired, 0, what);
+        assert.deepEqual(resumed, [], `${what}: nothing handed on`);
+        assert.equal(errors.length, 1, what);
+        assert.ok(errors[0].error instanceof InputError && errors[0].error.code === 'STORE_CONTRACT', `${what}: ${errors[0].error}`);
+        assert.deepEqual(await timers.due(Number.MAX_SAFE_INTEGER, 10), [{ executionId: ID, wakeAt: AT }], `${what}: the row stays`);
+        await before.assertUnchanged(inner, what);
+        assert.equal((await resumesOf(inner, ID)).length, 0, what);
       }
     });
 

@@ -130,6 +130,7 @@ export const expect = {
   mixedFences: { type: InputError, code: 'MIXED_FENCES' },
   atOutOfRange: { type: RangeError, code: 'AT_OUT_OF_RANGE' },
   invalidLimit: { type: InputError, code: 'INVALID_LIMIT' },
+  storeContract: { type: InputError, code: 'STORE_CONTRACT' },
   notAnObject: { type: TypeError, code: 'NOT_AN_OBJECT' },
   notAnArray: { type: TypeError, code: 'NOT_AN_ARRAY' },
   /** A bad `metadata.fence`: RangeError for a number, TypeError otherwise. */

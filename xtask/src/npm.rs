@@ -40,10 +40,12 @@ const BENCH_DIR: &str = "wasm/bench";
 /// for issue 23's data-safety work (undecided sweep reasons, the one-step
 /// reschedule, the claim answers read claim by claim), and from 211 KB for
 /// issue 24's machines: the tick (20.3 KB), the supervision (13.2 KB) and
-/// the sweep's rules moved into the core (2.1 KB). See "The npm package"
+/// the sweep's rules moved into the core (2.1 KB), and by 100 bytes for
+/// issue 25's acknowledgement compared field by field in the core (645
+/// bytes: 246,446 to 247,091). See "The npm package"
 /// in docs/decisions.md for where the bytes go; issue 30 is where the
 /// budget comes down (a smaller package, or a split one).
-const BUDGET: u64 = 247_000;
+const BUDGET: u64 = 247_100;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";

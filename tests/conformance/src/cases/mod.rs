@@ -8,6 +8,7 @@ pub mod append_if_parked;
 pub mod bad_input;
 pub mod concurrency;
 pub mod delete;
+pub mod forged_ack;
 pub mod guard;
 pub mod hostile;
 pub mod kinds;
@@ -153,6 +154,10 @@ pub const ALL: &[Case] = &[
     case!(
         Any,
         resume::a_log_regrown_past_the_park_after_a_delete_is_refused_and_writes_nothing
+    ),
+    case!(
+        Any,
+        forged_ack::a_forged_append_acknowledgement_fails_the_resume_and_nothing_lands
     ),
     case!(Any, retention::listing_pages_through_every_execution_once),
     case!(Any, retention::listing_reports_the_first_terminal_event),
