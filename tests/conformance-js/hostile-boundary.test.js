@@ -4,11 +4,15 @@
 //   entry point refuses it, as the event side does, and nothing changes;
 // - lengths before walking: a list handed in is refused by its length
 //   before any element is read (a 2^32-1 hole array answers at once);
+// - receivers: a method of one class called on an instance of another (or
+//   on a plain object) is a TypeError `WRONG_RECEIVER`, and both objects
+//   still work.
 // The properties print their seed; `SIM_SEED=<n>` replays one.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
+import * as pkg from 'loomfence';
 import {
   ChildSupervisor,
   sweep,
@@ -16,8 +20,11 @@ import {
   InputError,
   MemoryEventStore,
   MemoryTimerStore,
+  RedrivePolicy,
   TimerInputError,
   TimerService,
+  WakeBackoff,
+  resume,
 } from 'loomfence';
 
 const SEED = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -212,5 +219,126 @@ describe("a store's or a callback's list is refused by its length before its ele
     assert.equal(errors.length, 1, String(errors));
     assert.ok(errors[0] instanceof TimerInputError, String(errors[0]));
     assert.equal(errors[0].code, 'UNEXPECTED_ANSWER');
+  });
+});
+
+const CLASSES = { MemoryEventStore, MemoryTimerStore, RedrivePolicy, WakeBackoff, FireMachine };
+
+/** A fresh instance of each exported class. */
+function instances() {
+  return {
+    MemoryEventStore: new MemoryEventStore(),
+    MemoryTimerStore: new MemoryTimerStore(),
+    RedrivePolicy: new RedrivePolicy(),
+    WakeBackoff: new WakeBackoff(),
+    FireMachine: new FireMachine({ executionId: 'f', wakeAt: 1 }),
+  };
+}
+
+/**
+ * Every method and getter of a class's prototype, as a function taking its
+ * receiver first; not its constructor, nor the glue's pointer (0 on any
+ * other object, which Rust refuses as a null pointer).
+ */
+function methods(Class) {
+  return Reflect.ownKeys(Class.prototype)
+    .filter((key) => key !== 'constructor' && key !== '__wbg_ptr')
+    .map((key) => {
+      const { value, get } = Object.getOwnPropertyDescriptor(Class.prototype, key);
+      return [key, (receiver, args) => (get ? get.call(receiver) : value.apply(receiver, args))];
+    });
+}
+
+/** Arguments that a method of any class would take. */
+const ARGS = [
+  'a',
+  { kind: 'EXECUTION_STARTED', at: 1 },
+  [{ kind: 'EXECUTION_STARTED', at: 1 }],
+];
+
+/** A normal use of each instance, which must still work after the refusals. */
+async function stillWorks(name, object) {
+  switch (name) {
+    case 'MemoryEventStore': {
+      await object.append('w', { kind: 'EXECUTION_STARTED', at: 1 });
+      await object.append('w', { kind: 'EXECUTION_SUSPENDED', at: 2, payload: { waitingFor: 'x' } });
+      const resumed = await resume(object, 'w', { fenceIfParkedAt: 2, answer: 1, at: 3 });
+      assert.equal(resumed.fence, 1);
+      assert.equal((await object.readRange('w', 1)).length, 3);
+      break;
+    }
+    case 'MemoryTimerStore': {
+      await object.schedule({ executionId: 'w', wakeAt: 1 });
+      const [claim] = await object.claimDue({ holder: 'n', now: 1, durationMs: 10 }, 10);
+      assert.equal(claim.row.executionId, 'w');
+      assert.equal(await object.complete(claim), 'done');
+      assert.deepEqual(await table(object), []);
+      break;
+    }
+    case 'RedrivePolicy':
+      assert.equal(object.baseMs, 200);
+      break;
+    case 'WakeBackoff':
+      assert.equal(object.len, 0);
+      break;
+    case 'FireMachine':
+      assert.equal(object.row.executionId, 'f');
+      break;
+    default:
+      assert.fail(name);
+  }
+}
+
+describe('a method called on another class instance is refused', () => {
+  test("MemoryEventStore#append on a MemoryTimerStore: refused, and due() keeps the rows' ids", async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'row', wakeAt: 1 });
+    assert.throws(
+      () => MemoryEventStore.prototype.append.call(timers, 'a', { kind: 'EXECUTION_STARTED', at: 1 }),
+      (e) => e instanceof TypeError && e.code === 'WRONG_RECEIVER',
+    );
+    assert.deepEqual(await table(timers), [{ executionId: 'row', wakeAt: 1 }]);
+  });
+
+  test('a prototype swapped onto a foreign instance does not make it one', async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'row', wakeAt: 1 });
+    Object.setPrototypeOf(timers, MemoryEventStore.prototype);
+    assert.throws(
+      () => timers.append('a', { kind: 'EXECUTION_STARTED', at: 1 }),
+      (e) => e instanceof TypeError && e.code === 'WRONG_RECEIVER',
+    );
+    Object.setPrototypeOf(timers, MemoryTimerStore.prototype);
+    assert.deepEqual(await table(timers), [{ executionId: 'row', wakeAt: 1 }]);
+  });
+
+  test('every method of every class, on every other class instance and on plain values: refused, both still work', async () => {
+    for (const [name, Class] of Object.entries(CLASSES)) {
+      for (const [key, call] of methods(Class)) {
+        const objects = instances();
+        const receivers = [...Object.entries(objects).filter(([other]) => other !== name), ['plain', {}], ['null', null]];
+        for (const [other, receiver] of receivers) {
+          let result;
+          try {
+            result = call(receiver, ARGS);
+          } catch (error) {
+            assert.ok(error instanceof TypeError, `${name}#${String(key)} on ${other}: ${error}`);
+            assert.equal(error.code, 'WRONG_RECEIVER', `${name}#${String(key)} on ${other}: ${error}`);
+            continue;
+          }
+          await Promise.resolve(result).catch(() => {});
+          assert.fail(`${name}#${String(key)} on ${other} was not refused`);
+        }
+        for (const [other, object] of Object.entries(objects)) await stillWorks(other, object);
+      }
+    }
+  });
+
+  test('every exported class is guarded, its own methods still work', async () => {
+    const exported = Object.entries(pkg).filter(
+      ([, value]) => typeof value === 'function' && value.prototype && typeof value.prototype.free === 'function',
+    );
+    assert.deepEqual(exported.map(([name]) => name).sort(), Object.keys(CLASSES).sort());
+    for (const [name, object] of Object.entries(instances())) await stillWorks(name, object);
   });
 });
