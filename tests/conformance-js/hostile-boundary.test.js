@@ -106,6 +106,28 @@ describe('ids with a lone surrogate are refused on the timer side', () => {
     await refused(() => supervisor.watch('p\udc00'), TimerInputError, 'INVALID_ID');
   });
 
+  test("a host store's claim naming a row by a lone-surrogate id is an unreadable row, not a fire of another id", async () => {
+    const events = new MemoryEventStore();
+    const store = new MemoryTimerStore();
+    const forged = { row: { executionId: 'a\udc00', wakeAt: 1 }, holder: 'n1', number: 1, expiresAt: 100 };
+    const completed = [];
+    const timers = {
+      schedule: (row) => store.schedule(row),
+      claimDue: async () => [forged],
+      complete: async (claim) => (completed.push(claim), 'done'),
+      release: async () => 'done',
+      reschedule: async () => 'done',
+    };
+    const errors = [];
+    const service = new TimerService({ events, timers, node: 'n1', now: () => 5, onError: (error) => errors.push(error) });
+    const report = await service.pollOnce();
+    assert.equal(report.unreadable, 1, JSON.stringify(report));
+    assert.equal(report.fired, 0);
+    assert.deepEqual(completed, []);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].row.field, 'executionId');
+  });
+
   test('property: every timer entry point refuses a lone-surrogate id or holder, the table unchanged', async () => {
     const timers = new MemoryTimerStore();
     await timers.schedule({ executionId: 'kept', wakeAt: 1 });
