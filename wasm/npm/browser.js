@@ -1,8 +1,12 @@
 // Browser entry: fetches and instantiates the WebAssembly module (top-level
 // await), then exports. Bundlers resolve the .wasm URL from import.meta.url.
 import * as wasm from './dist/loomfence_wasm.js';
+import { guardReceivers } from './receivers.js';
 
 await wasm.default({ module_or_path: new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url) });
+
+// Before any instance exists: each class's methods refuse another's instances.
+guardReceivers(wasm);
 
 const classes = wasm.errorClasses();
 

@@ -1,6 +1,12 @@
 // Types for the `loomfence` package. Hand-written: they describe the
 // contract (numbers, errors, the store interface), which the generated
 // bindings cannot say.
+//
+// Every method of the package's classes refuses a receiver that is not an
+// instance of its class (`Class.prototype.method.call(other, …)`) with a
+// `TypeError` whose `code` is `'WRONG_RECEIVER'`, before anything changes.
+// Every id (an execution id, a lease holder) is a string with no lone
+// surrogate (`str.isWellFormed()`), refused otherwise, as any bad id is.
 
 /** A JSON object: an event's payload or metadata. */
 export type JsonObject = { [key: string]: unknown };
@@ -291,7 +297,7 @@ export interface SweepOptions {
    * Parents the host knows wait on a child besides the one its log records
    * (`payload.parent`): the edges of a supervisor, for logs written without
    * the field. Each is read and can pin the child, never unpin it. Must
-   * return execution ids (`UNEXPECTED_ANSWER` otherwise).
+   * return at most 1 000 execution ids (`UNEXPECTED_ANSWER` otherwise).
    */
   knownParents?: (childId: string) => string[] | Promise<string[]>;
 }
@@ -391,7 +397,10 @@ export function resume(store: EventStore, executionId: string, options: ResumeOp
 // Times are milliseconds since the epoch, safe integers; a stored time is in
 // 0..=2^53-1. Every refusal of input below is a `TimerInputError` whose `code`
 // names the input, thrown (or rejected with, for the store's promises) before
-// anything changed.
+// anything changed. An id or holder with a lone surrogate is `INVALID_ID` or
+// `INVALID_HOLDER`. A host timer store's `claimDue` answer holds at most
+// 10 000 claims and 10 000 unreadable rows (`UNEXPECTED_ANSWER` otherwise,
+// refused by its length before any element is read).
 
 /**
  * One row of a timer store, keyed by `(executionId, wakeAt)`. A plain wake

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import * as wasm from './dist/loomfence_wasm.js';
+import { guardReceivers } from './receivers.js';
 
 // Node 20's V8 (11.3) can crash the process ("Fatal error: unreachable code"
 // in Deoptimizer::DoComputeBuiltinContinuation) when optimized code that
@@ -14,6 +15,9 @@ import * as wasm from './dist/loomfence_wasm.js';
 if (Number.parseInt(process.versions.v8, 10) < 12) setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
 wasm.initSync({ module: readFileSync(new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url)) });
+
+// Before any instance exists: each class's methods refuse another's instances.
+guardReceivers(wasm);
 
 const classes = wasm.errorClasses();
 

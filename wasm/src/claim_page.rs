@@ -9,12 +9,14 @@
 //! unreadable row once per node, as it does for the Rust timer service.
 
 use js_sys::{Array, JSON};
-use loomfence_core::{Claim, TimerInputError, UnreadableField, UnreadableRow, check_claim};
-use wasm_bindgen::{JsCast, JsValue};
+use loomfence_core::{
+    Claim, MAX_DUE_LIMIT, TimerInputError, UnreadableField, UnreadableRow, check_claim,
+};
+use wasm_bindgen::JsValue;
 
 use crate::out::Out;
 use crate::timer_values::{self as timer, INVALID_TIME};
-use crate::values::property;
+use crate::values::{self, property};
 
 /// Reads a `claimDue` answer: the claim elements that read as claims the
 /// core accepts, and the unreadable rows (the store's, then the malformed
@@ -33,17 +35,20 @@ pub(crate) fn claim_page(answer: &JsValue) -> Result<(Vec<Claim>, Vec<Unreadable
     Ok((claims, rows))
 }
 
-/// The answer's claims and the store's unreadable rows.
+/// The answer's claims and the store's unreadable rows, each list's length
+/// checked against `MAX_DUE_LIMIT` (the most a claim asks for) before any
+/// element is read.
 fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
-    if Array::is_array(answer) {
-        return Ok((answer.clone().unchecked_into(), Array::new()));
-    }
     let refused = || {
         timer::refuse(
-            "timers.claimDue must resolve to an array of claims or { claims, unreadable }",
+            "timers.claimDue must resolve to an array of at most 10 000 claims or { claims, unreadable }",
             "UNEXPECTED_ANSWER",
         )
     };
+    if Array::is_array(answer) {
+        let claims = values::list(answer, MAX_DUE_LIMIT).ok_or_else(refused)?;
+        return Ok((claims.clone(), Array::new()));
+    }
     timer::object(
         "answer",
         "UNEXPECTED_ANSWER",
@@ -53,15 +58,15 @@ fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
     .map_err(|_| refused())?;
     let claims = property(answer, "claims")?;
     let unreadable = property(answer, "unreadable")?;
-    if !Array::is_array(&claims) || !(unreadable.is_undefined() || Array::is_array(&unreadable)) {
-        return Err(refused());
-    }
+    let claims = values::list(&claims, MAX_DUE_LIMIT).ok_or_else(refused)?;
     let unreadable = if unreadable.is_undefined() {
         Array::new()
     } else {
-        unreadable.unchecked_into()
+        values::list(&unreadable, MAX_DUE_LIMIT)
+            .ok_or_else(refused)?
+            .clone()
     };
-    Ok((claims.unchecked_into(), unreadable))
+    Ok((claims.clone(), unreadable))
 }
 
 /// A claim element: `Ok` if it reads as a claim the core accepts, else the

@@ -8,11 +8,11 @@ use loomfence_core::{
     DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, InputError,
     MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, ParentMark, SweepReport,
 };
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, INVALID_LIMIT, number, show};
 use crate::out::Out;
-use crate::values::{counter, execution_id, property, timestamp};
+use crate::values::{answered_id, counter, execution_id, list, property, timestamp};
 
 /// A listing's cursor: `undefined` or `null` for the first page, else the
 /// last id of the previous page.
@@ -74,14 +74,14 @@ pub(crate) fn guard(value: &JsValue) -> Result<DeleteGuard, JsValue> {
             "NOT_AN_ARRAY",
         ));
     }
-    let parents = Array::from(&parents);
-    if parents.length() as usize > MAX_GUARD_PARENTS {
+    // The length is read before any element (`values::list`).
+    let Some(parents) = list(&parents, MAX_GUARD_PARENTS) else {
         return Err(js_errors::input(&InputError::Limit {
             what: "parents",
-            value: parents.length().into(),
+            value: parents.unchecked_ref::<Array>().length().into(),
             max: MAX_GUARD_PARENTS as u64,
         }));
-    }
+    };
     let parents = parents
         .iter()
         .map(|mark| {
@@ -231,8 +231,7 @@ pub(crate) fn report_js(report: &SweepReport) -> JsValue {
 /// it) is the core's check.
 pub(crate) fn summary(value: &JsValue) -> Option<ExecutionSummary> {
     let get = |of: &JsValue, key: &str| property(of, key).ok();
-    let execution_id =
-        ExecutionId::try_from(get(value, "executionId")?.as_string()?.as_str()).ok()?;
+    let execution_id = answered_id(&get(value, "executionId")?)?;
     let ended = get(value, "ended")?;
     Some(ExecutionSummary {
         execution_id,

@@ -14,10 +14,9 @@
 //! refusals); an answer out of turn is `UNEXPECTED_ANSWER`. Either way the
 //! machine is left as it was.
 
-use js_sys::Array;
 use loomfence_core::{
-    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
-    SweepMachineError, SweepOptions, SweepPoll, SweepRefused,
+    ExecutionId, GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
+    SweepFailureVerdict, SweepMachine, SweepMachineError, SweepOptions, SweepPoll, SweepRefused,
 };
 use wasm_bindgen::prelude::*;
 
@@ -26,7 +25,7 @@ use crate::host_store::{STORE_CONTRACT, contract};
 use crate::js_errors::{self, INVALID_LIMIT};
 use crate::out::{self, Out};
 use crate::retention_values::{self as retention, guard_js, report_js};
-use crate::values::{counter, property};
+use crate::values::{self, counter, property};
 
 /// One retention sweep.
 #[wasm_bindgen(js_name = SweepMachine)]
@@ -85,16 +84,12 @@ fn known_parents(value: &JsValue) -> Result<Vec<ExecutionId>, JsValue> {
             UNEXPECTED_ANSWER,
         )
     };
-    if !Array::is_array(value) {
+    let Some(parents) = values::list(value, MAX_GUARD_PARENTS) else {
         return Err(wrong());
-    }
-    Array::from(value)
+    };
+    parents
         .iter()
-        .map(|id| {
-            id.as_string()
-                .and_then(|id| ExecutionId::try_from(id.as_str()).ok())
-                .ok_or_else(wrong)
-        })
+        .map(|id| values::answered_id(&id).ok_or_else(wrong))
         .collect()
 }
 
@@ -121,10 +116,7 @@ fn outcome(value: &JsValue) -> Result<GuardedDelete, JsValue> {
 
 /// An execution id in a store's answer.
 fn answered_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
-    value
-        .as_string()
-        .and_then(|id| ExecutionId::try_from(id.as_str()).ok())
-        .ok_or_else(unconvertible)
+    values::answered_id(value).ok_or_else(unconvertible)
 }
 
 /// An action as a plain object `{ act, … }`.
@@ -220,10 +212,10 @@ impl SweepMachineJs {
     /// `{ executionId, head, ended }`.
     #[wasm_bindgen(js_name = handlePage)]
     pub fn handle_page(&mut self, page: &JsValue) -> Result<(), JsValue> {
-        if !Array::is_array(page) {
+        let Some(page) = values::list(page, MAX_PAGE_LIMIT as usize) else {
             return Err(unconvertible());
-        }
-        let page = Array::from(page)
+        };
+        let page = page
             .iter()
             .map(|summary| retention::summary(&summary))
             .collect::<Option<_>>()

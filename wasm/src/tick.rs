@@ -13,8 +13,8 @@
 use std::num::NonZeroUsize;
 
 use loomfence_core::{
-    Completed, NodeId, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine,
-    TickPoll, TickReport, TickStage, TimerInputError,
+    Completed, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll,
+    TickReport, TickStage,
 };
 use wasm_bindgen::prelude::*;
 
@@ -191,11 +191,7 @@ impl TickMachineJs {
         policy: JsValue,
         backoff_bound: JsValue,
     ) -> Result<TickMachineJs, JsValue> {
-        let Some(holder) = holder.as_string() else {
-            return Err(timer::refuse("holder must be a string", "INVALID_HOLDER"));
-        };
-        let holder =
-            NodeId::new(holder).map_err(|e| js_errors::timer(&TimerInputError::Holder(e)))?;
+        let holder = timer::holder(&holder)?;
         let lease_ms = timer::whole("leaseMs", "INVALID_LEASE", &lease_ms, timer::SAFE_U64)?;
         let batch = count("batch", "INVALID_LIMIT", &batch)?;
         let bound = count("backoffBound", INVALID_BACKOFF, &backoff_bound)?;

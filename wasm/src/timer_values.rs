@@ -17,6 +17,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors::{self, show};
 use crate::out::Out;
+use crate::values::{self, NotText};
 
 /// The largest integer a JS number holds exactly, as a float.
 const SAFE: f64 = 9_007_199_254_740_991.0;
@@ -134,12 +135,18 @@ pub(crate) fn object(
     Ok(())
 }
 
+/// An id's text as [`values::id_text`] reads it, else a `TimerInputError`
+/// with `code` naming `what`.
+fn id_text(what: &str, code: &str, value: &JsValue) -> Result<String, JsValue> {
+    values::id_text(value).map_err(|not| match not {
+        NotText::NotAString => refuse(&format!("{what} must be a string"), code),
+        NotText::LoneSurrogate => refuse(&values::lone_surrogate(what), code),
+    })
+}
+
 /// An execution id: a string the core accepts, else `INVALID_ID`.
 pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
-    let Some(text) = value.as_string() else {
-        return Err(refuse("executionId must be a string", "INVALID_ID"));
-    };
-    ExecutionId::try_from(text.as_str())
+    ExecutionId::try_from(id_text("executionId", "INVALID_ID", value)?.as_str())
         .map_err(|e| refuse(&format!("executionId: {e}"), "INVALID_ID"))
 }
 
@@ -178,12 +185,11 @@ pub(crate) fn row(what: &str, value: &JsValue) -> Result<TimerRow, JsValue> {
     })
 }
 
-/// A node id: a string the core accepts, else `INVALID_HOLDER`.
-fn holder(value: &JsValue) -> Result<NodeId, JsValue> {
-    let Some(text) = value.as_string() else {
-        return Err(refuse("holder must be a string", "INVALID_HOLDER"));
-    };
-    NodeId::new(text).map_err(|e| core(&TimerInputError::Holder(e)))
+/// A node id (a lease's, a claim's or the tick's holder): a string the
+/// core accepts, else `INVALID_HOLDER`.
+pub(crate) fn holder(value: &JsValue) -> Result<NodeId, JsValue> {
+    NodeId::new(id_text("holder", "INVALID_HOLDER", value)?)
+        .map_err(|e| core(&TimerInputError::Holder(e)))
 }
 
 /// A lease `{ holder, now, durationMs }`.

@@ -4,8 +4,9 @@
 //! Every check happens here, before the core is called, so a bad value is
 //! refused with a typed error and nothing in a store changes.
 
+use js_sys::Array;
 use loomfence_core::{ExecutionId, MAX_SAFE_INTEGER};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors;
 
@@ -15,22 +16,50 @@ extern "C" {
     fn is_well_formed(text: &JsValue) -> bool;
 }
 
-/// Reads an execution id: a string (else `TypeError`) that the core accepts
-/// and that has no lone surrogate (else `InputError`): one would cross into
-/// Rust as U+FFFD, and the id stored would not be the id given.
-pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
-    let Some(text) = value.as_string() else {
-        return Err(js_errors::wrong_type(
-            "executionId must be a string",
-            "NOT_A_STRING",
-        ));
-    };
-    if !is_well_formed(value) {
-        return Err(js_errors::invalid(
-            "executionId: execution id has a lone surrogate (not well-formed UTF-16)",
-            "INVALID_ID",
-        ));
+/// Why a JavaScript value is not the text of an id.
+pub(crate) enum NotText {
+    /// Not a string at all.
+    NotAString,
+    /// A string with a lone surrogate: it would cross into Rust with U+FFFD
+    /// in its place, so two distinct ids would become one.
+    LoneSurrogate,
+}
+
+/// The text of an id (an execution id, a lease holder) exactly as
+/// JavaScript holds it. Every id that crosses the boundary, on the event
+/// side and the timer side, in an argument or a store's answer, is read
+/// here, so they are refused the same way.
+pub(crate) fn id_text(value: &JsValue) -> Result<String, NotText> {
+    if !value.is_string() {
+        return Err(NotText::NotAString);
     }
+    if !is_well_formed(value) {
+        return Err(NotText::LoneSurrogate);
+    }
+    value.as_string().ok_or(NotText::NotAString)
+}
+
+/// The message of a lone-surrogate refusal of `what`.
+pub(crate) fn lone_surrogate(what: &str) -> String {
+    format!("{what} has a lone surrogate (not well-formed UTF-16)")
+}
+
+/// An execution id in a store's or a callback's answer, `None` when it is
+/// not one: the caller refuses the answer as a whole.
+pub(crate) fn answered_id(value: &JsValue) -> Option<ExecutionId> {
+    ExecutionId::try_from(id_text(value).ok()?.as_str()).ok()
+}
+
+/// Reads an execution id: a string (else `TypeError`) that the core accepts
+/// and that has no lone surrogate (else `InputError`), as [`id_text`]
+/// reads it.
+pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
+    let text = id_text(value).map_err(|not| match not {
+        NotText::NotAString => {
+            js_errors::wrong_type("executionId must be a string", "NOT_A_STRING")
+        }
+        NotText::LoneSurrogate => js_errors::invalid(&lone_surrogate("executionId"), "INVALID_ID"),
+    })?;
     ExecutionId::try_from(text.as_str()).map_err(|e| js_errors::id(&e))
 }
 
@@ -101,4 +130,15 @@ pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, 
     }
     #[allow(clippy::cast_possible_truncation)]
     Ok(ms as i64)
+}
+
+/// `value` as an array of at most `max` elements, `None` when it is not an
+/// array or is longer: the length is read first, and no element is read
+/// from a list over its limit, so a 2^32-1 hole array costs nothing.
+pub(crate) fn list(value: &JsValue, max: usize) -> Option<&Array> {
+    if !Array::is_array(value) {
+        return None;
+    }
+    let list: &Array = value.unchecked_ref();
+    (list.length() as usize <= max).then_some(list)
 }

@@ -1,0 +1,366 @@
+// The package's boundary under hostile input (issue 25, findings 4 to 6):
+// - ids: an execution id or a lease holder with a lone surrogate would cross
+//   into Rust as U+FFFD, so two distinct ids would be one row; every timer
+//   entry point refuses it, as the event side does, and nothing changes;
+// - lengths before walking: a list handed in is refused by its length
+//   before any element is read (a 2^32-1 hole array answers at once);
+// - receivers: a method of one class called on an instance of another (or
+//   on a plain object) is a TypeError `WRONG_RECEIVER`, and both objects
+//   still work.
+// The properties print their seed; `SIM_SEED=<n>` replays one.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import * as pkg from 'loomfence';
+import {
+  ChildSupervisor,
+  sweep,
+  FireMachine,
+  InputError,
+  MemoryEventStore,
+  MemoryTimerStore,
+  RedrivePolicy,
+  TimerInputError,
+  TimerService,
+  WakeBackoff,
+  resume,
+} from 'loomfence';
+
+const SEED = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : Math.floor(Math.random() * 2 ** 31);
+console.log(`hostile-boundary.test.js: SIM_SEED=${SEED}`);
+
+/** A string with at least one lone surrogate somewhere in it. */
+const loneSurrogated = fc
+  .tuple(
+    fc.string({ maxLength: 8 }),
+    fc.oneof(fc.integer({ min: 0xd800, max: 0xdbff }), fc.integer({ min: 0xdc00, max: 0xdfff })),
+    fc.string({ maxLength: 8 }),
+  )
+  .map(([a, unit, b]) => a + String.fromCharCode(unit) + b)
+  .filter((s) => !s.isWellFormed());
+
+/** Refused with `code`, synchronously or by a rejection. */
+async function refused(call, Class, code) {
+  let outcome;
+  try {
+    outcome = await call();
+  } catch (error) {
+    assert.ok(error instanceof Class, `expected ${Class.name}, got ${error}`);
+    assert.equal(error.code, code, String(error));
+    return;
+  }
+  assert.fail(`expected ${Class.name} ${code}, got ${JSON.stringify(outcome)}`);
+}
+
+/** The whole table, as `due` lists it far in the future. */
+const table = (timers) => timers.due(2 ** 53 - 1, 10_000);
+
+describe('ids with a lone surrogate are refused on the timer side', () => {
+  test('schedule: two ids that differ only in their lone surrogate are not one row', async () => {
+    const timers = new MemoryTimerStore();
+    await refused(() => timers.schedule({ executionId: 'x\udc00y', wakeAt: 1 }), TimerInputError, 'INVALID_ID');
+    await refused(() => timers.schedule({ executionId: 'x\ud800y', wakeAt: 2 }), TimerInputError, 'INVALID_ID');
+    assert.deepEqual(await table(timers), []);
+  });
+
+  test('the event side refuses the same id the same way', async () => {
+    const events = new MemoryEventStore();
+    await refused(() => events.append('x\udc00y', { kind: 'EXECUTION_STARTED', at: 1 }), InputError, 'INVALID_ID');
+  });
+
+  test('a lease holder, a claim and a row to reschedule with one are refused, nothing claimed', async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'a', wakeAt: 1 });
+    const lease = { holder: 'n\udc00', now: 5, durationMs: 100 };
+    await refused(() => timers.claimDue(lease, 10), TimerInputError, 'INVALID_HOLDER');
+    const [claim] = await timers.claimDue({ holder: 'n', now: 5, durationMs: 100 }, 10);
+    const forged = { ...claim, holder: 'n\udc00' };
+    await refused(() => timers.complete(forged), TimerInputError, 'INVALID_HOLDER');
+    await refused(() => timers.release(forged), TimerInputError, 'INVALID_HOLDER');
+    const badRow = { ...claim, row: { ...claim.row, executionId: 'a\ud800' } };
+    await refused(() => timers.complete(badRow), TimerInputError, 'INVALID_ID');
+    await refused(
+      () => timers.reschedule(claim, { executionId: 'b\udfff', wakeAt: 9 }),
+      TimerInputError,
+      'INVALID_ID',
+    );
+    assert.deepEqual(await table(timers), [{ executionId: 'a', wakeAt: 1 }]);
+    assert.equal(await timers.complete(claim), 'done');
+  });
+
+  test("the tick's holder, the supervisor's parent and a fire's row refuse one", async () => {
+    const events = new MemoryEventStore();
+    const timers = new MemoryTimerStore();
+    assert.throws(() => new TimerService({ events, timers, node: 'node\ud800' }), (e) => {
+      assert.ok(e instanceof TimerInputError, String(e));
+      assert.equal(e.code, 'INVALID_HOLDER');
+      return true;
+    });
+    assert.throws(() => new FireMachine({ executionId: '\udc00', wakeAt: 1 }), (e) => {
+      assert.ok(e instanceof TimerInputError, String(e));
+      assert.equal(e.code, 'INVALID_ID');
+      return true;
+    });
+    const supervisor = new ChildSupervisor({ events, timers, onError: () => {} });
+    await refused(() => supervisor.watch('p\udc00'), TimerInputError, 'INVALID_ID');
+  });
+
+  test("a host store's claim naming a row by a lone-surrogate id is an unreadable row, not a fire of another id", async () => {
+    const events = new MemoryEventStore();
+    const store = new MemoryTimerStore();
+    const forged = { row: { executionId: 'a\udc00', wakeAt: 1 }, holder: 'n1', number: 1, expiresAt: 100 };
+    const completed = [];
+    const timers = {
+      schedule: (row) => store.schedule(row),
+      claimDue: async () => [forged],
+      complete: async (claim) => (completed.push(claim), 'done'),
+      release: async () => 'done',
+      reschedule: async () => 'done',
+    };
+    const errors = [];
+    const service = new TimerService({ events, timers, node: 'n1', now: () => 5, onError: (error) => errors.push(error) });
+    const report = await service.pollOnce();
+    assert.equal(report.unreadable, 1, JSON.stringify(report));
+    assert.equal(report.fired, 0);
+    assert.deepEqual(completed, []);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].row.field, 'executionId');
+  });
+
+  test('property: every timer entry point refuses a lone-surrogate id or holder, the table unchanged', async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'kept', wakeAt: 1 });
+    const [claim] = await timers.claimDue({ holder: 'n', now: 5, durationMs: 1000 }, 10);
+    const before = await table(timers);
+    const calls = [
+      (s) => timers.schedule({ executionId: s, wakeAt: 1 }),
+      (s) => timers.claimDue({ holder: s, now: 5, durationMs: 100 }, 10),
+      (s) => timers.complete({ ...claim, holder: s }),
+      (s) => timers.release({ ...claim, row: { ...claim.row, executionId: s } }),
+      (s) => timers.reschedule(claim, { executionId: s, wakeAt: 3 }),
+      (s) => timers.reschedule({ ...claim, holder: s }, { executionId: 'other', wakeAt: 3 }),
+    ];
+    await fc.assert(
+      fc.asyncProperty(loneSurrogated, fc.integer({ min: 0, max: calls.length - 1 }), async (s, which) => {
+        await assert.rejects(Promise.resolve().then(() => calls[which](s)), TimerInputError);
+        assert.deepEqual(await table(timers), before);
+      }),
+      { seed: SEED, numRuns: 300 },
+    );
+    assert.equal(await timers.complete(claim), 'done');
+  });
+});
+
+describe('a list is refused by its length before its elements are read', () => {
+  test('deleteExecutionIf with 2^32-1 parents answers at once', async () => {
+    const events = new MemoryEventStore();
+    await events.append('a', { kind: 'EXECUTION_STARTED', at: 1 });
+    const started = performance.now();
+    await refused(
+      () => events.deleteExecutionIf('a', { head: 1, parents: new Array(2 ** 32 - 1) }),
+      InputError,
+      'INVALID_LIMIT',
+    );
+    assert.ok(performance.now() - started < 200, `took ${performance.now() - started} ms`);
+    assert.equal((await events.readRange('a', 1)).length, 1);
+  });
+
+  test('no element of a list over its limit is read', async () => {
+    const events = new MemoryEventStore();
+    let reads = 0;
+    const parents = new Proxy(new Array(1001), {
+      get(target, key, receiver) {
+        if (key !== 'length') reads += 1;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    await refused(() => events.deleteExecutionIf('a', { head: 0, parents }), InputError, 'INVALID_LIMIT');
+    assert.equal(reads, 0);
+  });
+});
+
+/** A 2^32-1 hole array: reading it element by element takes seconds, copying it throws. */
+const huge = () => new Array(2 ** 32 - 1);
+
+/** Whether `call` settled within 200 ms, and how. */
+async function fast(call) {
+  const started = performance.now();
+  const settled = await Promise.resolve()
+    .then(call)
+    .then(
+      (value) => ({ value }),
+      (error) => ({ error }),
+    );
+  const ms = performance.now() - started;
+  assert.ok(ms < 200, `took ${ms} ms`);
+  return settled;
+}
+
+/** A retention store over a MemoryEventStore, `overrides` in place of its methods. */
+function retentionStore(store, overrides) {
+  return {
+    readRange: (...args) => store.readRange(...args),
+    listExecutions: (...args) => store.listExecutions(...args),
+    deleteExecutionIf: (...args) => store.deleteExecutionIf(...args),
+    ...overrides,
+  };
+}
+
+describe("a store's or a callback's list is refused by its length before its elements are read", () => {
+  test('a listing page of 2^32-1 summaries is a store-contract error, at once', async () => {
+    const store = new MemoryEventStore();
+    const { error } = await fast(() => sweep(retentionStore(store, { listExecutions: huge }), { endedBefore: 10 }));
+    assert.ok(error instanceof InputError, String(error));
+    assert.equal(error.code, 'STORE_CONTRACT');
+  });
+
+  test('knownParents answering 2^32-1 ids is an unexpected answer, at once, the child kept', async () => {
+    const store = new MemoryEventStore();
+    await store.append('child', { kind: 'EXECUTION_STARTED', at: 1 });
+    await store.append('child', { kind: 'EXECUTION_COMPLETED', at: 2 });
+    const { error } = await fast(() => sweep(retentionStore(store, {}), { endedBefore: 10, knownParents: huge }));
+    assert.ok(error instanceof InputError, String(error));
+    assert.equal(error.code, 'UNEXPECTED_ANSWER');
+    assert.equal((await store.readRange('child', 1)).length, 2);
+  });
+
+  test("claimDue answering 2^32-1 claims is refused at once, the tick's failure", async () => {
+    const events = new MemoryEventStore();
+    const store = new MemoryTimerStore();
+    const timers = {
+      schedule: (row) => store.schedule(row),
+      claimDue: huge,
+      complete: (claim) => store.complete(claim),
+      release: (claim) => store.release(claim),
+      reschedule: (claim, next) => store.reschedule(claim, next),
+    };
+    const errors = [];
+    const service = new TimerService({ events, timers, now: () => 5, onError: (error) => errors.push(error) });
+    await fast(() => service.pollOnce());
+    assert.equal(errors.length, 1, String(errors));
+    assert.ok(errors[0] instanceof TimerInputError, String(errors[0]));
+    assert.equal(errors[0].code, 'UNEXPECTED_ANSWER');
+  });
+});
+
+const CLASSES = { MemoryEventStore, MemoryTimerStore, RedrivePolicy, WakeBackoff, FireMachine };
+
+/** A fresh instance of each exported class. */
+function instances() {
+  return {
+    MemoryEventStore: new MemoryEventStore(),
+    MemoryTimerStore: new MemoryTimerStore(),
+    RedrivePolicy: new RedrivePolicy(),
+    WakeBackoff: new WakeBackoff(),
+    FireMachine: new FireMachine({ executionId: 'f', wakeAt: 1 }),
+  };
+}
+
+/**
+ * Every method and getter of a class's prototype, as a function taking its
+ * receiver first; not its constructor, nor the glue's pointer (0 on any
+ * other object, which Rust refuses as a null pointer).
+ */
+function methods(Class) {
+  return Reflect.ownKeys(Class.prototype)
+    .filter((key) => key !== 'constructor' && key !== '__wbg_ptr')
+    .map((key) => {
+      const { value, get } = Object.getOwnPropertyDescriptor(Class.prototype, key);
+      return [key, (receiver, args) => (get ? get.call(receiver) : value.apply(receiver, args))];
+    });
+}
+
+/** Arguments that a method of any class would take. */
+const ARGS = [
+  'a',
+  { kind: 'EXECUTION_STARTED', at: 1 },
+  [{ kind: 'EXECUTION_STARTED', at: 1 }],
+];
+
+/** A normal use of each instance, which must still work after the refusals. */
+async function stillWorks(name, object) {
+  switch (name) {
+    case 'MemoryEventStore': {
+      await object.append('w', { kind: 'EXECUTION_STARTED', at: 1 });
+      await object.append('w', { kind: 'EXECUTION_SUSPENDED', at: 2, payload: { waitingFor: 'x' } });
+      const resumed = await resume(object, 'w', { fenceIfParkedAt: 2, answer: 1, at: 3 });
+      assert.equal(resumed.fence, 1);
+      assert.equal((await object.readRange('w', 1)).length, 3);
+      break;
+    }
+    case 'MemoryTimerStore': {
+      await object.schedule({ executionId: 'w', wakeAt: 1 });
+      const [claim] = await object.claimDue({ holder: 'n', now: 1, durationMs: 10 }, 10);
+      assert.equal(claim.row.executionId, 'w');
+      assert.equal(await object.complete(claim), 'done');
+      assert.deepEqual(await table(object), []);
+      break;
+    }
+    case 'RedrivePolicy':
+      assert.equal(object.baseMs, 200);
+      break;
+    case 'WakeBackoff':
+      assert.equal(object.len, 0);
+      break;
+    case 'FireMachine':
+      assert.equal(object.row.executionId, 'f');
+      break;
+    default:
+      assert.fail(name);
+  }
+}
+
+describe('a method called on another class instance is refused', () => {
+  test("MemoryEventStore#append on a MemoryTimerStore: refused, and due() keeps the rows' ids", async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'row', wakeAt: 1 });
+    assert.throws(
+      () => MemoryEventStore.prototype.append.call(timers, 'a', { kind: 'EXECUTION_STARTED', at: 1 }),
+      (e) => e instanceof TypeError && e.code === 'WRONG_RECEIVER',
+    );
+    assert.deepEqual(await table(timers), [{ executionId: 'row', wakeAt: 1 }]);
+  });
+
+  test('a prototype swapped onto a foreign instance does not make it one', async () => {
+    const timers = new MemoryTimerStore();
+    await timers.schedule({ executionId: 'row', wakeAt: 1 });
+    Object.setPrototypeOf(timers, MemoryEventStore.prototype);
+    assert.throws(
+      () => timers.append('a', { kind: 'EXECUTION_STARTED', at: 1 }),
+      (e) => e instanceof TypeError && e.code === 'WRONG_RECEIVER',
+    );
+    Object.setPrototypeOf(timers, MemoryTimerStore.prototype);
+    assert.deepEqual(await table(timers), [{ executionId: 'row', wakeAt: 1 }]);
+  });
+
+  test('every method of every class, on every other class instance and on plain values: refused, both still work', async () => {
+    for (const [name, Class] of Object.entries(CLASSES)) {
+      for (const [key, call] of methods(Class)) {
+        const objects = instances();
+        const receivers = [...Object.entries(objects).filter(([other]) => other !== name), ['plain', {}], ['null', null]];
+        for (const [other, receiver] of receivers) {
+          let result;
+          try {
+            result = call(receiver, ARGS);
+          } catch (error) {
+            assert.ok(error instanceof TypeError, `${name}#${String(key)} on ${other}: ${error}`);
+            assert.equal(error.code, 'WRONG_RECEIVER', `${name}#${String(key)} on ${other}: ${error}`);
+            continue;
+          }
+          await Promise.resolve(result).catch(() => {});
+          assert.fail(`${name}#${String(key)} on ${other} was not refused`);
+        }
+        for (const [other, object] of Object.entries(objects)) await stillWorks(other, object);
+      }
+    }
+  });
+
+  test('every exported class is guarded, its own methods still work', async () => {
+    const exported = Object.entries(pkg).filter(
+      ([, value]) => typeof value === 'function' && value.prototype && typeof value.prototype.free === 'function',
+    );
+    assert.deepEqual(exported.map(([name]) => name).sort(), Object.keys(CLASSES).sort());
+    for (const [name, object] of Object.entries(instances())) await stillWorks(name, object);
+  });
+});
