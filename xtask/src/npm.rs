@@ -35,17 +35,18 @@ const SUITES_DIR: &str = "tests/conformance-js";
 const BENCH_DIR: &str = "wasm/bench";
 
 /// The largest acceptable `.wasm`, raw bytes after `wasm-opt` (what the
-/// engine compiles): about 246 KB today. Raised from 150 KB when the
+/// engine compiles): about 248 KB today. Raised from 150 KB when the
 /// timers came in, from 175 KB when retention did, from 205 KB and 210 KB
 /// for issue 23's data-safety work (undecided sweep reasons, the one-step
-/// reschedule, the claim answers read claim by claim), and from 211 KB for
-/// issue 24's machines: the tick (20.3 KB), the supervision (13.2 KB) and
-/// the sweep's rules moved into the core (2.1 KB), and by 100 bytes for
-/// issue 25's acknowledgement compared field by field in the core (645
-/// bytes: 246,446 to 247,091). See "The npm package"
-/// in docs/decisions.md for where the bytes go; issue 30 is where the
-/// budget comes down (a smaller package, or a split one).
-const BUDGET: u64 = 247_100;
+/// reschedule, the claim answers read claim by claim), from 211 KB for
+/// issue 24's machines (the tick 20.3 KB, the supervision 13.2 KB, the
+/// sweep's rules moved into the core 2.1 KB), and from 247 KB for issue
+/// 25's boundary checks (the acknowledgement compared field by field in
+/// the core 645 B, the `UNREADABLE` refusals 361 B, one id reader and the
+/// list lengths 364 B: 246,446 to 247,817). See "The npm package" in
+/// docs/decisions.md for where the bytes go; issue 30 is where the budget
+/// comes down (a smaller package, or a split one).
+const BUDGET: u64 = 248_000;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
