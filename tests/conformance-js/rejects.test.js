@@ -264,3 +264,21 @@ describe('every promise-returning call rejects with the documented class, never 
     await assert.rejects(resume(store, 'e', { fenceIfParkedAt: parkSeq, at: AT }), ResumeRefusedError, 'and a second is refused');
   });
 });
+
+describe('a revoked Proxy nested where a list is read is refused, not thrown through WebAssembly', () => {
+  test('deleteExecutionIf with a revoked Proxy for its guard parents rejects, and the store still works', async () => {
+    const store = new MemoryEventStore();
+    const { proxy, revoke } = Proxy.revocable([], {});
+    revoke();
+    for (let i = 0; i < 1_000; i++) {
+      let call;
+      assert.doesNotThrow(() => {
+        call = store.deleteExecutionIf('a', { head: 1, parents: proxy });
+      }, 'no synchronous throw');
+      // What a guard whose parents are not an array gets.
+      await assert.rejects(call, (error) => error instanceof TypeError && /guard\.parents must be an array/.test(error.message));
+    }
+    const written = await store.appendMany('p', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED')]);
+    await resume(store, 'p', { fenceIfParkedAt: written[1].sequence, answer: 1, at: AT });
+  });
+});

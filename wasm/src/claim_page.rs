@@ -45,7 +45,7 @@ fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
             "UNEXPECTED_ANSWER",
         )
     };
-    if Array::is_array(answer) {
+    if crate::values::is_array(answer) {
         let claims = values::list(answer, MAX_DUE_LIMIT).ok_or_else(refused)?;
         return Ok((claims.clone(), Array::new()));
     }

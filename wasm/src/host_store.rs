@@ -266,7 +266,7 @@ pub(crate) fn append_answer(
 ) -> Result<Option<Vec<Envelope>>, Refusal> {
     let token = fence_of(&event.metadata).ok().flatten();
     let answer = settled.map_err(|e| refusal(id, token, e))?;
-    if Array::is_array(&answer) {
+    if crate::values::is_array(&answer) {
         return Ok(Some(envelopes(
             "appendIfParked() result",
             STORE_CONTRACT,

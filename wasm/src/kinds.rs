@@ -39,7 +39,7 @@ pub fn is_answering_kind(event: JsValue) -> Result<bool, JsValue> {
 /// `EXECUTION_SUSPENDED` with no answering event after it, or `undefined`.
 #[wasm_bindgen(js_name = locatePark)]
 pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
-    if !js_sys::Array::is_array(&events) {
+    if !crate::values::is_array(&events) {
         return Err(js_errors::wrong_type(
             "events must be an array of envelopes",
             "NOT_AN_ARRAY",

@@ -13,7 +13,7 @@ use crate::values::{execution_id, timestamp};
 /// A log handed in: an array (else `TypeError` `NOT_AN_ARRAY`) of
 /// envelopes (else `InputError` `INVALID_EVENT`), as `locatePark` reads it.
 fn log(what: &str, value: &JsValue) -> Result<Vec<Envelope>, JsValue> {
-    if !js_sys::Array::is_array(value) {
+    if !crate::values::is_array(value) {
         return Err(js_errors::wrong_type(
             &format!("{what} must be an array of envelopes"),
             "NOT_AN_ARRAY",

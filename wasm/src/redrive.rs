@@ -5,7 +5,7 @@
 
 use std::num::NonZeroUsize;
 
-use js_sys::{Array, Object};
+use js_sys::Object;
 use loomfence_core::{DEFAULT_BACKOFF_BOUND, Draw, RedrivePolicy, WakeBackoff, redrive_wake_at};
 use wasm_bindgen::prelude::*;
 
@@ -61,7 +61,7 @@ pub(crate) fn policy(value: &JsValue) -> Result<RedrivePolicy, JsValue> {
             INVALID_POLICY,
         )
     };
-    if !value.is_object() || Array::is_array(value) {
+    if !value.is_object() || crate::values::is_array(value) {
         return Err(wrong());
     }
     let fields = ["baseMs", "capMs", "maxAttempts"];

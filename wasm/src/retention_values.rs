@@ -68,7 +68,7 @@ pub(crate) fn guard(value: &JsValue) -> Result<DeleteGuard, JsValue> {
             parents: Vec::new(),
         });
     }
-    if !Array::is_array(&parents) {
+    if !crate::values::is_array(&parents) {
         return Err(js_errors::wrong_type(
             "guard.parents must be an array of { parent, seen }",
             "NOT_AN_ARRAY",

@@ -16,6 +16,20 @@ extern "C" {
     fn is_well_formed(text: &JsValue) -> bool;
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `Array.isArray`, its throw caught: a revoked Proxy throws, and an
+    /// exception must not unwind through the WebAssembly frames.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array_or_throw(value: &JsValue) -> Result<bool, JsValue>;
+}
+
+/// Whether a caller's value is an array; a value `Array.isArray` throws on
+/// (a revoked Proxy) is not one, and is refused as such by the caller.
+pub(crate) fn is_array(value: &JsValue) -> bool {
+    is_array_or_throw(value).unwrap_or(false)
+}
+
 /// Why a JavaScript value is not the text of an id.
 pub(crate) enum NotText {
     /// Not a string at all.
@@ -136,7 +150,7 @@ pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, 
 /// array or is longer: the length is read first, and no element is read
 /// from a list over its limit, so a 2^32-1 hole array costs nothing.
 pub(crate) fn list(value: &JsValue, max: usize) -> Option<&Array> {
-    if !Array::is_array(value) {
+    if !is_array(value) {
         return None;
     }
     let list: &Array = value.unchecked_ref();
