@@ -43,7 +43,8 @@ const BENCH_DIR: &str = "wasm/bench";
 /// sweep's rules moved into the core 2.1 KB), and from 247 KB for issue
 /// 25's boundary checks (the acknowledgement compared field by field in
 /// the core 645 B, the `UNREADABLE` refusals 361 B, one id reader and the
-/// list lengths 364 B: 246,446 to 247,817). See "The npm package" in
+/// list lengths 364 B, a catching `Array.isArray` 159 B: 246,446 to
+/// 247,976). See "The npm package" in
 /// docs/decisions.md for where the bytes go; issue 30 is where the budget
 /// comes down (a smaller package, or a split one).
 const BUDGET: u64 = 248_000;
