@@ -282,3 +282,19 @@ describe('a revoked Proxy nested where a list is read is refused, not thrown thr
     await resume(store, 'p', { fenceIfParkedAt: written[1].sequence, answer: 1, at: AT });
   });
 });
+
+describe('a constructor whose options throw while read refuses them with its own class', () => {
+  const throwing = () => ({ get events() { throw new Error('boom'); } });
+  const revoked = () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy;
+  };
+  for (const [name, make] of [['TimerService', (options) => new TimerService(options)], ['ChildSupervisor', (options) => new ChildSupervisor(options)]]) {
+    test(`new ${name}(options) with a throwing getter or a revoked Proxy throws a TimerInputError INVALID_OPTIONS`, () => {
+      for (const options of [throwing(), revoked()]) {
+        assert.throws(() => make(options), (error) => error instanceof TimerInputError && error.code === 'INVALID_OPTIONS' && !/boom/.test(String(error.message)));
+      }
+    });
+  }
+});

@@ -1,7 +1,7 @@
 // The checks of the options the package's pumps take (timer-service.js,
-// retention.js): shapes only JavaScript has (an object with known keys, a
-// function, an integer, a store's methods), each refused with the caller's
-// own error. Whatever the core reads, the core checks.
+// supervisor.js, retention.js): shapes only JavaScript has (an object with
+// known keys, a function, an integer, a store's methods), each refused with
+// the caller's own error. Whatever the core reads, the core checks.
 
 /**
  * A value for a message: its JSON where it has one, 'a function' for a
@@ -20,20 +20,21 @@ export function show(value) {
   }
 }
 
-/** `options` if it is an object with no key outside `allowed`, else
- * `refuse(message)`; one whose keys cannot be read (a revoked Proxy, a trap
- * that throws) is refused too. */
+/** A plain copy of `options`, each value read once, if it is an object with
+ * no key outside `allowed`, else `refuse(message)`; one that cannot be read
+ * (a revoked Proxy, a trap or a getter that throws) is refused too, never
+ * with what it threw. */
 export function known(options, allowed, shape, refuse) {
   if (options === null || typeof options !== 'object') throw refuse(`options must be an object ${shape}`);
-  let keys;
+  let copy;
   try {
-    keys = Object.keys(options);
+    copy = { ...options };
   } catch {
     throw refuse(`options could not be read; they must be an object ${shape}`);
   }
-  const unknown = keys.filter((key) => !allowed.has(key));
+  const unknown = Object.keys(copy).filter((key) => !allowed.has(key));
   if (unknown.length > 0) throw refuse(`unknown option ${unknown.map(show).join(', ')}`);
-  return options;
+  return copy;
 }
 
 /** `value` if `ok(value)`, else `refuse('options.<name> must be <what>, got <value>')`. */

@@ -11,6 +11,7 @@
 // hands the outcome on: to the caller, onError, onResumed, a TimerService.
 
 import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { known } from './options.js';
 import { drive } from './resume.js';
 
 const OPTIONS = new Set(['events', 'timers', 'redrive', 'conditionalTries', 'policy', 'now', 'random', 'onError', 'onResumed']);
@@ -32,10 +33,8 @@ export class ChildSupervisor {
   /** parent -> the children it is listed under, as the machine's `watching` said. */
   #childrenOf = new Map();
 
-  constructor(options) {
-    if (options === null || typeof options !== 'object') throw refuse('options must be an object { events, … }');
-    const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
-    if (unknown.length > 0) throw refuse(`unknown option ${unknown.join(', ')}`);
+  constructor(given) {
+    const options = known(given, OPTIONS, '{ events, … }', refuse);
     const { events, timers, redrive = false, conditionalTries = 3, policy, now = Date.now, random = Math.random } = options;
     const { onError = (error, parent) => console.error(`loomfence ChildSupervisor: ${parent}:`, error) } = options;
     const { onResumed = () => {} } = options;

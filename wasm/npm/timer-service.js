@@ -66,8 +66,8 @@ export class TimerService {
   #running = false;
   #timer = undefined;
 
-  constructor(options) {
-    known(options, OPTIONS, '{ events, timers, … }', refuse);
+  constructor(given) {
+    const options = known(given, OPTIONS, '{ events, timers, … }', refuse);
     const { events, timers, node = defaultNode(), pollIntervalMs = 250, leaseMs = 30_000, batch = 100, policy, backoffBound = 1024 } = options;
     this.#events = store('events', events, ['readRange', 'appendIfParked'], refuse);
     this.#timers = store('timers', timers, ['claimDue', 'complete', 'release', 'reschedule'], refuse);
