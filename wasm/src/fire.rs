@@ -10,9 +10,9 @@
 
 use js_sys::Object;
 use loomfence_core::{
-    ExecutionView, FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll,
-    RedriveAnswer, RedriveExhaustedError, RefusalReason, ResumeContendedError, ResumeError,
-    ResumeRefusedError, ResumeRequest, Resumed, TimerRow,
+    Envelope, ExecutionView, FireAction, FireContext, FireError, FireMachine, FireOutcome,
+    FirePoll, RedriveAnswer, RedriveExhaustedError, RefusalReason, ResumeContendedError,
+    ResumeError, ResumeRefusedError, ResumeRequest, Resumed, TimerRow,
 };
 use wasm_bindgen::prelude::*;
 
@@ -154,6 +154,12 @@ pub(crate) fn outcome_js(outcome: &FireOutcome) -> JsValue {
         _ => out,
     }
     .done()
+}
+
+/// A log a machine asked for (`readLog`, a supervision's reads), as the
+/// host's store gave it; anything but envelopes is `UNEXPECTED_ANSWER`.
+pub(crate) fn log_answer(events: &JsValue) -> Result<Vec<Envelope>, JsValue> {
+    envelopes("events", UNEXPECTED_ANSWER, events).map_err(|e| retyped(&e, UNEXPECTED_ANSWER))
 }
 
 /// A fire's resume request: `{ fenceIfParkedAt, answer, at }`.
@@ -333,10 +339,8 @@ impl FireMachineJs {
     /// Answers `readLog` with the whole log, from sequence 1.
     #[wasm_bindgen(js_name = handleRead)]
     pub fn handle_read(&mut self, events: JsValue) -> Result<(), JsValue> {
-        let events = envelopes("events", UNEXPECTED_ANSWER, &events)
-            .map_err(|e| retyped(&e, UNEXPECTED_ANSWER))?;
         self.machine
-            .handle_read(&events)
+            .handle_read(&log_answer(&events)?)
             .map_err(|e| fire_error(&e))
     }
 

@@ -17,8 +17,7 @@ use loomfence_core::{
 };
 use wasm_bindgen::prelude::*;
 
-use crate::events::envelopes;
-use crate::fire::{UNEXPECTED_ANSWER, redrive_answer, retyped};
+use crate::fire::{UNEXPECTED_ANSWER, log_answer, redrive_answer};
 use crate::host_store::HostStore;
 use crate::js_errors::{self, INVALID_PARK};
 use crate::out::Out;
@@ -137,8 +136,7 @@ impl SuperviseMachineJs {
     /// log, from sequence 1, and the time now (read for the last child).
     #[wasm_bindgen(js_name = handleRead)]
     pub fn handle_read(&mut self, events: JsValue, now: JsValue) -> Result<(), JsValue> {
-        let events = envelopes("events", UNEXPECTED_ANSWER, &events)
-            .map_err(|e| retyped(&e, UNEXPECTED_ANSWER))?;
+        let events = log_answer(&events)?;
         let fed = if let SupervisePoll::Act(SuperviseAction::ReadParent) = self.machine.poll() {
             self.machine.handle_parent(&events)
         } else {

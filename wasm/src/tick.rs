@@ -19,10 +19,9 @@ use loomfence_core::{
 use wasm_bindgen::prelude::*;
 
 use crate::claim_page::{claim_page, unreadable_js};
-use crate::events::envelopes;
 use crate::fire::{
-    UNEXPECTED_ANSWER, fire_error, outcome_js, read_redrive_answer, request_js, resume_result,
-    retyped,
+    UNEXPECTED_ANSWER, fire_error, log_answer, outcome_js, read_redrive_answer, request_js,
+    resume_result,
 };
 use crate::js_errors;
 use crate::out::Out;
@@ -265,8 +264,7 @@ impl TickMachineJs {
     /// Answers `readLog` with the whole log, from sequence 1.
     #[wasm_bindgen(js_name = handleRead)]
     pub fn handle_read(&mut self, events: JsValue) -> Result<(), JsValue> {
-        let events = envelopes("events", UNEXPECTED_ANSWER, &events)
-            .map_err(|e| retyped(&e, UNEXPECTED_ANSWER))?;
+        let events = log_answer(&events)?;
         self.machine
             .handle_read(&events)
             .map_err(|e| tick_error(&e))
