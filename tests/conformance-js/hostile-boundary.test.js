@@ -364,3 +364,122 @@ describe('a method called on another class instance is refused', () => {
     for (const [name, object] of Object.entries(instances())) await stillWorks(name, object);
   });
 });
+
+/**
+ * An array Proxy whose elements throw when read (`length` reads fine, and
+ * the first `reads` element reads too), so only a reader that walks the
+ * elements meets the throw.
+ */
+function throwingElements(items, reads = 0) {
+  let left = reads;
+  return new Proxy(items, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key) && left-- <= 0) throw new Error('boom');
+      return Reflect.get(target, key, receiver);
+    },
+  });
+}
+
+/** A normal park and resume on `store`, which must work. */
+async function parksAndResumes(store, id) {
+  await store.append(id, { kind: 'EXECUTION_STARTED', at: 1 });
+  await store.append(id, { kind: 'EXECUTION_SUSPENDED', at: 2, payload: { waitingFor: 'x' } });
+  const resumed = await resume(store, id, { fenceIfParkedAt: 2, answer: 1, at: 3 });
+  assert.equal(resumed.fence, 1);
+  assert.equal((await store.readRange(id, 1)).length, 3);
+}
+
+describe('a list whose elements throw when read is refused, nothing thrown through WebAssembly', () => {
+  test('deleteExecutionIf: guard.parents, 3,000 times, then the same store and a fresh one park and resume', async () => {
+    const events = new MemoryEventStore();
+    await events.append('a', { kind: 'EXECUTION_STARTED', at: 1 });
+    for (let i = 0; i < 3000; i++) {
+      const parents = throwingElements([{ parent: 'p', seen: 1 }]);
+      await refused(() => events.deleteExecutionIf('a', { head: 1, parents }), InputError, 'UNREADABLE');
+    }
+    assert.equal((await events.readRange('a', 1)).length, 1);
+    await parksAndResumes(events, 'w');
+    await parksAndResumes(new MemoryEventStore(), 'w');
+  });
+
+  test("a listing page whose summaries throw is a store-contract error, the store unchanged", async () => {
+    const store = new MemoryEventStore();
+    await store.append('a', { kind: 'EXECUTION_STARTED', at: 1 });
+    await store.append('a', { kind: 'EXECUTION_COMPLETED', at: 2 });
+    const page = () => throwingElements([{ executionId: 'a', head: 2, ended: true }]);
+    const { error } = await fast(() => sweep(retentionStore(store, { listExecutions: page }), { endedBefore: 10 }));
+    assert.ok(error instanceof InputError, String(error));
+    assert.equal(error.code, 'STORE_CONTRACT');
+    assert.equal((await store.readRange('a', 1)).length, 2);
+  });
+
+  test('knownParents answering ids that throw is an unexpected answer, the child kept', async () => {
+    const store = new MemoryEventStore();
+    await store.append('child', { kind: 'EXECUTION_STARTED', at: 1 });
+    await store.append('child', { kind: 'EXECUTION_COMPLETED', at: 2 });
+    const knownParents = () => throwingElements(['p']);
+    const { error } = await fast(() => sweep(retentionStore(store, {}), { endedBefore: 10, knownParents }));
+    assert.ok(error instanceof InputError, String(error));
+    assert.equal(error.code, 'UNEXPECTED_ANSWER');
+    assert.equal((await store.readRange('child', 1)).length, 2);
+  });
+
+  test("claimDue answering claims that throw is the tick's reported failure; the next tick claims and fires", async () => {
+    const events = new MemoryEventStore();
+    await events.append('w', { kind: 'EXECUTION_STARTED', at: 1 });
+    await events.append('w', { kind: 'EXECUTION_SUSPENDED', at: 2, payload: { waitingFor: 'x' } });
+    const store = new MemoryTimerStore();
+    await store.schedule({ executionId: 'w', wakeAt: 1 });
+    let hostile = true;
+    const timers = {
+      schedule: (row) => store.schedule(row),
+      claimDue: async (lease, limit) => {
+        const claims = await store.claimDue(lease, limit);
+        return hostile ? throwingElements(claims) : claims;
+      },
+      complete: (claim) => store.complete(claim),
+      release: (claim) => store.release(claim),
+      reschedule: (claim, next) => store.reschedule(claim, next),
+    };
+    const errors = [];
+    let now = 5;
+    const service = new TimerService({ events, timers, now: () => now, onError: (error) => errors.push(error) });
+    await service.pollOnce();
+    assert.equal(errors.length, 1, String(errors));
+    assert.ok(errors[0] instanceof TimerInputError, String(errors[0]));
+    assert.equal(errors[0].code, 'UNEXPECTED_ANSWER');
+    hostile = false;
+    now = 10_000_000;
+    // The row's lease has lapsed by then: claimed again and fired (the park
+    // waits on no timer, so the fire finds the wake obsolete and retires it).
+    const report = await service.pollOnce();
+    assert.deepEqual({ claimed: report.claimed, errors: report.errors }, { claimed: 1, errors: 0 }, JSON.stringify(report));
+    assert.deepEqual(report.fires.map((fire) => fire.result), ['obsolete']);
+  });
+
+  test('locatePark over a log whose elements throw: an InputError, not the thrown value; each element read once', () => {
+    const log = [
+      { executionId: 'w', sequence: 1, kind: 'EXECUTION_STARTED', payload: {}, metadata: {}, at: 1 },
+      { executionId: 'w', sequence: 2, kind: 'EXECUTION_SUSPENDED', payload: { waitingFor: 'x' }, metadata: {}, at: 2 },
+    ];
+    for (let i = 0; i < 3000; i++) {
+      assert.throws(
+        () => pkg.locatePark(throwingElements(log, i % log.length)),
+        (error) => error instanceof InputError && error.code === 'UNREADABLE' && error.cause?.message === 'boom',
+      );
+    }
+    // Elements that throw on a second read: the fold and the answer are
+    // the one read of each.
+    assert.equal(pkg.locatePark(throwingElements(log, log.length)), log[1]);
+    assert.equal(pkg.locatePark(log).sequence, 2);
+  });
+
+  test('a redrive policy whose getPrototypeOf trap throws is refused, not thrown through', () => {
+    const policy = new Proxy({}, { getPrototypeOf() { throw new Error('boom'); } });
+    assert.throws(
+      () => new RedrivePolicy(policy),
+      (error) => error instanceof TimerInputError && error.code === 'UNREADABLE' && error.cause?.message === 'boom',
+    );
+    assert.equal(new RedrivePolicy({ baseMs: 5 }).baseMs, 5);
+  });
+});

@@ -125,7 +125,26 @@ const BAD_ACQUIRE_IF_REPLIES = [
   ['true', true],
   ["'{\"fence\":1}': JSON text", '{"fence":1}'],
   ['[1]', [1]],
+  // Replies whose reading throws: the thrown value is the cause of the
+  // store-contract error, never the rejection itself (issue 25).
+  ['{ get fence() throws }', { get fence() { throw new Error('boom'); } }],
+  ['{ fence: 1, get stale() throws }', { fence: 1, get stale() { throw new Error('boom'); } }],
+  ['a Proxy whose get trap throws (but for `then`)', throwingProxy({})],
 ];
+
+/**
+ * A Proxy over `target` whose get trap throws for every key but `then`: a
+ * promise resolved with it reads `then` (a throw there would reject the
+ * store's own promise, its refusal, not a reply), the reader meets the rest.
+ */
+function throwingProxy(target) {
+  return new Proxy(target, {
+    get(t, key, receiver) {
+      if (key === 'then') return undefined;
+      throw new Error('boom');
+    },
+  });
+}
 
 const BAD_ACQUIRE_REPLIES = [
   ['0: no acquire yields 0', 0],
@@ -190,6 +209,9 @@ for (const { label, make } of STORES) {
       ["'ok'", 'ok'],
       ['[{}]: not an envelope', [{}]],
       ['[]: no envelope', []],
+      ['{ get parkAnswered() throws }', { get parkAnswered() { throw new Error('boom'); } }],
+      ['a Proxy whose get trap throws (but for `then`)', throwingProxy({})],
+      ['an array Proxy whose element get throws', new Proxy([1], { get(t, k, r) { if (k === '0') throw new Error('boom'); return Reflect.get(t, k, r); } })],
     ];
     for (const [what, answer] of unfenced) {
       test(`${what} -> InputError STORE_CONTRACT`, async () => {

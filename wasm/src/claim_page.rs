@@ -16,7 +16,7 @@ use wasm_bindgen::JsValue;
 
 use crate::out::Out;
 use crate::timer_values::{self as timer, INVALID_TIME};
-use crate::values::{self, property};
+use crate::values::{self, NotList, property};
 
 /// Reads a `claimDue` answer: the claim elements that read as claims the
 /// core accepts, and the unreadable rows (the store's, then the malformed
@@ -45,9 +45,10 @@ fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
             "UNEXPECTED_ANSWER",
         )
     };
-    if crate::values::is_array(answer) {
-        let claims = values::list(answer, MAX_DUE_LIMIT).ok_or_else(refused)?;
-        return Ok((claims.clone(), Array::new()));
+    match values::list(answer, MAX_DUE_LIMIT) {
+        Ok(claims) => return Ok((claims, Array::new())),
+        Err(NotList::NotArray) => {}
+        Err(_) => return Err(refused()),
     }
     timer::object(
         "answer",
@@ -58,15 +59,13 @@ fn page(answer: &JsValue) -> Result<(Array, Array), JsValue> {
     .map_err(|_| refused())?;
     let claims = property(answer, "claims")?;
     let unreadable = property(answer, "unreadable")?;
-    let claims = values::list(&claims, MAX_DUE_LIMIT).ok_or_else(refused)?;
+    let claims = values::list(&claims, MAX_DUE_LIMIT).map_err(|_| refused())?;
     let unreadable = if unreadable.is_undefined() {
         Array::new()
     } else {
-        values::list(&unreadable, MAX_DUE_LIMIT)
-            .ok_or_else(refused)?
-            .clone()
+        values::list(&unreadable, MAX_DUE_LIMIT).map_err(|_| refused())?
     };
-    Ok((claims.clone(), unreadable))
+    Ok((claims, unreadable))
 }
 
 /// A claim element: `Ok` if it reads as a claim the core accepts, else the

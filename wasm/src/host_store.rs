@@ -21,7 +21,7 @@ use wasm_bindgen::prelude::*;
 use crate::events::envelopes;
 use crate::js_errors::{self, NOT_A_PARK, PARK_SEQ_OUT_OF_RANGE, number};
 use crate::out;
-use crate::values::{counter, property};
+use crate::values::{counter, property, property_as};
 
 /// The `code` of every answer a store gives outside the interface.
 pub(crate) const STORE_CONTRACT: &str = "STORE_CONTRACT";
@@ -199,6 +199,13 @@ fn refusal(id: &ExecutionId, presented: Option<u64>, error: JsValue) -> Refusal 
     Refusal::Other(error)
 }
 
+/// The field `name` of a store's reply (`what`); a field that throws while
+/// read (a getter, a Proxy trap) is a `STORE_CONTRACT` error, what it threw
+/// its `cause`.
+fn reply(answer: &JsValue, what: &str, name: &str) -> Result<JsValue, JsValue> {
+    property_as(answer, name, what, STORE_CONTRACT)
+}
+
 /// What `readRange(id, fromSeq)` settled to, as envelopes.
 pub(crate) fn read_answer(settled: Settled) -> Result<Vec<Envelope>, JsValue> {
     envelopes("readRange() result", STORE_CONTRACT, &settled?)
@@ -232,8 +239,9 @@ pub(crate) fn acquire_if_answer(
     if !answer.is_object() {
         return Err(wrong());
     }
-    let fence = counter("fence", &property(&answer, "fence")?).map_err(|_| wrong())?;
-    let stale = property(&answer, "stale")?;
+    let fence = counter("fence", &reply(&answer, "acquireFenceIf() reply", "fence")?)
+        .map_err(|_| wrong())?;
+    let stale = reply(&answer, "acquireFenceIf() reply", "stale")?;
     if stale.is_undefined() && Some(fence) == expect.fence.checked_add(1) {
         Ok(Some(AcquireOutcome::Acquired { fence }))
     } else if stale == JsValue::TRUE {
@@ -273,7 +281,7 @@ pub(crate) fn append_answer(
             &answer,
         )?));
     }
-    if property(&answer, "parkAnswered")? == JsValue::TRUE {
+    if reply(&answer, "appendIfParked() reply", "parkAnswered")? == JsValue::TRUE {
         return Ok(None);
     }
     Err(Refusal::Other(contract(

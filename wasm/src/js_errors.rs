@@ -128,7 +128,13 @@ pub(crate) const UNREADABLE: &str = "UNREADABLE";
 /// while it was read: a refusal, the thrown value only its `cause`, never
 /// read as data.
 pub(crate) fn unreadable(what: &str, thrown: JsValue) -> JsValue {
-    unreadable_error(what, UNREADABLE, thrown)
+    unreadable_as(what, UNREADABLE, thrown)
+}
+
+/// [`unreadable`] with another `code`: a store's reply that threw while it
+/// was read is that store's `STORE_CONTRACT`.
+pub(crate) fn unreadable_as(what: &str, code: &str, thrown: JsValue) -> JsValue {
+    unreadable_error(what, code, thrown)
 }
 
 /// [`unreadable`] for a timer input: a `TimerInputError` `UNREADABLE`.

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use crate::events::fold_facts;
 use crate::js_errors;
 use crate::json;
-use crate::values::property;
+use crate::values::{NotList, list, property};
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
 /// `metadata`) answers a park: a kernel answering kind, or an unknown kind
@@ -39,12 +39,13 @@ pub fn is_answering_kind(event: JsValue) -> Result<bool, JsValue> {
 /// `EXECUTION_SUSPENDED` with no answering event after it, or `undefined`.
 #[wasm_bindgen(js_name = locatePark)]
 pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
-    if !crate::values::is_array(&events) {
-        return Err(js_errors::wrong_type(
-            "events must be an array of envelopes",
-            "NOT_AN_ARRAY",
-        ));
-    }
+    // A plain copy first (a log has no length limit): the fold and the
+    // element handed back are the same reads, and a trap that throws is
+    // caught in the copy, never met while the fold walks it.
+    let events = list(&events, u32::MAX as usize).map_err(|not| match not {
+        NotList::Unreadable(thrown) => js_errors::unreadable("events", thrown),
+        _ => js_errors::wrong_type("events must be an array of envelopes", "NOT_AN_ARRAY"),
+    })?;
     let facts = fold_facts(&events)?;
     let facts: Vec<KindFacts<'_>> = facts
         .iter()
@@ -56,7 +57,7 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
     // The caller's own element, as `Array.prototype.find` gives it.
     Ok(
         match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
-            Some(index) => events.unchecked_ref::<js_sys::Array>().get(index),
+            Some(index) => events.get(index),
             None => JsValue::UNDEFINED,
         },
     )

@@ -5,12 +5,12 @@
 
 use std::num::NonZeroUsize;
 
-use js_sys::Object;
+use js_sys::{Object, Reflect};
 use loomfence_core::{DEFAULT_BACKOFF_BOUND, Draw, RedrivePolicy, WakeBackoff, redrive_wake_at};
 use wasm_bindgen::prelude::*;
 
 use crate::fire;
-use crate::js_errors::{number, show};
+use crate::js_errors::{self, number, show};
 use crate::out::Out;
 use crate::timer_values::{
     self as timer, INVALID_BACKOFF, INVALID_TIME, SAFE_U64, entry_js, integer, property, refuse,
@@ -65,8 +65,11 @@ pub(crate) fn policy(value: &JsValue) -> Result<RedrivePolicy, JsValue> {
         return Err(wrong());
     }
     let fields = ["baseMs", "capMs", "maxAttempts"];
-    let prototype = Object::get_prototype_of(value);
-    let plain = prototype.is_null() || prototype == Object::get_prototype_of(&Object::new());
+    // Read with its throw caught: a Proxy's `getPrototypeOf` trap may throw.
+    let prototype = Reflect::get_prototype_of(value)
+        .map_err(|thrown| js_errors::timer_unreadable("policy", thrown))?;
+    let plain = prototype.is_null()
+        || Reflect::get_prototype_of(&Object::new()).is_ok_and(|object| object == prototype);
     if plain {
         timer::object("policy", INVALID_POLICY, value, &fields)?;
     }

@@ -8,11 +8,11 @@ use loomfence_core::{
     DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, InputError,
     MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, ParentMark, SweepReport,
 };
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use crate::js_errors::{self, INVALID_LIMIT, number, show};
 use crate::out::Out;
-use crate::values::{answered_id, counter, execution_id, list, property, timestamp};
+use crate::values::{NotList, answered_id, counter, execution_id, list, property, timestamp};
 
 /// A listing's cursor: `undefined` or `null` for the first page, else the
 /// last id of the previous page.
@@ -68,19 +68,26 @@ pub(crate) fn guard(value: &JsValue) -> Result<DeleteGuard, JsValue> {
             parents: Vec::new(),
         });
     }
-    if !crate::values::is_array(&parents) {
-        return Err(js_errors::wrong_type(
-            "guard.parents must be an array of { parent, seen }",
-            "NOT_AN_ARRAY",
-        ));
-    }
-    // The length is read before any element (`values::list`).
-    let Some(parents) = list(&parents, MAX_GUARD_PARENTS) else {
-        return Err(js_errors::input(&InputError::Limit {
-            what: "parents",
-            value: parents.unchecked_ref::<Array>().length().into(),
-            max: MAX_GUARD_PARENTS as u64,
-        }));
+    let parents = match list(&parents, MAX_GUARD_PARENTS) {
+        Ok(parents) => parents,
+        Err(NotList::NotArray) => {
+            return Err(js_errors::wrong_type(
+                "guard.parents must be an array of { parent, seen }",
+                "NOT_AN_ARRAY",
+            ));
+        }
+        // The length is read before any element.
+        Err(NotList::TooLong(length)) => {
+            return Err(js_errors::input(&InputError::Limit {
+                what: "parents",
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                value: length as u64,
+                max: MAX_GUARD_PARENTS as u64,
+            }));
+        }
+        Err(NotList::Unreadable(thrown)) => {
+            return Err(js_errors::unreadable("guard.parents", thrown));
+        }
     };
     let parents = parents
         .iter()

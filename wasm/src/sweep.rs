@@ -84,9 +84,7 @@ fn known_parents(value: &JsValue) -> Result<Vec<ExecutionId>, JsValue> {
             UNEXPECTED_ANSWER,
         )
     };
-    let Some(parents) = values::list(value, MAX_GUARD_PARENTS) else {
-        return Err(wrong());
-    };
+    let parents = values::list(value, MAX_GUARD_PARENTS).map_err(|_| wrong())?;
     parents
         .iter()
         .map(|id| values::answered_id(&id).ok_or_else(wrong))
@@ -212,9 +210,7 @@ impl SweepMachineJs {
     /// `{ executionId, head, ended }`.
     #[wasm_bindgen(js_name = handlePage)]
     pub fn handle_page(&mut self, page: &JsValue) -> Result<(), JsValue> {
-        let Some(page) = values::list(page, MAX_PAGE_LIMIT as usize) else {
-            return Err(unconvertible());
-        };
+        let page = values::list(page, MAX_PAGE_LIMIT as usize).map_err(|_| unconvertible())?;
         let page = page
             .iter()
             .map(|summary| retention::summary(&summary))

@@ -120,11 +120,22 @@ pub(crate) fn optional_counter(name: &str, value: &JsValue) -> Result<Option<u64
 /// not an object); one that throws while read (a getter, a Proxy trap, a
 /// revoked Proxy) is an `InputError` `UNREADABLE`, never its thrown value.
 pub(crate) fn property(options: &JsValue, name: &str) -> Result<JsValue, JsValue> {
-    if !options.is_object() {
+    property_as(options, name, name, js_errors::UNREADABLE)
+}
+
+/// [`property`], a throw refused as `what` with `code`: a store's reply
+/// that throws is that store's contract error, not the caller's input.
+pub(crate) fn property_as(
+    value: &JsValue,
+    name: &str,
+    what: &str,
+    code: &str,
+) -> Result<JsValue, JsValue> {
+    if !value.is_object() {
         return Ok(JsValue::UNDEFINED);
     }
-    js_sys::Reflect::get(options, &JsValue::from_str(name))
-        .map_err(|thrown| js_errors::unreadable(name, thrown))
+    js_sys::Reflect::get(value, &JsValue::from_str(name))
+        .map_err(|thrown| js_errors::unreadable_as(what, code, thrown))
 }
 
 /// A timestamp in ms: a number (else an `InputError` with `code`) that is
@@ -146,13 +157,40 @@ pub(crate) fn timestamp(name: &str, code: &str, value: &JsValue) -> Result<i64, 
     Ok(ms as i64)
 }
 
-/// `value` as an array of at most `max` elements, `None` when it is not an
-/// array or is longer: the length is read first, and no element is read
-/// from a list over its limit, so a 2^32-1 hole array costs nothing.
-pub(crate) fn list(value: &JsValue, max: usize) -> Option<&Array> {
-    if !is_array(value) {
-        return None;
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/keys.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = listOf)]
+    fn list_of(value: &JsValue, max: u32) -> JsValue;
+}
+
+/// Why a caller's value is not a list the package reads.
+pub(crate) enum NotList {
+    /// Not an array.
+    NotArray,
+    /// An array longer than the limit: its length, no element read.
+    TooLong(f64),
+    /// Reading it threw (a revoked Proxy, an element `get` trap): what it
+    /// threw, for the refusal's `cause`.
+    Unreadable(JsValue),
+}
+
+/// `value`'s elements as a plain copy when it is an array of at most `max`
+/// (`js/keys.js` `listOf`): the length is read first, and no element is
+/// read from a list over its limit, so a 2^32-1 hole array costs nothing;
+/// a trap that throws is caught in JavaScript, so nothing unwinds through
+/// the WebAssembly frames while the copy is walked.
+#[inline(never)]
+pub(crate) fn list(value: &JsValue, max: usize) -> Result<Array, NotList> {
+    let copy = list_of(value, u32::try_from(max).unwrap_or(u32::MAX));
+    if copy.is_undefined() {
+        Err(NotList::NotArray)
+    } else if let Some(length) = copy.as_f64() {
+        Err(NotList::TooLong(length))
+    } else if is_array(&copy) {
+        Ok(copy.unchecked_into())
+    } else {
+        Err(NotList::Unreadable(
+            js_sys::Reflect::get(&copy, &JsValue::from_str("thrown")).unwrap_or_default(),
+        ))
     }
-    let list: &Array = value.unchecked_ref();
-    (list.length() as usize <= max).then_some(list)
 }
