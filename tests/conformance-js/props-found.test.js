@@ -1,5 +1,5 @@
-// What the property suite (props.test.js, replies.test.js) found, each as a
-// minimal focused case. The ones whose fix is on the WebAssembly side are
+// What the property suites (props.test.js, replies.test.js) found, each as
+// a minimal focused case. The ones whose fix is on the WebAssembly side are
 // `todo` with their repro, for the lead; the rest are fixed in the pumps.
 
 import assert from 'node:assert/strict';
@@ -13,11 +13,12 @@ import {
   RedrivePolicy,
   TimerInputError,
   TimerService,
+  resume,
   sweep,
 } from 'loomfence';
 
 import { revoked, throwingElements, trapping } from './hostile.js';
-import { AT, describe as describeError, event } from './support.js';
+import { AT, describe as describeError, event, wrap, wrapTimers } from './support.js';
 
 /** Calls `f`, which returns a promise, and asserts it rejects (never throws) with `Class` and `code`. */
 async function rejects(f, Class, code) {
@@ -140,6 +141,43 @@ describe('on the WebAssembly side (the lead fixes these)', () => {
       const store = new MemoryEventStore();
       await store.appendMany('child', [event('EXECUTION_STARTED'), event('EXECUTION_COMPLETED')]);
       await rejects(() => sweep(store, { endedBefore: AT + 1, knownParents: () => throwingElements(sentinel) }), InputError, 'UNEXPECTED_ANSWER');
+    },
+  );
+
+  test(
+    "resume: a host store's acquireFenceIf answer with a throwing getter is STORE_CONTRACT, as index.d.ts says",
+    { todo: "lead fixes: resume(wrap(store, { acquireFenceIf: async () => ({ get fence() { throw … } }) }), 'e', { fenceIfParkedAt }) rejects InputError UNREADABLE, not STORE_CONTRACT" },
+    async () => {
+      const inner = new MemoryEventStore();
+      const [, park] = await inner.appendMany('e', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED')]);
+      const store = wrap(inner, { acquireFenceIf: async () => ({ get fence() { throw sentinel; } }) });
+      await rejects(() => resume(store, 'e', { fenceIfParkedAt: park.sequence, at: AT }), InputError, 'STORE_CONTRACT');
+    },
+  );
+
+  test(
+    "TimerService#pollOnce: a claimDue answer whose element get throws is reported, the tick resolves",
+    { todo: "lead fixes: a host timer store whose claimDue answers an array whose element getter or Proxy get trap throws makes pollOnce() REJECT with 'Error: recursive use of an object detected which would lead to unsafe aliasing in rust' (onError not called)" },
+    async () => {
+      const events = new MemoryEventStore();
+      const table = new MemoryTimerStore();
+      const timers = wrapTimers(table, { claimDue: async () => throwingElements(sentinel) });
+      const reported = [];
+      const service = new TimerService({ events, timers, now: () => AT, onError: (error) => reported.push(error) });
+      await service.pollOnce();
+      assert.ok(reported.length >= 1, 'reported to onError');
+      for (const error of reported) assert.equal(typeof error.code, 'string', describeError(error));
+    },
+  );
+
+  test(
+    'sweep: a listing page whose element get throws is STORE_CONTRACT, the glue intact',
+    { todo: "lead fixes: sweep over a store whose listExecutions answers an array whose element getter or Proxy get trap throws rejects with 'Error: attempted to take ownership of Rust value while it was borrowed'" },
+    async () => {
+      const inner = new MemoryEventStore();
+      await inner.appendMany('done', [event('EXECUTION_STARTED'), event('EXECUTION_COMPLETED')]);
+      const store = wrap(inner, { listExecutions: async () => throwingElements(sentinel) });
+      await rejects(() => sweep(store, { endedBefore: AT + 1 }), InputError, 'STORE_CONTRACT');
     },
   );
 });
