@@ -25,6 +25,7 @@ import fc from 'fast-check';
 import { ChildSupervisor, InputError, MemoryEventStore, MemoryTimerStore, ResumeRefusedError, TimerInputError, TimerService, resume, sweep } from 'loomfence';
 
 import { PlainEventStore } from './plain-store.js';
+import { build, nested, revoked, trapping } from './hostile.js';
 import { AT, Witness, describe as describeError, event, park, wrap } from './support.js';
 
 const SEED = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : Math.floor(Math.random() * 2 ** 32);
@@ -37,49 +38,6 @@ const STORES = {
   'host store (wrapped MemoryEventStore)': () => wrap(new MemoryEventStore()),
   'host store (PlainEventStore)': () => new PlainEventStore(),
 };
-
-/** A Proxy that has been revoked: every operation on it throws. */
-function revoked() {
-  const { proxy, revoke } = Proxy.revocable({}, {});
-  revoke();
-  return proxy;
-}
-
-/** A Proxy whose every trap throws `thrown`. */
-function trapping(thrown) {
-  const fail = () => {
-    throw thrown;
-  };
-  return new Proxy({}, { get: fail, has: fail, ownKeys: fail, getPrototypeOf: fail, getOwnPropertyDescriptor: fail });
-}
-
-/** A hostile value from its description: an object whose getter `key`
- * throws `thrown` (over `base`), a Proxy whose every trap throws `thrown`,
- * a revoked Proxy, or an array nested `depth` deep. */
-function build({ how, key, thrown, depth }, base = {}) {
-  switch (how) {
-    case 'getter':
-      return Object.defineProperty({ ...base }, key, {
-        enumerable: true,
-        get() {
-          throw thrown;
-        },
-      });
-    case 'trap':
-      return trapping(thrown);
-    case 'revoked':
-      return revoked();
-    default:
-      return nested(depth);
-  }
-}
-
-/** An array nested `depth` deep. */
-function nested(depth) {
-  let value = [];
-  for (let i = 0; i < depth; i++) value = [value];
-  return value;
-}
 
 /** Calls `f`, failing on a synchronous throw, and returns its promise. */
 function called(f, what) {

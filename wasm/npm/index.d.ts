@@ -2,9 +2,11 @@
 // contract (numbers, errors, the store interface), which the generated
 // bindings cannot say.
 //
-// Every method of the package's classes refuses a receiver that is not an
-// instance of its class (`Class.prototype.method.call(other, …)`) with a
-// `TypeError` whose `code` is `'WRONG_RECEIVER'`, before anything changes.
+// Every method and getter of the package's classes (TimerService and
+// ChildSupervisor included) refuses a receiver that is not an instance of
+// its class (`Class.prototype.method.call(other, …)`) with a `TypeError`
+// whose `code` is `'WRONG_RECEIVER'`, before anything changes: thrown, or,
+// from a method that returns a promise, rejected with.
 // Every id (an execution id, a lease holder) is a string with no lone
 // surrogate (`str.isWellFormed()`), refused otherwise, as any bad id is.
 
@@ -297,7 +299,8 @@ export interface SweepOptions {
    * Parents the host knows wait on a child besides the one its log records
    * (`payload.parent`): the edges of a supervisor, for logs written without
    * the field. Each is read and can pin the child, never unpin it. Must
-   * return at most 1 000 execution ids (`UNEXPECTED_ANSWER` otherwise).
+   * return at most 1 000 execution ids (`UNEXPECTED_ANSWER` otherwise, and
+   * for an answer that cannot be read: a revoked Proxy, a `then` that throws).
    */
   knownParents?: (childId: string) => string[] | Promise<string[]>;
 }
@@ -1006,7 +1009,12 @@ export class ChildSupervisor {
   watch(parent: string): Promise<Supervised>;
   /** Supervises every parent listed under `child`, in id order. */
   childEnded(child: string): Promise<Array<{ parent: string; supervised?: Supervised; error?: unknown }>>;
-  /** Forgets every edge and watches `parents` again (after a restart). */
+  /**
+   * Forgets every edge and watches `parents` again (after a restart). The
+   * parents are read first, at most 100 000 of them (`TimerInputError`
+   * `INVALID_LIMIT` beyond: rebuild in parts; `UNREADABLE` for parents that
+   * cannot be read), and the edges are kept when they are refused.
+   */
   rebuild(parents: Iterable<string>): Promise<Array<{ parent: string; supervised?: Supervised; error?: unknown }>>;
   /** The parents currently listed under `child`, sorted: what retention must not delete it under. */
   parentsWaitingOn(child: string): string[];

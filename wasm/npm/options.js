@@ -43,9 +43,16 @@ export function checked(name, value, ok, what, refuse) {
   return value;
 }
 
-/** `value` if it has every one of `methods`, else a refusal naming the missing ones. */
+/** `value` if it has every one of `methods`, else a refusal naming the
+ * missing ones; a store that throws while looked at (a revoked Proxy, a
+ * trap or a getter that throws) is refused too, never with what it threw. */
 export function store(name, value, methods, refuse) {
-  const missing = value === null || (typeof value !== 'object' && typeof value !== 'function') ? methods : methods.filter((m) => typeof value[m] !== 'function');
+  let missing;
+  try {
+    missing = value === null || (typeof value !== 'object' && typeof value !== 'function') ? methods : methods.filter((m) => typeof value[m] !== 'function');
+  } catch {
+    throw refuse(`options.${name} could not be read; it must be a store with ${methods.join(', ')}`);
+  }
   if (missing.length > 0) throw refuse(`options.${name} must be a store with ${methods.join(', ')}; missing ${missing.join(', ')}`);
   return value;
 }

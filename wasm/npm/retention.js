@@ -18,6 +18,7 @@
 // attached as `error.report`. Deletes made before it stand: each is atomic.
 
 import { SweepMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { settled } from './answers.js';
 import { show } from './options.js';
 
 /** The options `sweep` reads; any other key is refused. */
@@ -32,6 +33,14 @@ let classes;
 function invalidOptions(message) {
   classes ??= errorClasses();
   return new classes.InputError(`sweep(store, options): ${message}`, 'INVALID_OPTIONS');
+}
+
+/** knownParents answered a value that could not be read. */
+function unreadableParents(thrown) {
+  classes ??= errorClasses();
+  const error = new classes.InputError('sweep: options.knownParents answered a value that could not be read; it answers an array of execution ids', 'UNEXPECTED_ANSWER');
+  error.cause = thrown;
+  return error;
 }
 
 function notAStore(message) {
@@ -143,7 +152,7 @@ async function answerWith(machine, step, answer, knownParents) {
     case 'list':
       return machine.handlePage(answer);
     case 'readLog':
-      return machine.handleLog(answer, await knownParents?.(step.executionId));
+      return machine.handleLog(answer, knownParents && (await settled(knownParents(step.executionId), unreadableParents)));
     case 'readParent':
       return machine.handleParent(answer);
     case 'archive':

@@ -11,8 +11,13 @@
 // hands the outcome on: to the caller, onError, onResumed, a TimerService.
 
 import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_wasm.js';
-import { known } from './options.js';
+import { checked, known, store } from './options.js';
+import { guardClass } from './receivers.js';
 import { drive } from './resume.js';
+
+/** The most parents one `rebuild` takes: a list is read before anything is
+ * forgotten, so it is bounded (a 2^32-1 hole array ran the process out of memory). */
+const MAX_REBUILD = 100_000;
 
 const OPTIONS = new Set(['events', 'timers', 'redrive', 'conditionalTries', 'policy', 'now', 'random', 'onError', 'onResumed']);
 
@@ -33,21 +38,24 @@ export class ChildSupervisor {
   /** parent -> the children it is listed under, as the machine's `watching` said. */
   #childrenOf = new Map();
 
+  // A method called on another object: WRONG_RECEIVER (receivers.js).
+  static {
+    guardClass(this, (receiver) => receiver !== null && typeof receiver === 'object' && #childrenOf in receiver, new Set(['watch', 'childEnded', 'rebuild']));
+  }
+
   constructor(given) {
     const options = known(given, OPTIONS, '{ events, … }', refuse);
     const { events, timers, redrive = false, conditionalTries = 3, policy, now = Date.now, random = Math.random } = options;
     const { onError = (error, parent) => console.error(`loomfence ChildSupervisor: ${parent}:`, error) } = options;
     const { onResumed = () => {} } = options;
-    if (typeof events?.readRange !== 'function') throw refuse('options.events must be an event store');
-    if (redrive && typeof timers?.schedule !== 'function') throw refuse('options.redrive needs options.timers to write rows to');
+    store('events', events, ['readRange'], refuse);
+    if (redrive) store('timers', timers, ['schedule'], (message) => refuse(`options.redrive needs options.timers to write rows to: ${message}`));
     for (const [name, f] of Object.entries({ now, random, onError, onResumed })) {
       if (typeof f !== 'function') throw refuse(`options.${name} must be a function`);
     }
     [this.#events, this.#timers, this.#now, this.#random] = [events, timers, now, random];
     [this.#onError, this.#onResumed] = [onError, onResumed];
-    if (!Number.isInteger(conditionalTries) || conditionalTries < 0 || conditionalTries > 2 ** 32 - 1) {
-      throw refuse(`options.conditionalTries must be an integer in 0..=2^32-1, got ${conditionalTries}`);
-    }
+    checked('conditionalTries', conditionalTries, (v) => Number.isInteger(v) && v >= 0 && v <= 2 ** 32 - 1, 'an integer in 0..=2^32-1', refuse);
     // The core checks the policy (INVALID_POLICY).
     this.#machine = [conditionalTries, new RedrivePolicy(policy), Boolean(redrive)];
   }
@@ -72,12 +80,17 @@ export class ChildSupervisor {
 
   /** Forgets every edge and watches `parents` again (after a restart).
    * Parents that cannot be read as an iterable (not one, a revoked Proxy, a
-   * trap that throws) reject with a TimerInputError UNREADABLE, the edges
-   * kept: they are read before anything is forgotten. */
+   * trap that throws) reject with a TimerInputError UNREADABLE, more than
+   * MAX_REBUILD with INVALID_LIMIT, the edges kept: they are read before
+   * anything is forgotten. */
   rebuild(parents) {
-    let list;
+    const list = [];
     try {
-      list = [...parents];
+      for (const parent of parents) {
+        if (list.push(parent) > MAX_REBUILD) {
+          return Promise.reject(new (errorClasses().TimerInputError)(`rebuild(parents): more than ${MAX_REBUILD} parents; rebuild them in parts`, 'INVALID_LIMIT'));
+        }
+      }
     } catch (thrown) {
       const error = new (errorClasses().TimerInputError)('rebuild(parents): parents could not be read as an iterable of execution ids', 'UNREADABLE');
       error.cause = thrown;

@@ -14,6 +14,7 @@
 
 import { TickMachine, errorClasses } from './dist/loomfence_wasm.js';
 import { checked, known, show, store } from './options.js';
+import { guardClass } from './receivers.js';
 import { resume } from './resume.js';
 
 /** The longest lease and the largest batch a TimerStore takes (index.d.ts, `Lease` and `claimDue`). */
@@ -65,6 +66,11 @@ export class TimerService {
   #generation = 0;
   #running = false;
   #timer = undefined;
+
+  // A method or getter called on another object: WRONG_RECEIVER (receivers.js).
+  static {
+    guardClass(this, (receiver) => receiver !== null && typeof receiver === 'object' && #node in receiver, new Set(['pollOnce', 'stop']));
+  }
 
   constructor(given) {
     const options = known(given, OPTIONS, '{ events, timers, … }', refuse);

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use crate::events::fold_facts;
 use crate::js_errors;
 use crate::json;
-use crate::values::{NotList, list, property};
+use crate::values::property;
 
 /// Whether `event` (an envelope or a new event: `kind` and optional
 /// `metadata`) answers a park: a kernel answering kind, or an unknown kind
@@ -39,13 +39,15 @@ pub fn is_answering_kind(event: JsValue) -> Result<bool, JsValue> {
 /// `EXECUTION_SUSPENDED` with no answering event after it, or `undefined`.
 #[wasm_bindgen(js_name = locatePark)]
 pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
-    // A plain copy first (a log has no length limit): the fold and the
-    // element handed back are the same reads, and a trap that throws is
-    // caught in the copy, never met while the fold walks it.
-    let events = list(&events, u32::MAX as usize).map_err(|not| match not {
-        NotList::Unreadable(thrown) => js_errors::unreadable("events", thrown),
-        _ => js_errors::wrong_type("events must be an array of envelopes", "NOT_AN_ARRAY"),
-    })?;
+    if !crate::values::is_array(&events) {
+        return Err(js_errors::wrong_type(
+            "events must be an array of envelopes",
+            "NOT_AN_ARRAY",
+        ));
+    }
+    // Folded in JavaScript, its throws caught there, element by element: a
+    // log has no length limit, and a malformed element stops the fold at
+    // once, so a copy first would cost what a 2^32-1 hole array holds.
     let facts = fold_facts(&events)?;
     let facts: Vec<KindFacts<'_>> = facts
         .iter()
@@ -54,13 +56,13 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             stamped: *stamped,
         })
         .collect();
-    // The caller's own element, as `Array.prototype.find` gives it.
-    Ok(
-        match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
-            Some(index) => events.get(index),
-            None => JsValue::UNDEFINED,
-        },
-    )
+    // The caller's own element, as `Array.prototype.find` gives it, read
+    // again with its throw caught: a Proxy may throw the second time.
+    match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
+        Some(index) => js_sys::Reflect::get_u32(&events, index)
+            .map_err(|thrown| js_errors::unreadable("events", thrown)),
+        None => Ok(JsValue::UNDEFINED),
+    }
 }
 
 /// Every kernel kind's name; the package exports it frozen as
