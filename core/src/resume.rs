@@ -123,9 +123,6 @@ impl ResumeRequest {
 /// The one payload field of a resume event: the park's answer.
 const ANSWER: &str = "answer";
 
-/// The metadata field of the token a fenced resume carries.
-const FENCE: &str = "fence";
-
 /// The resume event answering a park with `answer` at `at`, without a token.
 fn resume_event(answer: &Value, at: i64) -> NewEvent {
     let mut payload = crate::JsonObject::new();
@@ -147,13 +144,9 @@ fn resume_differs(
     token: Option<u64>,
 ) -> Option<&'static str> {
     let payload_sent = stored.payload.len() == 1 && stored.payload.get(ANSWER) == Some(answer);
-    let metadata_sent = match token {
-        Some(token) => {
-            stored.metadata.len() == 1
-                && stored.metadata.get(FENCE).and_then(Value::as_u64) == Some(token)
-        }
-        None => stored.metadata.is_empty(),
-    };
+    // The token alone, as sent: `fence` read as `Envelope::fence` reads it.
+    let metadata_sent = stored.metadata.len() == usize::from(token.is_some())
+        && matches!(stored.fence(), Ok(read) if read == token);
     if stored.kind != KernelKind::ExecutionResumed.as_str() {
         Some("kind")
     } else if !payload_sent {
