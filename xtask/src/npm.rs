@@ -44,10 +44,12 @@ const BENCH_DIR: &str = "wasm/bench";
 /// 25's boundary checks (the acknowledgement compared field by field in
 /// the core 645 B, the `UNREADABLE` refusals 361 B, one id reader and the
 /// list lengths 364 B, a catching `Array.isArray` 159 B: 246,446 to
-/// 247,976). See "The npm package" in
+/// 247,976), and from 248 KB for the acknowledgement compared in place
+/// rather than against a rebuilt event, which keeps issue 25's park/resume
+/// speed (82 B net: 247,994 to 248,076). See "The npm package" in
 /// docs/decisions.md for where the bytes go; issue 30 is where the budget
 /// comes down (a smaller package, or a split one).
-const BUDGET: u64 = 248_000;
+const BUDGET: u64 = 248_100;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
