@@ -151,27 +151,6 @@ impl NewEvent {
         })
     }
 
-    /// The first field in which `stored` is not this event as sent (`kind`,
-    /// `payload`, `metadata` or `at`), or `None` when it is this event. A
-    /// store stores exactly what it was sent, so a machine holds an append
-    /// acknowledgement to this: anything else is a store breaking its
-    /// contract, never something to record as written. Compares in place,
-    /// copying nothing.
-    #[must_use]
-    pub(crate) fn differs_in(&self, stored: &Envelope) -> Option<&'static str> {
-        if stored.kind != self.kind {
-            Some("kind")
-        } else if stored.payload != self.payload {
-            Some("payload")
-        } else if stored.metadata != self.metadata {
-            Some("metadata")
-        } else if stored.at != self.at {
-            Some("at")
-        } else {
-            None
-        }
-    }
-
     /// The envelope this event becomes once a store gives it `sequence`.
     #[must_use]
     pub fn into_envelope(self, execution_id: ExecutionId, sequence: u64) -> Envelope {

@@ -92,8 +92,21 @@ export function textOf(number) {
   return String(number);
 }
 
-/** Whether a string is well-formed UTF-16 (no lone surrogate), so that it
- * crosses into Rust unchanged rather than with U+FFFD in its place. */
-export function isWellFormed(text) {
-  return text.isWellFormed();
+/** `value` when it is a string of well-formed UTF-16 (no lone surrogate),
+ * which crosses into Rust unchanged rather than with U+FFFD in its place;
+ * otherwise `undefined`. The id reader's one crossing: test and text in a
+ * single call. */
+export function wellFormedText(value) {
+  return typeof value === 'string' && value.isWellFormed() ? value : undefined;
+}
+
+/** `Array.isArray(value)`, and `false` where it throws (a revoked Proxy):
+ * caught here, in plain JavaScript, rather than by wasm-bindgen's catching
+ * glue, which costs a `Function.prototype.apply` per call. */
+export function isArray(value) {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

@@ -12,22 +12,18 @@ use crate::js_errors;
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/js/json.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = isWellFormed)]
-    fn is_well_formed(text: &JsValue) -> bool;
-}
-
-#[wasm_bindgen::prelude::wasm_bindgen]
-extern "C" {
-    /// `Array.isArray`, its throw caught: a revoked Proxy throws, and an
-    /// exception must not unwind through the WebAssembly frames.
-    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
-    fn is_array_or_throw(value: &JsValue) -> Result<bool, JsValue>;
+    #[wasm_bindgen(js_name = wellFormedText)]
+    fn well_formed_text(value: &JsValue) -> Option<String>;
+    #[wasm_bindgen(js_name = isArray)]
+    fn is_array_caught(value: &JsValue) -> bool;
 }
 
 /// Whether a caller's value is an array; a value `Array.isArray` throws on
-/// (a revoked Proxy) is not one, and is refused as such by the caller.
+/// (a revoked Proxy) is not one, and is refused as such by the caller. The
+/// throw is caught in JavaScript (`js/json.js`), so no exception unwinds
+/// through the WebAssembly frames and the call needs no catching glue.
 pub(crate) fn is_array(value: &JsValue) -> bool {
-    is_array_or_throw(value).unwrap_or(false)
+    is_array_caught(value)
 }
 
 /// Why a JavaScript value is not the text of an id.
@@ -42,15 +38,16 @@ pub(crate) enum NotText {
 /// The text of an id (an execution id, a lease holder) exactly as
 /// JavaScript holds it. Every id that crosses the boundary, on the event
 /// side and the timer side, in an argument or a store's answer, is read
-/// here, so they are refused the same way.
+/// here, so they are refused the same way. One crossing when the id is
+/// good (every call on the hot path); why it is not is asked only then.
 pub(crate) fn id_text(value: &JsValue) -> Result<String, NotText> {
-    if !value.is_string() {
-        return Err(NotText::NotAString);
-    }
-    if !is_well_formed(value) {
-        return Err(NotText::LoneSurrogate);
-    }
-    value.as_string().ok_or(NotText::NotAString)
+    well_formed_text(value).ok_or_else(|| {
+        if value.is_string() {
+            NotText::LoneSurrogate
+        } else {
+            NotText::NotAString
+        }
+    })
 }
 
 /// The message of a lone-surrogate refusal of `what`.

@@ -35,7 +35,7 @@ const SUITES_DIR: &str = "tests/conformance-js";
 const BENCH_DIR: &str = "wasm/bench";
 
 /// The largest acceptable `.wasm`, raw bytes after `wasm-opt` (what the
-/// engine compiles): about 249 KB today. Raised from 150 KB when the
+/// engine compiles): about 249.2 KB today. Raised from 150 KB when the
 /// timers came in, from 175 KB when retention did, from 205 KB and 210 KB
 /// for issue 23's data-safety work (undecided sweep reasons, the one-step
 /// reschedule, the claim answers read claim by claim), from 211 KB for
@@ -44,13 +44,15 @@ const BENCH_DIR: &str = "wasm/bench";
 /// 25's boundary checks (the acknowledgement compared field by field in
 /// the core 645 B, the `UNREADABLE` refusals 361 B, one id reader and the
 /// list lengths 364 B, a catching `Array.isArray` 159 B: 246,446 to
-/// 247,976), and from 248 KB for the lists copied in JavaScript before
-/// Rust walks them, the reply fields read as store-contract errors and the
-/// caught `getPrototypeOf` (+1,028 B: 247,994 to 249,022). See "The npm
-/// package" in
-/// docs/decisions.md for where the bytes go; issue 30 is where the budget
-/// comes down (a smaller package, or a split one).
-const BUDGET: u64 = 249_100;
+/// 247,976), and from 248 KB for the rest of issue 25: the lists a caller
+/// hands in copied in JavaScript before Rust walks them, a store reply's
+/// field that throws read as its store-contract error and a policy's
+/// prototype read with its throw caught (+1,128 B), and the
+/// acknowledgement compared in place, which keeps the park/resume speed
+/// (+82 B net of the one-crossing id reader): 247,994 to 249,204. See
+/// "The npm package" in docs/decisions.md for where the bytes go; issue 30
+/// is where the budget comes down (a smaller package, or a split one).
+const BUDGET: u64 = 249_300;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";

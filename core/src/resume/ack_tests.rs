@@ -58,6 +58,18 @@ fn forgeries(event: &NewEvent) -> Vec<(&'static str, Envelope)> {
     if token.metadata.remove("fence").is_none() {
         token.metadata.insert("fence".to_owned(), json!(1));
     }
+    // Another token, or the same one written as another JSON number.
+    let mut other_token = stored(event);
+    let sent = other_token.metadata.get("fence").and_then(Value::as_u64);
+    other_token.metadata.insert(
+        "fence".to_owned(),
+        sent.map_or_else(|| json!(null), |t| json!(t + 1)),
+    );
+    let mut float_token = stored(event);
+    float_token.metadata.insert(
+        "fence".to_owned(),
+        sent.map_or_else(|| json!(false), |t| json!(t as f64)),
+    );
     let mut kind = stored(event);
     kind.kind = "STEP_STARTED".to_owned();
     vec![
@@ -66,6 +78,8 @@ fn forgeries(event: &NewEvent) -> Vec<(&'static str, Envelope)> {
         ("at", at),
         ("metadata", metadata),
         ("metadata", token),
+        ("metadata", other_token),
+        ("metadata", float_token),
         ("kind", kind),
     ]
 }
