@@ -38,3 +38,14 @@ export function listOf(value, max) {
     return { thrown };
   }
 }
+
+/** `list[index]`, or `undefined` when reading it threw: caught here, in
+ * plain JavaScript, rather than by wasm-bindgen's catching glue, which
+ * costs a `Function.prototype.apply` on every call of a hot path. */
+export function elementAt(list, index) {
+  try {
+    return list[index];
+  } catch {
+    return undefined;
+  }
+}

@@ -56,13 +56,27 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
             stamped: *stamped,
         })
         .collect();
-    // The caller's own element, as `Array.prototype.find` gives it, read
-    // again with its throw caught: a Proxy may throw the second time.
-    match open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) {
-        Some(index) => js_sys::Reflect::get_u32(&events, index)
-            .map_err(|thrown| js_errors::unreadable("events", thrown)),
-        None => Ok(JsValue::UNDEFINED),
+    // The caller's own element, as `Array.prototype.find` gives it. It is
+    // read again, its throw caught: the fold read it as a park, so anything
+    // but an object now is a Proxy that answered otherwise the second time.
+    let Some(index) = open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) else {
+        return Ok(JsValue::UNDEFINED);
+    };
+    let park = element_at(&events, index);
+    if park.is_object() {
+        Ok(park)
+    } else {
+        Err(js_errors::invalid(
+            "events changed while they were read: the park could not be read again",
+            "INVALID_EVENT",
+        ))
     }
+}
+
+#[wasm_bindgen(module = "/js/keys.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = elementAt)]
+    fn element_at(list: &JsValue, index: u32) -> JsValue;
 }
 
 /// Every kernel kind's name; the package exports it frozen as
