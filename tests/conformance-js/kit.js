@@ -933,7 +933,7 @@ kase('delete::a_log_regrown_past_the_park_after_a_delete_is_not_taken_for_the_pa
 });
 
 // ---------------------------------------------------------------------------
-// resume: the runtime's resume scenarios (host-adapters/drivers/tests and the
+// resume: the runtime's resume scenarios (host-adapters/runtime/tests and the
 // core's resume tests), driven through the package's `resume` against the
 // store under test. The path resume takes is read off the store's methods.
 

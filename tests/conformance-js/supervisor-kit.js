@@ -1,6 +1,6 @@
 // The kit's child supervisor cases (`supervisor::…`, the Rust kit's from
 // tests/conformance/src/cases/supervisor.rs, and the runtime's supervisor
-// scenarios of host-adapters/drivers/tests/supervisor*.rs): the package's
+// scenarios of host-adapters/runtime/tests/supervisor*.rs): the package's
 // ChildSupervisor (a pump over the core's SuperviseMachine, the machine the
 // Rust runtime's ChildSupervisor pumps) over the store, with
 // MemoryTimerStore. Registered by kit.js for every store, each case with

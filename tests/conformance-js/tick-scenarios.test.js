@@ -1,7 +1,7 @@
 // The shared tick scenarios (tests/scenarios/tick/*.json, see the README
 // there) against the npm package's TimerService over the package's memory
 // stores. The Rust TimerService runs the same files
-// (host-adapters/drivers/tests/tick_scenarios.rs); both must produce the
+// (host-adapters/runtime/tests/tick_scenarios.rs); both must produce the
 // reports and the store state each scenario expects after each tick.
 //
 // The runner only builds the world a scenario describes (executions, rows,
