@@ -21,6 +21,8 @@ mod npm;
 mod postgres;
 mod test;
 mod toolchain;
+#[cfg(test)]
+mod versions;
 mod wasm_imports;
 
 use std::process::ExitCode;
