@@ -42,7 +42,7 @@ pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// the run.
 const LEASE: Duration = Duration::from_secs(5);
 
-/// The retry schedule of the race's re-drives: the reference design's
+/// The retry schedule of the race's re-drives: the design's
 /// shape (doubling, capped, 8 retries) on a CLI's time scale: 20 ms
 /// doubling to at most 1 s, so a chain that gives up does so within about
 /// 3.3 s.

@@ -8,7 +8,7 @@
 //! append is refused as stale has been fenced out.
 //!
 //! Dead acquirers (`--dead-acquirers K`) are modelled where they hurt, as
-//! the ADR's "three consecutive dead acquirers racing it" does: right
+//! the design's "three dead acquirers in a row" race does: right
 //! before each of the first `K` acquires of every racing resume, a node
 //! that read the same log takes the token with the same expectation (the
 //! conditional acquire, or `acquire_fence` in the `--unconditional`

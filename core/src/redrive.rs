@@ -56,7 +56,7 @@ pub struct RedrivePolicy {
 }
 
 impl Default for RedrivePolicy {
-    /// The reference design's values: 200 ms, doubling to at most 30 s,
+    /// The design's values (design: the re-drive): 200 ms, doubling to at most 30 s,
     /// 8 retries.
     fn default() -> Self {
         Self {

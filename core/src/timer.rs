@@ -55,7 +55,7 @@
 //!   The open park is the fold's ([`ExecutionView`]), so terminal is
 //!   absorbing and a park after an end is not open. A wait this node cannot
 //!   read (a newer node's shape) is not this timer.
-//! - **The backoff gate comes first.** The reference design only requires
+//! - **The backoff gate comes first.** The design only requires
 //!   that no acquire is made before the next try. Checking the gate before
 //!   the read also spares a whole-log read per poll for every backed-off
 //!   execution (up to the map's bound, every poll); the price is that an

@@ -1,4 +1,4 @@
-// The package's boundary under hostile input (issue 25, findings 4 to 6):
+// The package's boundary under hostile input:
 // - ids: an execution id or a lease holder with a lone surrogate would cross
 //   into Rust as U+FFFD, so two distinct ids would be one row; every timer
 //   entry point refuses it, as the event side does, and nothing changes;

@@ -1,5 +1,5 @@
-// The hostile values the JS kit's property suites throw at the package
-// (issue 25): one fast-check arbitrary of descriptions, and `build`, which
+// The hostile values the JS kit's property suites throw at the package:
+// one fast-check arbitrary of descriptions, and `build`, which
 // turns a description into the hostile value. The arbitrary yields plain
 // data, so fast-check can print and shrink a counterexample without calling
 // a getter or a trap; the value is built inside the property.

@@ -1,4 +1,4 @@
-// The package's store-independent exports, checked against DESIGN.md:
+// The package's store-independent exports, checked against docs/design.md:
 // KERNEL_EVENT_KINDS, isAnsweringKind (the classification every store and the
 // kit rely on) and locatePark.
 

@@ -30,7 +30,7 @@
 // write in one synchronous run with no `await` in between. JavaScript runs one
 // piece of code at a time, so that run is atomic with respect to every other
 // call, however many are in flight. A store backed by a database must get the
-// same effect from a transaction (see DESIGN.md: SQLite's BEGIN IMMEDIATE,
+// same effect from a transaction (see docs/design.md: SQLite's BEGIN IMMEDIATE,
 // Postgres' row locks).
 //
 // Capabilities are read off the methods by `resume`: a store with

@@ -1,4 +1,4 @@
-// The property suite of issue 25 over every export of the package: each
+// The property suite over every export of the package: each
 // function, constructor, method and getter of the table (exports-table.js),
 // each argument position (nested ones too) replaced by a hostile value
 // (hostile.js). For every call:

@@ -1,4 +1,4 @@
-// Hostile input at the package's edge (issue 25, findings 2 and 7): what a
+// Hostile input at the package's edge: what a
 // caller's object throws while the package reads it is never data, and every
 // promise-returning function and method rejects (never throws) with the
 // class and code the package documents, leaving the instance usable.
@@ -68,7 +68,7 @@ async function documented(promise, what) {
   });
 }
 
-describe('a throw while resume reads its options is a refusal, never data (finding 2)', () => {
+describe('a throw while resume reads its options is a refusal, never data', () => {
   for (const [name, make] of Object.entries(STORES)) {
     test(`${name}: an array thrown by a getter is not read as the options`, async () => {
       const store = make();
@@ -111,7 +111,7 @@ describe('a throw while resume reads its options is a refusal, never data (findi
   }
 });
 
-describe('every promise-returning call rejects with the documented class, never throws (finding 7)', () => {
+describe('every promise-returning call rejects with the documented class, never throws', () => {
   test('a revoked Proxy as an event, a batch, a timer row or a store rejects', async () => {
     const store = new MemoryEventStore();
     const timers = new MemoryTimerStore();

@@ -1,4 +1,4 @@
-// The property suite's host-store half (issue 25): a host EventStore or
+// The property suite's host-store half: a host EventStore or
 // TimerStore whose method resolves to a hostile value (hostile.js: a getter,
 // a trap, a cycle, a revoked Proxy, … in place of the whole answer, one
 // element of it or one field of an element; a forged acknowledgement), for

@@ -126,7 +126,7 @@ const BAD_ACQUIRE_IF_REPLIES = [
   ["'{\"fence\":1}': JSON text", '{"fence":1}'],
   ['[1]', [1]],
   // Replies whose reading throws: the thrown value is the cause of the
-  // store-contract error, never the rejection itself (issue 25).
+  // store-contract error, never the rejection itself.
   ['{ get fence() throws }', { get fence() { throw new Error('boom'); } }],
   ['{ fence: 1, get stale() throws }', { fence: 1, get stale() { throw new Error('boom'); } }],
   ['a Proxy whose get trap throws (but for `then`)', throwingProxy({})],

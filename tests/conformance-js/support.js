@@ -9,7 +9,7 @@ import { mulberry32 as prng } from '../../www/js/prng.js';
 /** The timestamp every kit event carries; the kernel never reads a clock. */
 export const AT = 1_700_000_000_000;
 
-/** The design's classification of the kernel kinds (DESIGN.md), written out
+/** The design's classification of the kernel kinds (docs/design.md), written out
  * here rather than read from the package, so the kit checks the table
  * instead of trusting it. */
 export const ANSWERING_KINDS = Object.freeze([

@@ -22,8 +22,8 @@
 //   --rounds R       measured rounds (default 5); the table reports the median
 //   --concurrency C  executions in flight at once (default 64)
 //
-// One execution is the workload of ADR 0118's "park/resume under
-// fenceIfParkedAt" column, as a JavaScript host runs it:
+// One execution is a park and a conditional resume
+// (fenceIfParkedAt), as a JavaScript host runs it:
 //
 //   append EXECUTION_STARTED; append EXECUTION_SUSPENDED (the park);
 //   readRange + locatePark; resume(store, id, { fenceIfParkedAt, answer });

@@ -20,7 +20,7 @@
 
 import { ANSWERING_KINDS, IGNORABLE_KINDS } from '../../tests/conformance-js/support.js';
 
-// The design's kind table (DESIGN.md), as the conformance kit states it.
+// The design's kind table (docs/design.md), as the conformance kit states it.
 const ANSWERING = new Set(ANSWERING_KINDS);
 const IGNORABLE = new Set(IGNORABLE_KINDS);
 const PARK = 'EXECUTION_SUSPENDED';

@@ -151,7 +151,7 @@ export class MemoryEventStore implements EventStore {
 
 // ---------------------------------------------------------------------------
 // Retention: the child → parent edge, the pin, the listing, the guarded
-// delete and the sweep (ADR D3). A finished child is never deleted while its
+// delete and the sweep (docs/design.md, Retention). A finished child is never deleted while its
 // parent is parked on it.
 
 /** When an execution ended: its first terminal event (terminal is absorbing). */

@@ -106,8 +106,8 @@ impl HostStore {
         Ok(Self { store })
     }
 
-    /// What the store offers, read off its methods as the reference design
-    /// does: `acquireFenceIf` is conditional, `acquireFence` alone is
+    /// What the store offers, read off its methods as the design does
+    /// (design: the resume): `acquireFenceIf` is conditional, `acquireFence` alone is
     /// fencing-only, neither is a store without tokens.
     pub(crate) fn capability(&self) -> Capability {
         if method(&self.store, "acquireFenceIf").is_some() {

@@ -12,9 +12,10 @@ use loomfence_store::{EventStore, StoreError};
 
 /// Forwards everything to the store it wraps but says its capability is
 /// [`Capability::FencingOnly`], so every resume machine on the worker takes
-/// the unconditional `acquire_fence`: the acquire the reference design
-/// replaced, with its window (a loser acquiring after the winner's resume
-/// landed fences the winner's body out). `acquire_fence_if` is not
+/// the unconditional `acquire_fence`: the acquire the conditional one
+/// replaced (design: the conditional acquire), with its window (a loser
+/// acquiring after the winner's resume landed fences the winner's body
+/// out). `acquire_fence_if` is not
 /// forwarded: it answers `Unsupported`, as a fencing-only store's does.
 ///
 /// `loomfence worker --unconditional` runs on it, so that `loomfence fleet

@@ -1,5 +1,5 @@
-//! Retention that never deletes a child its parent still waits on (the
-//! ADR's D3), as pure decisions: what a listing reports
+//! Retention that never deletes a child its parent still waits on (design:
+//! retention), as pure decisions: what a listing reports
 //! ([`ExecutionSummary`]), the pin ([`pin_parked_children`]), the guarded
 //! delete that closes the window between the pin check and the delete
 //! ([`DeleteGuard`]), and the sweep that puts them together

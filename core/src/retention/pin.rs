@@ -37,7 +37,7 @@ pub enum PinError {
 ///
 /// Only that pins. A parent that is running, answered, parked on something
 /// else or on another child, or gone (an empty log) does not: the child is
-/// then retention's to delete like any other, which is the ADR's rule ("left
+/// then retention's to delete like any other, which is the design's rule ("left
 /// exactly where it is" only while the parent waits on it).
 ///
 /// The open park here is the newest park no *known* answering kind

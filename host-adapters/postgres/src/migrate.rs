@@ -48,7 +48,7 @@ pub struct MigrationReport {
     /// backfill did not run (already done, or switched off).
     pub backfilled: Option<u64>,
     /// The columns this run added to an older `timers` table (the
-    /// reference engine's has only the key): empty when the table was
+    /// older shape has only the key; design: the re-drive): empty when the table was
     /// created or already current. Worth logging: it is the one migration
     /// step that waits for the table's users.
     pub timer_columns_added: Vec<String>,

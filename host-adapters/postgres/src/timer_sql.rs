@@ -19,7 +19,7 @@ pub(crate) const TABLE: &str = "timers";
 /// The due scan's index, inside the schema.
 pub(crate) const DUE_INDEX: &str = "timers_due";
 
-/// The columns the reference engine's older table lacks, with their
+/// The columns the older timer table lacks (design: the re-drive), with their
 /// definitions: what `migrate` adds when `information_schema` says one is
 /// missing. Each is nullable or has a constant default, so adding it is a
 /// catalog change that rewrites no row.

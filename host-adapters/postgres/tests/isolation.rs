@@ -1,5 +1,5 @@
-//! A server whose default isolation is REPEATABLE READ (ADR 0116 round 3:
-//! the conditional acquire needs a fresh snapshot per statement after its
+//! A server whose default isolation is REPEATABLE READ (design: the
+//! conditional acquire needs a fresh snapshot per statement after its
 //! row lock is granted, and a frozen one would let it miss an answer that
 //! committed while it waited).
 //!

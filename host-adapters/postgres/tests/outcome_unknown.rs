@@ -306,7 +306,7 @@ async fn an_append_whose_answer_is_lost_after_the_commit_is_outcome_unknown_and_
     assert_eq!(proxy.accepted(), before + 1, "one fresh connection");
 }
 
-/// The end-to-end case of item 4: the resume's append commits and its
+/// The end-to-end case: the resume's append commits and its
 /// answer is lost. The driver settles it by reading: the resume returns Ok
 /// under its token, and the log holds exactly one `EXECUTION_RESUMED`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

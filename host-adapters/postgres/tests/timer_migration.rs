@@ -1,4 +1,4 @@
-//! `migrate` and the `timers` table: an older table (the reference engine's,
+//! `migrate` and the `timers` table: an older table (design: the re-drive,
 //! keyed `(execution_id, wake_at)` and nothing else) gains the missing
 //! columns and keeps its rows; a boot that finds the table current never
 //! waits for the table's users; a boot that must add columns while the
@@ -27,7 +27,7 @@ fn unmigrated() -> PostgresOptions {
     }
 }
 
-/// Creates `schema` with the reference engine's older `timers` table
+/// Creates `schema` with the older `timers` table
 /// (`with_redrive`: the shape that already had the flag) and two rows.
 async fn old_table(admin: &tokio_postgres::Client, schema: &Schema, with_redrive: bool) {
     let redrive = if with_redrive { ", redrive JSONB" } else { "" };
@@ -74,7 +74,7 @@ fn lease(now: i64) -> Lease {
     }
 }
 
-/// The reference engine's oldest table, with rows: `migrate` adds exactly
+/// The oldest timer table, with rows: `migrate` adds exactly
 /// the four missing columns and the due index; the old rows read back as
 /// plain wakes, a re-drive row can be written on an old key and a new one,
 /// claims work; a second migration adds nothing. The shape that already

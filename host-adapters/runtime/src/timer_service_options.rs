@@ -42,7 +42,7 @@ pub struct TimerServiceOptions {
     /// other limits). Default: 100.
     pub batch: usize,
     /// The retry schedule of contended wakes and re-drives. Default: the
-    /// reference design's (200 ms doubling to 30 s, 8 retries).
+    /// design's (200 ms doubling to 30 s, 8 retries; design: the re-drive).
     pub policy: RedrivePolicy,
     /// How many executions the in-process backoff of contended plain wakes
     /// remembers. Default: 1,024.

@@ -2,8 +2,9 @@
 //! [`TimerStore`](loomfence_store::TimerStore) of loomfence: the embedded,
 //! durable default.
 //!
-//! The reference design's SQLite store never fenced: a single node, the
-//! process as the failure domain. This one does, so a single-node user gets
+//! The design's minimum lets SQLite skip fencing: a single node, the
+//! process as the failure domain. This store fences (design: where
+//! loomfence goes further), so a single-node user gets
 //! exactly the guarantees a fleet gets on PostgreSQL, and every backend
 //! passes one conformance kit.
 //!
@@ -32,7 +33,7 @@
 //! - **Timers live in the same file** ([`SqliteEventStore::timers`]), their
 //!   writes on the same writer thread, under the core's
 //!   [`TimerTable`](loomfence_core::TimerTable) rules stated in SQL. A
-//!   `timers` table of the reference engine's older shape is brought up to
+//!   `timers` table of the older shape (design: the re-drive) is brought up to
 //!   date on open, its rows kept as plain wakes.
 //!
 //! ```

@@ -55,7 +55,7 @@ const RELEASE: &str = "UPDATE timers SET holder = NULL, lease_until = NULL \
      WHERE execution_id = ?1 AND wake_at = ?2 AND holder = ?3 AND claims = ?4";
 
 /// A row's re-drive flag as the `redrive` column holds it: the flag's JSON
-/// (`{"attempt":n}`), as the reference design stores it.
+/// (`{"attempt":n}`), as the design stores it (design: the re-drive).
 pub(crate) fn encode_redrive(redrive: Option<Redrive>) -> Result<Option<String>, StoreError> {
     redrive
         .map(|flag| {

@@ -1,7 +1,7 @@
 //! The `timers` table: created on a new file, brought up to date on an old
 //! one.
 //!
-//! The reference engine's older version kept `timers(execution_id,
+//! The older timer table kept `timers(execution_id,
 //! wake_at)` alone; re-drive rows (`redrive`) and lease claims (`holder`,
 //! `lease_until`, `claims`) came later. Opening adds whichever of those
 //! columns the table lacks, so the rows already there survive as plain,
@@ -35,7 +35,7 @@ const DDL: &str = "
 const INDEX: &str =
     "CREATE INDEX IF NOT EXISTS timers_due ON timers (wake_at, execution_id COLLATE BINARY)";
 
-/// The columns every timer table has, the reference engine's oldest
+/// The columns every timer table has, the oldest shape
 /// included: a `timers` table without one is some other table.
 const KEY_COLUMNS: [&str; 2] = ["execution_id", "wake_at"];
 
@@ -96,7 +96,7 @@ fn columns(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 /// there, which is all this wanted. The look at the table runs inside the
 /// same immediate transaction and is re-prepared when another process
 /// changed the schema, so two SQLite openers never get here; the tolerance
-/// is for any other writer of the file (the reference engine, a host's own
+/// is for any other writer of the file (an older engine, a host's own
 /// migration) that adds a column between the look and the `ALTER`, so two
 /// processes opening one file at once both boot whoever they are.
 fn add_column(conn: &Connection, name: &str, definition: &str) -> rusqlite::Result<()> {

@@ -78,7 +78,7 @@ fn uncommitted_append(path: &Path, parent: &ExecutionId, kind: &str, payload: &s
     conn
 }
 
-/// The race of the ADR's D3 window, on one file with two connections: the
+/// The race of retention's window (design: retention), on one file with two connections: the
 /// sweep's guarded delete of a finished child is issued while connection B
 /// holds the write lock with `kind` appended to the parent, uncommitted.
 /// The delete must wait for the lock (it cannot finish while B holds it),

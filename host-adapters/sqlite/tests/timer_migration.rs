@@ -1,4 +1,4 @@
-//! A `timers` table of the reference engine's older shape, `(execution_id,
+//! A `timers` table of the older shape (design: the re-drive), `(execution_id,
 //! wake_at)` and nothing else, written by hand into a store's file: opening
 //! adds the missing columns, the old rows read back as plain wakes nobody
 //! holds, and re-drive rows can be written beside them. Two processes
@@ -28,8 +28,8 @@ const OPENERS: usize = 2;
 /// The child-role test's name, for `--exact`.
 const CHILD_TEST: &str = "child";
 
-/// The old table exactly as the reference engine's older version created
-/// it: a rowid table, no `redrive`, no claim columns.
+/// The old table exactly as the older shape was created: a rowid table,
+/// no `redrive`, no claim columns.
 const OLD_TABLE: &str =
     "CREATE TABLE timers (execution_id TEXT, wake_at INTEGER, PRIMARY KEY (execution_id, wake_at))";
 
@@ -179,7 +179,7 @@ async fn an_old_shape_table_gains_its_columns_and_keeps_its_rows_as_plain_wakes(
             Some("{\"attempt\":0}".to_owned()),
             None
         ],
-        "the flag is stored as the reference design's JSON"
+        "the flag is stored as the design's JSON"
     );
     let plain_only = store
         .due(T0 + 9, MAX_DUE_LIMIT, DueFilter { redrive: false })

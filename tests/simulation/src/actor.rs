@@ -40,7 +40,7 @@ pub struct Actor {
     pub role: Role,
 }
 
-/// The kinds of participant the ADR's races involve.
+/// The kinds of participant the design's races involve.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
     /// A node resuming the park, then running the body it resumed.
@@ -109,7 +109,7 @@ pub enum ResumerPhase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DeadAcquirer {
     /// How it acquires. `FencingOnly`: the unconditional `acquire_fence`
-    /// (the ADR's dead acquirer). `Conditional`: a supervisor on a
+    /// (the design's dead acquirer). `Conditional`: a supervisor on a
     /// conditional store, which can only take a token with
     /// `acquire_fence_if`; it expects the token current at that very step,
     /// so it takes one whenever the park is still open. That is the

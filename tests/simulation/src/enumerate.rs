@@ -1,4 +1,4 @@
-//! Every schedule of every length up to a bound: the ADR's `{A,B}^n` sweep.
+//! Every schedule of every length up to a bound: the design's `{A,B}^n` sweep.
 //!
 //! Each schedule is run on its own from the initial world, so the count is
 //! exactly `sum(k^n)` for `k` actors, and a letter naming a finished actor

@@ -41,7 +41,7 @@ pub struct Exploration {
     pub terminal_states: usize,
     /// Terminal worlds in which every resumer gave up and the park is still
     /// open: rivals kept each other contended. Not a safety breach (the
-    /// ADR makes contention retryable), but worth knowing how often the race
+    /// design makes contention retryable), but worth knowing how often the race
     /// can end with nobody resumed.
     pub terminal_unresumed: usize,
     /// The most steps of any explored schedule: the deepest breadth-first

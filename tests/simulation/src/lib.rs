@@ -12,7 +12,7 @@
 //!
 //! Besides resumers, a world may hold dead acquirers (a supervisor that took
 //! a token and died), auditors (unfenced appends after the park) and a
-//! deleter (retention deleting the log at any step, issue 10's first item).
+//! deleter (retention deleting the log at any step).
 //! [`StoreMode::PlainFencedAppend`] is the delete race's negative control:
 //! the store performs the resume's fenced append without the park check, as
 //! the machine asked before that fix, and the searches find the phantom log.
@@ -26,11 +26,11 @@
 //! - [`actor`]: what each kind of participant does in one step.
 //! - [`check`]: the invariants, as predicates over a world.
 //! - [`trace`]: one schedule run step by step, checked after every step.
-//! - [`enumerate`]: every schedule of a given length (the ADR's `{A,B}^n`).
+//! - [`enumerate`]: every schedule of a given length (the design's `{A,B}^n`).
 //! - [`explore`]: a breadth-first search over distinct worlds.
 //! - [`random`]: seeded random worlds and schedules past the exhaustive
 //!   bound, each a pure function of `(seed, index)`.
-//! - [`redrive`]: live re-drive (issue 12): supervisors, timer services,
+//! - [`redrive`]: live re-drive: supervisors, timer services,
 //!   dead acquirers and crashes over the event store and the timer table
 //!   under a virtual clock, seeded; its own world, checks and runner.
 //! - [`error`]: why a simulation could not go on (never an invariant
@@ -38,7 +38,7 @@
 //!
 //! # Running it
 //!
-//! `cargo test -p loomfence-sim -- --nocapture` runs the ADR's sweep, its
+//! `cargo test -p loomfence-sim -- --nocapture` runs the design's sweep, its
 //! named scenarios, a bounded and a full exhaustive search of the
 //! three-resumer world, full searches of smaller worlds racing a delete, and
 //! 100 000 random schedules (30 000 more racing a delete), printing what

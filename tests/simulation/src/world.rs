@@ -31,7 +31,7 @@ pub enum StoreMode {
     /// The negative control of the delete race: an
     /// [`Action::AppendIfParked`](loomfence_core::Action) that carries a
     /// token is performed as a plain fenced append, without the park check,
-    /// which is what the machine asked for before issue 10 (`Action::Append`
+    /// which is what the machine once asked for (`Action::Append`
     /// under the token). A delete between the acquire and that append then
     /// lets the resume recreate the log.
     PlainFencedAppend,
@@ -76,7 +76,7 @@ pub struct World {
 }
 
 impl World {
-    /// The ADR's starting point: `EXECUTION_STARTED` then an unfenced
+    /// The design's starting point: `EXECUTION_STARTED` then an unfenced
     /// `EXECUTION_SUSPENDED` (the park, at sequence 2, token 0), no actors.
     pub fn parked() -> Result<Self, SimError> {
         let mut store = MemoryStore::new();
@@ -117,7 +117,7 @@ impl World {
     }
 
     /// Adds a resumer answering `park_seq`, which need not be the park (the
-    /// ADR's "a sequence that is not a park").
+    /// design's "a sequence that is not a park").
     #[must_use]
     pub fn with_resumer_at(mut self, label: char, capability: Capability, park_seq: u64) -> Self {
         let actor = Actor::resumer(label, self.execution.clone(), park_seq, capability);
@@ -178,7 +178,7 @@ impl World {
 
     /// Whether stepping actor `index` now deletes the log while some resumer
     /// holds a token it acquired and has not appended under yet: the race
-    /// of issue 10's first item, which the searches count to show they
+    /// of a resume against a delete, which the searches count to show they
     /// reach it.
     #[must_use]
     pub fn deletes_under_token(&self, index: usize) -> bool {

@@ -1,4 +1,4 @@
-//! Beyond the ADR: three resumers, a dead acquirer and an unfenced audit
+//! Beyond the design's minimum: three resumers, a dead acquirer and an unfenced audit
 //! appender, every reachable world explored (crashes included: a world in
 //! which an actor is never stepped again is that actor having crashed).
 //!
@@ -131,7 +131,7 @@ fn three_fencing_only_resumers_fence_a_winner_out() {
     assert!(explored.violations.iter().all(|v| v.breach.is_fence_out()));
 }
 
-/// Characterises the brief's dead acquirer, the unconditional
+/// Characterises the dead acquirer, the unconditional
 /// `acquire_fence`: scheduled after a resume has landed it fences the
 /// winner out, by design (it is how an operator fences out a zombie). Every
 /// breach the search finds is that one: a fence-out whose culprit is P.

@@ -1,4 +1,4 @@
-//! Live re-drive, simulated (issue 12, item 4): supervisors, timer
+//! Live re-drive, simulated: supervisors, timer
 //! services, dead acquirers and crashes over the memory store and the timer
 //! table, under a virtual clock, one world per seed (see
 //! `loomfence_sim::redrive` for the model and `redrive::check` for the

@@ -1,8 +1,8 @@
-//! The ADR's named runtime scenarios, each driven by an exact step order of
+//! The design's named races (docs/design.md), each driven by an exact step order of
 //! the real machines, with exact assertions on the log and the tokens.
 //!
 //! Letters name actors: resumers `A`, `B`; dead acquirers `P`, `Q`, `R`
-//! (unconditional `acquire_fence`, as the ADR's crashed supervisors);
+//! (unconditional `acquire_fence`, as the design's crashed supervisors);
 //! auditor `X`; in the delete races at the end, `R` is retention deleting
 //! the log. Every step is also checked against the invariants.
 
@@ -159,7 +159,7 @@ fn three_dead_acquirers_make_the_resume_contended_not_refused() {
     assert_sound(&trace);
 }
 
-/// The ADR's "A's resume commits between B's re-read and B's acquire", in
+/// The design's "A's resume commits between B's re-read and B's acquire", in
 /// its sharpest form: B retries on the token the store reported (2), which
 /// is still the current token when B acquires, so only the second half of
 /// the condition (no answering event after the park) can refuse it.
@@ -232,7 +232,7 @@ fn a_resume_committing_between_bs_reread_and_bs_acquire_refuses_b() {
     assert_sound(&trace);
 }
 
-/// The same race in the order the ADR lists it: both get the dead
+/// The same race in the order the design first stated it: both get the dead
 /// acquirer's token back (1) before A acquires, so B's retry expects 1 and
 /// both halves of the condition refuse it.
 #[test]
@@ -401,7 +401,7 @@ fn a_sequence_that_is_not_a_park_is_refused_and_takes_no_token() {
     }
 }
 
-// A resume racing a delete (issue 10, item 1). `R` is retention: it deletes
+// A resume racing a delete. `R` is retention: it deletes
 // the log in one step, and the store keeps the token (by design), so a
 // resumer that acquired before the delete still holds the current token.
 

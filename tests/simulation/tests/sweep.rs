@@ -1,11 +1,11 @@
-//! The ADR's sweep: every schedule of two resumers A and B, `{A,B}^n` for
+//! The design's sweep (docs/design.md): every schedule of two resumers A and B, `{A,B}^n` for
 //! `n = 0..=7`, checked after every step.
 
 use loomfence_core::Capability;
 use loomfence_sim::enumerate::{Enumeration, all_schedules};
 use loomfence_sim::{Breach, World};
 
-/// The longest schedule the ADR sweeps.
+/// The longest schedule the design sweeps.
 const MAX_LEN: usize = 7;
 
 fn two_resumers(capability: Capability) -> World {

@@ -1,4 +1,4 @@
-//! Deterministic simulation of live re-drive (issue 12, item 4): child
+//! Deterministic simulation of live re-drive: child
 //! supervisors, timer services, dead acquirers and crashes over the pure
 //! in-memory event store and timer table, under a virtual clock, from one
 //! seed.
