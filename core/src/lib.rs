@@ -150,6 +150,7 @@ mod event;
 mod fence;
 mod fold;
 mod id;
+mod json;
 mod kind;
 mod lineage;
 mod memory;
@@ -157,26 +158,27 @@ mod park;
 mod redrive;
 mod resume;
 mod retention;
+mod status;
 mod supervise;
 mod tick;
 mod timer;
 mod timer_table;
 mod unreadable;
+mod wake_backoff;
 
 pub use capability::Capability;
-pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
+pub use event::{Envelope, EventError, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
-pub use fold::{
-    ExecutionView, KindFacts, OpenPark, Status, Terminal, locate_park, open_park_index,
-};
+pub use fold::{ExecutionView, KindFacts, OpenPark, locate_park, open_park_index};
 pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
+pub use json::JsonObject;
 pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
 pub use lineage::{LineageError, PARENT_FIELD, parent_of, started_child};
 pub use memory::{AppendError, MemoryStore};
 pub use park::{ParkError, Wait, park_payload, waits_of};
 pub use redrive::{
-    BackoffEntry, DEFAULT_BACKOFF_BOUND, Draw, DrawError, MAX_TIMER_MS, RedriveExhaustedError,
-    RedrivePolicy, WakeBackoff, redrive_wake_at,
+    BackoffEntry, Draw, DrawError, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy,
+    redrive_wake_at,
 };
 pub use resume::{
     Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
@@ -189,6 +191,7 @@ pub use retention::{
     UndecidedReason, check_guard, check_page_limit, ended_of, parent_moved, pin_parked_children,
     summarize,
 };
+pub use status::{Status, Terminal};
 pub use supervise::{
     ChildOutcome, OnContention, SuperviseAction, SuperviseError, SuperviseMachine,
     SuperviseOptions, SuperviseOutcome, SupervisePoll, answer_for, child_outcome,
@@ -208,3 +211,4 @@ pub use timer_table::{
 pub use unreadable::{
     UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow, read_redrive_flag,
 };
+pub use wake_backoff::{DEFAULT_BACKOFF_BOUND, WakeBackoff};

@@ -10,8 +10,9 @@
 
 use serde_json::Value;
 
-use crate::event::{Envelope, JsonObject, NewEvent};
+use crate::event::{Envelope, NewEvent};
 use crate::id::{ExecutionId, IdError};
+use crate::json::JsonObject;
 use crate::kind::KernelKind;
 
 /// The payload field of `EXECUTION_STARTED` that names the parent.

@@ -9,8 +9,9 @@
 
 use serde_json::Value;
 
-use crate::event::{Envelope, JsonObject};
+use crate::event::Envelope;
 use crate::id::{ExecutionId, IdError};
+use crate::json::JsonObject;
 
 /// One thing a park waits for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

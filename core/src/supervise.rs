@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::event::{Envelope, JsonObject};
-use crate::fold::{ExecutionView, Terminal};
+use crate::event::Envelope;
+use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::park::Wait;
+use crate::status::Terminal;
 
 pub use self::machine::{
     OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,

@@ -175,11 +175,12 @@ use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
 use crate::event::Envelope;
-use crate::redrive::{Draw, WakeBackoff};
+use crate::redrive::Draw;
 use crate::resume::{ResumeError, Resumed};
 use crate::timer::{FireAction, FireContext, FireError, FireMachine, FirePoll, RedriveAnswer};
 use crate::timer_table::{Claim, Completed, DueFilter, Lease};
 use crate::unreadable::{UnreadableReports, UnreadableRow};
+use crate::wake_backoff::WakeBackoff;
 
 pub use config::{TickConfig, TickError};
 pub use report::{TickAction, TickEnd, TickEvent, TickPoll, TickReport, TickStage};

@@ -183,9 +183,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::event::{Envelope, JsonObject};
+use crate::event::Envelope;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::park::{Wait, waits_in};
 use crate::redrive::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,

@@ -4,8 +4,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::event::{Envelope, JsonObject, NewEvent};
+use crate::event::{Envelope, NewEvent};
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};

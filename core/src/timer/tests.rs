@@ -13,8 +13,8 @@ use crate::event::NewEvent;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::park_payload;
-use crate::redrive::WakeBackoff;
 use crate::resume::{RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError};
+use crate::wake_backoff::WakeBackoff;
 
 const WAKE: i64 = 5_000;
 const NOW: i64 = 5_010;
