@@ -36,7 +36,7 @@ use indicatif::ProgressBar;
 use loomfence_core::AcquireOutcome;
 use loomfence_core::{
     Action, Capability, ExecutionId, ExecutionView, JsonObject, KernelKind, MachineError, NewEvent,
-    Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, Stepped,
+    Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
 };
 use loomfence_runtime::{Body, ResumeFailure, perform};
 use loomfence_store::{EventStore, StoreError};

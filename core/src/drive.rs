@@ -6,7 +6,9 @@
 
 use crate::fence::{ConditionalAppend, InputError};
 use crate::memory::{AppendError, MemoryStore};
-use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed, Stepped};
+use crate::resume_machine::{
+    Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed, Stepped,
+};
 
 /// A step that could not be completed: the store refused the request as
 /// malformed, or the machine rejected the store's answer.

@@ -1,5 +1,8 @@
 //! The child → parent edge, as the child's own log records it.
 //!
+//! You need it when you start a child, or find a child's parent (retention,
+//! a supervisor).
+//!
 //! A child's `EXECUTION_STARTED` carries `payload.parent`, the id of the
 //! execution that started it. Retention reads it to know whose park to
 //! check before deleting a finished child: the edge lives in the child's

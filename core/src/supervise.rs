@@ -3,6 +3,8 @@
 //! the loop of one supervision that puts them together
 //! ([`SuperviseMachine`], in `supervise/machine.rs`).
 //!
+//! You need it when you resume parents parked on their children.
+//!
 //! The supervisors that do the IO (the runtime's `ChildSupervisor`, the npm
 //! package's, the simulation's) are pumps over the machine; everything they
 //! decide is here, pure.

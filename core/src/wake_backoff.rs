@@ -1,12 +1,12 @@
 //! This node's bounded memory of contended plain timer wakes. It sits apart
-//! from the schedule in `redrive.rs` because it reads what a fire ended in,
-//! and the fire machine in `timer.rs` uses the schedule.
+//! from the schedule in `redrive_policy.rs` because it reads what a fire ended in,
+//! and the fire machine in `fire.rs` uses the schedule.
 
 use std::num::NonZeroUsize;
 
+use crate::fire::{FireOutcome, TimerRow};
 use crate::id::ExecutionId;
-use crate::redrive::BackoffEntry;
-use crate::timer::{FireOutcome, TimerRow};
+use crate::redrive_policy::BackoffEntry;
 
 /// How many executions a [`WakeBackoff`] remembers unless told otherwise.
 pub const DEFAULT_BACKOFF_BOUND: usize = 1_024;
@@ -95,7 +95,7 @@ impl WakeBackoff {
     }
 
     /// The entry of `execution_id`: what a fire of any of its timers is
-    /// given ([`FireContext::with_backoff`](crate::FireContext::with_backoff)).
+    /// given ([`FireContext::with_backoff`](crate::timer::FireContext::with_backoff)).
     #[must_use]
     pub fn get(&self, execution_id: &ExecutionId) -> Option<BackoffEntry> {
         let at = self.find(execution_id).ok()?;

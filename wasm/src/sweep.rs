@@ -15,8 +15,12 @@
 //! machine is left as it was.
 
 use loomfence_core::{
-    ExecutionId, GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
-    SweepFailureVerdict, SweepMachine, SweepMachineError, SweepOptions, SweepPoll, SweepRefused,
+    ExecutionId,
+    retention::{
+        GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
+        SweepFailureVerdict, SweepMachine, SweepMachineError, SweepOptions, SweepPoll,
+        SweepRefused,
+    },
 };
 use wasm_bindgen::prelude::*;
 

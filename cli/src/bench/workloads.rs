@@ -10,8 +10,10 @@
 use std::time::{Duration, Instant};
 
 use loomfence_core::{
-    Capability, Envelope, ExecutionId, IdError, JsonObject, KernelKind, MachineError, NewEvent,
-    ResumeMachine, ResumeRequest, Resumed, Wait, park_payload,
+    Capability, Envelope, ExecutionId, JsonObject, KernelKind, MachineError, NewEvent,
+    ResumeMachine, ResumeRequest, Resumed,
+    log::IdError,
+    park::{Wait, park_payload},
 };
 use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
 use loomfence_store::{EventStore, StoreError};

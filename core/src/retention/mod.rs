@@ -5,6 +5,9 @@
 //! ([`DeleteGuard`]), and the sweep that puts them together
 //! ([`SweepMachine`]), which keeps and names a child it cannot judge
 //! ([`Undecided`]).
+//!
+//! You need it when you delete finished executions, or write a store's
+//! listing and guarded delete.
 
 mod guard;
 mod pin;

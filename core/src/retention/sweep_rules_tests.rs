@@ -7,7 +7,7 @@ use crate::event::{Envelope, NewEvent};
 use crate::fence::InputError;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
-use crate::started_child;
+use crate::lineage::started_child;
 
 fn id(s: &str) -> ExecutionId {
     ExecutionId::new(s).expect("valid")
@@ -84,17 +84,20 @@ fn options_default_and_are_refused_before_anything_is_listed() {
         (7, SweepOptions::DEFAULT_PAGE_LIMIT, false, false)
     );
     assert_eq!(options.check(false), Ok(()));
-    for limit in [0, crate::MAX_PAGE_LIMIT + 1] {
+    for limit in [0, crate::retention::MAX_PAGE_LIMIT + 1] {
         assert_eq!(
             self::options(limit).check(true),
             Err(SweepRefused::PageLimit(InputError::Limit {
                 what: "limit",
                 value: limit.into(),
-                max: crate::MAX_PAGE_LIMIT.into(),
+                max: crate::retention::MAX_PAGE_LIMIT.into(),
             }))
         );
     }
-    assert_eq!(self::options(crate::MAX_PAGE_LIMIT).check(false), Ok(()));
+    assert_eq!(
+        self::options(crate::retention::MAX_PAGE_LIMIT).check(false),
+        Ok(())
+    );
     for dry_run in [false, true] {
         let archiving = SweepOptions {
             archive: true,

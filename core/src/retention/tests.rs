@@ -8,9 +8,9 @@ use crate::event::{Envelope, NewEvent};
 use crate::id::ExecutionId;
 use crate::json::JsonObject;
 use crate::kind::KernelKind;
+use crate::lineage::{LineageError, started_child};
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};
-use crate::{LineageError, started_child};
 
 fn id(s: &str) -> ExecutionId {
     ExecutionId::new(s).expect("valid")

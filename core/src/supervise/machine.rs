@@ -50,14 +50,14 @@
 //! as for the other machines.
 
 use crate::event::Envelope;
+use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::park::{ParkError, Wait, waits_of};
-use crate::redrive::{Draw, RedrivePolicy};
-use crate::resume::{
+use crate::redrive_policy::{Draw, RedrivePolicy};
+use crate::resume_machine::{
     MachineError, ResumeContendedError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
 };
-use crate::timer::{RedriveAnswer, TimerRow};
 
 use super::{ChildOutcome, answer_with, child_outcome};
 
@@ -79,7 +79,7 @@ pub enum OnContention {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SuperviseOptions {
     /// Fenced resumes after the unfenced try met a stale fence (each is
-    /// itself up to [`MAX_ATTEMPTS`](crate::MAX_ATTEMPTS) acquisitions).
+    /// itself up to [`MAX_ATTEMPTS`](crate::resume::MAX_ATTEMPTS) acquisitions).
     pub conditional_tries: u32,
     /// The schedule of the first re-drive row's delay (try 0): the timer
     /// services' policy, so that a chain follows one schedule.

@@ -4,7 +4,7 @@
 //! Run it from a service or a cron job:
 //!
 //! ```
-//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, SweepOptions, started_child};
+//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, retention::SweepOptions, lineage::started_child};
 //! use loomfence_runtime::Sweep;
 //! use loomfence_store::{EventStore, MemoryEventStore};
 //!
@@ -34,8 +34,11 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
-    SweepMachineError, SweepOptions, SweepPoll, SweepReport,
+    ExecutionId,
+    retention::{
+        GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+        SweepMachineError, SweepOptions, SweepPoll, SweepReport,
+    },
 };
 use loomfence_store::{EventStore, StoreError};
 

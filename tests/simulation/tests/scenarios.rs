@@ -7,8 +7,9 @@
 //! the log. Every step is also checked against the invariants.
 
 use loomfence_core::{
-    Action, Capability, Envelope, KernelKind, MAX_ATTEMPTS, MachineError, MemoryStore, NewEvent,
-    ParkExpectation, RefusalReason, ResumeContendedError, ResumeError, ResumeRefusedError,
+    Action, Capability, Envelope, KernelKind, MachineError, MemoryStore, NewEvent, ParkExpectation,
+    ResumeError,
+    resume::{MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError},
 };
 use loomfence_sim::trace::Trace;
 use loomfence_sim::{AuditEvent, Breach, EXECUTION, Landed, StoreMode, World, execution_id};

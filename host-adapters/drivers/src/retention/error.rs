@@ -1,6 +1,6 @@
 //! Why a sweep stopped.
 
-use loomfence_core::{SweepMachineError, SweepRefused, SweepReport};
+use loomfence_core::retention::{SweepMachineError, SweepRefused, SweepReport};
 use loomfence_store::StoreError;
 
 use super::archive::ArchiveError;

@@ -10,8 +10,12 @@ use std::fmt;
 
 use loomfence_core::drive::StepError;
 use loomfence_core::{
-    AppendError, DrawError, FireError, IdError, InputError, MachineError, SuperviseError,
-    TickError, TimerInputError,
+    AppendError, InputError, MachineError,
+    log::IdError,
+    redrive::DrawError,
+    supervise::SuperviseError,
+    tick::TickError,
+    timer::{FireError, TimerInputError},
 };
 
 /// A step of the re-drive world that could not be performed.

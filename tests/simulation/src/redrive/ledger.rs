@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use loomfence_core::{MachineError, TimerRow};
+use loomfence_core::{MachineError, timer::TimerRow};
 
 /// One supervise run (a supervisor's, or a re-driver's inside a fire) or a
 /// timer wake's resume, by index into [`Ledger::runs`].

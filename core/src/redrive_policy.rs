@@ -12,7 +12,7 @@
 //! Try `n` (from 0) waits a full-jitter delay, `floor(draw * min(cap,
 //! base * 2^n))` ms ([`RedrivePolicy::delay_ms`]). The same schedule and the
 //! same cap serve both kinds of retry the timer service makes (see
-//! [`FireMachine`](crate::FireMachine)):
+//! [`FireMachine`](crate::timer::FireMachine)):
 //!
 //! - a **re-drive row** is persisted: row `n` is written for try `n`, at
 //!   [`redrive_wake_at`]`(now, delay_ms(n), fired_wake_at)`;
@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::id::ExecutionId;
 
 /// The latest time a timer row may carry: the largest integer a JavaScript
-/// number holds exactly ([`MAX_SAFE_INTEGER`](crate::MAX_SAFE_INTEGER)), as
+/// number holds exactly ([`MAX_SAFE_INTEGER`](crate::log::MAX_SAFE_INTEGER)), as
 /// for every other time and sequence. The earliest is 0.
 pub const MAX_TIMER_MS: i64 = (1 << 53) - 1;
 

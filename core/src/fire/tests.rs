@@ -13,7 +13,9 @@ use crate::event::NewEvent;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::park_payload;
-use crate::resume::{RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError};
+use crate::resume_machine::{
+    RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError,
+};
 use crate::wake_backoff::WakeBackoff;
 
 const WAKE: i64 = 5_000;

@@ -3,7 +3,7 @@
 //!
 //! A timer service claims due rows from its timer store and hands each to a
 //! [`FireMachine`], with the current time, one random [`Draw`], the
-//! [`RedrivePolicy`], this node's [`WakeBackoff`](crate::WakeBackoff) entry
+//! [`RedrivePolicy`], this node's [`WakeBackoff`](crate::timer::WakeBackoff) entry
 //! for the execution and how many re-drivers it has registered. The machine never touches a
 //! store: [`FireMachine::poll`] names the next [`FireAction`], the host does
 //! it and feeds the answer back through the matching `handle_*` method,
@@ -73,7 +73,7 @@
 //!   node acquires again, which can keep invalidating a live holder's
 //!   token. The machine does not hold the map: the outcome
 //!   carries the entry, and
-//!   [`WakeBackoff::apply`](crate::WakeBackoff::apply) records it.
+//!   [`WakeBackoff::apply`](crate::timer::WakeBackoff::apply) records it.
 //! - **Write the next row and retire this one in one step, under the
 //!   claim.** Two steps would fork the chain: a fire that outlives its
 //!   lease (or crashes between them) has written its next row when another
@@ -116,18 +116,18 @@
 //! read: a row found obsolete can, in a narrow window, be the row a re-park
 //! at the same `wake_at` has just scheduled again (the schedule is an
 //! upsert on the same key). The timer store closes that window: a schedule
-//! ends any claim on its row ([`TimerTable`](crate::TimerTable)), so the
+//! ends any claim on its row ([`TimerTable`](crate::timer::TimerTable)), so the
 //! firing node's complete answers
-//! [`Completed::NotHeld`](crate::Completed::NotHeld), the decision is void,
+//! [`Completed::NotHeld`](crate::timer::Completed::NotHeld), the decision is void,
 //! and the row is due again for the next claimer.
 //!
 //! # Example: a plain wake fires over the in-memory store
 //!
 //! ```
 //! use loomfence_core::{
-//!     Action, Capability, ConditionalAppend, Draw, ExecutionId, FireAction, FireContext,
-//!     FireMachine, FireOutcome, FirePoll, KernelKind, MemoryStore, NewEvent, Poll,
-//!     ResumeMachine, TimerRow, Wait, park_payload,
+//!     Action, Capability, ConditionalAppend, ExecutionId, KernelKind, MemoryStore, NewEvent, Poll,
+//!     ResumeMachine, park::{Wait, park_payload}, redrive::Draw,
+//!     timer::{FireAction, FireContext, FireMachine, FireOutcome, FirePoll, TimerRow},
 //! };
 //!
 //! let id = ExecutionId::new("order-7")?;
@@ -188,10 +188,12 @@ use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::json::JsonObject;
 use crate::park::{Wait, waits_in};
-use crate::redrive::{
+use crate::redrive_policy::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
 };
-use crate::resume::{MachineError, ResumeError, ResumeRequest, Resumed, check_id, check_run};
+use crate::resume_machine::{
+    MachineError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
+};
 
 /// How many resumes one fire of a plain wake makes when each is refused
 /// and each re-read still finds the timer pending (the execution keeps
@@ -413,8 +415,8 @@ pub enum FireOutcome {
         next_try_at: i64,
     },
     /// Plain wake: the resume was contended; the row is left, and the host
-    /// records this entry in its [`WakeBackoff`](crate::WakeBackoff)
-    /// ([`WakeBackoff::apply`](crate::WakeBackoff::apply)).
+    /// records this entry in its [`WakeBackoff`](crate::timer::WakeBackoff)
+    /// ([`WakeBackoff::apply`](crate::timer::WakeBackoff::apply)).
     BackedOff(BackoffEntry),
     /// Re-drive row: a re-driver re-drove it; the row is retired.
     Redriven,
@@ -510,7 +512,7 @@ pub struct FireContext {
     pub draw: Draw,
     /// The retry schedule.
     pub policy: RedrivePolicy,
-    /// This node's [`WakeBackoff`](crate::WakeBackoff) entry for the row's
+    /// This node's [`WakeBackoff`](crate::timer::WakeBackoff) entry for the row's
     /// execution. Read for plain wakes only.
     pub backoff: Option<BackoffEntry>,
     /// How many re-drivers this node has registered. Read for re-drive rows
@@ -540,7 +542,7 @@ impl FireContext {
     }
 
     /// With this node's backoff entry for the execution
-    /// ([`WakeBackoff::get`](crate::WakeBackoff::get)).
+    /// ([`WakeBackoff::get`](crate::timer::WakeBackoff::get)).
     #[must_use]
     pub fn with_backoff(mut self, backoff: Option<BackoffEntry>) -> Self {
         self.backoff = backoff;
@@ -587,7 +589,7 @@ enum State {
 /// [`FireMachine::new`] takes the row and a [`FireContext`]; then
 /// [`poll`](FireMachine::poll) and the `handle_*` methods, as for the resume
 /// machine. What it decides, row by row, is the decision table at the head
-/// of `core/src/timer.rs`.
+/// of `core/src/fire.rs`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FireMachine {
     /// The row being fired.

@@ -75,7 +75,7 @@ pub enum Fencing {
 /// `answer`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResumeRequest {
-    /// The sequence of the park being answered, as [`crate::locate_park`] or
+    /// The sequence of the park being answered, as [`crate::log::locate_park`] or
     /// [`ExecutionView::open_park`] supplied it.
     pub fence_if_parked_at: u64,
     /// What the park is answered with; stored as the resume's
