@@ -183,6 +183,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
@@ -191,9 +192,7 @@ use crate::park::{Wait, waits_in};
 use crate::redrive_policy::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
 };
-use crate::resume_machine::{
-    MachineError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
-};
+use crate::resume_machine::{ResumeError, ResumeRequest, Resumed, check_id, check_run};
 
 /// How many resumes one fire of a plain wake makes when each is refused
 /// and each re-read still finds the timer pending (the execution keeps
@@ -491,15 +490,7 @@ pub enum FireError {
     /// another execution. The same checks, and the same error, as the resume
     /// machine's.
     #[error(transparent)]
-    Answer(#[from] MachineError),
-    /// A refusal of a resume of another park than the one requested.
-    #[error("the refusal names park {got}, the resume was of park {expected}")]
-    WrongPark {
-        /// The park the request named.
-        expected: u64,
-        /// The one in the refusal.
-        got: u64,
-    },
+    Answer(#[from] ContractError),
 }
 
 /// What a fire is given besides its row: the time, the draw, the policy and
@@ -691,10 +682,11 @@ impl FireMachine {
             Err(ResumeError::Refused(refused)) => {
                 self.check_id(&refused.execution_id)?;
                 if refused.park_seq != park_seq {
-                    return Err(FireError::WrongPark {
+                    return Err(ContractError::WrongPark {
                         expected: park_seq,
                         got: refused.park_seq,
-                    });
+                    }
+                    .into());
                 }
                 self.refusals += 1;
                 if self.refusals >= MAX_RESUMES {
@@ -708,7 +700,7 @@ impl FireMachine {
                 self.back_off()
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(FireError::Answer(MachineError::UnexpectedInput {
+                return Err(FireError::Answer(ContractError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
                 }));
@@ -815,7 +807,7 @@ impl FireMachine {
             State::Reschedule(_) => "handle_rescheduled",
             State::Complete(_) => "handle_completed",
         };
-        FireError::Answer(MachineError::UnexpectedInput { expected, got })
+        FireError::Answer(ContractError::UnexpectedInput { expected, got })
     }
 }
 

@@ -18,7 +18,7 @@
 //! - **The in-memory store:** [`MemoryStore`], [`AppendError`].
 //! - **The resume machine:** [`ResumeMachine`], [`ResumeRequest`],
 //!   [`Poll`], [`Action`], [`Resumed`], [`ResumeError`].
-//! - **Faults:** [`InputError`] (bad input), [`MachineError`] (a machine fed
+//! - **Faults:** [`InputError`] (bad input), [`ContractError`] (a machine fed
 //!   out of order, or a store answering outside its contract).
 //!
 //! The rest is in modules named for what they hold:
@@ -135,6 +135,7 @@
 
 pub mod backend;
 mod capability;
+mod contract;
 #[cfg(any(test, feature = "drive"))]
 pub mod drive;
 mod event;
@@ -158,6 +159,7 @@ mod unreadable;
 mod wake_backoff;
 
 pub use capability::Capability;
+pub use contract::ContractError;
 pub use event::{Envelope, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
 pub use fold::{ExecutionView, OpenPark};
@@ -165,9 +167,7 @@ pub use id::ExecutionId;
 pub use json::JsonObject;
 pub use kind::KernelKind;
 pub use memory::{AppendError, MemoryStore};
-pub use resume_machine::{
-    Action, MachineError, Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed,
-};
+pub use resume_machine::{Action, Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed};
 pub use status::Status;
 
 pub mod log {

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use loomfence_core::{
-    Capability, Envelope, ExecutionId, JsonObject, KernelKind, MachineError, NewEvent,
+    Capability, ContractError, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
     ResumeMachine, ResumeRequest, Resumed,
     log::IdError,
     park::{Wait, park_payload},
@@ -67,7 +67,7 @@ pub(crate) enum WorkloadError {
     Resume(#[from] ResumeFailure),
     /// The resume machine refused the events it was started from.
     #[error("resume machine: {0}")]
-    Machine(#[from] MachineError),
+    Machine(#[from] ContractError),
 }
 
 impl Workload {

@@ -30,6 +30,5 @@ pub use sweep::{
     Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,
 };
-pub use sweep_answers::SweepMachineError;
 pub use sweep_options::{SweepOptions, SweepRefused};
 pub use undecided::{Undecided, UndecidedReason};

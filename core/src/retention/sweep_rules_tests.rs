@@ -3,6 +3,7 @@
 //! what a failed action means, and when a page is done.
 
 use super::*;
+use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::InputError;
 use crate::id::ExecutionId;
@@ -123,7 +124,7 @@ fn a_listing_past_its_limit_or_with_a_summary_outside_its_log_is_refused() {
     ];
     assert_eq!(
         machine.handle_page(three),
-        Err(SweepMachineError::PageOverLimit {
+        Err(ContractError::PageOverLimit {
             limit: 2,
             listed: 3
         })
@@ -131,7 +132,7 @@ fn a_listing_past_its_limit_or_with_a_summary_outside_its_log_is_refused() {
     for (head, ended) in [(0, None), (2, Some(0)), (2, Some(3))] {
         assert_eq!(
             machine.handle_page(vec![summary("a", head, ended)]),
-            Err(SweepMachineError::InvalidSummary {
+            Err(ContractError::InvalidSummary {
                 execution_id: id("a"),
                 head,
                 ended
@@ -165,7 +166,7 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
             .handle_log(log("a", seqs), [])
             .expect_err("not whole");
         assert!(
-            matches!(error, SweepMachineError::LogNotWhole { .. }),
+            matches!(error, ContractError::LogNotWhole { .. }),
             "{seqs:?}: {error}"
         );
         assert_eq!(machine, before);
@@ -181,7 +182,7 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
     machine.handle_log(events, []).expect("the log");
     assert!(matches!(
         machine.handle_parent(log("p", &[2])),
-        Err(SweepMachineError::LogNotWhole { .. })
+        Err(ContractError::LogNotWhole { .. })
     ));
 }
 
@@ -197,7 +198,7 @@ fn a_refusal_that_does_not_answer_the_guard_is_refused() {
         let before = machine.clone();
         assert_eq!(
             machine.handle_deleted(outcome.clone()),
-            Err(SweepMachineError::OutcomeOutsideGuard {
+            Err(ContractError::OutcomeOutsideGuard {
                 execution_id: id("c"),
                 outcome
             })
@@ -251,7 +252,7 @@ fn a_read_that_fails_for_good_is_undecided_and_anything_else_stops() {
     listing.handle_page(Vec::new()).expect("the end");
     assert!(matches!(
         listing.handle_failed(SweepFailure::MayPass),
-        Err(SweepMachineError::UnexpectedInput { .. })
+        Err(ContractError::UnexpectedInput { .. })
     ));
 }
 

@@ -34,10 +34,10 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    ExecutionId,
+    ContractError, ExecutionId,
     retention::{
-        GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
-        SweepMachineError, SweepOptions, SweepPoll, SweepReport,
+        GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepOptions,
+        SweepPoll, SweepReport,
     },
 };
 use loomfence_store::{EventStore, StoreError};
@@ -241,7 +241,7 @@ enum Failure {
     /// The archive.
     Archive(ArchiveError),
     /// The store's answer broke the contract.
-    Contract(SweepMachineError),
+    Contract(ContractError),
 }
 
 impl From<StoreError> for Failure {
@@ -250,8 +250,8 @@ impl From<StoreError> for Failure {
     }
 }
 
-impl From<SweepMachineError> for Failure {
-    fn from(error: SweepMachineError) -> Self {
+impl From<ContractError> for Failure {
+    fn from(error: ContractError) -> Self {
         Failure::Contract(error)
     }
 }

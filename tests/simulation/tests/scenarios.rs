@@ -7,8 +7,8 @@
 //! the log. Every step is also checked against the invariants.
 
 use loomfence_core::{
-    Action, Capability, Envelope, KernelKind, MachineError, MemoryStore, NewEvent, ParkExpectation,
-    ResumeError,
+    Action, Capability, ContractError, Envelope, KernelKind, MemoryStore, NewEvent,
+    ParkExpectation, ResumeError,
     resume::{MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError},
 };
 use loomfence_sim::trace::Trace;
@@ -459,7 +459,7 @@ fn a_plain_fenced_append_after_a_delete_recreates_the_log() {
             },
             &Breach::Rejected {
                 actor: 'A',
-                error: MachineError::WrongAppend {
+                error: ContractError::WrongAppend {
                     count: 1,
                     kind: RESUMED.to_owned()
                 }

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::capability::Capability;
+use crate::contract::ContractError;
 use crate::drive;
 use crate::event::NewEvent;
 use crate::fence::StaleFenceError;
@@ -371,18 +372,20 @@ fn answers_that_do_not_fit_are_refused() {
     let mut machine = SuperviseMachine::new(id("p"), SuperviseOptions::default());
     assert!(matches!(
         machine.handle_written(),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
     let child = host.store.read_range(&id("c"), 1, None).expect("reads");
     assert!(matches!(
         machine.handle_parent(&child),
-        Err(SuperviseError::Answer(MachineError::WrongExecution { .. }))
+        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
     ));
     let log = host.store.read_range(&id("p"), 1, None).expect("reads");
     machine.handle_parent(&log).expect("fits");
     assert!(matches!(
         machine.handle_child(&log, NOW),
-        Err(SuperviseError::Answer(MachineError::WrongExecution { .. }))
+        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
     ));
     machine.handle_child(&child, NOW).expect("fits");
     let other = ResumeError::Refused(ResumeRefusedError {
@@ -392,14 +395,16 @@ fn answers_that_do_not_fit_are_refused() {
     });
     assert_eq!(
         machine.handle_resumed(Err(&other)),
-        Err(SuperviseError::WrongPark {
+        Err(SuperviseError::Answer(ContractError::WrongPark {
             expected: 2,
             got: 7
-        })
+        }))
     );
     assert!(matches!(
         machine.handle_draw(Draw::new(0.0).expect("a draw"), NOW),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
 }
 
@@ -421,7 +426,9 @@ fn a_stale_fence_does_not_answer_a_fenced_try_and_a_clock_out_of_range_gets_no_r
     machine.handle_resumed(Err(&stale)).expect("switches");
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
     let contended = ResumeError::Contended(ResumeContendedError {
         execution_id: id("p"),
