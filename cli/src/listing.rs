@@ -1,7 +1,7 @@
 //! Every execution of a store, for the commands that look at all of them
 //! at once (a worker's beat, the fleet's drain and verdict).
 
-use loomfence_core::{ExecutionSummary, MAX_PAGE_LIMIT};
+use loomfence_core::retention::{ExecutionSummary, MAX_PAGE_LIMIT};
 use loomfence_store::{EventStore, StoreError};
 
 /// Every execution of `store`, in its order, paged by the last id seen

@@ -56,7 +56,7 @@ pub(crate) fn sweep_spinner() -> ProgressBar {
 }
 
 /// The spinner's message for a sweep's report so far.
-pub(crate) fn sweep_counts(report: &loomfence_core::SweepReport) -> String {
+pub(crate) fn sweep_counts(report: &loomfence_core::retention::SweepReport) -> String {
     format!(
         "examined {} · eligible {} · {} {} · pinned {}",
         report.examined,

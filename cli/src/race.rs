@@ -9,7 +9,11 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
-use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent, Wait, park_payload};
+use loomfence_core::{
+    ExecutionId, KernelKind, NewEvent,
+    log::IdError,
+    park::{Wait, park_payload},
+};
 use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;

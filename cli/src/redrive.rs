@@ -22,8 +22,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    Draw, DrawError, DueFilter, ExecutionId, ExecutionView, MAX_TIMER_MS, RedriveAnswer,
-    RedrivePolicy, ResumeError, ResumeRequest, TimerRow,
+    ExecutionId, ExecutionView, ResumeError, ResumeRequest,
+    redrive::{Draw, DrawError, RedrivePolicy},
+    timer::{DueFilter, MAX_TIMER_MS, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
     RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError, TimerServiceHandle,

@@ -35,8 +35,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use indicatif::ProgressBar;
 use loomfence_core::AcquireOutcome;
 use loomfence_core::{
-    Action, Capability, ExecutionId, ExecutionView, JsonObject, KernelKind, MachineError, NewEvent,
-    Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, Stepped,
+    Action, Capability, ContractError, ExecutionId, ExecutionView, JsonObject, KernelKind,
+    NewEvent, Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
 };
 use loomfence_runtime::{Body, ResumeFailure, perform};
 use loomfence_store::{EventStore, StoreError};
@@ -73,7 +73,7 @@ pub(crate) enum ResumerError {
     Resume(#[from] ResumeFailure),
     /// The machine rejected the events it was started from.
     #[error("resume machine: {0}")]
-    Machine(#[from] MachineError),
+    Machine(#[from] ContractError),
     /// A contended resume's re-drive row could not be written.
     #[error("re-drive row: {0}")]
     Redrive(#[from] RedriveError),

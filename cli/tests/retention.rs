@@ -10,7 +10,9 @@ use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use loomfence_core::{
-    Envelope, ExecutionId, KernelKind, NewEvent, Wait, park_payload, started_child,
+    Envelope, ExecutionId, KernelKind, NewEvent,
+    lineage::started_child,
+    park::{Wait, park_payload},
 };
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 use loomfence_store::EventStore;

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use common::{Scratch, loomfence};
 use loomfence_core::{
-    ExecutionId, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
+    ExecutionId, KernelKind, NewEvent,
+    lineage::started_child,
+    park::{Wait, park_payload},
+    timer::TimerRow,
 };
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 use loomfence_store::{EventStore, TimerStore};

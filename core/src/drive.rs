@@ -4,9 +4,10 @@
 //! loop against its own store (the crate docs show it), and async hosts use
 //! the driver in `loomfence-runtime`.
 
+use crate::contract::ContractError;
 use crate::fence::{ConditionalAppend, InputError};
 use crate::memory::{AppendError, MemoryStore};
-use crate::resume::{Action, MachineError, Poll, ResumeError, ResumeMachine, Resumed, Stepped};
+use crate::resume_machine::{Action, Poll, ResumeError, ResumeMachine, Resumed, Stepped};
 
 /// A step that could not be completed: the store refused the request as
 /// malformed, or the machine rejected the store's answer.
@@ -18,7 +19,7 @@ pub enum StepError {
     Input(#[from] InputError),
     /// The machine rejected the answer.
     #[error(transparent)]
-    Machine(#[from] MachineError),
+    Machine(#[from] ContractError),
 }
 
 /// Performs the machine's pending action against `store` and feeds the

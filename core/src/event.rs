@@ -5,10 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::kind::{self, KernelKind, KindClass};
-
-/// A JSON object: the shape of every payload and metadata block.
-pub type JsonObject = serde_json::Map<String, Value>;
 
 /// The largest integer a JavaScript number holds exactly (2^53 - 1).
 ///
@@ -210,7 +208,7 @@ impl Envelope {
     /// Whether this event ends the execution (a terminal kernel kind).
     #[must_use]
     pub fn is_terminal(&self) -> bool {
-        crate::fold::Status::Pending
+        crate::status::Status::Pending
             .after(self.kernel_kind())
             .is_terminal()
     }

@@ -34,7 +34,7 @@ pub enum IdError {
 /// A string checked against the id rules (1 to [`MAX_ID_BYTES`] bytes of
 /// UTF-8, no NUL) once, where it enters the program: the struct and the
 /// conversions every such name needs, for [`ExecutionId`] and
-/// [`NodeId`](crate::NodeId) alike.
+/// [`NodeId`](crate::timer::NodeId) alike.
 macro_rules! checked_name {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::event::JsonObject;
+use crate::json::JsonObject;
 
 /// The two classes an event can fall in for fencing purposes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

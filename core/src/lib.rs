@@ -8,41 +8,32 @@
 //! else from outside arrive as arguments, so the same code runs natively, in
 //! WebAssembly, and inside a deterministic simulation.
 //!
-//! Everything a host needs is at the crate root: the event model
-//! ([`NewEvent`], [`Envelope`], [`is_answering`]), execution ids
-//! ([`ExecutionId`]), the status fold and [`locate_park`], the fence answers
-//! ([`AcquireOutcome`], [`StaleFenceError`]), the in-memory store
-//! ([`MemoryStore`]), the resume protocol ([`ResumeMachine`]), what a park
-//! waits for ([`Wait`]), the supervisor's decision ([`answer_for`]) and its
-//! loop over one parent ([`SuperviseMachine`], in the same `poll` /
-//! `handle_*` vocabulary; its steps head `core/src/supervise/machine.rs`).
-//! The rules a storage adapter applies inside its own atomic step (the
-//! append guard, the conditional-acquire decision, the batch checks) are in
-//! [`backend`], for adapter authors only.
+//! The root holds what every host uses:
 //!
-//! Timers are here too, as pure decisions: a timer store's row
-//! ([`TimerRow`], a plain wake or a re-drive row), what to do with one due
-//! row ([`FireMachine`], in the resume machine's vocabulary; its decision
-//! table heads `core/src/timer.rs`), the retry schedule ([`RedrivePolicy`]:
-//! the full-jitter [`RedrivePolicy::delay_ms`] over a checked random
-//! [`Draw`], and [`redrive_wake_at`] for the next re-drive row), the bounded
-//! in-process backoff of plain wakes ([`WakeBackoff`]) and the error a
-//! chain that gives up reports once ([`RedriveExhaustedError`]), and the
-//! timer store's rules ([`TimerTable`]: the flag-keeping upsert, due rows
-//! filtered before the limit, numbered lease [`Claim`]s), which the
-//! in-memory timer stores use as is and the SQL adapters restate. The timer
-//! service's tick is a machine too ([`TickMachine`]: what to claim, what to
-//! fire when, what to release and report; its rules and its drive loop head
-//! `core/src/tick.rs`), so every host's timer service is a pump over it.
+//! - **Ids and events:** [`ExecutionId`], [`NewEvent`], [`Envelope`],
+//!   [`JsonObject`], [`KernelKind`].
+//! - **The fold:** [`ExecutionView`], [`Status`], [`OpenPark`].
+//! - **The fence:** [`ParkExpectation`], [`AcquireOutcome`],
+//!   [`ConditionalAppend`], [`StaleFenceError`], [`Capability`].
+//! - **The in-memory store:** [`MemoryStore`], [`AppendError`].
+//! - **The resume machine:** [`ResumeMachine`], [`ResumeRequest`],
+//!   [`Poll`], [`Action`], [`Resumed`], [`ResumeError`].
+//! - **Faults:** [`InputError`] (bad input), [`ContractError`] (a machine fed
+//!   out of order, or a store answering outside its contract).
 //!
-//! Retention is here as pure decisions too: the child → parent edge a
-//! child's start records ([`started_child`], [`parent_of`]), the pin
-//! ([`pin_parked_children`]: a finished child stays while its parent is
-//! parked on it), what a paged listing reports ([`ExecutionSummary`]), the
-//! guarded delete that closes the window between the pin check and the
-//! delete ([`DeleteGuard`], [`GuardedDelete`]), and the sweep that puts
-//! them together ([`SweepMachine`], in the same `poll` / `handle_*`
-//! vocabulary; its steps head `core/src/retention/sweep.rs`).
+//! The rest is in modules named for what they hold:
+//!
+//! - [`log`]: the kind table, the fold's parts and the limits, when you read
+//!   a log or check an event yourself;
+//! - [`resume`]: the resume machine's answers in detail;
+//! - [`park`] and [`lineage`]: what a park waits for, and a child's parent;
+//! - [`timer`], [`redrive`] and [`tick`]: timer rows, the retry schedule and
+//!   the timer service's tick, when you host a timer service;
+//! - [`retention`]: the pin, the guarded delete and the sweep, when you
+//!   delete finished executions;
+//! - [`supervise`]: resuming a parent parked on its children;
+//! - [`backend`]: the rules a storage adapter applies inside its own atomic
+//!   step, for adapter authors only.
 //!
 //! Storage adapters (memory behind a mutex, SQLite, PostgreSQL) live in the
 //! `host-adapters/` crates and apply the decisions here inside their own
@@ -144,67 +135,105 @@
 
 pub mod backend;
 mod capability;
+mod contract;
 #[cfg(any(test, feature = "drive"))]
 pub mod drive;
 mod event;
 mod fence;
+mod fire;
 mod fold;
 mod id;
+mod json;
 mod kind;
-mod lineage;
+pub mod lineage;
 mod memory;
-mod park;
-mod redrive;
-mod resume;
-mod retention;
-mod supervise;
-mod tick;
-mod timer;
+pub mod park;
+mod redrive_policy;
+mod resume_machine;
+pub mod retention;
+mod status;
+pub mod supervise;
+pub mod tick;
 mod timer_table;
 mod unreadable;
+mod wake_backoff;
 
 pub use capability::Capability;
-pub use event::{Envelope, EventError, JsonObject, MAX_KIND_BYTES, MAX_SAFE_INTEGER, NewEvent};
+pub use contract::ContractError;
+pub use event::{Envelope, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
-pub use fold::{
-    ExecutionView, KindFacts, OpenPark, Status, Terminal, locate_park, open_park_index,
-};
-pub use id::{ExecutionId, IdError, MAX_ID_BYTES};
-pub use kind::{KERNEL_EVENT_KINDS, KernelKind, KindClass, is_answering};
-pub use lineage::{LineageError, PARENT_FIELD, parent_of, started_child};
+pub use fold::{ExecutionView, OpenPark};
+pub use id::ExecutionId;
+pub use json::JsonObject;
+pub use kind::KernelKind;
 pub use memory::{AppendError, MemoryStore};
-pub use park::{ParkError, Wait, park_payload, waits_of};
-pub use redrive::{
-    BackoffEntry, DEFAULT_BACKOFF_BOUND, Draw, DrawError, MAX_TIMER_MS, RedriveExhaustedError,
-    RedrivePolicy, WakeBackoff, redrive_wake_at,
-};
-pub use resume::{
-    Action, Fencing, MAX_ATTEMPTS, MachineError, Poll, RefusalReason, ResumeContendedError,
-    ResumeError, ResumeMachine, ResumeRefusedError, ResumeRequest, Resumed, Stepped,
-};
-pub use retention::{
-    DeleteGuard, Ended, ExecutionSummary, GuardedDelete, Kept, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT,
-    ParentMark, PinError, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
-    SweepMachineError, SweepOptions, SweepPoll, SweepRefused, SweepReport, Undecided,
-    UndecidedReason, check_guard, check_page_limit, ended_of, parent_moved, pin_parked_children,
-    summarize,
-};
-pub use supervise::{
-    ChildOutcome, OnContention, SuperviseAction, SuperviseError, SuperviseMachine,
-    SuperviseOptions, SuperviseOutcome, SupervisePoll, answer_for, child_outcome,
-};
-pub use tick::{
-    TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
-    TickStage,
-};
-pub use timer::{
-    FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
-    RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
-};
-pub use timer_table::{
-    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, NodeId,
-    TimerInputError, TimerTable, check_claim, check_due, check_lease, check_reschedule, check_row,
-};
-pub use unreadable::{
-    UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow, read_redrive_flag,
-};
+pub use resume_machine::{Action, Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed};
+pub use status::Status;
+
+pub mod log {
+    //! An execution's log in detail: which kinds answer a park, the parts of
+    //! the fold, and the limits every store checks before it writes.
+    //!
+    //! You need it when you read a log or check an event yourself (a host
+    //! store, a CLI); the store trait and the resume machine apply these
+    //! rules for you.
+
+    pub use crate::event::{EventError, MAX_KIND_BYTES, MAX_SAFE_INTEGER};
+    pub use crate::fold::{KindFacts, locate_park, open_park_index};
+    pub use crate::id::{IdError, MAX_ID_BYTES};
+    pub use crate::kind::{KERNEL_EVENT_KINDS, KindClass, is_answering};
+    pub use crate::status::Terminal;
+}
+
+pub mod resume {
+    //! The resume machine's answers in detail: why a resume was refused or
+    //! contended, how a body is fenced, and one step of the machine.
+    //!
+    //! You need it when you branch on a [`ResumeError`](crate::ResumeError)
+    //! or step the machine yourself; the root has the machine and its loop.
+
+    pub use crate::resume_machine::{
+        Fencing, MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError, Stepped,
+    };
+}
+
+pub mod timer {
+    //! Timers as pure decisions: a timer store's row (a plain wake or a
+    //! re-drive row), what to do with one due row ([`FireMachine`], its
+    //! decision table heads `core/src/fire.rs`), the timer store's rules
+    //! ([`TimerTable`]: the flag-keeping upsert, due rows filtered before the
+    //! limit, numbered lease [`Claim`]s), the rows a store could not read, and
+    //! the bounded in-process backoff of plain wakes ([`WakeBackoff`]).
+    //!
+    //! You need it when you write a timer store or fire a row yourself; the
+    //! tick in [`tick`](crate::tick) drives all of it for a timer service.
+
+    pub use crate::fire::{
+        FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer,
+        Redrive, RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
+    };
+    pub use crate::redrive_policy::{BackoffEntry, MAX_TIMER_MS};
+    pub use crate::timer_table::{
+        Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT,
+        NodeId, TimerInputError, TimerTable, check_claim, check_due, check_lease, check_reschedule,
+        check_row,
+    };
+    pub use crate::unreadable::{
+        UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow,
+        read_redrive_flag,
+    };
+    pub use crate::wake_backoff::{DEFAULT_BACKOFF_BOUND, WakeBackoff};
+}
+
+pub mod redrive {
+    //! The retry schedule of contended wakes: the policy, its full-jitter
+    //! delay over a checked random [`Draw`], the wake time of the next
+    //! re-drive row, and the error a chain that gives up reports once.
+    //!
+    //! You need it to configure retries or to pass in the randomness the
+    //! kernel never draws itself.
+
+    pub use crate::redrive_policy::{
+        Draw, DrawError, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
+    };
+}

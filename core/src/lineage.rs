@@ -1,5 +1,8 @@
 //! The child → parent edge, as the child's own log records it.
 //!
+//! You need it when you start a child, or find a child's parent (retention,
+//! a supervisor).
+//!
 //! A child's `EXECUTION_STARTED` carries `payload.parent`, the id of the
 //! execution that started it. Retention reads it to know whose park to
 //! check before deleting a finished child: the edge lives in the child's
@@ -10,8 +13,9 @@
 
 use serde_json::Value;
 
-use crate::event::{Envelope, JsonObject, NewEvent};
+use crate::event::{Envelope, NewEvent};
 use crate::id::{ExecutionId, IdError};
+use crate::json::JsonObject;
 use crate::kind::KernelKind;
 
 /// The payload field of `EXECUTION_STARTED` that names the parent.

@@ -15,13 +15,13 @@ use crate::fence::{
     StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if,
     guard_append,
 };
-use crate::fold::Status;
 use crate::id::ExecutionId;
 use crate::kind::{KernelKind, KindClass};
 use crate::retention::{
     DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
     parent_moved,
 };
+use crate::status::Status;
 
 /// Why an append was not written. Either way, nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

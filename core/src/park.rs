@@ -1,5 +1,8 @@
 //! What a park waits for, read from its payload.
 //!
+//! You need it when you write a park, or read what one waits for (a
+//! supervisor, a timer service); the store and the resume machine do not.
+//!
 //! A park's payload is `{ "waits": [ … ] }`, each wait one of
 //! `{"kind":"CHILD_DONE","key":"<id>"}`, `{"kind":"CHILD_DONE","group":["<id>", …]}`,
 //! `{"kind":"TIMER","wakeAt":<ms>}` or `{"kind":"MESSAGE","channel":"<name>"}`.
@@ -9,8 +12,9 @@
 
 use serde_json::Value;
 
-use crate::event::{Envelope, JsonObject};
+use crate::event::Envelope;
 use crate::id::{ExecutionId, IdError};
+use crate::json::JsonObject;
 
 /// One thing a park waits for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

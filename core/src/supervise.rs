@@ -3,6 +3,8 @@
 //! the loop of one supervision that puts them together
 //! ([`SuperviseMachine`], in `supervise/machine.rs`).
 //!
+//! You need it when you resume parents parked on their children.
+//!
 //! The supervisors that do the IO (the runtime's `ChildSupervisor`, the npm
 //! package's, the simulation's) are pumps over the machine; everything they
 //! decide is here, pure.
@@ -13,10 +15,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::event::{Envelope, JsonObject};
-use crate::fold::{ExecutionView, Terminal};
+use crate::event::Envelope;
+use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::park::Wait;
+use crate::status::Terminal;
 
 pub use self::machine::{
     OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,

@@ -3,6 +3,9 @@
 //! it reports. Every host (the async runtime, the WebAssembly package, the
 //! simulation) is a pump over it.
 //!
+//! You need it when you host a timer service; the row-level rules it
+//! drives are in [`timer`](crate::timer).
+//!
 //! A [`TickMachine`] lives as long as its node and holds what the node
 //! remembers between ticks: its [`WakeBackoff`] and its
 //! [`UnreadableReports`]. [`begin`](TickMachine::begin) starts a tick;
@@ -97,9 +100,10 @@
 //! ```
 //! use std::num::NonZeroUsize;
 //! use loomfence_core::{
-//!     Action, Capability, ConditionalAppend, Draw, ExecutionId, KernelKind, MemoryStore,
-//!     NewEvent, NodeId, Poll, RedrivePolicy, ResumeMachine, TickAction, TickConfig, TickMachine,
-//!     TickPoll, TimerRow, TimerTable, Wait, park_payload,
+//!     Action, Capability, ConditionalAppend, ExecutionId, KernelKind, MemoryStore, NewEvent, Poll,
+//!     ResumeMachine, park::{Wait, park_payload}, redrive::{Draw, RedrivePolicy},
+//!     tick::{TickAction, TickConfig, TickMachine, TickPoll},
+//!     timer::{NodeId, TimerRow, TimerTable},
 //! };
 //!
 //! let id = ExecutionId::new("order-7")?;
@@ -175,11 +179,12 @@ use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
 use crate::event::Envelope;
-use crate::redrive::{Draw, WakeBackoff};
-use crate::resume::{ResumeError, Resumed};
-use crate::timer::{FireAction, FireContext, FireError, FireMachine, FirePoll, RedriveAnswer};
+use crate::fire::{FireAction, FireContext, FireError, FireMachine, FirePoll, RedriveAnswer};
+use crate::redrive_policy::Draw;
+use crate::resume_machine::{ResumeError, Resumed};
 use crate::timer_table::{Claim, Completed, DueFilter, Lease};
 use crate::unreadable::{UnreadableReports, UnreadableRow};
+use crate::wake_backoff::WakeBackoff;
 
 pub use config::{TickConfig, TickError};
 pub use report::{TickAction, TickEnd, TickEvent, TickPoll, TickReport, TickStage};

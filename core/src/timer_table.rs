@@ -43,9 +43,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::fire::{Redrive, TimeOutOfRange, TimerRow};
 use crate::id::{ExecutionId, IdError, checked_name};
-use crate::redrive::MAX_TIMER_MS;
-use crate::timer::{Redrive, TimeOutOfRange, TimerRow};
+use crate::redrive_policy::MAX_TIMER_MS;
 
 /// The most rows one [`TimerTable::due`] or [`TimerTable::claim_due`] call
 /// returns: a bound on one call's memory and on one SQL statement's work.

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::timer::Redrive;
+use crate::fire::Redrive;
 use crate::timer_table::MAX_REDRIVE_ATTEMPT;
 
 /// How many unreadable rows a node remembers having reported.

@@ -2,7 +2,7 @@
 // - RedrivePolicy: the full-jitter schedule, its defaults, and bad draws,
 //   attempts and policies refused with a TimerInputError;
 // - redriveWakeAt and the bounded WakeBackoff map;
-// - FireMachine through every row of the decision table (core/src/timer.rs),
+// - FireMachine through every row of the decision table (core/src/fire.rs),
 //   driven against the package's MemoryEventStore with its `resume`, and with
 //   the MemoryTimerStore holding the claim: a plain wake fired, obsolete,
 //   backed off then not yet, exhausted; a re-drive row redriven, nothing to

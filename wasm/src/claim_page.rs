@@ -9,7 +9,7 @@
 //! unreadable row once per node, as it does for the Rust timer service.
 
 use js_sys::{Array, JSON};
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, MAX_DUE_LIMIT, TimerInputError, UnreadableField, UnreadableRow, check_claim,
 };
 use wasm_bindgen::JsValue;

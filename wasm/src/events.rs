@@ -66,7 +66,7 @@ pub(crate) fn envelopes(what: &str, code: &str, value: &JsValue) -> Result<Vec<E
 
 /// What a fold reads of a log (`locatePark`'s `events`, refused with
 /// `INVALID_EVENT`), one `(kind, stamped)` per envelope (see
-/// [`KindFacts`](loomfence_core::KindFacts)): each envelope checked as far
+/// [`KindFacts`](loomfence_core::log::KindFacts)): each envelope checked as far
 /// as its fields' types, and nothing else brought over, so folding a log a
 /// host holds costs little more than reading its kinds.
 pub(crate) fn fold_facts(value: &JsValue) -> Result<Vec<(String, bool)>, JsValue> {

@@ -10,9 +10,13 @@
 
 use js_sys::Object;
 use loomfence_core::{
-    Envelope, ExecutionView, FireAction, FireContext, FireError, FireMachine, FireOutcome,
-    FirePoll, RedriveAnswer, RedriveExhaustedError, RefusalReason, ResumeContendedError,
-    ResumeError, ResumeRefusedError, ResumeRequest, Resumed, TimerRow,
+    Envelope, ExecutionView, ResumeError, ResumeRequest, Resumed,
+    redrive::RedriveExhaustedError,
+    resume::{RefusalReason, ResumeContendedError, ResumeRefusedError},
+    timer::{
+        FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, RedriveAnswer,
+        TimerRow,
+    },
 };
 use wasm_bindgen::prelude::*;
 

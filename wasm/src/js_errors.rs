@@ -27,8 +27,11 @@
 //!   non-exhaustive enum): a plain `Error` with code `INTERNAL`.
 
 use loomfence_core::{
-    EventError, IdError, InputError, RedriveExhaustedError, ResumeContendedError, ResumeError,
-    ResumeRefusedError, StaleFenceError, TimerInputError,
+    InputError, ResumeError, StaleFenceError,
+    log::{EventError, IdError},
+    redrive::RedriveExhaustedError,
+    resume::{ResumeContendedError, ResumeRefusedError},
+    timer::TimerInputError,
 };
 use serde_json::Value;
 use wasm_bindgen::prelude::*;

@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use loomfence_core::{Envelope, IdError, JsonObject, NewEvent};
+use loomfence_core::{Envelope, JsonObject, NewEvent, log::IdError};
 use serde_json::{Map, Number, Value};
 
 /// The largest integer a JS number holds exactly.

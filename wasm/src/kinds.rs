@@ -1,7 +1,10 @@
 //! The answering-kind table and park location, for hosts that fold logs in
 //! JavaScript: the same decisions every store makes.
 
-use loomfence_core::{JsonObject, KERNEL_EVENT_KINDS, KindFacts, is_answering, open_park_index};
+use loomfence_core::{
+    JsonObject,
+    log::{KERNEL_EVENT_KINDS, KindFacts, is_answering, open_park_index},
+};
 use wasm_bindgen::prelude::*;
 
 use crate::events::fold_facts;

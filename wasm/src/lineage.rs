@@ -2,7 +2,11 @@
 //! judge them in JavaScript: the core's `started_child`, `parent_of` and
 //! `pin_parked_children`, nothing decided here.
 
-use loomfence_core::{Envelope, PinError, parent_of, pin_parked_children, started_child};
+use loomfence_core::{
+    Envelope,
+    lineage::{parent_of, started_child},
+    retention::{PinError, pin_parked_children},
+};
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;

@@ -6,7 +6,10 @@
 use std::num::NonZeroUsize;
 
 use js_sys::{Object, Reflect};
-use loomfence_core::{DEFAULT_BACKOFF_BOUND, Draw, RedrivePolicy, WakeBackoff, redrive_wake_at};
+use loomfence_core::{
+    redrive::{Draw, RedrivePolicy, redrive_wake_at},
+    timer::{DEFAULT_BACKOFF_BOUND, WakeBackoff},
+};
 use wasm_bindgen::prelude::*;
 
 use crate::fire;

@@ -5,8 +5,11 @@
 
 use js_sys::Array;
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, InputError,
-    MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, ParentMark, SweepReport,
+    ExecutionId, InputError,
+    retention::{
+        DeleteGuard, Ended, ExecutionSummary, GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT,
+        ParentMark, SweepReport,
+    },
 };
 use wasm_bindgen::JsValue;
 

@@ -12,8 +12,11 @@
 //! was.
 
 use loomfence_core::{
-    OnContention, Poll, ResumeMachine, SuperviseAction, SuperviseError, SuperviseMachine,
-    SuperviseOptions, SuperviseOutcome, SupervisePoll,
+    Poll, ResumeMachine,
+    supervise::{
+        OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
+        SuperviseOutcome, SupervisePoll,
+    },
 };
 use wasm_bindgen::prelude::*;
 

@@ -15,8 +15,11 @@
 //! machine is left as it was.
 
 use loomfence_core::{
-    ExecutionId, GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
-    SweepFailureVerdict, SweepMachine, SweepMachineError, SweepOptions, SweepPoll, SweepRefused,
+    ContractError, ExecutionId,
+    retention::{
+        GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
+        SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll, SweepRefused,
+    },
 };
 use wasm_bindgen::prelude::*;
 
@@ -41,9 +44,9 @@ const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
 
 /// A driver's answer the machine refused: out of turn, or a store's answer
 /// outside the interface, with the core's message (which names the ids).
-fn machine_error(error: &SweepMachineError) -> JsValue {
+fn machine_error(error: &ContractError) -> JsValue {
     match error {
-        SweepMachineError::UnexpectedInput { .. } => js_errors::invalid(
+        ContractError::UnexpectedInput { .. } => js_errors::invalid(
             "the answer does not answer the pending action",
             UNEXPECTED_ANSWER,
         ),

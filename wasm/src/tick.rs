@@ -13,8 +13,11 @@
 use std::num::NonZeroUsize;
 
 use loomfence_core::{
-    Completed, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll,
-    TickReport, TickStage,
+    tick::{
+        TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
+        TickStage,
+    },
+    timer::Completed,
 };
 use wasm_bindgen::prelude::*;
 

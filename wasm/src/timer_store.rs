@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 
 use js_sys::Promise;
-use loomfence_core::{Completed, TimerTable};
+use loomfence_core::timer::{Completed, TimerTable};
 use wasm_bindgen::prelude::*;
 
 use crate::memory_store::settle;

@@ -11,7 +11,8 @@
 
 use js_sys::Array;
 use loomfence_core::{
-    BackoffEntry, Claim, DueFilter, ExecutionId, Lease, NodeId, Redrive, TimerInputError, TimerRow,
+    ExecutionId,
+    timer::{BackoffEntry, Claim, DueFilter, Lease, NodeId, Redrive, TimerInputError, TimerRow},
 };
 use wasm_bindgen::{JsCast, JsValue};
 

@@ -5,7 +5,7 @@
 //! refused with a typed error and nothing in a store changes.
 
 use js_sys::Array;
-use loomfence_core::{ExecutionId, MAX_SAFE_INTEGER};
+use loomfence_core::{ExecutionId, log::MAX_SAFE_INTEGER};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_errors;

@@ -21,7 +21,10 @@ use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use loomfence_conformance::mixed::{Expected, Mixed};
-use loomfence_core::{ExecutionId, MAX_PAGE_LIMIT, SweepOptions, SweepReport};
+use loomfence_core::{
+    ExecutionId,
+    retention::{MAX_PAGE_LIMIT, SweepOptions, SweepReport},
+};
 use loomfence_postgres::AcquireStrategy;
 use loomfence_runtime::{JsonLinesArchive, RetentionError, Sweep};
 use loomfence_store::{EventStore, StoreError};
@@ -47,7 +50,7 @@ pub(crate) enum RetentionBenchError {
     Store(#[from] StoreError),
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
-    Id(#[from] loomfence_core::IdError),
+    Id(#[from] loomfence_core::log::IdError),
     /// The sweep failed.
     #[error("sweep: {0}")]
     Sweep(#[from] RetentionError),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use loomfence_core::SweepReport;
+use loomfence_core::retention::SweepReport;
 use loomfence_sqlite::Durability;
 use serde_json::{Value, json};
 

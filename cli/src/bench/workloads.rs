@@ -10,8 +10,10 @@
 use std::time::{Duration, Instant};
 
 use loomfence_core::{
-    Capability, Envelope, ExecutionId, IdError, JsonObject, KernelKind, MachineError, NewEvent,
-    ResumeMachine, ResumeRequest, Resumed, Wait, park_payload,
+    Capability, ContractError, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
+    ResumeMachine, ResumeRequest, Resumed,
+    log::IdError,
+    park::{Wait, park_payload},
 };
 use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
 use loomfence_store::{EventStore, StoreError};
@@ -65,7 +67,7 @@ pub(crate) enum WorkloadError {
     Resume(#[from] ResumeFailure),
     /// The resume machine refused the events it was started from.
     #[error("resume machine: {0}")]
-    Machine(#[from] MachineError),
+    Machine(#[from] ContractError),
 }
 
 impl Workload {

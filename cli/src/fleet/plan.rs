@@ -15,7 +15,11 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use loomfence_core::{
-    ExecutionId, IdError, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
+    ExecutionId, KernelKind, NewEvent,
+    lineage::started_child,
+    log::IdError,
+    park::{Wait, park_payload},
+    timer::TimerRow,
 };
 use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
 use rand::rngs::StdRng;

@@ -131,7 +131,10 @@ fn judge_parent(log: &[Envelope], token: u64, verdict: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{MemoryStore, NewEvent, Wait, park_payload};
+    use loomfence_core::{
+        MemoryStore, NewEvent,
+        park::{Wait, park_payload},
+    };
     use serde_json::json;
 
     use super::*;

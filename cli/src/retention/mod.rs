@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use loomfence_core::{SweepOptions, SweepReport};
+use loomfence_core::retention::{SweepOptions, SweepReport};
 use loomfence_runtime::{JsonLinesArchive, Sweep};
 
 pub(crate) use self::options::{DEFAULT_PAGE_LIMIT, RawRetention};

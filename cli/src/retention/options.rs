@@ -6,7 +6,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use loomfence_core::{InputError, SweepOptions, check_page_limit};
+use loomfence_core::{
+    InputError,
+    retention::{SweepOptions, check_page_limit},
+};
 use loomfence_postgres::{ConfigError, Schema};
 
 use crate::store_arg::{StoreArg, StoreArgError};

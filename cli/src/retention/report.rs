@@ -4,7 +4,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use loomfence_core::{GuardedDelete, SweepReport};
+use loomfence_core::retention::{GuardedDelete, SweepReport};
 use serde_json::{Value, json};
 
 /// Pinned (and undecided) executions the summary names; `--json` lists
@@ -239,7 +239,11 @@ fn rfc3339(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{ExecutionId, Kept, LineageError, Pinned, Undecided, UndecidedReason};
+    use loomfence_core::{
+        ExecutionId,
+        lineage::LineageError,
+        retention::{Kept, Pinned, Undecided, UndecidedReason},
+    };
 
     use super::*;
 

@@ -11,8 +11,9 @@
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 use loomfence_runtime::{ArchiveError, ArchiveSink, RetentionError};
 use loomfence_store::{BackendError, EventStore, StoreError};
@@ -184,7 +185,7 @@ impl ArchiveSink for StoppableArchive<'_> {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{KernelKind, SweepOptions};
+    use loomfence_core::{KernelKind, retention::SweepOptions};
     use loomfence_runtime::Sweep;
     use loomfence_store::MemoryEventStore;
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId, ExecutionSummary,
-    GuardedDelete, NewEvent,
+    Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 use loomfence_store::{EventStore, StoreError};
 

@@ -120,7 +120,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
         .node
         .clone()
         .unwrap_or_else(|| format!("worker-{}", std::process::id()));
-    let Ok(node_id) = loomfence_core::NodeId::new(node.clone()) else {
+    let Ok(node_id) = loomfence_core::timer::NodeId::new(node.clone()) else {
         eprintln!("error: --node {node:?} is not a valid node id (1 to 255 bytes, no NUL)");
         return ExitCode::from(2);
     };

@@ -200,7 +200,11 @@ mod tests {
 
     use async_trait::async_trait;
     use loomfence_conformance::support::{Around, Hooks};
-    use loomfence_core::{Envelope, KernelKind, NewEvent, Wait, park_payload, started_child};
+    use loomfence_core::{
+        Envelope, KernelKind, NewEvent,
+        lineage::started_child,
+        park::{Wait, park_payload},
+    };
     use loomfence_runtime::SupervisorOptions;
     use loomfence_store::BackendError;
 

@@ -5,6 +5,9 @@
 //! ([`DeleteGuard`]), and the sweep that puts them together
 //! ([`SweepMachine`]), which keeps and names a child it cannot judge
 //! ([`Undecided`]).
+//!
+//! You need it when you delete finished executions, or write a store's
+//! listing and guarded delete.
 
 mod guard;
 mod pin;
@@ -27,6 +30,5 @@ pub use sweep::{
     Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,
 };
-pub use sweep_answers::SweepMachineError;
 pub use sweep_options::{SweepOptions, SweepRefused};
 pub use undecided::{Undecided, UndecidedReason};

@@ -1,10 +1,10 @@
 //! The pin: retention's one question about a finished child.
 
 use crate::event::Envelope;
-use crate::fold::Status;
 use crate::id::ExecutionId;
 use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
 use crate::park::{ParkError, waits_of};
+use crate::status::Status;
 
 /// Why the pin cannot say whether a parent waits on a child. Retention
 /// keeps the child either way: guessing "pinned" keeps a log forever,

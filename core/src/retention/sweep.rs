@@ -40,17 +40,18 @@
 //! Every rule of the sweep is here, so that each host is a pump that only
 //! does IO and callbacks: the options' default and check
 //! ([`SweepOptions::new`], [`SweepOptions::check`]), what a store's answers
-//! must be (a [`SweepMachineError`] otherwise), what a failure means, and
+//! must be (a [`ContractError`] otherwise), what a failure means, and
 //! when a listing page is done ([`SweepMachine::poll_page_done`], for
 //! progress).
 
+use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::id::ExecutionId;
 use crate::lineage::parent_of;
 use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
 use crate::retention::pin::{PinError, pin_parked_children};
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
-use crate::retention::sweep_answers::{SweepMachineError, check_log, check_outcome, check_page};
+use crate::retention::sweep_answers::{check_log, check_outcome, check_page};
 use crate::retention::sweep_options::SweepOptions;
 use crate::retention::undecided::{Undecided, UndecidedReason};
 
@@ -313,7 +314,7 @@ impl SweepMachine {
     /// order. An empty page ends the sweep. A page past the limit, one that
     /// lists its cursor again or a summary whose end is outside its own log
     /// is refused: a broken listing.
-    pub fn handle_page(&mut self, page: Vec<ExecutionSummary>) -> Result<(), SweepMachineError> {
+    pub fn handle_page(&mut self, page: Vec<ExecutionSummary>) -> Result<(), ContractError> {
         self.expect(matches!(self.stage, Stage::List), "handle_page")?;
         check_page(&page, self.cursor.as_ref(), self.options.page_limit)?;
         self.report.pages += 1;
@@ -337,7 +338,7 @@ impl SweepMachine {
         &mut self,
         events: Vec<Envelope>,
         known_parents: impl IntoIterator<Item = ExecutionId>,
-    ) -> Result<(), SweepMachineError> {
+    ) -> Result<(), ContractError> {
         let Stage::ReadLog(execution_id) = &self.stage else {
             return Err(self.unexpected("handle_log"));
         };
@@ -375,7 +376,7 @@ impl SweepMachine {
 
     /// The answer to [`SweepAction::ReadParent`]: the parent's whole log,
     /// empty when it has none.
-    pub fn handle_parent(&mut self, events: Vec<Envelope>) -> Result<(), SweepMachineError> {
+    pub fn handle_parent(&mut self, events: Vec<Envelope>) -> Result<(), ContractError> {
         let Stage::ReadParent(candidate) = &self.stage else {
             return Err(self.unexpected("handle_parent"));
         };
@@ -429,7 +430,7 @@ impl SweepMachine {
     /// this: the driver ends the run with it, and the next run reads again.
     /// [`handle_failed`](Self::handle_failed) is the same answer for a
     /// driver that hands the machine every failure, and says which it is.
-    pub fn handle_unreadable(&mut self, detail: String) -> Result<(), SweepMachineError> {
+    pub fn handle_unreadable(&mut self, detail: String) -> Result<(), ContractError> {
         let (execution_id, reason) = match &self.stage {
             Stage::ReadLog(execution_id) => {
                 self.report.log_reads += 1;
@@ -465,7 +466,7 @@ impl SweepMachine {
     pub fn handle_failed(
         &mut self,
         failure: SweepFailure,
-    ) -> Result<SweepFailureVerdict, SweepMachineError> {
+    ) -> Result<SweepFailureVerdict, ContractError> {
         match (&self.stage, failure) {
             (Stage::Done, _) => Err(self.unexpected("handle_failed")),
             (Stage::ReadLog(_) | Stage::ReadParent(_), SweepFailure::ForGood { detail }) => {
@@ -486,7 +487,7 @@ impl SweepMachine {
     }
 
     /// The answer to [`SweepAction::Archive`]: the log is durably archived.
-    pub fn handle_archived(&mut self) -> Result<(), SweepMachineError> {
+    pub fn handle_archived(&mut self) -> Result<(), ContractError> {
         self.expect(matches!(self.stage, Stage::Archive(_)), "handle_archived")?;
         if let Stage::Archive(candidate) = std::mem::replace(&mut self.stage, Stage::List) {
             self.report.archived += 1;
@@ -498,7 +499,7 @@ impl SweepMachine {
     /// The answer to [`SweepAction::Delete`]. A refusal that cannot answer
     /// the guard sent (the log "changed" to the guard's own head, a parent
     /// the guard does not name "moved") is refused: a broken store.
-    pub fn handle_deleted(&mut self, outcome: GuardedDelete) -> Result<(), SweepMachineError> {
+    pub fn handle_deleted(&mut self, outcome: GuardedDelete) -> Result<(), ContractError> {
         let Stage::Delete(candidate) = &self.stage else {
             return Err(self.unexpected("handle_deleted"));
         };
@@ -561,7 +562,7 @@ impl SweepMachine {
     }
 
     /// Refuses a `handle_*` call when the pending step is not `ok`.
-    fn expect(&self, ok: bool, got: &'static str) -> Result<(), SweepMachineError> {
+    fn expect(&self, ok: bool, got: &'static str) -> Result<(), ContractError> {
         if ok {
             Ok(())
         } else {
@@ -570,7 +571,7 @@ impl SweepMachine {
     }
 
     /// The error for a `handle_*` call that answers nothing pending.
-    fn unexpected(&self, got: &'static str) -> SweepMachineError {
+    fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.stage {
             Stage::List => "handle_page",
             Stage::ReadLog(_) => "handle_log",
@@ -579,6 +580,6 @@ impl SweepMachine {
             Stage::Delete(_) => "handle_deleted",
             Stage::Done => "nothing (the sweep is done)",
         };
-        SweepMachineError::UnexpectedInput { expected, got }
+        ContractError::UnexpectedInput { expected, got }
     }
 }

@@ -12,7 +12,7 @@ pub struct SweepOptions {
     /// epoch) are eligible; the caller computes it from its own clock.
     pub ended_before: i64,
     /// Executions per listing page, 1 to
-    /// [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT).
+    /// [`MAX_PAGE_LIMIT`](crate::retention::MAX_PAGE_LIMIT).
     pub page_limit: u32,
     /// Hand each log to an archive before deleting it.
     pub archive: bool,
@@ -40,7 +40,7 @@ impl SweepOptions {
     }
 
     /// Refuses options no sweep may run with, before anything is listed:
-    /// a page limit outside 1 to [`MAX_PAGE_LIMIT`](crate::MAX_PAGE_LIMIT)
+    /// a page limit outside 1 to [`MAX_PAGE_LIMIT`](crate::retention::MAX_PAGE_LIMIT)
     /// (the listing's own check, so the error is the one a store gives),
     /// and `archive` when the host has no archive to hand logs to
     /// (`has_archive` false): a sweep asked to archive must never delete

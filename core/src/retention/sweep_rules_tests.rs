@@ -3,11 +3,12 @@
 //! what a failed action means, and when a page is done.
 
 use super::*;
+use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::InputError;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
-use crate::started_child;
+use crate::lineage::started_child;
 
 fn id(s: &str) -> ExecutionId {
     ExecutionId::new(s).expect("valid")
@@ -84,17 +85,20 @@ fn options_default_and_are_refused_before_anything_is_listed() {
         (7, SweepOptions::DEFAULT_PAGE_LIMIT, false, false)
     );
     assert_eq!(options.check(false), Ok(()));
-    for limit in [0, crate::MAX_PAGE_LIMIT + 1] {
+    for limit in [0, crate::retention::MAX_PAGE_LIMIT + 1] {
         assert_eq!(
             self::options(limit).check(true),
             Err(SweepRefused::PageLimit(InputError::Limit {
                 what: "limit",
                 value: limit.into(),
-                max: crate::MAX_PAGE_LIMIT.into(),
+                max: crate::retention::MAX_PAGE_LIMIT.into(),
             }))
         );
     }
-    assert_eq!(self::options(crate::MAX_PAGE_LIMIT).check(false), Ok(()));
+    assert_eq!(
+        self::options(crate::retention::MAX_PAGE_LIMIT).check(false),
+        Ok(())
+    );
     for dry_run in [false, true] {
         let archiving = SweepOptions {
             archive: true,
@@ -120,7 +124,7 @@ fn a_listing_past_its_limit_or_with_a_summary_outside_its_log_is_refused() {
     ];
     assert_eq!(
         machine.handle_page(three),
-        Err(SweepMachineError::PageOverLimit {
+        Err(ContractError::PageOverLimit {
             limit: 2,
             listed: 3
         })
@@ -128,7 +132,7 @@ fn a_listing_past_its_limit_or_with_a_summary_outside_its_log_is_refused() {
     for (head, ended) in [(0, None), (2, Some(0)), (2, Some(3))] {
         assert_eq!(
             machine.handle_page(vec![summary("a", head, ended)]),
-            Err(SweepMachineError::InvalidSummary {
+            Err(ContractError::InvalidSummary {
                 execution_id: id("a"),
                 head,
                 ended
@@ -162,7 +166,7 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
             .handle_log(log("a", seqs), [])
             .expect_err("not whole");
         assert!(
-            matches!(error, SweepMachineError::LogNotWhole { .. }),
+            matches!(error, ContractError::LogNotWhole { .. }),
             "{seqs:?}: {error}"
         );
         assert_eq!(machine, before);
@@ -178,7 +182,7 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
     machine.handle_log(events, []).expect("the log");
     assert!(matches!(
         machine.handle_parent(log("p", &[2])),
-        Err(SweepMachineError::LogNotWhole { .. })
+        Err(ContractError::LogNotWhole { .. })
     ));
 }
 
@@ -194,7 +198,7 @@ fn a_refusal_that_does_not_answer_the_guard_is_refused() {
         let before = machine.clone();
         assert_eq!(
             machine.handle_deleted(outcome.clone()),
-            Err(SweepMachineError::OutcomeOutsideGuard {
+            Err(ContractError::OutcomeOutsideGuard {
                 execution_id: id("c"),
                 outcome
             })
@@ -248,7 +252,7 @@ fn a_read_that_fails_for_good_is_undecided_and_anything_else_stops() {
     listing.handle_page(Vec::new()).expect("the end");
     assert!(matches!(
         listing.handle_failed(SweepFailure::MayPass),
-        Err(SweepMachineError::UnexpectedInput { .. })
+        Err(ContractError::UnexpectedInput { .. })
     ));
 }
 

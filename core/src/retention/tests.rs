@@ -4,12 +4,14 @@
 use serde_json::json;
 
 use super::*;
-use crate::event::{Envelope, JsonObject, NewEvent};
+use crate::contract::ContractError;
+use crate::event::{Envelope, NewEvent};
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::kind::KernelKind;
+use crate::lineage::{LineageError, started_child};
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};
-use crate::{LineageError, started_child};
 
 fn id(s: &str) -> ExecutionId {
     ExecutionId::new(s).expect("valid")
@@ -258,7 +260,7 @@ fn a_log_or_parent_that_cannot_be_read_for_good_is_undecided() {
     let mut machine = SweepMachine::new(options());
     assert!(matches!(
         machine.handle_unreadable("no".to_owned()),
-        Err(SweepMachineError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             got: "handle_unreadable",
             ..
         })
@@ -383,7 +385,7 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_log(Vec::new(), []),
-        Err(SweepMachineError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             expected: "handle_page",
             got: "handle_log"
         })
@@ -406,7 +408,7 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_log(foreign, []),
-        Err(SweepMachineError::WrongExecution {
+        Err(ContractError::WrongLog {
             expected: id("a"),
             got: id("b")
         })
@@ -420,7 +422,7 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
         .expect("deleted");
     assert_eq!(
         machine.handle_page(vec![summary("a")]),
-        Err(SweepMachineError::PageRepeatsCursor { after: id("a") })
+        Err(ContractError::PageRepeatsCursor { after: id("a") })
     );
 }
 

@@ -49,15 +49,16 @@
 //! A store error is not an answer: the host stops and drops the machine,
 //! as for the other machines.
 
+use crate::contract::ContractError;
 use crate::event::Envelope;
+use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::park::{ParkError, Wait, waits_of};
-use crate::redrive::{Draw, RedrivePolicy};
-use crate::resume::{
-    MachineError, ResumeContendedError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
+use crate::redrive_policy::{Draw, RedrivePolicy};
+use crate::resume_machine::{
+    ResumeContendedError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
 };
-use crate::timer::{RedriveAnswer, TimerRow};
 
 use super::{ChildOutcome, answer_with, child_outcome};
 
@@ -79,7 +80,7 @@ pub enum OnContention {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SuperviseOptions {
     /// Fenced resumes after the unfenced try met a stale fence (each is
-    /// itself up to [`MAX_ATTEMPTS`](crate::MAX_ATTEMPTS) acquisitions).
+    /// itself up to [`MAX_ATTEMPTS`](crate::resume::MAX_ATTEMPTS) acquisitions).
     pub conditional_tries: u32,
     /// The schedule of the first re-drive row's delay (try 0): the timer
     /// services' policy, so that a chain follows one schedule.
@@ -212,7 +213,7 @@ pub enum SuperviseError {
     /// execution, a stale fence for a fenced resume. The resume machine's
     /// checks and error.
     #[error(transparent)]
-    Answer(#[from] MachineError),
+    Answer(#[from] ContractError),
     /// The parent's open park has a payload that cannot be read as waits:
     /// nothing can be decided from it.
     #[error("the park of {parent:?} is unreadable: {source}")]
@@ -222,14 +223,6 @@ pub enum SuperviseError {
         /// Why its park is unreadable.
         #[source]
         source: ParkError,
-    },
-    /// A refusal of a resume of another park than the one requested.
-    #[error("the refusal names park {got}, the resume was of park {expected}")]
-    WrongPark {
-        /// The park the request named.
-        expected: u64,
-        /// The one in the refusal.
-        got: u64,
     },
     /// No storable time (`0..=MAX_TIMER_MS`) follows `now` for the re-drive
     /// row: the clock is out of range.
@@ -438,10 +431,11 @@ impl SuperviseMachine {
             Err(ResumeError::Refused(refused)) => {
                 check_id(&self.parent, &refused.execution_id)?;
                 if refused.park_seq != self.park {
-                    return Err(SuperviseError::WrongPark {
+                    return Err(ContractError::WrongPark {
                         expected: self.park,
                         got: refused.park_seq,
-                    });
+                    }
+                    .into());
                 }
                 State::Done(SuperviseOutcome::AlreadyAnswered)
             }
@@ -457,7 +451,7 @@ impl SuperviseMachine {
                 }
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(SuperviseError::Answer(MachineError::UnexpectedInput {
+                return Err(SuperviseError::Answer(ContractError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
                 }));
@@ -515,7 +509,7 @@ impl SuperviseMachine {
             State::Draw => "handle_draw",
             State::WriteRow(_) => "handle_written",
         };
-        SuperviseError::Answer(MachineError::UnexpectedInput { expected, got })
+        SuperviseError::Answer(ContractError::UnexpectedInput { expected, got })
     }
 }
 

@@ -1,7 +1,7 @@
 //! How a node's ticks run, and the inputs a tick refuses.
 
-use crate::redrive::RedrivePolicy;
-use crate::timer::FireError;
+use crate::fire::FireError;
+use crate::redrive_policy::RedrivePolicy;
 use crate::timer_table::NodeId;
 
 /// How a node's ticks run: who it is and how much it takes at once.
@@ -37,7 +37,7 @@ impl TickConfig {
 pub enum TickError {
     /// The fire machine refused the answer (a store that broke its
     /// contract, a row not in range). The host reports it and calls
-    /// [`TickMachine::handle_failed`](crate::TickMachine::handle_failed).
+    /// [`TickMachine::handle_failed`](crate::tick::TickMachine::handle_failed).
     #[error(transparent)]
     Fire(#[from] FireError),
     /// The answer does not fit the pending action.
@@ -51,7 +51,7 @@ pub enum TickError {
     /// A fire needs a draw and none was given.
     #[error("a fire needs a random draw")]
     NoDraw,
-    /// [`TickMachine::begin`](crate::TickMachine::begin) while a tick is running.
+    /// [`TickMachine::begin`](crate::tick::TickMachine::begin) while a tick is running.
     #[error("a tick is already running")]
     Busy,
 }

@@ -1,19 +1,19 @@
 //! What a tick asks for, what it tells, and what it counts: the plain data
-//! a [`TickMachine`](crate::TickMachine) hands its host.
+//! a [`TickMachine`](crate::tick::TickMachine) hands its host.
 
 use std::ops::AddAssign;
 
 use serde::Serialize;
 
+use crate::fire::{FireOutcome, TimerRow};
 use crate::id::ExecutionId;
-use crate::resume::ResumeRequest;
-use crate::timer::{FireOutcome, TimerRow};
+use crate::resume_machine::ResumeRequest;
 use crate::timer_table::{Claim, DueFilter, Lease};
 use crate::unreadable::UnreadableRow;
 
 /// One thing for the host to do; it answers with the `handle_*` method
 /// each variant names, or with
-/// [`handle_failed`](crate::TickMachine::handle_failed) if the IO failed.
+/// [`handle_failed`](crate::tick::TickMachine::handle_failed) if the IO failed.
 ///
 /// Non-exhaustive: a host that does not know an action must stop rather
 /// than guess.
@@ -22,13 +22,13 @@ use crate::unreadable::UnreadableRow;
 pub enum TickAction {
     /// Read the clock (ms since the epoch) and, if `draw`, draw one random
     /// number in `[0, 1)`; answer with
-    /// [`handle_clock`](crate::TickMachine::handle_clock).
+    /// [`handle_clock`](crate::tick::TickMachine::handle_clock).
     Clock {
         /// Whether a draw is needed (a fire is about to start).
         draw: bool,
     },
     /// The timer store's `claim_due(lease, limit, filter)`; answer with
-    /// [`handle_claimed`](crate::TickMachine::handle_claimed).
+    /// [`handle_claimed`](crate::tick::TickMachine::handle_claimed).
     Claim {
         /// Who claims, at what time, for how long.
         lease: Lease,
@@ -38,14 +38,14 @@ pub enum TickAction {
         filter: DueFilter,
     },
     /// Read the execution's whole log, `read_range(id, 1, None)`; answer
-    /// with [`handle_read`](crate::TickMachine::handle_read).
+    /// with [`handle_read`](crate::tick::TickMachine::handle_read).
     ReadLog {
         /// The execution of the row being fired.
         execution_id: ExecutionId,
     },
     /// Run a conditional resume of the execution with this request (from
     /// the log just read, if the host kept it); answer with
-    /// [`handle_resumed`](crate::TickMachine::handle_resumed).
+    /// [`handle_resumed`](crate::tick::TickMachine::handle_resumed).
     Resume {
         /// The execution of the row being fired.
         execution_id: ExecutionId,
@@ -53,7 +53,7 @@ pub enum TickAction {
         request: ResumeRequest,
     },
     /// Hand `row` to re-driver number `redriver` (registration order, from
-    /// 0); answer with [`handle_redrive`](crate::TickMachine::handle_redrive).
+    /// 0); answer with [`handle_redrive`](crate::tick::TickMachine::handle_redrive).
     /// A host with no such re-driver answers `handle_failed`.
     Redrive {
         /// Which re-driver.
@@ -62,7 +62,7 @@ pub enum TickAction {
         row: TimerRow,
     },
     /// The timer store's `reschedule(claim, next)`; answer with
-    /// [`handle_rescheduled`](crate::TickMachine::handle_rescheduled).
+    /// [`handle_rescheduled`](crate::tick::TickMachine::handle_rescheduled).
     Reschedule {
         /// The claim of the fired row.
         claim: Claim,
@@ -70,20 +70,20 @@ pub enum TickAction {
         next: TimerRow,
     },
     /// The timer store's `complete(claim)`; answer with
-    /// [`handle_completed`](crate::TickMachine::handle_completed).
+    /// [`handle_completed`](crate::tick::TickMachine::handle_completed).
     Complete {
         /// The claim of the fired row.
         claim: Claim,
     },
     /// The timer store's `release(claim)`; answer with
-    /// [`handle_released`](crate::TickMachine::handle_released).
+    /// [`handle_released`](crate::tick::TickMachine::handle_released).
     Release {
         /// A claim the tick holds and did not retire.
         claim: Claim,
     },
 }
 
-/// What [`TickMachine::poll`](crate::TickMachine::poll) says.
+/// What [`TickMachine::poll`](crate::tick::TickMachine::poll) says.
 #[must_use]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -135,7 +135,7 @@ pub enum TickEnd {
 }
 
 /// Something the host reports (a log line, a metric, a callback); read
-/// with [`TickMachine::poll_event`](crate::TickMachine::poll_event).
+/// with [`TickMachine::poll_event`](crate::tick::TickMachine::poll_event).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TickEvent {

@@ -33,7 +33,7 @@ const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint,
 
 /// The answering test over an `events` row aliased `e`, given the answering
 /// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
-/// twin of `loomfence_core::is_answering`; the conformance kit checks the two
+/// twin of `loomfence_core::log::is_answering`; the conformance kit checks the two
 /// agree.
 pub(crate) fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
     format!(

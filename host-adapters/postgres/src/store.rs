@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use loomfence_core::backend::check_is_park;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, InputError, JsonObject, KernelKind, NewEvent, ParkExpectation,
-    StaleFenceError,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
+    KernelKind, NewEvent, ParkExpectation, StaleFenceError,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 use loomfence_store::{
     CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read, check_write,

@@ -133,7 +133,7 @@ impl TimerSql {
 }
 
 /// Whether row `{alias}` reads back as the core's checks want it (see
-/// `loomfence_core::read_redrive_flag` and the id rules): an id of 1 to
+/// `loomfence_core::timer::read_redrive_flag` and the id rules): an id of 1 to
 /// 255 bytes (text holds no NUL), a time not below 0 (a due row is never
 /// above `MAX_TIMER_MS`), a claim count in `0..i64::MAX`, and no flag or
 /// the object `{"attempt": n}` with `n` an integer in `0..=2^31-1` and no
@@ -149,9 +149,9 @@ fn readable(alias: &str) -> String {
                WHEN jsonb_typeof({alias}.redrive -> 'attempt') IS DISTINCT FROM 'number' THEN false \
                WHEN ({alias}.redrive ->> 'attempt') !~ '^[0-9]+$' THEN false \
                ELSE ({alias}.redrive ->> 'attempt')::numeric <= {max_attempt} END)",
-        max_id = loomfence_core::MAX_ID_BYTES,
+        max_id = loomfence_core::log::MAX_ID_BYTES,
         max_i64 = i64::MAX,
-        max_attempt = loomfence_core::MAX_REDRIVE_ATTEMPT,
+        max_attempt = loomfence_core::timer::MAX_REDRIVE_ATTEMPT,
     )
 }
 

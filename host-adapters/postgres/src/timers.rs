@@ -6,9 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deadpool_postgres::Pool;
 use loomfence_core::{
-    Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow,
-    UnreadableField, UnreadableRow, check_claim, check_due, check_lease, check_reschedule,
-    check_row, read_redrive_flag,
+    ExecutionId,
+    timer::{
+        Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, Redrive, TimerRow, UnreadableField,
+        UnreadableRow, check_claim, check_due, check_lease, check_reschedule, check_row,
+        read_redrive_flag,
+    },
 };
 use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
 use serde_json::Value;
@@ -28,7 +31,7 @@ use crate::timer_sql::TimerSql;
 /// keeps both tables at the same version. Cloning it is cheap.
 ///
 /// Every call is one statement, atomic at the server, with the semantics of
-/// the core's [`TimerTable`](loomfence_core::TimerTable), the reference the
+/// the core's [`TimerTable`](loomfence_core::timer::TimerTable), the reference the
 /// conformance kit holds every timer store to. A claim leaves rows that do
 /// not read back (the table holds data this store did not write) unclaimed
 /// and answers them in [`ClaimPage::unreadable`]; it is wrapped in a

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use common::{AT, kernel};
 use loomfence_core::{
-    Completed, ConditionalAppend, DueFilter, ExecutionId, KernelKind, ParkExpectation,
-    ResumeRequest, TimerRow,
+    ConditionalAppend, ExecutionId, KernelKind, ParkExpectation, ResumeRequest,
+    timer::{Completed, DueFilter, TimerRow},
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_runtime::{ResumeFailure, resume};
@@ -506,9 +506,9 @@ async fn the_proxy_alone_changes_nothing() {
 }
 
 /// A lease for `holder` at `now`, for a minute.
-fn timer_lease(holder: &str, now: i64) -> loomfence_core::Lease {
-    loomfence_core::Lease {
-        holder: loomfence_core::NodeId::new(holder).expect("a valid node id"),
+fn timer_lease(holder: &str, now: i64) -> loomfence_core::timer::Lease {
+    loomfence_core::timer::Lease {
+        holder: loomfence_core::timer::NodeId::new(holder).expect("a valid node id"),
         now,
         duration_ms: 60_000,
     }

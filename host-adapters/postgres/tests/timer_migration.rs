@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use loomfence_core::{DueFilter, Lease, NodeId, TimerRow};
+use loomfence_core::timer::{DueFilter, Lease, NodeId, TimerRow};
 use loomfence_postgres::{
     MigrateError, MigrateOptions, PostgresEventStore, PostgresOptions, Schema, migrate,
 };

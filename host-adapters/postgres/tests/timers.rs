@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerInputError,
     TimerRow,
 };

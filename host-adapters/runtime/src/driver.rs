@@ -2,7 +2,7 @@
 
 use loomfence_core::{
     Action, ConditionalAppend, Envelope, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed,
-    Stepped,
+    resume::Stepped,
 };
 use loomfence_store::{EventStore, StoreError};
 

@@ -1,6 +1,6 @@
 //! Why a resume did not land, as the runtime reports it.
 
-use loomfence_core::{MachineError, ResumeError};
+use loomfence_core::{ContractError, ResumeError};
 use loomfence_store::StoreError;
 
 /// Why a resume did not land: the protocol's own answer, or a failure of
@@ -21,7 +21,7 @@ pub enum ResumeFailure {
     /// The store answered something the machine cannot accept: it broke its
     /// contract.
     #[error(transparent)]
-    Machine(#[from] MachineError),
+    Machine(#[from] ContractError),
     /// The machine asked for a step this driver does not know: the core is
     /// newer than the driver. Nothing more was done.
     #[error("the resume machine asked for a step this driver does not know: {0}")]

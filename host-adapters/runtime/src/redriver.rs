@@ -4,7 +4,7 @@
 use std::error::Error;
 
 use async_trait::async_trait;
-use loomfence_core::{ExecutionId, RedriveAnswer};
+use loomfence_core::{ExecutionId, timer::RedriveAnswer};
 
 /// A failure of a re-driver; the timer service treats it as contended, so
 /// the chain continues and the row is not lost.

@@ -4,7 +4,7 @@
 //! Run it from a service or a cron job:
 //!
 //! ```
-//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, SweepOptions, started_child};
+//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, retention::SweepOptions, lineage::started_child};
 //! use loomfence_runtime::Sweep;
 //! use loomfence_store::{EventStore, MemoryEventStore};
 //!
@@ -34,8 +34,11 @@ mod archive;
 mod error;
 
 use loomfence_core::{
-    ExecutionId, GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
-    SweepMachineError, SweepOptions, SweepPoll, SweepReport,
+    ContractError, ExecutionId,
+    retention::{
+        GuardedDelete, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepOptions,
+        SweepPoll, SweepReport,
+    },
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -238,7 +241,7 @@ enum Failure {
     /// The archive.
     Archive(ArchiveError),
     /// The store's answer broke the contract.
-    Contract(SweepMachineError),
+    Contract(ContractError),
 }
 
 impl From<StoreError> for Failure {
@@ -247,8 +250,8 @@ impl From<StoreError> for Failure {
     }
 }
 
-impl From<SweepMachineError> for Failure {
-    fn from(error: SweepMachineError) -> Self {
+impl From<ContractError> for Failure {
+    fn from(error: ContractError) -> Self {
         Failure::Contract(error)
     }
 }

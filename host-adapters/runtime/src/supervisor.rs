@@ -1,7 +1,7 @@
 //! The child supervisor: resumes a parent parked on its children once they
 //! have ended, with their outcomes as the answer.
 //!
-//! It is a pump over the core's [`SuperviseMachine`](loomfence_core::SuperviseMachine),
+//! It is a pump over the core's [`SuperviseMachine`](loomfence_core::supervise::SuperviseMachine),
 //! which holds every rule of a supervision (the unfenced try first, the
 //! conditional tries on a stale fence, the re-drive row on contention; its
 //! steps head `core/src/supervise/machine.rs`). This module adds the IO

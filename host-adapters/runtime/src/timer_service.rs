@@ -3,7 +3,7 @@
 //!
 //! The service makes no decision of its own. Each row's fate (fire, retire,
 //! back off, re-drive, give up) is the fire machine's decision table (see
-//! `core/src/timer.rs`); the service claims the rows, performs the
+//! `core/src/fire.rs`); the service claims the rows, performs the
 //! machine's actions against the stores and the registered re-drivers,
 //! keeps this node's [`WakeBackoff`], and reports.
 //!
@@ -46,7 +46,9 @@
 //! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicI64, Ordering};
 //!
-//! use loomfence_core::{ExecutionId, KernelKind, NewEvent, TimerRow, Wait, park_payload};
+//! use loomfence_core::{
+//!     ExecutionId, KernelKind, NewEvent, park::{Wait, park_payload}, timer::TimerRow,
+//! };
 //! use loomfence_runtime::{TimerService, TimerServiceOptions, seeded_random};
 //! use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 //!
@@ -95,9 +97,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use loomfence_core::{
-    Draw, DrawError, Envelope, ExecutionId, FireError, FireOutcome, RedriveAnswer,
-    RedriveExhaustedError, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine,
-    TickPoll, TickReport, UnreadableRow, WakeBackoff,
+    Envelope, ExecutionId,
+    redrive::{Draw, DrawError, RedriveExhaustedError},
+    tick::{
+        TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
+    },
+    timer::{FireError, FireOutcome, RedriveAnswer, UnreadableRow, WakeBackoff},
 };
 use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore, TimerStoreError};
 use tokio::sync::Notify;
@@ -146,7 +151,7 @@ pub enum TimerServiceError {
     /// A due row the timer store could not read (see
     /// [`ClaimPage::unreadable`]): it was not claimed, the other rows went
     /// on. Reported once per node and row (see
-    /// [`UnreadableReports`](loomfence_core::UnreadableReports)),
+    /// [`UnreadableReports`](loomfence_core::timer::UnreadableReports)),
     /// counted in [`TickReport::unreadable`] rather than `errors`.
     #[error(
         "unreadable timer row ({:?}, {}): {:?}: {}; it is not fired until repaired or deleted",

@@ -7,7 +7,10 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loomfence_core::{DEFAULT_BACKOFF_BOUND, NodeId, RedrivePolicy};
+use loomfence_core::{
+    redrive::RedrivePolicy,
+    timer::{DEFAULT_BACKOFF_BOUND, NodeId},
+};
 
 use crate::clock::{Clock, Random, system_now, system_random};
 use crate::resumed_hook::{OnResumed, no_body};

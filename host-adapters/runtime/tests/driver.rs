@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 
 use common::{Loses, LosesAnswer, Lost, id, park_on, resumes};
 use loomfence_core::{
-    Capability, KernelKind, NewEvent, RefusalReason, ResumeError, ResumeRequest, Resumed, Wait,
+    Capability, KernelKind, NewEvent, ResumeError, ResumeRequest, Resumed, park::Wait,
+    resume::RefusalReason,
 };
 use loomfence_runtime::{Body, ResumeFailure, resume};
 use loomfence_store::{EventStore, MemoryEventStore, StoreError};

@@ -11,7 +11,11 @@ use std::sync::{Arc, Mutex};
 
 use common::{Hostile, Rival, VirtualClock, finish, id, park_on, resumes};
 use loomfence_conformance::support::Around;
-use loomfence_core::{Capability, DueFilter, KernelKind, MAX_TIMER_MS, NodeId, TimerRow, Wait};
+use loomfence_core::{
+    Capability, KernelKind,
+    park::Wait,
+    timer::{DueFilter, MAX_TIMER_MS, NodeId, TimerRow},
+};
 use loomfence_runtime::{
     ChildSupervisor, Features, PollReport, Supervised, SupervisorOptions, TimerService,
     TimerServiceOptions, seeded_random,

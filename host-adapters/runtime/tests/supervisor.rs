@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use common::{Hostile, Yielding, finish, id, park_on, resumes};
-use loomfence_core::{ExecutionId, KernelKind, ResumeError, Wait};
+use loomfence_core::{ExecutionId, KernelKind, ResumeError, park::Wait};
 use loomfence_runtime::{
     ChildSupervisor, ResumeFailure, Supervised, SupervisorError, SupervisorOptions,
 };

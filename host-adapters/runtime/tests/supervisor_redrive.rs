@@ -12,8 +12,10 @@ use async_trait::async_trait;
 use common::{Rival, fenced_by_three, finish, id, park_on, resumes};
 use loomfence_conformance::support::Around;
 use loomfence_core::{
-    Capability, Claim, Completed, Draw, DueFilter, ExecutionId, KernelKind, Lease, RedriveAnswer,
-    RedrivePolicy, TimerRow, Wait, redrive_wake_at,
+    Capability, ExecutionId, KernelKind,
+    park::Wait,
+    redrive::{Draw, RedrivePolicy, redrive_wake_at},
+    timer::{Claim, Completed, DueFilter, Lease, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
     ChildSupervisor, Features, RedriveScheduleError, Redriver, Supervised, SupervisorError,

@@ -18,9 +18,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
 use loomfence_core::{
-    AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, JsonObject,
-    KernelKind, MAX_DUE_LIMIT, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
-    RedrivePolicy, TimerRow,
+    AcquireOutcome, Capability, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
+    ParkExpectation,
+    redrive::RedrivePolicy,
+    timer::{
+        Claim, Completed, DueFilter, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, RedriveAnswer, TimerRow,
+    },
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
 use loomfence_store::{

@@ -17,9 +17,11 @@ use async_trait::async_trait;
 use common::{Hostile, Rival, VirtualClock, Yielding, id, park_on, resumes};
 use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
 use loomfence_core::{
-    AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, ExecutionView,
-    KernelKind, Lease, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
-    RedriveExhaustedError, RedrivePolicy, ResumeError, ResumeRequest, TimerRow, Wait,
+    AcquireOutcome, Capability, Envelope, ExecutionId, ExecutionView, KernelKind, NewEvent,
+    ParkExpectation, ResumeError, ResumeRequest,
+    park::Wait,
+    redrive::{RedriveExhaustedError, RedrivePolicy},
+    timer::{Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, NodeId, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
     Body, PollReport, RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError,
@@ -748,7 +750,10 @@ async fn a_contended_plain_wake_makes_no_acquire_before_its_next_try() {
             .find(|(time, _)| *time == at)
             .copied()
             .expect("a draw per poll");
-        let delay = policy.delay_ms(attempt, loomfence_core::Draw::new(draw).expect("a draw"));
+        let delay = policy.delay_ms(
+            attempt,
+            loomfence_core::redrive::Draw::new(draw).expect("a draw"),
+        );
         let next_try = at + i64::try_from(delay).expect("small");
         // The first poll at or after the next try.
         at = START + (next_try - START + STEP - 1) / STEP * STEP;

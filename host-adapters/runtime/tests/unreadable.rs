@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::{VirtualClock, id, park_on, resumes};
 use loomfence_core::{
-    ExecutionId, NodeId, RedriveAnswer, TimerRow, UnreadableField, UnreadableRow, Wait,
+    ExecutionId,
+    park::Wait,
+    timer::{NodeId, RedriveAnswer, TimerRow, UnreadableField, UnreadableRow},
 };
 use loomfence_runtime::{
     PollReport, RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,

@@ -32,7 +32,7 @@
 //!   between the check and the delete.
 //! - **Timers live in the same file** ([`SqliteEventStore::timers`]), their
 //!   writes on the same writer thread, under the core's
-//!   [`TimerTable`](loomfence_core::TimerTable) rules stated in SQL. A
+//!   [`TimerTable`](loomfence_core::timer::TimerTable) rules stated in SQL. A
 //!   `timers` table of the older shape (design: the re-drive) is brought up to
 //!   date on open, its rows kept as plain wakes.
 //!

@@ -11,8 +11,9 @@ use loomfence_core::backend::{
     BatchFacts, check_is_park, check_park_seq, decide_acquire_if, guard_append,
 };
 use loomfence_core::{
-    AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, KindClass,
-    NewEvent, ParkExpectation, is_answering,
+    AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
+    ParkExpectation,
+    log::{KindClass, is_answering},
 };
 use loomfence_store::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};

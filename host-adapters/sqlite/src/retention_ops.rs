@@ -17,8 +17,8 @@
 use std::sync::LazyLock;
 
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, KernelKind, Status,
-    parent_moved,
+    ExecutionId, KernelKind, Status,
+    retention::{DeleteGuard, Ended, ExecutionSummary, GuardedDelete, parent_moved},
 };
 use loomfence_store::StoreError;
 use rusqlite::{Connection, params};

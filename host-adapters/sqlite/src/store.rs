@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, NewEvent, ParkExpectation, check_guard, check_page_limit,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete, check_guard, check_page_limit},
 };
 use loomfence_store::{
     BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,

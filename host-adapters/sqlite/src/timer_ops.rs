@@ -1,5 +1,5 @@
 //! The timer store's operations as synchronous steps on a connection: the
-//! rules of the core's [`TimerTable`](loomfence_core::TimerTable) stated as
+//! rules of the core's [`TimerTable`](loomfence_core::timer::TimerTable) stated as
 //! SQL, one statement each.
 //!
 //! Writes run on the writer thread inside its `BEGIN IMMEDIATE` group, in a
@@ -9,8 +9,11 @@
 //! anything was queued.
 
 use loomfence_core::{
-    Claim, Completed, DueFilter, ExecutionId, Lease, MAX_TIMER_MS, Redrive, TimerRow,
-    UnreadableField, UnreadableRow, read_redrive_flag,
+    ExecutionId,
+    timer::{
+        Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, Redrive, TimerRow, UnreadableField,
+        UnreadableRow, read_redrive_flag,
+    },
 };
 use loomfence_store::{BackendError, ClaimPage, StoreError};
 use rusqlite::types::ValueRef;

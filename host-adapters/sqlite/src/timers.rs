@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease,
     check_reschedule, check_row,
 };
@@ -17,7 +17,7 @@ use crate::store::SqliteEventStore;
 use crate::timer_ops;
 
 /// The timer rows of one SQLite database, beside its event log, under the
-/// rules of the core's [`TimerTable`](loomfence_core::TimerTable).
+/// rules of the core's [`TimerTable`](loomfence_core::timer::TimerTable).
 ///
 /// It shares the event store's connections: every timer write is one job on
 /// the same writer thread, so it commits in the same groups as the event
@@ -32,7 +32,7 @@ use crate::timer_ops;
 /// sharing commits).
 ///
 /// ```
-/// use loomfence_core::{Completed, DueFilter, ExecutionId, Lease, NodeId, TimerRow};
+/// use loomfence_core::{ExecutionId, timer::{Completed, DueFilter, Lease, NodeId, TimerRow}};
 /// use loomfence_sqlite::SqliteEventStore;
 /// use loomfence_store::TimerStore;
 ///

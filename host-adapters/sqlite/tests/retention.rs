@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use common::{AT, TempDir, files, id, kernel};
 use loomfence_conformance::cases::retention::{family, guard_of, pages};
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, GuardedDelete, KernelKind, NewEvent, Wait, park_payload,
-    pin_parked_children,
+    ExecutionId, KernelKind, NewEvent,
+    park::{Wait, park_payload},
+    retention::{DeleteGuard, Ended, GuardedDelete, pin_parked_children},
 };
 use loomfence_sqlite::{Durability, SCHEMA_VERSION, SqliteEventStore, SqliteOptions};
 use loomfence_store::{EventStore, StoreError};

@@ -12,7 +12,7 @@ use std::time::Instant;
 use common::child::{self, Child};
 use common::files::{self, raw};
 use common::{TempDir, id};
-use loomfence_core::{DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
+use loomfence_core::timer::{DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
 use loomfence_sqlite::{OpenError, SqliteOptions, SqliteTimerStore};
 use loomfence_store::{EventStore, TimerStore};
 
@@ -211,7 +211,7 @@ async fn an_old_shape_table_gains_its_columns_and_keeps_its_rows_as_plain_wakes(
     for claim in &claims {
         assert!(matches!(
             store.complete(claim).await.expect("completes"),
-            loomfence_core::Completed::Done
+            loomfence_core::timer::Completed::Done
         ));
     }
     assert!(all_rows(&store).await.is_empty());

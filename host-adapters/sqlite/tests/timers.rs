@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use common::TempDir;
 use common::files::raw;
-use loomfence_core::{Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
+use loomfence_core::timer::{
+    Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
+};
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions, SqliteTimerStore};
 use loomfence_store::{EventStore, TimerStore, TimerStoreError};
 use tokio::sync::Barrier;
@@ -301,7 +303,7 @@ async fn eight_claimers_on_eight_connections_one_winner() {
         let claim = &claims[0];
         assert_eq!((&claim.row, claim.number), (&row, 1), "round {round}");
         let loser = (winner + 1) % stores.len();
-        let stolen = loomfence_core::Claim {
+        let stolen = loomfence_core::timer::Claim {
             holder: NodeId::new(format!("node-{loser}")).expect("a node id"),
             ..claim.clone()
         };

@@ -4,7 +4,7 @@
 //! [`ExecutionId`](loomfence_core::ExecutionId).)
 
 use loomfence_core::backend::{BatchFacts, check_batch, check_safe};
-use loomfence_core::{MAX_SAFE_INTEGER, NewEvent, ParkExpectation};
+use loomfence_core::{NewEvent, ParkExpectation, log::MAX_SAFE_INTEGER};
 
 use crate::StoreError;
 

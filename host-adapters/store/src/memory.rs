@@ -4,8 +4,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, MemoryStore, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, MemoryStore, NewEvent,
+    ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
 use crate::{EventStore, StoreError};

@@ -2,8 +2,9 @@
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
 use crate::StoreError;
@@ -116,14 +117,14 @@ pub trait EventStore: Send + Sync {
     ///
     /// This is retention's delete: it closes the window in which a parent
     /// parks on a finished child after the sweep checked the pin and before
-    /// it deleted the child (see `loomfence_core::SweepMachine`).
+    /// it deleted the child (see `loomfence_core::retention::SweepMachine`).
     async fn delete_execution_if(
         &self,
         execution_id: &ExecutionId,
         guard: &DeleteGuard,
     ) -> Result<GuardedDelete, StoreError>;
 
-    /// Up to `limit` (1 to [`MAX_PAGE_LIMIT`](loomfence_core::MAX_PAGE_LIMIT))
+    /// Up to `limit` (1 to [`MAX_PAGE_LIMIT`](loomfence_core::retention::MAX_PAGE_LIMIT))
     /// executions that have a log and whose ids follow `after` (from the
     /// first when `None`), in the store's id order, each with its head and
     /// its first terminal event. An empty page is the end.

@@ -3,7 +3,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, Completed, DueFilter, Lease, TimerInputError, TimerRow, TimerTable, UnreadableRow,
 };
 
@@ -124,7 +124,7 @@ pub trait TimerStore: Send + Sync {
     /// step, only if `claim` is still the row's current claim; otherwise
     /// answers [`Completed::NotHeld`] and writes nothing. `next` must not
     /// have the claimed row's key ([`TimerInputError::SameKey`]); inputs
-    /// are checked with [`check_reschedule`](loomfence_core::check_reschedule).
+    /// are checked with [`check_reschedule`](loomfence_core::timer::check_reschedule).
     ///
     /// It is how a re-drive chain moves on. There is deliberately no
     /// default made of a `schedule` then a `complete`: between the two, a

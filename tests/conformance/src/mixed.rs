@@ -2,7 +2,11 @@
 //! 10,000-execution case and `loomfence bench --workload retention` write
 //! the same shapes, so the bench times exactly what the kit proves.
 
-use loomfence_core::{ExecutionId, KernelKind, NewEvent, Wait, park_payload, started_child};
+use loomfence_core::{
+    ExecutionId, KernelKind, NewEvent,
+    lineage::started_child,
+    park::{Wait, park_payload},
+};
 
 /// What one execution of the mixed store is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

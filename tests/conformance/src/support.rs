@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, InputError, KernelKind, NewEvent, ParkExpectation,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, KernelKind,
+    NewEvent, ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 use loomfence_store::{EventStore, MemoryEventStore, StoreError};
 use serde_json::Value;

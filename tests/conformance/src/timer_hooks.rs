@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::{Claim, Completed, DueFilter, Lease, TimerRow};
+use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
 
 /// What an [`AroundTimers`] store does in place of the operations a test

@@ -9,7 +9,7 @@
 use loomfence_core::backend::decide_acquire_if;
 use loomfence_core::drive::{self, StepError};
 use loomfence_core::{
-    AcquireOutcome, Action, AppendError, Capability, ExecutionId, KernelKind, MachineError,
+    AcquireOutcome, Action, AppendError, Capability, ContractError, ExecutionId, KernelKind,
     MemoryStore, NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine, ResumeRequest,
     StaleFenceError,
 };
@@ -102,7 +102,7 @@ pub enum ResumerPhase {
     /// The machine rejected the store's answer: the store broke its
     /// contract, or the machine has a bug. Reported as a breach (with the
     /// schedule that led here) rather than stopping the search. Finished.
-    Rejected(MachineError),
+    Rejected(ContractError),
 }
 
 /// A supervisor that acquires once and dies.
@@ -420,7 +420,7 @@ fn machine_step(
     store: &mut MemoryStore,
     machine: &mut ResumeMachine,
     mode: StoreMode,
-) -> Result<Option<MachineError>, SimError> {
+) -> Result<Option<ContractError>, SimError> {
     if mode == StoreMode::PlainFencedAppend
         && let Poll::Act(Action::AppendIfParked { event, .. }) = machine.poll()
         && event.check().is_ok_and(|facts| facts.fence.is_some())

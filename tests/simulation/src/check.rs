@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use loomfence_core::{KernelKind, MachineError};
+use loomfence_core::{ContractError, KernelKind};
 
 /// The wire name compared against: a string comparison is all the check
 /// needs, and it runs after every step of every schedule.
@@ -46,7 +46,7 @@ pub enum Breach {
         /// The resumer.
         actor: char,
         /// What the machine said.
-        error: MachineError,
+        error: ContractError,
     },
     /// A landed resume's token is below the current one: the winner's body
     /// is fenced out, whether or not it has tried to append yet (its next

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use loomfence_core::drive::StepError;
-use loomfence_core::{AppendError, IdError, InputError};
+use loomfence_core::{AppendError, InputError, log::IdError};
 
 /// A simulation step that could not be performed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,8 +7,9 @@
 //! the log. Every step is also checked against the invariants.
 
 use loomfence_core::{
-    Action, Capability, Envelope, KernelKind, MAX_ATTEMPTS, MachineError, MemoryStore, NewEvent,
-    ParkExpectation, RefusalReason, ResumeContendedError, ResumeError, ResumeRefusedError,
+    Action, Capability, ContractError, Envelope, KernelKind, MemoryStore, NewEvent,
+    ParkExpectation, ResumeError,
+    resume::{MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError},
 };
 use loomfence_sim::trace::Trace;
 use loomfence_sim::{AuditEvent, Breach, EXECUTION, Landed, StoreMode, World, execution_id};
@@ -458,7 +459,7 @@ fn a_plain_fenced_append_after_a_delete_recreates_the_log() {
             },
             &Breach::Rejected {
                 actor: 'A',
-                error: MachineError::WrongAppend {
+                error: ContractError::WrongAppend {
                     count: 1,
                     kind: RESUMED.to_owned()
                 }

@@ -10,7 +10,7 @@
 
 use loomfence_core::{
     AcquireOutcome, Envelope, ExecutionId, ExecutionView, KernelKind, MemoryStore, NewEvent,
-    ParkExpectation, locate_park,
+    ParkExpectation, log::locate_park,
 };
 use serde_json::json;
 

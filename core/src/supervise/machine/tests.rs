@@ -5,13 +5,15 @@ use serde_json::json;
 
 use super::*;
 use crate::capability::Capability;
+use crate::contract::ContractError;
 use crate::drive;
-use crate::event::{JsonObject, NewEvent};
+use crate::event::NewEvent;
 use crate::fence::StaleFenceError;
+use crate::json::JsonObject;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::park_payload;
-use crate::resume::{RefusalReason, ResumeMachine, ResumeRefusedError};
+use crate::resume_machine::{RefusalReason, ResumeMachine, ResumeRefusedError};
 
 const NOW: i64 = 1_000;
 const LATER: i64 = 2_000;
@@ -97,7 +99,7 @@ impl Host {
                     machine.handle_child(&log, NOW).expect("fits");
                 }
                 SuperviseAction::Resume { request, log } => {
-                    let fenced = request.fencing == crate::Fencing::ByCapability;
+                    let fenced = request.fencing == crate::resume::Fencing::ByCapability;
                     let result = if fenced && self.rivals == Rivals::Always {
                         Err(ResumeError::Contended(ResumeContendedError {
                             execution_id: parent.clone(),
@@ -217,7 +219,7 @@ fn the_unfenced_try_from_the_log_read_lands_with_the_outcomes() {
     let SuperviseAction::Resume { request, log } = &host.trace[2] else {
         panic!("{:?}", host.trace);
     };
-    assert_eq!(request.fencing, crate::Fencing::Unfenced);
+    assert_eq!(request.fencing, crate::resume::Fencing::Unfenced);
     assert_eq!(log.len(), 2, "from the parent's log as read");
     assert_eq!(machine.watching(), None, "no longer the supervisor's");
     assert_eq!(
@@ -268,7 +270,7 @@ fn a_stale_fence_switches_to_conditional_tries_which_land_past_a_dead_acquirer()
     let SuperviseAction::Resume { request, log } = &host.trace[3] else {
         panic!("{:?}", host.trace);
     };
-    assert_eq!(request.fencing, crate::Fencing::ByCapability);
+    assert_eq!(request.fencing, crate::resume::Fencing::ByCapability);
     assert!(log.is_empty(), "a conditional try reads the log itself");
     assert!(host.rows.is_empty());
 }
@@ -313,7 +315,7 @@ fn every_try_contended_writes_the_first_redrive_row_when_asked_to() {
     let row = TimerRow::first_redrive(id("p"), LATER, &policy, Draw::new(0.5).expect("a draw"))
         .expect("a time");
     assert_eq!(outcome, SuperviseOutcome::RedriveScheduled(row.clone()));
-    assert_eq!(row.redrive, Some(crate::timer::Redrive { attempt: 0 }));
+    assert_eq!(row.redrive, Some(crate::fire::Redrive { attempt: 0 }));
     assert!(row.wake_at > LATER, "due after the time of the draw");
     assert_eq!(host.rows, std::slice::from_ref(&row));
     assert_eq!(
@@ -370,18 +372,20 @@ fn answers_that_do_not_fit_are_refused() {
     let mut machine = SuperviseMachine::new(id("p"), SuperviseOptions::default());
     assert!(matches!(
         machine.handle_written(),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
     let child = host.store.read_range(&id("c"), 1, None).expect("reads");
     assert!(matches!(
         machine.handle_parent(&child),
-        Err(SuperviseError::Answer(MachineError::WrongExecution { .. }))
+        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
     ));
     let log = host.store.read_range(&id("p"), 1, None).expect("reads");
     machine.handle_parent(&log).expect("fits");
     assert!(matches!(
         machine.handle_child(&log, NOW),
-        Err(SuperviseError::Answer(MachineError::WrongExecution { .. }))
+        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
     ));
     machine.handle_child(&child, NOW).expect("fits");
     let other = ResumeError::Refused(ResumeRefusedError {
@@ -391,14 +395,16 @@ fn answers_that_do_not_fit_are_refused() {
     });
     assert_eq!(
         machine.handle_resumed(Err(&other)),
-        Err(SuperviseError::WrongPark {
+        Err(SuperviseError::Answer(ContractError::WrongPark {
             expected: 2,
             got: 7
-        })
+        }))
     );
     assert!(matches!(
         machine.handle_draw(Draw::new(0.0).expect("a draw"), NOW),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
 }
 
@@ -420,7 +426,9 @@ fn a_stale_fence_does_not_answer_a_fenced_try_and_a_clock_out_of_range_gets_no_r
     machine.handle_resumed(Err(&stale)).expect("switches");
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(SuperviseError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(SuperviseError::Answer(
+            ContractError::UnexpectedInput { .. }
+        ))
     ));
     let contended = ResumeError::Contended(ResumeContendedError {
         execution_id: id("p"),
@@ -430,9 +438,9 @@ fn a_stale_fence_does_not_answer_a_fenced_try_and_a_clock_out_of_range_gets_no_r
     assert_eq!(machine.poll(), SupervisePoll::Act(SuperviseAction::Draw));
     let draw = Draw::new(0.5).expect("a draw");
     assert_eq!(
-        machine.handle_draw(draw, crate::MAX_TIMER_MS),
+        machine.handle_draw(draw, crate::timer::MAX_TIMER_MS),
         Err(SuperviseError::NoWakeTime {
-            now: crate::MAX_TIMER_MS
+            now: crate::timer::MAX_TIMER_MS
         })
     );
     assert_eq!(machine.poll(), SupervisePoll::Act(SuperviseAction::Draw));

@@ -3,7 +3,10 @@
 //! is shaped so).
 
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
+    ExecutionId,
+    retention::{
+        DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
+    },
 };
 use loomfence_store::StoreError;
 use tokio_postgres::types::ToSql;

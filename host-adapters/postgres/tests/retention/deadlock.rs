@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use loomfence_conformance::cases::retention::guard_of;
-use loomfence_core::{ExecutionId, GuardedDelete, KernelKind};
+use loomfence_core::{ExecutionId, KernelKind, retention::GuardedDelete};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_store::{EventStore, StoreError};
 

@@ -19,7 +19,11 @@
 use std::sync::Arc;
 
 use loomfence_conformance::cases::retention::guard_of;
-use loomfence_core::{GuardedDelete, JsonObject, KernelKind, Wait, park_payload};
+use loomfence_core::{
+    JsonObject, KernelKind,
+    park::{Wait, park_payload},
+    retention::GuardedDelete,
+};
 use loomfence_postgres::PostgresEventStore;
 use loomfence_store::EventStore;
 use tokio_postgres::types::Json;

@@ -17,7 +17,10 @@ mod interleave;
 mod migration;
 mod plan;
 
-use loomfence_core::{ExecutionId, KernelKind, NewEvent, Wait, park_payload};
+use loomfence_core::{
+    ExecutionId, KernelKind, NewEvent,
+    park::{Wait, park_payload},
+};
 
 use common::kernel;
 

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use loomfence_conformance::cases::retention::guard_of;
-use loomfence_core::GuardedDelete;
+use loomfence_core::retention::GuardedDelete;
 use loomfence_postgres::{
     EndedIndex, MigrateError, MigrateOptions, PostgresEventStore, Schema, migrate,
 };

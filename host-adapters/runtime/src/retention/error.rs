@@ -1,6 +1,7 @@
 //! Why a sweep stopped.
 
-use loomfence_core::{SweepMachineError, SweepRefused, SweepReport};
+use loomfence_core::ContractError;
+use loomfence_core::retention::{SweepRefused, SweepReport};
 use loomfence_store::StoreError;
 
 use super::archive::ArchiveError;
@@ -49,7 +50,7 @@ pub enum RetentionError {
         report: Box<SweepReport>,
         /// What was wrong.
         #[source]
-        source: SweepMachineError,
+        source: ContractError,
     },
 }
 

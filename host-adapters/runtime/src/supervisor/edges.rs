@@ -27,7 +27,7 @@ impl Edges {
     }
 
     /// Lists `parent` under `children` as the supervise machine's
-    /// [`watching`](loomfence_core::SuperviseMachine::watching) says, or
+    /// [`watching`](loomfence_core::supervise::SuperviseMachine::watching) says, or
     /// drops it (`None`).
     pub(super) fn sync(&mut self, parent: &ExecutionId, children: Option<&[ExecutionId]>) {
         match children {

@@ -1,6 +1,8 @@
 //! Why supervising one parent failed.
 
-use loomfence_core::{DrawError, ExecutionId, ParkError, ResumeError, SuperviseError};
+use loomfence_core::{
+    ExecutionId, ResumeError, park::ParkError, redrive::DrawError, supervise::SuperviseError,
+};
 use loomfence_store::{StoreError, TimerStoreError};
 
 use crate::error::ResumeFailure;
@@ -8,7 +10,7 @@ use crate::error::ResumeFailure;
 /// A failure while supervising one parent. Each is also passed to
 /// `on_error`, once; a contended resume is not when it is handled (a
 /// re-drive row written, or a re-driver answering
-/// [`Contended`](loomfence_core::RedriveAnswer::Contended)).
+/// [`Contended`](loomfence_core::timer::RedriveAnswer::Contended)).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SupervisorError {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use loomfence_core::{ExecutionId, RedrivePolicy};
+use loomfence_core::{ExecutionId, redrive::RedrivePolicy};
 use loomfence_store::TimerStore;
 
 use super::SupervisorError;

@@ -4,8 +4,12 @@
 //! the machine's answer; this file only does the IO it names.
 
 use loomfence_core::{
-    Draw, ExecutionId, OnContention, SuperviseAction, SuperviseError, SuperviseMachine,
-    SuperviseOptions, SuperviseOutcome, SupervisePoll,
+    ExecutionId,
+    redrive::Draw,
+    supervise::{
+        OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
+        SuperviseOutcome, SupervisePoll,
+    },
 };
 use loomfence_store::EventStore;
 

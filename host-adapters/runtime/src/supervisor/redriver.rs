@@ -2,7 +2,11 @@
 //! re-drive row to.
 
 use async_trait::async_trait;
-use loomfence_core::{ExecutionId, OnContention, RedriveAnswer, SuperviseOutcome};
+use loomfence_core::{
+    ExecutionId,
+    supervise::{OnContention, SuperviseOutcome},
+    timer::RedriveAnswer,
+};
 use loomfence_store::EventStore;
 
 use super::pump::supervised;

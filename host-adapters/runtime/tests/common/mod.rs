@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use loomfence_conformance::support::{Around, Hooks};
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, DeleteGuard, Envelope, ExecutionId,
-    ExecutionSummary, GuardedDelete, JsonObject, KernelKind, NewEvent, ParkExpectation, Wait,
-    park_payload,
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind,
+    NewEvent, ParkExpectation,
+    park::{Wait, park_payload},
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 use loomfence_store::{BackendError, EventStore, StoreError};
 use serde_json::Value;

@@ -2,7 +2,10 @@
 //! a large table, and a stored row that is not one this store writes is
 //! reported, never guessed at.
 
-use loomfence_core::{DueFilter, ExecutionId, Lease, NodeId};
+use loomfence_core::{
+    ExecutionId,
+    timer::{DueFilter, Lease, NodeId},
+};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, StatementStatus};
 

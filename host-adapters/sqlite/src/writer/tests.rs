@@ -281,7 +281,10 @@ async fn a_store_write_whose_writer_died_after_the_commit_is_outcome_unknown_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guarded_delete_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
-    use loomfence_core::{DeleteGuard, GuardedDelete, KernelKind};
+    use loomfence_core::{
+        KernelKind,
+        retention::{DeleteGuard, GuardedDelete},
+    };
     use loomfence_store::EventStore;
 
     use crate::{SqliteEventStore, SqliteOptions};
@@ -328,7 +331,10 @@ async fn a_guarded_delete_whose_writer_died_after_the_commit_is_outcome_unknown_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timer_write_whose_writer_died_after_the_commit_is_outcome_unknown_and_landed() {
-    use loomfence_core::{DueFilter, ExecutionId, TimerRow};
+    use loomfence_core::{
+        ExecutionId,
+        timer::{DueFilter, TimerRow},
+    };
     use loomfence_store::{TimerStore, TimerStoreError};
 
     use crate::{SqliteEventStore, SqliteOptions, SqliteTimerStore};

@@ -2,8 +2,8 @@
 //! error, and nothing changes.
 
 use loomfence_core::{
-    EventError, ExecutionId, IdError, InputError, KernelKind, MAX_ID_BYTES, MAX_SAFE_INTEGER,
-    NewEvent, ParkExpectation,
+    ExecutionId, InputError, KernelKind, NewEvent, ParkExpectation,
+    log::{EventError, IdError, MAX_ID_BYTES, MAX_SAFE_INTEGER},
 };
 use serde_json::{Value, json};
 

@@ -7,7 +7,7 @@
 
 use async_trait::async_trait;
 use loomfence_core::{
-    ConditionalAppend, Envelope, ExecutionId, MachineError, NewEvent, ResumeRequest,
+    ConditionalAppend, ContractError, Envelope, ExecutionId, NewEvent, ResumeRequest,
 };
 use loomfence_runtime::{ResumeFailure, resume};
 use loomfence_store::{EventStore, StoreError};
@@ -67,7 +67,7 @@ const FORGERIES: [(&str, Forge); 4] = [
 
 /// An acknowledgement with another payload, `at` or metadata (the token
 /// dropped, or one the resume never sent) than the event sent fails the
-/// resume with [`MachineError::ForgedAppend`] naming the field, not
+/// resume with [`ContractError::ForgedAppend`] naming the field, not
 /// retryable; the log is as before and nothing landed. (A token the
 /// resume acquired before the append stays taken, as for any failed
 /// resume: the log is what is compared.)
@@ -86,7 +86,7 @@ pub async fn a_forged_append_acknowledgement_fails_the_resume_and_nothing_lands(
             .expect_err(&format!("an ack with a forged {field} was taken as landed"));
         assert!(!failure.is_retryable(), "{failure:?}");
         assert!(
-            matches!(&failure, ResumeFailure::Machine(MachineError::ForgedAppend { field: got }) if *got == field),
+            matches!(&failure, ResumeFailure::Machine(ContractError::ForgedAppend { field: got }) if *got == field),
             "forged {field}: {failure:?}"
         );
         let after = Witness::capture(&*store, id).await;

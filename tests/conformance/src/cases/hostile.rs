@@ -10,7 +10,9 @@
 //! them and then look at its storage directly (the table holds exactly
 //! these ids; no row was written anywhere).
 
-use loomfence_core::{ExecutionId, IdError, InputError, KernelKind, NewEvent, ParkExpectation};
+use loomfence_core::{
+    ExecutionId, InputError, KernelKind, NewEvent, ParkExpectation, log::IdError,
+};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 

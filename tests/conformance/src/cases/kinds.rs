@@ -1,6 +1,6 @@
 //! Which events after a park make a conditional acquire stale.
 
-use loomfence_core::{AcquireOutcome, ExecutionId, KernelKind, KindClass, NewEvent};
+use loomfence_core::{AcquireOutcome, ExecutionId, KernelKind, NewEvent, log::KindClass};
 use serde_json::{Value, json};
 
 use crate::Store;

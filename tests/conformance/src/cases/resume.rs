@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ExecutionId, KernelKind, ParkExpectation, RefusalReason,
-    ResumeError, ResumeRefusedError, ResumeRequest,
+    AcquireOutcome, Capability, ExecutionId, KernelKind, ParkExpectation, ResumeError,
+    ResumeRequest,
+    resume::{RefusalReason, ResumeRefusedError},
 };
 use loomfence_runtime::{ResumeFailure, resume, resume_from};
 use loomfence_store::{EventStore, StoreError};

@@ -5,9 +5,13 @@
 use std::collections::BTreeSet;
 
 use loomfence_core::{
-    DeleteGuard, Ended, ExecutionId, ExecutionSummary, GuardedDelete, InputError, KernelKind,
-    MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, NewEvent, ParentMark, Wait, ended_of, park_payload,
-    started_child,
+    ExecutionId, InputError, KernelKind, NewEvent,
+    lineage::started_child,
+    park::{Wait, park_payload},
+    retention::{
+        DeleteGuard, Ended, ExecutionSummary, GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT,
+        ParentMark, ended_of,
+    },
 };
 
 use loomfence_store::EventStore;

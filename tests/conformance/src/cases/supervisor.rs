@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::{ConditionalAppend, ExecutionId, NewEvent, Wait};
+use loomfence_core::{ConditionalAppend, ExecutionId, NewEvent, park::Wait};
 use loomfence_runtime::{ChildSupervisor, ResumeFailure, SupervisorError, SupervisorOptions};
 use loomfence_store::{BackendError, EventStore, StoreError};
 

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    Envelope, ExecutionId, GuardedDelete, KernelKind, NewEvent, Pinned, SweepOptions, SweepReport,
-    Wait, park_payload, started_child,
+    Envelope, ExecutionId, KernelKind, NewEvent,
+    lineage::started_child,
+    park::{Wait, park_payload},
+    retention::{GuardedDelete, Pinned, SweepOptions, SweepReport},
 };
 use loomfence_runtime::{
     ArchiveError, ArchiveSink, ChildSupervisor, RetentionError, Supervised, SupervisorOptions,
@@ -449,7 +451,7 @@ impl Hooks for ParksInTheWindow {
         &self,
         inner: &dyn EventStore,
         id: &ExecutionId,
-        guard: &loomfence_core::DeleteGuard,
+        guard: &loomfence_core::retention::DeleteGuard,
     ) -> Result<GuardedDelete, StoreError> {
         if id == &self.child {
             park_on(inner, &self.parent, &[Wait::Child(self.child.clone())]).await;
@@ -576,7 +578,7 @@ pub async fn ten_thousand_executions_are_read_only_as_needed(store: Store) {
     assert_eq!(report.deleted, expected.deleted);
     assert!(report.kept.is_empty());
     let left = store
-        .list_executions(None, loomfence_core::MAX_PAGE_LIMIT)
+        .list_executions(None, loomfence_core::retention::MAX_PAGE_LIMIT)
         .await
         .expect("lists");
     assert_eq!(left.len() as u64, expected.examined - report.deleted);

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use loomfence_core::{
-    DeleteGuard, Ended, Envelope, ExecutionId, ExecutionSummary, GuardedDelete, InputError,
+    Envelope, ExecutionId, InputError,
+    retention::{DeleteGuard, Ended, ExecutionSummary, GuardedDelete},
 };
 use loomfence_runtime::{RetentionError, Sweep};
 use loomfence_store::{EventStore, StoreError};
@@ -182,7 +183,7 @@ pub async fn a_page_limit_out_of_bounds_is_refused_before_listing(store: Store) 
         inner: Arc::clone(&store),
         hooks: Listings::default(),
     };
-    for limit in [0, loomfence_core::MAX_PAGE_LIMIT + 1] {
+    for limit in [0, loomfence_core::retention::MAX_PAGE_LIMIT + 1] {
         match Sweep::new(&counting, options(limit)).run().await {
             Err(RetentionError::Store {
                 report,

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use loomfence_core::{
-    ExecutionId, KernelKind, NewEvent, SweepOptions, SweepReport, UndecidedReason, Wait,
+    ExecutionId, KernelKind, NewEvent,
+    park::Wait,
+    retention::{SweepOptions, SweepReport, UndecidedReason},
 };
 use loomfence_runtime::{RetentionError, Sweep};
 use loomfence_store::EventStore;

@@ -1,7 +1,7 @@
 //! Bad input: every refusal is a typed [`TimerInputError`] and leaves the
 //! store as it was.
 
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS,
     TimeOutOfRange, TimerInputError, TimerRow,
 };
@@ -148,6 +148,6 @@ pub async fn bad_claims_are_refused_and_change_nothing(store: Timers) {
     assert_eq!(all_rows(&store).await, vec![wake("p", 0)]);
     assert_eq!(
         store.complete(&held).await.expect("complete"),
-        loomfence_core::Completed::Done
+        loomfence_core::timer::Completed::Done
     );
 }

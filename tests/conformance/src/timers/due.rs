@@ -1,7 +1,7 @@
 //! Due: which rows a listing returns, in what order, and how the re-drive
 //! filter and the limit combine.
 
-use loomfence_core::{DueFilter, MAX_DUE_LIMIT};
+use loomfence_core::timer::{DueFilter, MAX_DUE_LIMIT};
 
 use super::Timers;
 use super::support::{T0, claim, lease, redrive, schedule_all, wake};

@@ -13,7 +13,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_core::{Claim, Completed, ExecutionId, RedriveAnswer, RedrivePolicy, TimerRow};
+use loomfence_core::{
+    ExecutionId,
+    redrive::RedrivePolicy,
+    timer::{Claim, Completed, RedriveAnswer, TimerRow},
+};
 use loomfence_runtime::{
     RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
 };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_core::{ExecutionId, RedriveAnswer};
+use loomfence_core::{ExecutionId, timer::RedriveAnswer};
 use loomfence_runtime::{RedriveFailure, Redriver, TimerService, TimerServiceOptions};
 use loomfence_store::MemoryEventStore;
 

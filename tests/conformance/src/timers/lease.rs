@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use loomfence_core::{Claim, Completed, DueFilter};
+use loomfence_core::timer::{Claim, Completed, DueFilter};
 use tokio::sync::Barrier;
 
 use super::Timers;

@@ -1,6 +1,6 @@
 //! The timer conformance kit: one suite of cases every [`TimerStore`]
 //! adapter passes unchanged, held to the rules of the core's
-//! [`TimerTable`](loomfence_core::TimerTable).
+//! [`TimerTable`](loomfence_core::timer::TimerTable).
 //!
 //! Same shape as the event kit: plain `pub async fn` cases over a store,
 //! [`run_all`] runs each against a fresh store from a factory, in its own

@@ -6,7 +6,7 @@
 //! schedule on a held row, a release then a takeover, a stale claim after
 //! both).
 
-use loomfence_core::{
+use loomfence_core::timer::{
     Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow, TimerTable,
 };
 

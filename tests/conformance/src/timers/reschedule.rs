@@ -1,7 +1,7 @@
 //! Reschedule: a re-drive chain moves on in one step under the claim, so a
 //! fire that outlived its lease cannot fork it.
 
-use loomfence_core::{Completed, TimerInputError};
+use loomfence_core::timer::{Completed, TimerInputError};
 use loomfence_store::TimerStoreError;
 
 use super::Timers;

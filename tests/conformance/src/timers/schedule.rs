@@ -1,7 +1,10 @@
 //! Schedule: rows round-trip, and the upsert keeps or adds the re-drive
 //! flag but never clears it.
 
-use loomfence_core::{MAX_ID_BYTES, MAX_TIMER_MS, TimerRow};
+use loomfence_core::{
+    log::MAX_ID_BYTES,
+    timer::{MAX_TIMER_MS, TimerRow},
+};
 
 use super::Timers;
 use super::support::{T0, all_rows, redrive, schedule_all, wake};
@@ -23,7 +26,11 @@ pub async fn rows_round_trip_with_their_flag(store: Timers) {
 pub async fn times_at_both_ends_of_the_range_round_trip(store: Timers) {
     let rows = [
         TimerRow::wake(id("zero"), 0),
-        TimerRow::redrive(id("max"), MAX_TIMER_MS, loomfence_core::MAX_REDRIVE_ATTEMPT),
+        TimerRow::redrive(
+            id("max"),
+            MAX_TIMER_MS,
+            loomfence_core::timer::MAX_REDRIVE_ATTEMPT,
+        ),
     ];
     schedule_all(&store, &rows).await;
     assert_eq!(all_rows(&store).await, rows.to_vec());

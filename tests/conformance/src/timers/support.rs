@@ -1,7 +1,9 @@
 //! Helpers the timer cases share: rows, leases and the "nothing changed"
 //! witness.
 
-use loomfence_core::{Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
+use loomfence_core::timer::{
+    Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
+};
 
 use loomfence_store::ClaimPage;
 

@@ -13,7 +13,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loomfence_core::{DueFilter, MAX_ID_BYTES, UnreadableField};
+use loomfence_core::{
+    log::MAX_ID_BYTES,
+    timer::{DueFilter, UnreadableField},
+};
 use loomfence_store::ClaimPage;
 
 use super::Timers;

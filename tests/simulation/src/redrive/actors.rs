@@ -5,7 +5,7 @@
 use loomfence_core::drive::{self, StepError};
 use loomfence_core::{
     AcquireOutcome, AppendError, Capability, ExecutionId, KernelKind, MemoryStore, NewEvent,
-    ParkExpectation, Poll, ResumeError, ResumeMachine, Resumed, TimerTable, Wait,
+    ParkExpectation, Poll, ResumeError, ResumeMachine, Resumed, park::Wait, timer::TimerTable,
 };
 
 use super::Rng64;

@@ -62,7 +62,7 @@
 //! [`Breach::Stranded`] is a parent left with no resume and no exhaustion;
 //! [`Breach::ExhaustedUnderBudget`] one whose exhaustion was not paid for.
 
-use loomfence_core::{KernelKind, MachineError};
+use loomfence_core::{ContractError, KernelKind};
 
 use super::actors::{BodyPhase, PARK_SEQ};
 use super::error::RedriveSimError;
@@ -114,7 +114,7 @@ pub enum Breach {
         /// The run.
         run: RunId,
         /// What it said.
-        error: MachineError,
+        error: ContractError,
     },
     /// Invariant 4: one row instance reported exhaustion twice.
     ReportedTwice {

@@ -4,7 +4,7 @@
 
 use std::ops::RangeInclusive;
 
-use loomfence_core::{Capability, RedrivePolicy};
+use loomfence_core::{Capability, redrive::RedrivePolicy};
 
 /// The design under test, or one of its negative controls (each leaves one
 /// piece out, and a sweep must find what that piece prevents).

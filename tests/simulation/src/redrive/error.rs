@@ -10,8 +10,12 @@ use std::fmt;
 
 use loomfence_core::drive::StepError;
 use loomfence_core::{
-    AppendError, DrawError, FireError, IdError, InputError, MachineError, SuperviseError,
-    TickError, TimerInputError,
+    AppendError, ContractError, InputError,
+    log::IdError,
+    redrive::DrawError,
+    supervise::SuperviseError,
+    tick::TickError,
+    timer::{FireError, TimerInputError},
 };
 
 /// A step of the re-drive world that could not be performed.
@@ -38,7 +42,7 @@ pub enum RedriveSimError {
     /// An execution or node id was refused.
     Id(IdError),
     /// A machine refused the log the harness read for it.
-    Machine(MachineError),
+    Machine(ContractError),
     /// The harness lost track of its own bookkeeping (a row it claimed is not
     /// in its ledger, say).
     Ledger(&'static str),
@@ -95,5 +99,5 @@ from! {
     SuperviseError => Supervise,
     DrawError => Draw,
     IdError => Id,
-    MachineError => Machine,
+    ContractError => Machine,
 }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use loomfence_core::{MachineError, TimerRow};
+use loomfence_core::{ContractError, timer::TimerRow};
 
 /// One supervise run (a supervisor's, or a re-driver's inside a fire) or a
 /// timer wake's resume, by index into [`Ledger::runs`].
@@ -181,7 +181,7 @@ pub enum Finding {
         /// The run.
         run: RunId,
         /// What it said.
-        error: MachineError,
+        error: ContractError,
     },
     /// Two services fired one row at once, both under live leases.
     LeaseOverlap {

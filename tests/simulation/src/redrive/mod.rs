@@ -15,15 +15,15 @@
 //! - **children**, which append `EXECUTION_COMPLETED` at a drawn time and
 //!   notify one supervisor (the runtime's `child_ended`);
 //! - **supervisor nodes** ([`supervisor`]), each a pump over the core's
-//!   [`SuperviseMachine`](loomfence_core::SuperviseMachine), the same
+//!   [`SuperviseMachine`](loomfence_core::supervise::SuperviseMachine), the same
 //!   machine the runtime's supervisor pumps ([`supervise`]): read the
 //!   parent and its children, the unfenced `append_if_parked` try, then up
 //!   to `conditional_tries` conditional resumes with the real
 //!   [`ResumeMachine`](loomfence_core::ResumeMachine), and, when every try
 //!   was contended, the chain's first re-drive row;
 //! - **timer service nodes** ([`service`]), each with its own node id and
-//!   [`WakeBackoff`](loomfence_core::WakeBackoff): `claim_due` under a
-//!   lease, then the real [`FireMachine`](loomfence_core::FireMachine), one
+//!   [`WakeBackoff`](loomfence_core::timer::WakeBackoff): `claim_due` under a
+//!   lease, then the real [`FireMachine`](loomfence_core::timer::FireMachine), one
 //!   action per step, whose `Redrive` runs the supervisor's re-driver;
 //! - **dead acquirers** ([`actors`]), each bumping one parent's token once
 //!   (reading the current token and `acquire_fence_if`-ing it in one step,
@@ -48,7 +48,7 @@
 //! child shared by two parents.
 //!
 //! [`MemoryStore`]: loomfence_core::MemoryStore
-//! [`TimerTable`]: loomfence_core::TimerTable
+//! [`TimerTable`]: loomfence_core::timer::TimerTable
 
 pub mod actors;
 pub mod check;

@@ -18,7 +18,7 @@
 //! something can ([`World::next_time`]); if there is none, the run has
 //! quiesced and liveness is judged.
 
-use loomfence_core::Terminal;
+use loomfence_core::log::Terminal;
 use rand::{RngExt, SeedableRng};
 
 use super::Rng64;
@@ -307,7 +307,7 @@ impl Summary {
                 .store
                 .read_range(&parent.id, 1, None)
                 .ok()
-                .and_then(|log| loomfence_core::child_outcome(&log));
+                .and_then(|log| loomfence_core::supervise::child_outcome(&log));
             if ended.is_some_and(|outcome| outcome.status == Terminal::Completed) {
                 self.completed += 1;
             }

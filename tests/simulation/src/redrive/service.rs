@@ -25,8 +25,10 @@
 use std::num::NonZeroUsize;
 
 use loomfence_core::{
-    Claim, Draw, Envelope, FireOutcome, MAX_LEASE_MS, NodeId, ResumeMachine, TickAction,
-    TickConfig, TickEnd, TickEvent, TickMachine, TickPoll,
+    Envelope, ResumeMachine,
+    redrive::Draw,
+    tick::{TickAction, TickConfig, TickEnd, TickEvent, TickMachine, TickPoll},
+    timer::{Claim, FireOutcome, MAX_LEASE_MS, NodeId},
 };
 use rand::RngExt;
 

@@ -20,8 +20,13 @@
 //! finding, and the run ends [`End::Rejected`].
 
 use loomfence_core::{
-    Draw, OnContention, RedriveAnswer, ResumeMachine, SuperviseAction, SuperviseMachine,
-    SuperviseOptions, SuperviseOutcome, SupervisePoll,
+    ResumeMachine,
+    redrive::Draw,
+    supervise::{
+        OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions, SuperviseOutcome,
+        SupervisePoll,
+    },
+    timer::RedriveAnswer,
 };
 use rand::RngExt;
 

@@ -6,8 +6,10 @@
 //! final worlds of two runs.
 
 use loomfence_core::{
-    Capability, DueFilter, ExecutionId, KernelKind, MemoryStore, NewEvent, RedrivePolicy, TimerRow,
-    TimerTable, Wait, park_payload,
+    Capability, ExecutionId, KernelKind, MemoryStore, NewEvent,
+    park::{Wait, park_payload},
+    redrive::RedrivePolicy,
+    timer::{DueFilter, TimerRow, TimerTable},
 };
 use rand::RngExt;
 

@@ -3,7 +3,7 @@
 //! has closed it; and the resume driver settling such a resume by reading.
 
 use loomfence_core::{
-    Action, ExecutionId, KernelKind, Poll, ResumeMachine, ResumeRequest, Stepped,
+    Action, ExecutionId, KernelKind, Poll, ResumeMachine, ResumeRequest, resume::Stepped,
 };
 use loomfence_store::EventStore;
 
@@ -105,7 +105,7 @@ async fn in_a_group_of_unknown_outcome_a_refused_job_and_a_read_keep_known_answe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timer_write_whose_commit_failed_after_it_happened_is_outcome_unknown() {
-    use loomfence_core::{DueFilter, TimerRow};
+    use loomfence_core::timer::{DueFilter, TimerRow};
     use loomfence_store::{TimerStore, TimerStoreError};
 
     let file = TempFile::new("commit-after-timer");

@@ -91,12 +91,12 @@ fn a_forged_acknowledgement_is_refused_and_nothing_lands() {
         for (field, forged) in forgeries(&event) {
             let mut fed = machine.clone();
             let expected = if field == "kind" {
-                MachineError::WrongAppend {
+                ContractError::WrongAppend {
                     count: 1,
                     kind: forged.kind.clone(),
                 }
             } else {
-                MachineError::ForgedAppend { field }
+                ContractError::ForgedAppend { field }
             };
             assert_eq!(
                 fed.handle_appended(vec![forged]),

@@ -47,6 +47,7 @@
 use serde_json::Value;
 
 use crate::capability::Capability;
+use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{AcquireOutcome, InputError, ParkExpectation, StaleFenceError};
 use crate::fold::ExecutionView;
@@ -75,7 +76,7 @@ pub enum Fencing {
 /// `answer`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResumeRequest {
-    /// The sequence of the park being answered, as [`crate::locate_park`] or
+    /// The sequence of the park being answered, as [`crate::log::locate_park`] or
     /// [`ExecutionView::open_park`] supplied it.
     pub fence_if_parked_at: u64,
     /// What the park is answered with; stored as the resume's
@@ -293,55 +294,6 @@ pub enum ResumeError {
     StaleFence(#[from] StaleFenceError),
 }
 
-/// The host fed the machine something that cannot be the answer to what it
-/// asked: a driver bug or a store breaking its contract. The input is
-/// rejected and the machine is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum MachineError {
-    /// A `handle_*` call that does not answer the pending action.
-    #[error("{got} does not answer the pending action ({expected})")]
-    UnexpectedInput {
-        /// What the machine waits for.
-        expected: &'static str,
-        /// What it was given.
-        got: &'static str,
-    },
-    /// A read whose events are not the contiguous run the machine asked for.
-    #[error("the store returned sequence {got} where {expected} was next")]
-    Gap {
-        /// The sequence the machine expected.
-        expected: u64,
-        /// The one it got.
-        got: u64,
-    },
-    /// Events or an append acknowledgement for another execution.
-    #[error("the store answered for execution {got:?} to a resume of {expected:?}")]
-    WrongExecution {
-        /// This resume's execution.
-        expected: ExecutionId,
-        /// The one in the answer.
-        got: ExecutionId,
-    },
-    /// An append acknowledgement that is not the one resume event asked for.
-    #[error("the store acknowledged {count} events ({kind}) for a one-event resume")]
-    WrongAppend {
-        /// How many envelopes came back.
-        count: usize,
-        /// The first one's kind, or `none`.
-        kind: String,
-    },
-    /// An append acknowledgement in the right place whose event is not the
-    /// one sent: another payload, `at` or metadata (the token included). A
-    /// store stores exactly what it is sent, so the resume cannot tell what
-    /// was written and records nothing as landed.
-    #[error("the store acknowledged the resume with another {field} than was sent")]
-    ForgedAppend {
-        /// The first field that differs: `payload`, `metadata` or `at`.
-        field: &'static str,
-    },
-}
-
 /// Where the machine is. Each state but `Done` has exactly one pending
 /// action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -448,7 +400,7 @@ impl ResumeMachine {
         request: ResumeRequest,
         capability: Capability,
         events: &[Envelope],
-    ) -> Result<Self, MachineError> {
+    ) -> Result<Self, ContractError> {
         let mut machine = Self::new(execution_id, request, capability);
         let first = events.first().map_or(0, |e| e.sequence);
         let last = events.last().map_or(0, |e| e.sequence);
@@ -513,7 +465,7 @@ impl ResumeMachine {
 
     /// Feeds the answer to a [`Action::ReadFrom`]: the events from the
     /// requested sequence to the head, possibly none.
-    pub fn handle_read(&mut self, events: Vec<Envelope>) -> Result<(), MachineError> {
+    pub fn handle_read(&mut self, events: Vec<Envelope>) -> Result<(), ContractError> {
         let from = match self.state {
             State::ReadLog => 1,
             State::Recheck { .. } | State::Reread { .. } | State::Settle { .. } => {
@@ -549,7 +501,7 @@ impl ResumeMachine {
     }
 
     /// Feeds the answer to an [`Action::AcquireFenceIf`].
-    pub fn handle_acquire_if(&mut self, outcome: AcquireOutcome) -> Result<(), MachineError> {
+    pub fn handle_acquire_if(&mut self, outcome: AcquireOutcome) -> Result<(), ContractError> {
         if !(matches!(self.state, State::Acquire { .. }) && self.path == Path::Conditional) {
             return Err(self.unexpected("handle_acquire_if"));
         }
@@ -562,7 +514,7 @@ impl ResumeMachine {
     }
 
     /// Feeds the answer to an [`Action::AcquireFence`]: the new token.
-    pub fn handle_acquire(&mut self, token: u64) -> Result<(), MachineError> {
+    pub fn handle_acquire(&mut self, token: u64) -> Result<(), ContractError> {
         if !(matches!(self.state, State::Acquire { .. }) && self.path == Path::Unconditional) {
             return Err(self.unexpected("handle_acquire"));
         }
@@ -574,14 +526,14 @@ impl ResumeMachine {
     /// Feeds the answer to an [`Action::AppendIfParked`] that landed: the
     /// stored envelopes. It must be the one event sent, field by field
     /// (kind, payload, metadata with the token, `at`), after the head read
-    /// so far; anything else is refused ([`MachineError::WrongAppend`],
-    /// [`MachineError::ForgedAppend`]) and the machine is unchanged.
-    pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), MachineError> {
+    /// so far; anything else is refused ([`ContractError::WrongAppend`],
+    /// [`ContractError::ForgedAppend`]) and the machine is unchanged.
+    pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), ContractError> {
         let State::Append { token } = self.state else {
             return Err(self.unexpected("handle_appended"));
         };
         let [resumed] = envelopes.as_slice() else {
-            return Err(MachineError::WrongAppend {
+            return Err(ContractError::WrongAppend {
                 count: envelopes.len(),
                 kind: envelopes
                     .first()
@@ -591,13 +543,13 @@ impl ResumeMachine {
         self.check_id(&resumed.execution_id)?;
         let differs = resume_differs(resumed, &self.answer, self.at, token);
         if differs == Some("kind") || resumed.sequence <= self.view.head {
-            return Err(MachineError::WrongAppend {
+            return Err(ContractError::WrongAppend {
                 count: 1,
                 kind: resumed.kind.clone(),
             });
         }
         if let Some(field) = differs {
-            return Err(MachineError::ForgedAppend { field });
+            return Err(ContractError::ForgedAppend { field });
         }
         self.view.apply(resumed);
         self.state = State::Done(Ok(Resumed {
@@ -611,7 +563,7 @@ impl ResumeMachine {
     }
 
     /// Feeds a stale-fence refusal of the resume's append.
-    pub fn handle_stale(&mut self, stale: StaleFenceError) -> Result<(), MachineError> {
+    pub fn handle_stale(&mut self, stale: StaleFenceError) -> Result<(), ContractError> {
         let State::Append { token } = self.state else {
             return Err(self.unexpected("handle_stale"));
         };
@@ -625,7 +577,7 @@ impl ResumeMachine {
 
     /// Feeds [`ConditionalAppend::ParkAnswered`](crate::ConditionalAppend)
     /// for an [`Action::AppendIfParked`].
-    pub fn handle_park_answered(&mut self) -> Result<(), MachineError> {
+    pub fn handle_park_answered(&mut self) -> Result<(), ContractError> {
         if !matches!(self.state, State::Append { .. }) {
             return Err(self.unexpected("handle_park_answered"));
         }
@@ -638,7 +590,7 @@ impl ResumeMachine {
     /// [`Action::AcquireFenceIf`] or [`Action::AppendIfParked`]. The park is
     /// gone, so the resume is refused, and nothing was written: a token
     /// this resume took dies with it, as a delete intends.
-    pub fn handle_park_gone(&mut self) -> Result<(), MachineError> {
+    pub fn handle_park_gone(&mut self) -> Result<(), ContractError> {
         let conditional_acquire =
             matches!(self.state, State::Acquire { .. }) && self.path == Path::Conditional;
         if !(conditional_acquire || matches!(self.state, State::Append { .. })) {
@@ -657,7 +609,7 @@ impl ResumeMachine {
     /// if it had landed, it is one more dead acquirer, which the retry
     /// passes. An append is settled by reading the tail (see the module
     /// docs).
-    pub fn handle_outcome_unknown(&mut self) -> Result<(), MachineError> {
+    pub fn handle_outcome_unknown(&mut self) -> Result<(), ContractError> {
         self.state = match self.state {
             State::Acquire { expect } => {
                 self.attempts += 1;
@@ -755,17 +707,17 @@ impl ResumeMachine {
     }
 
     /// Checks that `events` are this execution's, contiguous from `from`.
-    fn check_run(&self, from: u64, events: &[Envelope]) -> Result<(), MachineError> {
+    fn check_run(&self, from: u64, events: &[Envelope]) -> Result<(), ContractError> {
         check_run(&self.execution_id, from, events)
     }
 
     /// Checks an answer is about this execution.
-    fn check_id(&self, id: &ExecutionId) -> Result<(), MachineError> {
+    fn check_id(&self, id: &ExecutionId) -> Result<(), ContractError> {
         check_id(&self.execution_id, id)
     }
 
     /// The error for an input that does not answer the pending action.
-    fn unexpected(&self, got: &'static str) -> MachineError {
+    fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match (&self.state, self.path) {
             (State::Done(_), _) => "nothing: the resume is over",
             (
@@ -783,7 +735,7 @@ impl ResumeMachine {
                 "handle_appended, handle_park_answered, handle_park_gone, handle_stale or handle_outcome_unknown"
             }
         };
-        MachineError::UnexpectedInput { expected, got }
+        ContractError::UnexpectedInput { expected, got }
     }
 }
 
@@ -793,11 +745,11 @@ pub(crate) fn check_run(
     execution_id: &ExecutionId,
     from: u64,
     events: &[Envelope],
-) -> Result<(), MachineError> {
+) -> Result<(), ContractError> {
     for (expected, event) in (from..).zip(events) {
         check_id(execution_id, &event.execution_id)?;
         if event.sequence != expected {
-            return Err(MachineError::Gap {
+            return Err(ContractError::Gap {
                 expected,
                 got: event.sequence,
             });
@@ -807,11 +759,11 @@ pub(crate) fn check_run(
 }
 
 /// Checks an answer is about `expected`, the machine's execution.
-pub(crate) fn check_id(expected: &ExecutionId, got: &ExecutionId) -> Result<(), MachineError> {
+pub(crate) fn check_id(expected: &ExecutionId, got: &ExecutionId) -> Result<(), ContractError> {
     if got == expected {
         Ok(())
     } else {
-        Err(MachineError::WrongExecution {
+        Err(ContractError::WrongExecution {
             expected: expected.clone(),
             got: got.clone(),
         })

@@ -3,7 +3,7 @@
 //!
 //! A timer service claims due rows from its timer store and hands each to a
 //! [`FireMachine`], with the current time, one random [`Draw`], the
-//! [`RedrivePolicy`], this node's [`WakeBackoff`](crate::WakeBackoff) entry
+//! [`RedrivePolicy`], this node's [`WakeBackoff`](crate::timer::WakeBackoff) entry
 //! for the execution and how many re-drivers it has registered. The machine never touches a
 //! store: [`FireMachine::poll`] names the next [`FireAction`], the host does
 //! it and feeds the answer back through the matching `handle_*` method,
@@ -73,7 +73,7 @@
 //!   node acquires again, which can keep invalidating a live holder's
 //!   token. The machine does not hold the map: the outcome
 //!   carries the entry, and
-//!   [`WakeBackoff::apply`](crate::WakeBackoff::apply) records it.
+//!   [`WakeBackoff::apply`](crate::timer::WakeBackoff::apply) records it.
 //! - **Write the next row and retire this one in one step, under the
 //!   claim.** Two steps would fork the chain: a fire that outlives its
 //!   lease (or crashes between them) has written its next row when another
@@ -116,18 +116,18 @@
 //! read: a row found obsolete can, in a narrow window, be the row a re-park
 //! at the same `wake_at` has just scheduled again (the schedule is an
 //! upsert on the same key). The timer store closes that window: a schedule
-//! ends any claim on its row ([`TimerTable`](crate::TimerTable)), so the
+//! ends any claim on its row ([`TimerTable`](crate::timer::TimerTable)), so the
 //! firing node's complete answers
-//! [`Completed::NotHeld`](crate::Completed::NotHeld), the decision is void,
+//! [`Completed::NotHeld`](crate::timer::Completed::NotHeld), the decision is void,
 //! and the row is due again for the next claimer.
 //!
 //! # Example: a plain wake fires over the in-memory store
 //!
 //! ```
 //! use loomfence_core::{
-//!     Action, Capability, ConditionalAppend, Draw, ExecutionId, FireAction, FireContext,
-//!     FireMachine, FireOutcome, FirePoll, KernelKind, MemoryStore, NewEvent, Poll,
-//!     ResumeMachine, TimerRow, Wait, park_payload,
+//!     Action, Capability, ConditionalAppend, ExecutionId, KernelKind, MemoryStore, NewEvent, Poll,
+//!     ResumeMachine, park::{Wait, park_payload}, redrive::Draw,
+//!     timer::{FireAction, FireContext, FireMachine, FireOutcome, FirePoll, TimerRow},
 //! };
 //!
 //! let id = ExecutionId::new("order-7")?;
@@ -183,14 +183,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::event::{Envelope, JsonObject};
+use crate::contract::ContractError;
+use crate::event::Envelope;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::json::JsonObject;
 use crate::park::{Wait, waits_in};
-use crate::redrive::{
+use crate::redrive_policy::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
 };
-use crate::resume::{MachineError, ResumeError, ResumeRequest, Resumed, check_id, check_run};
+use crate::resume_machine::{ResumeError, ResumeRequest, Resumed, check_id, check_run};
 
 /// How many resumes one fire of a plain wake makes when each is refused
 /// and each re-read still finds the timer pending (the execution keeps
@@ -412,8 +414,8 @@ pub enum FireOutcome {
         next_try_at: i64,
     },
     /// Plain wake: the resume was contended; the row is left, and the host
-    /// records this entry in its [`WakeBackoff`](crate::WakeBackoff)
-    /// ([`WakeBackoff::apply`](crate::WakeBackoff::apply)).
+    /// records this entry in its [`WakeBackoff`](crate::timer::WakeBackoff)
+    /// ([`WakeBackoff::apply`](crate::timer::WakeBackoff::apply)).
     BackedOff(BackoffEntry),
     /// Re-drive row: a re-driver re-drove it; the row is retired.
     Redriven,
@@ -488,15 +490,7 @@ pub enum FireError {
     /// another execution. The same checks, and the same error, as the resume
     /// machine's.
     #[error(transparent)]
-    Answer(#[from] MachineError),
-    /// A refusal of a resume of another park than the one requested.
-    #[error("the refusal names park {got}, the resume was of park {expected}")]
-    WrongPark {
-        /// The park the request named.
-        expected: u64,
-        /// The one in the refusal.
-        got: u64,
-    },
+    Answer(#[from] ContractError),
 }
 
 /// What a fire is given besides its row: the time, the draw, the policy and
@@ -509,7 +503,7 @@ pub struct FireContext {
     pub draw: Draw,
     /// The retry schedule.
     pub policy: RedrivePolicy,
-    /// This node's [`WakeBackoff`](crate::WakeBackoff) entry for the row's
+    /// This node's [`WakeBackoff`](crate::timer::WakeBackoff) entry for the row's
     /// execution. Read for plain wakes only.
     pub backoff: Option<BackoffEntry>,
     /// How many re-drivers this node has registered. Read for re-drive rows
@@ -539,7 +533,7 @@ impl FireContext {
     }
 
     /// With this node's backoff entry for the execution
-    /// ([`WakeBackoff::get`](crate::WakeBackoff::get)).
+    /// ([`WakeBackoff::get`](crate::timer::WakeBackoff::get)).
     #[must_use]
     pub fn with_backoff(mut self, backoff: Option<BackoffEntry>) -> Self {
         self.backoff = backoff;
@@ -586,7 +580,7 @@ enum State {
 /// [`FireMachine::new`] takes the row and a [`FireContext`]; then
 /// [`poll`](FireMachine::poll) and the `handle_*` methods, as for the resume
 /// machine. What it decides, row by row, is the decision table at the head
-/// of `core/src/timer.rs`.
+/// of `core/src/fire.rs`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FireMachine {
     /// The row being fired.
@@ -688,10 +682,11 @@ impl FireMachine {
             Err(ResumeError::Refused(refused)) => {
                 self.check_id(&refused.execution_id)?;
                 if refused.park_seq != park_seq {
-                    return Err(FireError::WrongPark {
+                    return Err(ContractError::WrongPark {
                         expected: park_seq,
                         got: refused.park_seq,
-                    });
+                    }
+                    .into());
                 }
                 self.refusals += 1;
                 if self.refusals >= MAX_RESUMES {
@@ -705,7 +700,7 @@ impl FireMachine {
                 self.back_off()
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(FireError::Answer(MachineError::UnexpectedInput {
+                return Err(FireError::Answer(ContractError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
                 }));
@@ -812,7 +807,7 @@ impl FireMachine {
             State::Reschedule(_) => "handle_rescheduled",
             State::Complete(_) => "handle_completed",
         };
-        FireError::Answer(MachineError::UnexpectedInput { expected, got })
+        FireError::Answer(ContractError::UnexpectedInput { expected, got })
     }
 }
 

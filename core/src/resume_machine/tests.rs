@@ -297,14 +297,14 @@ fn inputs_that_answer_nothing_pending_are_rejected_and_change_nothing() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_acquire(4),
-        Err(MachineError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             expected: "handle_read",
             got: "handle_acquire"
         })
     );
     assert_eq!(
         machine.handle_read(log[1..].to_vec()),
-        Err(MachineError::Gap {
+        Err(ContractError::Gap {
             expected: 1,
             got: 2
         })
@@ -313,7 +313,7 @@ fn inputs_that_answer_nothing_pending_are_rejected_and_change_nothing() {
     stranger.execution_id = ExecutionId::new("other").expect("valid");
     assert!(matches!(
         machine.handle_read(vec![stranger]),
-        Err(MachineError::WrongExecution { .. })
+        Err(ContractError::WrongExecution { .. })
     ));
     assert_eq!(machine, before);
 }

@@ -8,13 +8,16 @@ use serde_json::json;
 
 use super::*;
 use crate::capability::Capability;
+use crate::contract::ContractError;
 use crate::drive;
 use crate::event::NewEvent;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::park_payload;
-use crate::redrive::WakeBackoff;
-use crate::resume::{RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError};
+use crate::resume_machine::{
+    RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError,
+};
+use crate::wake_backoff::WakeBackoff;
 
 const WAKE: i64 = 5_000;
 const NOW: i64 = 5_010;
@@ -655,7 +658,7 @@ fn a_reschedule_is_one_action_and_nothing_else_answers_it() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_completed(),
-        Err(FireError::Answer(MachineError::UnexpectedInput {
+        Err(FireError::Answer(ContractError::UnexpectedInput {
             expected: "handle_rescheduled",
             got: "handle_completed",
         }))
@@ -841,7 +844,7 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_read(&log[1..]),
-        Err(FireError::Answer(MachineError::Gap {
+        Err(FireError::Answer(ContractError::Gap {
             expected: 1,
             got: 2
         }))
@@ -856,7 +859,7 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
         .collect();
     assert_eq!(
         machine.handle_read(&foreign),
-        Err(FireError::Answer(MachineError::WrongExecution {
+        Err(FireError::Answer(ContractError::WrongExecution {
             expected: id(),
             got: other
         }))
@@ -875,7 +878,7 @@ fn an_answer_to_another_action_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::Answer(MachineError::UnexpectedInput {
+        Err(FireError::Answer(ContractError::UnexpectedInput {
             expected: "handle_read",
             got: "handle_redrive"
         }))
@@ -893,7 +896,7 @@ fn an_answer_to_another_action_is_refused() {
     assert_eq!(done.poll(), FirePoll::Done(FireOutcome::Left));
     assert_eq!(
         done.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::Answer(MachineError::UnexpectedInput {
+        Err(FireError::Answer(ContractError::UnexpectedInput {
             expected: "nothing: the fire is over",
             got: "handle_redrive"
         }))
@@ -915,15 +918,15 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     };
     assert_eq!(
         machine.handle_resumed(Err(&refused(7, id()))),
-        Err(FireError::WrongPark {
+        Err(FireError::Answer(ContractError::WrongPark {
             expected: 2,
             got: 7
-        })
+        }))
     );
     let other = ExecutionId::new("other").expect("valid");
     assert!(matches!(
         machine.handle_resumed(Err(&refused(2, other))),
-        Err(FireError::Answer(MachineError::WrongExecution { .. }))
+        Err(FireError::Answer(ContractError::WrongExecution { .. }))
     ));
     let stale = ResumeError::StaleFence(crate::fence::StaleFenceError {
         execution_id: id(),
@@ -932,7 +935,7 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     });
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(FireError::Answer(MachineError::UnexpectedInput { .. }))
+        Err(FireError::Answer(ContractError::UnexpectedInput { .. }))
     ));
     assert_eq!(machine, before, "unchanged");
 }

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::num::NonZeroUsize;
 
 use serde_json::json;
 
 use super::*;
 use crate::event::MAX_SAFE_INTEGER;
+use crate::wake_backoff::{DEFAULT_BACKOFF_BOUND, WakeBackoff};
 
 /// The seed of the property loops: `SIM_SEED` if set, else a fixed one, so
 /// a plain `cargo test` is deterministic. Printed, so a run can be replayed.
