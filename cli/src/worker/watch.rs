@@ -199,10 +199,11 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use async_trait::async_trait;
-    use loomfence_conformance::support::{Around, Hooks};
+    use loomfence_conformance::support::around;
     use loomfence_core::{Envelope, KernelKind, NewEvent, Wait, park_payload, started_child};
     use loomfence_runtime::SupervisorOptions;
     use loomfence_store::BackendError;
+    use loomfence_store::Hooks;
 
     use super::*;
 
@@ -283,7 +284,7 @@ mod tests {
 
     #[tokio::test]
     async fn beats_rebuild_notice_ended_children_and_retry_failed_supervisions() {
-        let around = Arc::new(Around::new(
+        let around = Arc::new(around(
             loomfence_core::Capability::Conditional,
             DropsARead {
                 parent: id("parent-c"),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use common::{Rival, fenced_by_three, finish, id, park_on, resumes};
-use loomfence_conformance::support::Around;
+use loomfence_conformance::support::around;
 use loomfence_core::{
     Capability, Claim, Completed, Draw, DueFilter, ExecutionId, KernelKind, Lease, RedriveAnswer,
     RedrivePolicy, TimerRow, Wait, redrive_wake_at,
@@ -202,7 +202,7 @@ async fn flag_on_three_dead_acquirers_schedule_exactly_one_redrive_row() {
 #[tokio::test]
 async fn flag_on_without_contention_resumes_as_before_and_writes_no_row() {
     for fenced in [false, true] {
-        let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+        let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
         park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
         if fenced {
             store.acquire_fence(&id("parent")).await.expect("fenced");
@@ -365,7 +365,7 @@ async fn the_redriver_resumes_the_parent_once_when_the_rivals_stop() {
 
 #[tokio::test]
 async fn the_redriver_answers_noop_for_a_parent_that_is_not_its_own_or_not_ready() {
-    let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+    let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
     park_on(&*store, &id("on-a-timer"), &[Wait::Timer { wake_at: 5 }]).await;
     park_on(&*store, &id("waiting"), &[Wait::Child(id("running"))]).await;
     let (options, errors) = recording(redrive_on(), Some(Arc::new(MemoryTimerStore::new())));
@@ -385,7 +385,7 @@ async fn the_redriver_answers_noop_for_a_parent_that_is_not_its_own_or_not_ready
 
 #[tokio::test]
 async fn a_redriver_failure_is_an_error_reported_once() {
-    let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+    let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
     store
         .append(
             &id("parent"),

@@ -16,13 +16,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
+use loomfence_conformance::support::{AroundTimers, TimerHooks, around};
 use loomfence_core::{
     AcquireOutcome, Capability, Claim, Completed, DueFilter, Envelope, ExecutionId, JsonObject,
     KernelKind, MAX_DUE_LIMIT, MAX_TIMER_MS, NewEvent, NodeId, ParkExpectation, RedriveAnswer,
     RedrivePolicy, TimerRow,
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
+use loomfence_store::Hooks;
 use loomfence_store::{
     BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
 };
@@ -222,7 +223,7 @@ async fn run(path: &Path) {
     let name = scenario["name"].as_str().expect("name").to_owned();
     let options = &scenario["options"];
 
-    let events = Arc::new(Around::new(Capability::Conditional, EventFaults::default()));
+    let events = Arc::new(around(Capability::Conditional, EventFaults::default()));
     let timers = Arc::new(AroundTimers {
         inner: Arc::new(MemoryTimerStore::new()),
         hooks: TimerFaults::default(),

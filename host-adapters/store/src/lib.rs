@@ -32,12 +32,14 @@
 
 mod checks;
 mod error;
+mod forwarding;
 mod memory;
 mod store;
 mod timers;
 
 pub use checks::{CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write};
 pub use error::{BackendError, StoreError};
+pub use forwarding::{Forward, Forwarding, Hooks};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
