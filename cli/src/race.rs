@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 use loomfence_core::{ExecutionId, IdError, KernelKind, NewEvent, Wait, park_payload};
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
@@ -45,7 +45,7 @@ pub(crate) enum RaceError {
     Task(#[from] tokio::task::JoinError),
     /// Waiting for the timer store to drain failed.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(StoreError),
     /// The timer service reported failures (a store, a re-driver); the
     /// first is shown.
     #[error("timer service: {count} failures, the first: {first}")]
@@ -138,7 +138,7 @@ async fn race(
         Some(service) => {
             let raced = Instant::now();
             let redriver = Arc::clone(&service.redriver);
-            let errors = service.drain().await?;
+            let errors = service.drain().await.map_err(RaceError::Timers)?;
             if let Some(first) = errors.failures.first() {
                 return Err(RaceError::Service {
                     count: errors.failures.len(),

@@ -17,7 +17,7 @@ use futures_util::{StreamExt, TryStreamExt, stream};
 use loomfence_core::{
     ExecutionId, IdError, KernelKind, NewEvent, TimerRow, Wait, park_payload, started_child,
 };
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -36,7 +36,7 @@ pub(crate) enum PlanError {
     Store(#[from] StoreError),
     /// Scheduling a deadline failed.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(StoreError),
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
     Id(#[from] IdError),
@@ -173,7 +173,8 @@ async fn write_family(
         .await?;
     timers
         .schedule(&TimerRow::wake(parent.clone(), family.deadline))
-        .await?;
+        .await
+        .map_err(PlanError::Timers)?;
     Ok(())
 }
 

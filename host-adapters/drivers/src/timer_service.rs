@@ -99,7 +99,7 @@ use loomfence_core::{
     RedriveExhaustedError, TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine,
     TickPoll, TickReport, UnreadableRow, WakeBackoff,
 };
-use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -124,11 +124,11 @@ pub enum TimerServiceError {
     /// reschedule, a complete or a release. A fire's claim is left to
     /// expire.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(StoreError),
     /// The event store failed reading a log. The fire's claim is left to
     /// expire.
     #[error("event store: {0}")]
-    Events(#[from] StoreError),
+    Events(StoreError),
     /// A plain wake's resume failed otherwise than refused or contended
     /// (those are answers the fire machine takes): its store failed, or
     /// broke the resume machine's contract. The claim is left to expire.
@@ -329,12 +329,19 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 limit,
                 filter,
             } => {
-                let ClaimPage { claims, unreadable } =
-                    self.timers.claim_due(&lease, limit, filter).await?;
+                let ClaimPage { claims, unreadable } = self
+                    .timers
+                    .claim_due(&lease, limit, filter)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_claimed(claims, unreadable)?;
             }
             TickAction::ReadLog { execution_id } => {
-                *log = self.events.read_range(&execution_id, 1, None).await?;
+                *log = self
+                    .events
+                    .read_range(&execution_id, 1, None)
+                    .await
+                    .map_err(TimerServiceError::Events)?;
                 node().handle_read(log)?;
             }
             TickAction::Resume {
@@ -369,15 +376,27 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 node().handle_redrive(answer)?;
             }
             TickAction::Reschedule { claim, next } => {
-                let done = self.timers.reschedule(&claim, &next).await?;
+                let done = self
+                    .timers
+                    .reschedule(&claim, &next)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_rescheduled(done)?;
             }
             TickAction::Complete { claim } => {
-                let done = self.timers.complete(&claim).await?;
+                let done = self
+                    .timers
+                    .complete(&claim)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_completed(done)?;
             }
             TickAction::Release { claim } => {
-                let done = self.timers.release(&claim).await?;
+                let done = self
+                    .timers
+                    .release(&claim)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_released(done)?;
             }
             other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),

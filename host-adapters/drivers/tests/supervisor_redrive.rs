@@ -20,8 +20,7 @@ use loomfence_runtime::{
     SupervisorOptions,
 };
 use loomfence_store::{
-    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, TimerStore,
-    TimerStoreError,
+    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
 };
 use serde_json::json;
 
@@ -34,33 +33,28 @@ const DRAW: f64 = 0.5;
 /// A timer store whose writes fail.
 struct BrokenTimers;
 
-fn disk_full() -> TimerStoreError {
-    TimerStoreError::Backend(BackendError::retryable("disk full"))
+fn disk_full() -> StoreError {
+    StoreError::Backend(BackendError::retryable("disk full"))
 }
 
 #[async_trait]
 impl TimerStore for BrokenTimers {
-    async fn schedule(&self, _: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, _: &TimerRow) -> Result<(), StoreError> {
         Err(disk_full())
     }
-    async fn due(&self, _: i64, _: usize, _: DueFilter) -> Result<Vec<TimerRow>, TimerStoreError> {
+    async fn due(&self, _: i64, _: usize, _: DueFilter) -> Result<Vec<TimerRow>, StoreError> {
         Err(disk_full())
     }
-    async fn claim_due(
-        &self,
-        _: &Lease,
-        _: usize,
-        _: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    async fn claim_due(&self, _: &Lease, _: usize, _: DueFilter) -> Result<ClaimPage, StoreError> {
         Err(disk_full())
     }
-    async fn complete(&self, _: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, _: &Claim) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
-    async fn release(&self, _: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, _: &Claim) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
-    async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
 }

@@ -24,9 +24,7 @@ use loomfence_core::{
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
 use loomfence_store::Hooks;
-use loomfence_store::{
-    BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
-};
+use loomfence_store::{BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore};
 use serde_json::{Value, json};
 
 /// Where the scenarios live.
@@ -128,7 +126,7 @@ impl TimerHooks for TimerFaults {
         &self,
         inner: &dyn TimerStore,
         claim: &Claim,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         if take(&self.rescheduled, &claim.row.execution_id) {
             inner.schedule(&claim.row).await?;
         }

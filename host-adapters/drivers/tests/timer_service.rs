@@ -29,7 +29,6 @@ use loomfence_sqlite::SqliteEventStore;
 use loomfence_store::Hooks;
 use loomfence_store::{
     ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
-    TimerStoreError,
 };
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -203,7 +202,7 @@ impl TimerHooks for Probe {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         if !self.ignore_leases {
             return inner.claim_due(lease, limit, filter).await;
         }
@@ -223,7 +222,7 @@ impl TimerHooks for Probe {
         &self,
         inner: &dyn TimerStore,
         claim: &Claim,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         if self
             .reschedule_before_complete
             .swap(false, Ordering::SeqCst)
@@ -237,7 +236,7 @@ impl TimerHooks for Probe {
         inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         Ok(self.retire(claim, inner.reschedule(claim, next).await?))
     }
 }

@@ -1,6 +1,7 @@
 //! The async side of loomfence's storage: the [`EventStore`] and
 //! [`TimerStore`] traits that every adapter (memory, SQLite, PostgreSQL)
-//! implements, their error types, and the in-memory adapters.
+//! implements, their one error type, the forwarding decorator, and the
+//! in-memory adapters.
 //!
 //! The rules themselves (the append guard, the conditional acquire) live in
 //! `loomfence-core` as pure functions; an adapter's job is only to apply them
@@ -43,4 +44,4 @@ pub use forwarding::{Forward, Forwarding, Hooks};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
-pub use timers::{ClaimPage, MemoryTimerStore, TimerStore, TimerStoreError};
+pub use timers::{ClaimPage, MemoryTimerStore, TimerStore};
