@@ -14,10 +14,11 @@ use loomfence_store::{EventStore, StoreError, TimerStore};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
+use crate::clock::now_ms;
 use crate::interrupt::until_interrupted;
 use crate::redrive::{RedriveRows, Service};
 use crate::report::{LogCounts, RedriveCounts, Report, Tally};
-use crate::resumer::{Arena, Parked, Resumer, ResumerError, now_ms};
+use crate::resumer::{Arena, Parked, Resumer, ResumerError};
 use crate::settings::Settings;
 use crate::store_arg::{OpenError, OpenOptions};
 

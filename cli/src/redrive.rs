@@ -32,7 +32,8 @@ use loomfence_runtime::{
 use loomfence_store::{EventStore, StoreError, TimerStore};
 use serde_json::json;
 
-use crate::resumer::{BodyEnd, now_ms, run_body};
+use crate::body::{BodyEnd, run_body};
+use crate::clock::now_ms;
 
 /// How often the race's timer service polls: short, so a run stays quick.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);

@@ -32,9 +32,9 @@ pub(crate) use self::options::{DEFAULT_PAGE_LIMIT, RawRetention};
 use self::options::{RetentionSettings, cutoff};
 use self::report::{Outcome, RetentionOutput};
 use self::stop::{StoppableArchive, stoppable, stopped_by_user};
+use crate::clock::now_ms;
 use crate::interrupt::{self, StopRequest, Stopped, until_stopped};
 use crate::progress;
-use crate::resumer::now_ms;
 use crate::sqlite_file::SqliteTarget;
 use crate::store_arg::StoreArg;
 

@@ -52,8 +52,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use self::bodies::Bodies;
 use self::fencing_only::fencing_only;
 use self::watch::{Watcher, until_next_beat};
+use crate::clock::now_ms;
 use crate::redrive::POLICY;
-use crate::resumer::now_ms;
 use crate::store_arg::{ExistingStore, OpenError, StoreArg};
 
 /// `loomfence worker`'s options.
