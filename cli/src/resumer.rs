@@ -3,8 +3,9 @@
 //! It walks all executions in its own seeded-random order. For each it reads
 //! the log, finds the open park, and drives a real [`ResumeMachine`] with
 //! [`perform`], one step at a time, so that a crash can be injected between
-//! two steps. A resume that lands runs a body through [`Body`]: `K` step
-//! events and a completion, all under the resume's token. A body whose own
+//! two steps. A resume that lands runs a body through
+//! [`Body`](loomfence_runtime::Body): `K` step events and a completion, all
+//! under the resume's token. A body whose own
 //! append is refused as stale has been fenced out.
 //!
 //! Dead acquirers (`--dead-acquirers K`) are modelled where they hurt, as

@@ -57,8 +57,9 @@ pub enum TimerServiceError {
     )]
     Unreadable(UnreadableRow),
     /// A re-driver returned an error. The fire goes on: the error is the
-    /// answer [`RedriveAnswer::Failed`], treated as contended, so the chain
-    /// continues and the row is not lost.
+    /// answer [`RedriveAnswer::Failed`](loomfence_core::RedriveAnswer::Failed),
+    /// treated as contended, so the chain continues and the row is not
+    /// lost.
     #[error("re-driver {index} failed on {execution_id:?}: {source}")]
     Redriver {
         /// The re-driver's place in registration order, from 0.
