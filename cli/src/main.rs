@@ -37,6 +37,8 @@
 //! options (see [`fleet`]).
 
 mod bench;
+mod body;
+mod clock;
 mod fleet;
 mod interrupt;
 mod listing;

@@ -14,14 +14,15 @@ use loomfence_core::{
     log::IdError,
     park::{Wait, park_payload},
 };
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
+use crate::clock::now_ms;
 use crate::interrupt::until_interrupted;
 use crate::redrive::{RedriveRows, Service};
 use crate::report::{LogCounts, RedriveCounts, Report, Tally};
-use crate::resumer::{Arena, Parked, Resumer, ResumerError, now_ms};
+use crate::resumer::{Arena, Parked, Resumer, ResumerError};
 use crate::settings::Settings;
 use crate::store_arg::{OpenError, OpenOptions};
 
@@ -49,7 +50,7 @@ pub(crate) enum RaceError {
     Task(#[from] tokio::task::JoinError),
     /// Waiting for the timer store to drain failed.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(StoreError),
     /// The timer service reported failures (a store, a re-driver); the
     /// first is shown.
     #[error("timer service: {count} failures, the first: {first}")]
@@ -142,7 +143,7 @@ async fn race(
         Some(service) => {
             let raced = Instant::now();
             let redriver = Arc::clone(&service.redriver);
-            let errors = service.drain().await?;
+            let errors = service.drain().await.map_err(RaceError::Timers)?;
             if let Some(first) = errors.failures.first() {
                 return Err(RaceError::Service {
                     count: errors.failures.len(),

@@ -30,10 +30,11 @@ use loomfence_runtime::{
     RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError, TimerServiceHandle,
     TimerServiceOptions, resume_from, seeded_random,
 };
-use loomfence_store::{EventStore, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use serde_json::json;
 
-use crate::resumer::{BodyEnd, now_ms, run_body};
+use crate::body::{BodyEnd, run_body};
+use crate::clock::now_ms;
 
 /// How often the race's timer service polls: short, so a run stays quick.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -62,7 +63,7 @@ const SERVICE_SEED_SALT: u64 = 0x7265_6472_6976_6572;
 pub(crate) enum RedriveError {
     /// The timer store refused or failed the write.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(#[from] StoreError),
     /// The draw was not in `[0, 1)` (a bug in the CLI).
     #[error("random draw: {0}")]
     Draw(#[from] DrawError),
@@ -253,7 +254,7 @@ impl Service {
     /// driven, nothing to re-drive, or exhausted), or until the service
     /// reports a failure; then stops the service and answers what it
     /// reported.
-    pub(crate) async fn drain(self) -> Result<ServiceErrors, TimerStoreError> {
+    pub(crate) async fn drain(self) -> Result<ServiceErrors, StoreError> {
         let drained = loop {
             if !self.lock_errors().failures.is_empty() {
                 break Ok(());

@@ -3,8 +3,9 @@
 //! It walks all executions in its own seeded-random order. For each it reads
 //! the log, finds the open park, and drives a real [`ResumeMachine`] with
 //! [`perform`], one step at a time, so that a crash can be injected between
-//! two steps. A resume that lands runs a body through [`Body`]: `K` step
-//! events and a completion, all under the resume's token. A body whose own
+//! two steps. A resume that lands runs a body through
+//! [`Body`](loomfence_runtime::Body): `K` step events and a completion, all
+//! under the resume's token. A body whose own
 //! append is refused as stale has been fenced out.
 //!
 //! Dead acquirers (`--dead-acquirers K`) are modelled where they hurt, as
@@ -30,22 +31,23 @@
 //! a rival in, and there would be no race to speak of.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use indicatif::ProgressBar;
 use loomfence_core::AcquireOutcome;
 use loomfence_core::{
-    Action, Capability, ContractError, ExecutionId, ExecutionView, JsonObject, KernelKind,
-    NewEvent, Poll, ResumeError, ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
+    Action, Capability, ContractError, ExecutionId, ExecutionView, Poll, ResumeError,
+    ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
 };
-use loomfence_runtime::{Body, ResumeFailure, perform};
+use loomfence_runtime::{ResumeFailure, perform};
 use loomfence_store::{EventStore, StoreError};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::task::yield_now;
 
+use crate::body::{BodyEnd, run_body};
+use crate::clock::now_ms;
 use crate::redrive::{RedriveError, RedriveRows};
 use crate::report::Tally;
 
@@ -100,15 +102,6 @@ enum Attempt {
     Lost(ResumeError),
     /// The resumer crashed at this point.
     Crashed(Crash),
-}
-
-/// How a body ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BodyEnd {
-    /// Every step and the completion were appended.
-    Completed,
-    /// An append was refused as stale: a rival acquired after the resume.
-    FencedOut,
 }
 
 /// What every resumer of one race shares.
@@ -272,36 +265,6 @@ impl Resumer {
     }
 }
 
-/// A resumed body: `steps` step events, then the completion with output
-/// `{"by": by}`, all under the resume's token, yielding between appends so
-/// rivals can interleave. A stale refusal of one of its appends is the end
-/// [`BodyEnd::FencedOut`]; any other store failure is the error.
-pub(crate) async fn run_body(
-    store: &dyn EventStore,
-    resumed: Resumed,
-    steps: u32,
-    by: Value,
-) -> Result<BodyEnd, StoreError> {
-    let mut body = Body::new(store, resumed);
-    for step in 0..steps {
-        yield_now().await;
-        let mut payload = JsonObject::new();
-        payload.insert("step".to_owned(), Value::from(step));
-        let event = NewEvent::kernel(KernelKind::StepCompleted, now_ms()).with_payload(payload);
-        match body.append(event).await {
-            Ok(_) => {}
-            Err(StoreError::StaleFence(_)) => return Ok(BodyEnd::FencedOut),
-            Err(other) => return Err(other),
-        }
-    }
-    yield_now().await;
-    match body.complete(json!({ "by": by }), now_ms()).await {
-        Ok(_) => Ok(BodyEnd::Completed),
-        Err(StoreError::StaleFence(_)) => Ok(BodyEnd::FencedOut),
-        Err(other) => Err(other),
-    }
-}
-
 /// Resumer `index`'s seed. The index is spread over all 64 bits first, so
 /// that nearby seeds (42 and 43) do not give resumers swapped streams, as a
 /// plain `seed ^ index` would.
@@ -309,14 +272,6 @@ fn resumer_seed(seed: u64, index: u32) -> u64 {
     seed ^ u64::from(index)
         .wrapping_add(1)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-/// Now, in ms since the epoch: the CLI is a host, so it reads the clock the
-/// core never does. A clock before 1970 reads as 0.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

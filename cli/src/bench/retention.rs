@@ -32,8 +32,8 @@ use tokio::task::{JoinSet, yield_now};
 
 use super::{BenchError, BenchSettings};
 use crate::bench::retention_report::{RetentionBenchReport, SweepResult, Variant};
+use crate::clock::now_ms;
 use crate::interrupt::until_interrupted;
-use crate::resumer::now_ms;
 use crate::store_arg::OpenOptions;
 
 /// Executions per listing page: `loomfence retention`'s default.

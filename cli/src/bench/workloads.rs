@@ -19,7 +19,7 @@ use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::{Value, json};
 
-use crate::resumer::now_ms;
+use crate::clock::now_ms;
 
 /// Step events in the two straight-line workloads.
 const STRAIGHT_STEPS: u32 = 3;

@@ -11,10 +11,7 @@ use loomfence_postgres::PostgresEventStore;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::workers::{WorkerError, Workers};
-
-/// The application name the workers' PostgreSQL connections carry.
-pub(crate) const APPLICATION_NAME: &str = "loomfence-worker";
+use super::workers::{APPLICATION_NAME, WorkerError, Workers};
 
 /// Mixed into the seed, so the faults do not draw the workload's numbers.
 const CHAOS_SEED_SALT: u64 = 0x6368_616f_735f_7365;

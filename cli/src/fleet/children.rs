@@ -5,7 +5,7 @@ use loomfence_core::{ExecutionId, JsonObject, KernelKind, NewEvent};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
-use crate::resumer::now_ms;
+use crate::clock::now_ms;
 
 /// Children ended at once.
 const CONCURRENCY: usize = 8;

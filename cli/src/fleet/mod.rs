@@ -49,8 +49,8 @@ use self::plan::{Plan, PlanError, Shape};
 use self::report::Report;
 use self::verdict::Verdict;
 use self::workers::{Launch, WorkerError, Workers, worker_options, worker_store};
+use crate::clock::now_ms;
 use crate::interrupt::{self, until_interrupted};
-use crate::resumer::now_ms;
 use crate::store_arg::{OpenError, OpenOptions, StoreArg};
 
 /// Why a fleet could not be run to its verdict.

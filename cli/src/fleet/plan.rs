@@ -21,7 +21,7 @@ use loomfence_core::{
     park::{Wait, park_payload},
     timer::TimerRow,
 };
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -40,7 +40,7 @@ pub(crate) enum PlanError {
     Store(#[from] StoreError),
     /// Scheduling a deadline failed.
     #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
+    Timers(StoreError),
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
     Id(#[from] IdError),
@@ -177,7 +177,8 @@ async fn write_family(
         .await?;
     timers
         .schedule(&TimerRow::wake(parent.clone(), family.deadline))
-        .await?;
+        .await
+        .map_err(PlanError::Timers)?;
     Ok(())
 }
 

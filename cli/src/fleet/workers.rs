@@ -12,7 +12,10 @@ use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
 use super::FleetArgs;
-use super::chaos::APPLICATION_NAME;
+
+/// The application name the workers' PostgreSQL connections carry, by
+/// which the chaos monkey finds them.
+pub(crate) const APPLICATION_NAME: &str = "loomfence-worker";
 
 /// How a worker is started: everything but its node name.
 #[derive(Clone, Debug)]

@@ -31,10 +31,10 @@ use loomfence_runtime::{JsonLinesArchive, Sweep};
 pub(crate) use self::options::{DEFAULT_PAGE_LIMIT, RawRetention};
 use self::options::{RetentionSettings, cutoff};
 use self::report::{Outcome, RetentionOutput};
-use self::stop::{Stoppable, StoppableArchive, stopped_by_user};
+use self::stop::{StoppableArchive, stoppable, stopped_by_user};
+use crate::clock::now_ms;
 use crate::interrupt::{self, StopRequest, Stopped, until_stopped};
 use crate::progress;
-use crate::resumer::now_ms;
 use crate::sqlite_file::SqliteTarget;
 use crate::store_arg::StoreArg;
 
@@ -109,7 +109,7 @@ async fn sweep(
         dry_run: settings.dry_run,
     };
     let stop = StopRequest::default();
-    let stoppable = Stoppable::new(store, stop.clone());
+    let stoppable = stoppable(store, stop.clone());
     let stoppable_archive = archive.map(|archive| StoppableArchive::new(archive, stop.clone()));
     let spinner = progress::sweep_spinner();
     // The last page's report, for a sweep dropped by a second Ctrl-C.

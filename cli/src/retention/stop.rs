@@ -10,13 +10,9 @@
 //! normally, so nothing is cut in half and the report is exact.
 
 use async_trait::async_trait;
-use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
-    ParkExpectation,
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
-};
+use loomfence_core::{Envelope, ExecutionId};
 use loomfence_runtime::{ArchiveError, ArchiveSink, RetentionError};
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::{BackendError, EventStore, Forwarding, Hooks, StoreError};
 
 use crate::interrupt::StopRequest;
 
@@ -40,115 +36,24 @@ pub(crate) fn stopped_by_user(error: &RetentionError) -> bool {
 
 /// A store that refuses every call once a stop was requested, and passes
 /// every other call to the store it wraps.
-pub(crate) struct Stoppable<'a> {
-    /// The real store.
-    inner: &'a dyn EventStore,
-    /// Set by the first Ctrl-C.
-    stop: StopRequest,
+pub(crate) type Stoppable<'a> = Forwarding<&'a dyn EventStore, Stopping>;
+
+/// `inner`, refusing every call once `stop` was requested.
+pub(crate) fn stoppable(inner: &dyn EventStore, stop: StopRequest) -> Stoppable<'_> {
+    Forwarding::new(inner, Stopping(stop))
 }
 
-impl<'a> Stoppable<'a> {
-    /// Wraps `inner`, watching `stop`.
-    pub(crate) fn new(inner: &'a dyn EventStore, stop: StopRequest) -> Self {
-        Self { inner, stop }
-    }
+/// The hooks of a [`Stoppable`] store: each call first looks at the stop.
+pub(crate) struct Stopping(StopRequest);
 
-    /// Fails once a stop was requested.
-    fn go_on(&self) -> Result<(), StoreError> {
-        if self.stop.requested() {
+#[async_trait]
+impl Hooks for Stopping {
+    async fn before(&self, _operation: &'static str) -> Result<(), StoreError> {
+        if self.0.requested() {
             Err(StoreError::Backend(BackendError::permanent(StoppedByUser)))
         } else {
             Ok(())
         }
-    }
-}
-
-#[async_trait]
-impl EventStore for Stoppable<'_> {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-
-    async fn append(
-        &self,
-        execution_id: &ExecutionId,
-        event: NewEvent,
-    ) -> Result<Envelope, StoreError> {
-        self.go_on()?;
-        self.inner.append(execution_id, event).await
-    }
-
-    async fn append_many(
-        &self,
-        execution_id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.go_on()?;
-        self.inner.append_many(execution_id, events).await
-    }
-
-    async fn append_if_parked(
-        &self,
-        execution_id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        self.go_on()?;
-        self.inner
-            .append_if_parked(execution_id, park_seq, events)
-            .await
-    }
-
-    async fn read_range(
-        &self,
-        execution_id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.go_on()?;
-        self.inner.read_range(execution_id, from_seq, to_seq).await
-    }
-
-    async fn current_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
-        self.go_on()?;
-        self.inner.current_fence(execution_id).await
-    }
-
-    async fn acquire_fence(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
-        self.go_on()?;
-        self.inner.acquire_fence(execution_id).await
-    }
-
-    async fn acquire_fence_if(
-        &self,
-        execution_id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        self.go_on()?;
-        self.inner.acquire_fence_if(execution_id, expect).await
-    }
-
-    async fn delete_execution(&self, execution_id: &ExecutionId) -> Result<bool, StoreError> {
-        self.go_on()?;
-        self.inner.delete_execution(execution_id).await
-    }
-
-    async fn delete_execution_if(
-        &self,
-        execution_id: &ExecutionId,
-        guard: &DeleteGuard,
-    ) -> Result<GuardedDelete, StoreError> {
-        self.go_on()?;
-        self.inner.delete_execution_if(execution_id, guard).await
-    }
-
-    async fn list_executions(
-        &self,
-        after: Option<&ExecutionId>,
-        limit: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        self.go_on()?;
-        self.inner.list_executions(after, limit).await
     }
 }
 
@@ -185,7 +90,7 @@ impl ArchiveSink for StoppableArchive<'_> {
 
 #[cfg(test)]
 mod tests {
-    use loomfence_core::{KernelKind, retention::SweepOptions};
+    use loomfence_core::{KernelKind, NewEvent, retention::SweepOptions};
     use loomfence_runtime::Sweep;
     use loomfence_store::MemoryEventStore;
 
@@ -223,7 +128,7 @@ mod tests {
     async fn a_stop_ends_the_sweep_before_its_next_call_with_an_exact_report() {
         let store = old_roots(3).await;
         let stop = StopRequest::default();
-        let stoppable = Stoppable::new(&store, stop.clone());
+        let stoppable = stoppable(&store, stop.clone());
         // Pages of one: the first page's delete is done when the second
         // listing is about to start, and that is when the stop comes.
         let error = Sweep::new(&stoppable, options())
@@ -242,7 +147,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_stop_it_is_the_store_itself() {
         let store = old_roots(3).await;
-        let stoppable = Stoppable::new(&store, StopRequest::default());
+        let stoppable = stoppable(&store, StopRequest::default());
         let report = Sweep::new(&stoppable, options()).run().await.unwrap();
         assert_eq!((report.examined, report.deleted), (3, 3));
         assert_eq!(stoppable.capability(), store.capability());

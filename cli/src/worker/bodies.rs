@@ -11,7 +11,7 @@ use loomfence_store::EventStore;
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::resumer::{BodyEnd, run_body};
+use crate::body::{BodyEnd, run_body};
 
 /// Bodies that ran to their completion.
 const COMPLETED: &str = "loomfence_worker_bodies_completed_total";

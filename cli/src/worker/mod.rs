@@ -50,10 +50,10 @@ use loomfence_store::EventStore;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use self::bodies::Bodies;
-use self::fencing_only::FencingOnly;
+use self::fencing_only::fencing_only;
 use self::watch::{Watcher, until_next_beat};
+use crate::clock::now_ms;
 use crate::redrive::POLICY;
-use crate::resumer::now_ms;
 use crate::store_arg::{ExistingStore, OpenError, StoreArg};
 
 /// `loomfence worker`'s options.
@@ -175,7 +175,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
     };
     let events: Arc<dyn EventStore> = if args.unconditional {
         tracing::warn!("negative control: resuming with the unconditional acquire");
-        Arc::new(FencingOnly(opened.events))
+        Arc::new(fencing_only(opened.events))
     } else {
         opened.events
     };

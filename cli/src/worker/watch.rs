@@ -199,7 +199,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use async_trait::async_trait;
-    use loomfence_conformance::support::{Around, Hooks};
+    use loomfence_conformance::support::around;
     use loomfence_core::{
         Envelope, KernelKind, NewEvent,
         lineage::started_child,
@@ -207,6 +207,7 @@ mod tests {
     };
     use loomfence_runtime::SupervisorOptions;
     use loomfence_store::BackendError;
+    use loomfence_store::Hooks;
 
     use super::*;
 
@@ -287,7 +288,7 @@ mod tests {
 
     #[tokio::test]
     async fn beats_rebuild_notice_ended_children_and_retry_failed_supervisions() {
-        let around = Arc::new(Around::new(
+        let around = Arc::new(around(
             loomfence_core::Capability::Conditional,
             DropsARead {
                 parent: id("parent-c"),

@@ -1,7 +1,7 @@
 //! Turning driver and pool failures into typed, classified errors.
 
 use deadpool_postgres::PoolError;
-use loomfence_store::{BackendError, StoreError, TimerStoreError};
+use loomfence_store::{BackendError, StoreError};
 use tokio_postgres::error::SqlState;
 
 use crate::config::ConfigError;
@@ -133,23 +133,11 @@ pub(crate) fn corrupt(detail: impl Into<String>) -> StoreError {
 /// A timer row that does not read back as one (a re-drive flag that is not
 /// `{"attempt": n}`, a time or claim count out of range, an invalid id):
 /// the table holds data this store did not write. Permanent.
-pub(crate) fn corrupt_timer(detail: impl Into<String>) -> TimerStoreError {
-    TimerStoreError::Backend(BackendError::permanent(format!(
+pub(crate) fn corrupt_timer(detail: impl Into<String>) -> StoreError {
+    StoreError::Backend(BackendError::permanent(format!(
         "corrupt timer row: {}",
         detail.into()
     )))
-}
-
-/// The event store's classification of a failure (what [`crate::conn`]
-/// answers) as a timer store error: the same three outcomes, nothing
-/// happened, it may have happened, or the input was refused.
-pub(crate) fn timer(error: StoreError) -> TimerStoreError {
-    match error {
-        StoreError::OutcomeUnknown(backend) => TimerStoreError::OutcomeUnknown(backend),
-        StoreError::Backend(backend) => TimerStoreError::Backend(backend),
-        // The connection helpers only fail with the two above.
-        other => TimerStoreError::Backend(BackendError::permanent(other.to_string())),
-    }
 }
 
 /// Shorthand for store operations.

@@ -13,14 +13,14 @@ use loomfence_core::{
         read_redrive_flag,
     },
 };
-use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, StoreError, TimerStore};
 use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::config::Schema;
 use crate::conn::Conn;
-use crate::error::{self, corrupt_timer, timer};
+use crate::error::{self, corrupt_timer};
 use crate::timer_sql::TimerSql;
 
 /// The timer rows of a fleet on PostgreSQL, beside its event logs.
@@ -74,12 +74,12 @@ impl PostgresTimerStore {
     }
 
     /// A pooled connection.
-    async fn client(&self) -> Result<Conn, TimerStoreError> {
+    async fn client(&self) -> Result<Conn, StoreError> {
         let client = self
             .pool
             .get()
             .await
-            .map_err(|e| TimerStoreError::Backend(error::pool(e)))?;
+            .map_err(|e| StoreError::Backend(error::pool(e)))?;
         Ok(Conn::new(client))
     }
 
@@ -89,7 +89,7 @@ impl PostgresTimerStore {
     ///
     /// Until `COMMIT` is sent nothing can commit, so a connection lost
     /// before it is a plain retryable failure; a lost answer to `COMMIT` is
-    /// [`TimerStoreError::OutcomeUnknown`] (the rows, if claimed, come back
+    /// [`StoreError::OutcomeUnknown`] (the rows, if claimed, come back
     /// when the lease ends).
     async fn claim(
         &self,
@@ -97,20 +97,18 @@ impl PostgresTimerStore {
         params: &[&(dyn ToSql + Sync)],
         lease: &Lease,
         expires_at: i64,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         let client = self.client().await?;
         let prepare = |sql: &'static str| client.prepare_cached(sql);
         let begin = prepare("BEGIN ISOLATION LEVEL READ COMMITTED")
             .await
-            .map_err(|e| timer(client.store(e)))?;
-        let commit = prepare("COMMIT")
-            .await
-            .map_err(|e| timer(client.store(e)))?;
+            .map_err(|e| client.store(e))?;
+        let commit = prepare("COMMIT").await.map_err(|e| client.store(e))?;
         let claim = client
             .prepare_cached(sql)
             .await
-            .map_err(|e| timer(client.store(e)))?;
-        client.ready_to_write().map_err(timer)?;
+            .map_err(|e| client.store(e))?;
+        client.ready_to_write()?;
         let (began, claimed) =
             tokio::join!(client.execute(&begin, &[]), client.query(&claim, params));
         if let Err(e) = began {
@@ -118,14 +116,14 @@ impl PostgresTimerStore {
             // while the connection lived, the claim would have run (and
             // committed) on its own: its outcome is then not what we think.
             return Err(match claimed {
-                Ok(_) => TimerStoreError::OutcomeUnknown(client.backend(e)),
-                Err(_) => TimerStoreError::Backend(client.backend(e)),
+                Ok(_) => StoreError::OutcomeUnknown(client.backend(e)),
+                Err(_) => StoreError::Backend(client.backend(e)),
             });
         }
         let rows = match claimed {
             Ok(rows) => rows,
             Err(e) => {
-                let failed = TimerStoreError::Backend(client.backend(e));
+                let failed = StoreError::Backend(client.backend(e));
                 roll_back(&client).await;
                 return Err(failed);
             }
@@ -144,7 +142,7 @@ impl PostgresTimerStore {
         client
             .execute(&commit, &[])
             .await
-            .map_err(|e| timer(client.write_failed(e)))?;
+            .map_err(|e| client.write_failed(e))?;
         page.claims
             .sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
         // Earliest first, ids in byte order, as the claims.
@@ -155,7 +153,7 @@ impl PostgresTimerStore {
 
     /// A complete or release: the statement changes the row only for its
     /// current claim.
-    async fn retire(&self, sql: &str, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn retire(&self, sql: &str, claim: &Claim) -> Result<Completed, StoreError> {
         check_claim(claim)?;
         // Claim numbers come from a `bigint`; a larger one was never issued.
         let Ok(number) = i64::try_from(claim.number) else {
@@ -173,8 +171,7 @@ impl PostgresTimerStore {
                     &number,
                 ],
             )
-            .await
-            .map_err(timer)?;
+            .await?;
         Ok(if changed == 0 {
             Completed::NotHeld
         } else {
@@ -200,7 +197,7 @@ fn limit_of(limit: usize) -> i64 {
 /// Reads a timer row from columns 0..=2 (`execution_id`, `wake_at`,
 /// `redrive`), holding it to the rules a row is checked against before it
 /// is written.
-fn read_row(row: &Row) -> Result<TimerRow, TimerStoreError> {
+fn read_row(row: &Row) -> Result<TimerRow, StoreError> {
     let id: String = column(row, 0, "execution_id")?;
     let wake_at: i64 = column(row, 1, "wake_at")?;
     let redrive: Option<Value> = column(row, 2, "redrive")?;
@@ -239,7 +236,7 @@ enum Answer {
 /// `wake_at`, `redrive` as text, `claims`. The row is checked with the
 /// core's rules; the SQL check ([`readable`](crate::timer_sql)) states the
 /// same rules so that the statement never claims a row this refuses.
-fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, TimerStoreError> {
+fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, StoreError> {
     let claimed: bool = column(row, 0, "claimed")?;
     let id: String = column(row, 1, "execution_id")?;
     let wake_at: i64 = column(row, 2, "wake_at")?;
@@ -315,14 +312,14 @@ fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
     index: usize,
     name: &str,
-) -> Result<T, TimerStoreError> {
+) -> Result<T, StoreError> {
     row.try_get(index)
         .map_err(|e| corrupt_timer(format!("column {name}: {e}")))
 }
 
 #[async_trait]
 impl TimerStore for PostgresTimerStore {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
         check_row(row)?;
         let redrive = row.redrive.map(Json);
         self.client()
@@ -331,8 +328,7 @@ impl TimerStore for PostgresTimerStore {
                 &self.sql.schedule,
                 &[&row.execution_id.as_str(), &row.wake_at, &redrive],
             )
-            .await
-            .map_err(timer)?;
+            .await?;
         Ok(())
     }
 
@@ -341,7 +337,7 @@ impl TimerStore for PostgresTimerStore {
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+    ) -> Result<Vec<TimerRow>, StoreError> {
         check_due(now, limit)?;
         let sql = if filter.redrive {
             &self.sql.due_all
@@ -352,8 +348,7 @@ impl TimerStore for PostgresTimerStore {
             .client()
             .await?
             .rows(sql, &[&now, &limit_of(limit)])
-            .await
-            .map_err(timer)?;
+            .await?;
         rows.iter().map(read_row).collect()
     }
 
@@ -362,7 +357,7 @@ impl TimerStore for PostgresTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         let expires_at = check_lease(lease, limit)?;
         let sql = if filter.redrive {
             &self.sql.claim_all
@@ -378,19 +373,15 @@ impl TimerStore for PostgresTimerStore {
         self.claim(sql, &params, lease, expires_at).await
     }
 
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.retire(&self.sql.complete, claim).await
     }
 
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.retire(&self.sql.release, claim).await
     }
 
-    async fn reschedule(
-        &self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
         check_reschedule(claim, next)?;
         // Claim numbers come from a `bigint`; a larger one was never issued.
         let Ok(number) = i64::try_from(claim.number) else {
@@ -412,8 +403,7 @@ impl TimerStore for PostgresTimerStore {
                     &redrive,
                 ],
             )
-            .await
-            .map_err(timer)?;
+            .await?;
         let retired: i64 = column(&row, 0, "count")?;
         Ok(if retired == 0 {
             Completed::NotHeld

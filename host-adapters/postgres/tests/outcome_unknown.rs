@@ -29,7 +29,7 @@ use loomfence_core::{
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_runtime::{ResumeFailure, resume};
-use loomfence_store::{EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -528,7 +528,7 @@ async fn a_timer_schedule_whose_answer_is_lost_is_outcome_unknown_and_landed() {
     let outcome = proxied.timers().schedule(&row).await;
     assert_eq!(proxy.fired(), 1);
     match &outcome {
-        Err(error @ TimerStoreError::OutcomeUnknown(_)) => assert!(error.is_retryable()),
+        Err(error @ StoreError::OutcomeUnknown(_)) => assert!(error.is_outcome_unknown()),
         other => panic!("expected OutcomeUnknown, got {other:?}"),
     }
     let listed = direct
@@ -568,7 +568,7 @@ async fn a_timer_complete_whose_answer_is_lost_is_outcome_unknown_and_repeats_as
     let outcome = proxied.timers().complete(&claim).await;
     assert_eq!(proxy.fired(), 1);
     assert!(
-        matches!(outcome, Err(TimerStoreError::OutcomeUnknown(_))),
+        matches!(outcome, Err(StoreError::OutcomeUnknown(_))),
         "expected OutcomeUnknown, got {outcome:?}"
     );
     assert!(
@@ -611,7 +611,7 @@ async fn a_timer_claim_cut_before_its_commit_is_a_retryable_error_and_claimed_no
             .await;
         assert_eq!(proxy.fired(), round + 1);
         match &outcome {
-            Err(TimerStoreError::Backend(backend)) if backend.retryable => {}
+            Err(StoreError::Backend(backend)) if backend.retryable => {}
             other => panic!("{cut:?}: expected a retryable backend error, got {other:?}"),
         }
         // The server may not have noticed the closed connection yet, and

@@ -12,7 +12,7 @@ use loomfence_core::timer::{
     TimerRow,
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
-use loomfence_store::{TimerStore, TimerStoreError};
+use loomfence_store::{StoreError, TimerStore};
 use tokio::sync::Barrier;
 
 /// Claimers racing for one row.
@@ -145,9 +145,9 @@ const CORRUPT: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// The error a corrupt row reads back as.
-fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, TimerStoreError>, what: &str) {
+fn assert_corrupt<T: std::fmt::Debug>(result: Result<T, StoreError>, what: &str) {
     match &result {
-        Err(error @ TimerStoreError::Backend(backend)) => {
+        Err(error @ StoreError::Backend(backend)) => {
             assert!(!backend.retryable, "{what}: {error}");
             assert!(
                 error.to_string().contains("corrupt timer row"),
@@ -305,7 +305,7 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
     assert!(
         matches!(
             refused,
-            Err(TimerStoreError::Input(TimerInputError::Time(_)))
+            Err(StoreError::TimerInput(TimerInputError::Time(_)))
         ),
         "{refused:?}"
     );
@@ -313,7 +313,7 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
     assert!(
         matches!(
             refused,
-            Err(TimerStoreError::Input(TimerInputError::Limit { limit: 0 }))
+            Err(StoreError::TimerInput(TimerInputError::Limit { limit: 0 }))
         ),
         "{refused:?}"
     );
@@ -323,7 +323,7 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
     assert!(
         matches!(
             refused,
-            Err(TimerStoreError::Input(
+            Err(StoreError::TimerInput(
                 TimerInputError::LeaseDuration { .. }
             ))
         ),

@@ -51,6 +51,7 @@ mod resumed_hook;
 mod retention;
 mod supervisor;
 mod timer_service;
+mod timer_service_error;
 mod timer_service_options;
 
 pub use body::Body;
@@ -64,7 +65,8 @@ pub use retention::{ArchiveError, ArchiveSink, JsonLinesArchive, RetentionError,
 pub use supervisor::{
     ChildSupervisor, OnError, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,
 };
-pub use timer_service::{PollReport, TimerService, TimerServiceError, TimerServiceHandle};
+pub use timer_service::{PollReport, TimerService, TimerServiceHandle};
+pub use timer_service_error::TimerServiceError;
 pub use timer_service_options::{OnTimerError, TimerServiceOptions};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

@@ -97,90 +97,23 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use loomfence_core::{
-    Envelope, ExecutionId,
-    redrive::{Draw, DrawError, RedriveExhaustedError},
+    Envelope,
+    redrive::Draw,
     tick::{
         TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
     },
-    timer::{FireError, FireOutcome, RedriveAnswer, UnreadableRow, WakeBackoff},
+    timer::{FireOutcome, RedriveAnswer, WakeBackoff},
 };
-use loomfence_store::{ClaimPage, EventStore, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, EventStore, TimerStore};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::counters;
 use crate::driver::resume_from;
 use crate::error::ResumeFailure;
-use crate::redriver::{RedriveFailure, Redriver};
+use crate::redriver::Redriver;
+use crate::timer_service_error::TimerServiceError;
 use crate::timer_service_options::TimerServiceOptions;
-
-/// A failure of the timer service, or a retry chain that gave up. Each is
-/// passed to `on_error` once; the service goes on.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TimerServiceError {
-    /// A retry chain (a contended plain wake's, or a re-drive row's) gave
-    /// up: its row was retired and the execution is left to `recover()`.
-    /// Reported exactly once per chain, by the fire whose complete retired
-    /// the row.
-    #[error(transparent)]
-    Exhausted(RedriveExhaustedError),
-    /// The timer store failed: a claim (the tick fires nothing), a
-    /// reschedule, a complete or a release. A fire's claim is left to
-    /// expire.
-    #[error("timer store: {0}")]
-    Timers(#[from] TimerStoreError),
-    /// The event store failed reading a log. The fire's claim is left to
-    /// expire.
-    #[error("event store: {0}")]
-    Events(#[from] StoreError),
-    /// A plain wake's resume failed otherwise than refused or contended
-    /// (those are answers the fire machine takes): its store failed, or
-    /// broke the resume machine's contract. The claim is left to expire.
-    #[error("resume: {0}")]
-    Resume(#[from] ResumeFailure),
-    /// The fire machine refused its input: the row or the time out of
-    /// range, a row not due, or an answer that does not fit (a store that
-    /// broke its contract). The claim is left to expire.
-    #[error("fire decision: {0}")]
-    Machine(#[from] FireError),
-    /// The random source gave a number outside `[0, 1)`. The fire was not
-    /// made; the claim is left to expire.
-    #[error("random source: {0}")]
-    Draw(#[from] DrawError),
-    /// A due row the timer store could not read (see
-    /// [`ClaimPage::unreadable`]): it was not claimed, the other rows went
-    /// on. Reported once per node and row (see
-    /// [`UnreadableReports`](loomfence_core::timer::UnreadableReports)),
-    /// counted in [`TickReport::unreadable`] rather than `errors`.
-    #[error(
-        "unreadable timer row ({:?}, {}): {:?}: {}; it is not fired until repaired or deleted",
-        .0.execution_id,
-        .0.wake_at.map_or_else(|| "?".to_owned(), |at| at.to_string()),
-        .0.field,
-        .0.detail
-    )]
-    Unreadable(UnreadableRow),
-    /// A re-driver returned an error. The fire goes on: the error is the
-    /// answer [`RedriveAnswer::Failed`], treated as contended, so the chain
-    /// continues and the row is not lost.
-    #[error("re-driver {index} failed on {execution_id:?}: {source}")]
-    Redriver {
-        /// The re-driver's place in registration order, from 0.
-        index: usize,
-        /// The execution it was re-driving.
-        execution_id: ExecutionId,
-        /// What it returned.
-        #[source]
-        source: RedriveFailure,
-    },
-    /// The fire machine asked for an action, or ended in an outcome, this
-    /// service does not know (the core is newer than the runtime), or named
-    /// a re-driver that is not registered. Nothing more was done; the claim
-    /// is left to expire.
-    #[error("the fire machine asked for something this service does not know: {0}")]
-    Unsupported(String),
-}
 
 /// What one [`TimerService::poll_once`] did: the core's [`TickReport`],
 /// the rows the tick claimed and how each fire ended.
@@ -334,12 +267,19 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 limit,
                 filter,
             } => {
-                let ClaimPage { claims, unreadable } =
-                    self.timers.claim_due(&lease, limit, filter).await?;
+                let ClaimPage { claims, unreadable } = self
+                    .timers
+                    .claim_due(&lease, limit, filter)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_claimed(claims, unreadable)?;
             }
             TickAction::ReadLog { execution_id } => {
-                *log = self.events.read_range(&execution_id, 1, None).await?;
+                *log = self
+                    .events
+                    .read_range(&execution_id, 1, None)
+                    .await
+                    .map_err(TimerServiceError::Events)?;
                 node().handle_read(log)?;
             }
             TickAction::Resume {
@@ -374,15 +314,27 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 node().handle_redrive(answer)?;
             }
             TickAction::Reschedule { claim, next } => {
-                let done = self.timers.reschedule(&claim, &next).await?;
+                let done = self
+                    .timers
+                    .reschedule(&claim, &next)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_rescheduled(done)?;
             }
             TickAction::Complete { claim } => {
-                let done = self.timers.complete(&claim).await?;
+                let done = self
+                    .timers
+                    .complete(&claim)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_completed(done)?;
             }
             TickAction::Release { claim } => {
-                let done = self.timers.release(&claim).await?;
+                let done = self
+                    .timers
+                    .release(&claim)
+                    .await
+                    .map_err(TimerServiceError::Timers)?;
                 node().handle_released(done)?;
             }
             other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),

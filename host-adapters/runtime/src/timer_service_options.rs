@@ -14,7 +14,7 @@ use loomfence_core::{
 
 use crate::clock::{Clock, Random, system_now, system_random};
 use crate::resumed_hook::{OnResumed, no_body};
-use crate::timer_service::TimerServiceError;
+use crate::timer_service_error::TimerServiceError;
 
 /// A callback that receives every failure of the timer service, and every
 /// exhausted retry chain, for logging or alerting; the service itself goes

@@ -5,6 +5,7 @@ mod common;
 use std::sync::atomic::Ordering;
 
 use common::{Loses, LosesAnswer, Lost, id, park_on, resumes};
+use loomfence_conformance::support::around;
 use loomfence_core::{
     Capability, KernelKind, NewEvent, ResumeError, ResumeRequest, Resumed, park::Wait,
     resume::RefusalReason,
@@ -167,7 +168,7 @@ async fn assert_one_resume(store: &LosesAnswer, resumed: &Resumed) {
 
 #[tokio::test]
 async fn an_append_that_landed_before_its_answer_was_lost_is_the_resume() {
-    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AppendWritten));
+    let store = around(Capability::Conditional, Loses::new(Lost::AppendWritten));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(1), 1));
     assert_eq!(resumed.resumed.fence().expect("valid"), Some(1));
@@ -189,7 +190,7 @@ async fn an_append_that_landed_before_its_answer_was_lost_is_the_resume() {
 
 #[tokio::test]
 async fn an_append_that_did_not_land_before_its_answer_was_lost_is_tried_again() {
-    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AppendNotWritten));
+    let store = around(Capability::Conditional, Loses::new(Lost::AppendNotWritten));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(1), 1));
     assert_one_resume(&store, &resumed).await;
@@ -204,7 +205,7 @@ async fn an_append_that_did_not_land_before_its_answer_was_lost_is_tried_again()
 
 #[tokio::test]
 async fn a_conditional_acquire_that_landed_before_its_answer_was_lost_is_passed() {
-    let store = LosesAnswer::new(Capability::Conditional, Loses::new(Lost::AcquireIfTaken));
+    let store = around(Capability::Conditional, Loses::new(Lost::AcquireIfTaken));
     let resumed = resume_through(&store).await;
     // Token 1 was taken and its answer lost: a dead acquirer, passed like
     // any other (stale on 0, then acquired on 1).
@@ -217,7 +218,7 @@ async fn a_conditional_acquire_that_landed_before_its_answer_was_lost_is_passed(
 
 #[tokio::test]
 async fn an_unconditional_acquire_that_landed_before_its_answer_was_lost_is_passed() {
-    let store = LosesAnswer::new(Capability::FencingOnly, Loses::new(Lost::AcquireTaken));
+    let store = around(Capability::FencingOnly, Loses::new(Lost::AcquireTaken));
     let resumed = resume_through(&store).await;
     assert_eq!((resumed.fence, resumed.attempts), (Some(2), 2));
     assert_one_resume(&store, &resumed).await;
@@ -231,7 +232,7 @@ async fn an_unconditional_acquire_that_landed_before_its_answer_was_lost_is_pass
 /// a body, as after a crash right after the append).
 #[tokio::test]
 async fn a_tokenless_append_whose_answer_was_lost_never_claims_the_resume() {
-    let store = LosesAnswer::new(Capability::NonFencing, Loses::new(Lost::AppendWritten));
+    let store = around(Capability::NonFencing, Loses::new(Lost::AppendWritten));
     let p = &id("p");
     let park = park_on(&store, p, &timer()).await;
     let failure = resume(&store, p, ResumeRequest::new(park, json!("paid"), 11))

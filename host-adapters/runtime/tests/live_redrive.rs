@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use common::{Hostile, Rival, VirtualClock, finish, id, park_on, resumes};
-use loomfence_conformance::support::Around;
+use loomfence_conformance::support::around;
 use loomfence_core::{
     Capability, KernelKind,
     park::Wait,
@@ -50,7 +50,7 @@ struct World {
 
 impl World {
     async fn new(redrive: bool, seed: u64) -> Self {
-        let events = Arc::new(Around::new(Capability::Conditional, Rival::new(3)));
+        let events = Arc::new(around(Capability::Conditional, Rival::new(3)));
         let timers = Arc::new(MemoryTimerStore::new());
         let clock = VirtualClock::at(T0);
         let errors = Arc::new(Mutex::new(Vec::new()));

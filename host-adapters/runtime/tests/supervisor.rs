@@ -6,8 +6,9 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use common::{Hostile, Yielding, finish, id, park_on, resumes};
-use loomfence_core::{ExecutionId, KernelKind, ResumeError, park::Wait};
+use common::{Rival, finish, id, park_on, resumes, yielding};
+use loomfence_conformance::support::around;
+use loomfence_core::{Capability, ExecutionId, KernelKind, ResumeError, park::Wait};
 use loomfence_runtime::{
     ChildSupervisor, ResumeFailure, Supervised, SupervisorError, SupervisorOptions,
 };
@@ -126,7 +127,7 @@ async fn a_fenced_parent_is_resumed_conditionally_past_a_dead_acquirer() {
 
 #[tokio::test]
 async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
-    let store = Arc::new(Hostile::default());
+    let store = Arc::new(around(Capability::Conditional, Rival::default()));
     park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
     store
         .acquire_fence(&id("parent"))
@@ -274,7 +275,7 @@ async fn after_a_restart_rebuild_resumes_what_became_ready() {
 #[tokio::test(flavor = "current_thread")]
 async fn supervisors_on_several_nodes_resume_each_parent_once() {
     for fenced in [false, true] {
-        let store = Arc::new(Yielding(MemoryEventStore::new()));
+        let store = Arc::new(yielding());
         let parents: Vec<ExecutionId> = (0..25).map(|n| id(&format!("parent-{n}"))).collect();
         for (n, parent) in parents.iter().enumerate() {
             park_on(&*store, parent, &[Wait::Child(id(&format!("child-{n}")))]).await;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use common::{Rival, fenced_by_three, finish, id, park_on, resumes};
-use loomfence_conformance::support::Around;
+use loomfence_conformance::support::around;
 use loomfence_core::{
     Capability, ExecutionId, KernelKind,
     park::Wait,
@@ -22,8 +22,7 @@ use loomfence_runtime::{
     SupervisorOptions,
 };
 use loomfence_store::{
-    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, TimerStore,
-    TimerStoreError,
+    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
 };
 use serde_json::json;
 
@@ -36,33 +35,28 @@ const DRAW: f64 = 0.5;
 /// A timer store whose writes fail.
 struct BrokenTimers;
 
-fn disk_full() -> TimerStoreError {
-    TimerStoreError::Backend(BackendError::retryable("disk full"))
+fn disk_full() -> StoreError {
+    StoreError::Backend(BackendError::retryable("disk full"))
 }
 
 #[async_trait]
 impl TimerStore for BrokenTimers {
-    async fn schedule(&self, _: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, _: &TimerRow) -> Result<(), StoreError> {
         Err(disk_full())
     }
-    async fn due(&self, _: i64, _: usize, _: DueFilter) -> Result<Vec<TimerRow>, TimerStoreError> {
+    async fn due(&self, _: i64, _: usize, _: DueFilter) -> Result<Vec<TimerRow>, StoreError> {
         Err(disk_full())
     }
-    async fn claim_due(
-        &self,
-        _: &Lease,
-        _: usize,
-        _: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    async fn claim_due(&self, _: &Lease, _: usize, _: DueFilter) -> Result<ClaimPage, StoreError> {
         Err(disk_full())
     }
-    async fn complete(&self, _: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, _: &Claim) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
-    async fn release(&self, _: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, _: &Claim) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
-    async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, StoreError> {
         Err(disk_full())
     }
 }
@@ -204,7 +198,7 @@ async fn flag_on_three_dead_acquirers_schedule_exactly_one_redrive_row() {
 #[tokio::test]
 async fn flag_on_without_contention_resumes_as_before_and_writes_no_row() {
     for fenced in [false, true] {
-        let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+        let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
         park_on(&*store, &id("parent"), &[Wait::Child(id("child"))]).await;
         if fenced {
             store.acquire_fence(&id("parent")).await.expect("fenced");
@@ -367,7 +361,7 @@ async fn the_redriver_resumes_the_parent_once_when_the_rivals_stop() {
 
 #[tokio::test]
 async fn the_redriver_answers_noop_for_a_parent_that_is_not_its_own_or_not_ready() {
-    let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+    let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
     park_on(&*store, &id("on-a-timer"), &[Wait::Timer { wake_at: 5 }]).await;
     park_on(&*store, &id("waiting"), &[Wait::Child(id("running"))]).await;
     let (options, errors) = recording(redrive_on(), Some(Arc::new(MemoryTimerStore::new())));
@@ -387,7 +381,7 @@ async fn the_redriver_answers_noop_for_a_parent_that_is_not_its_own_or_not_ready
 
 #[tokio::test]
 async fn a_redriver_failure_is_an_error_reported_once() {
-    let store = Arc::new(Around::new(Capability::Conditional, Rival::new(0)));
+    let store = Arc::new(around(Capability::Conditional, Rival::new(0)));
     store
         .append(
             &id("parent"),

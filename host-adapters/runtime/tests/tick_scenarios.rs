@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
+use loomfence_conformance::support::{AroundTimers, TimerHooks, around};
 use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
     ParkExpectation,
@@ -26,9 +26,8 @@ use loomfence_core::{
     },
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
-use loomfence_store::{
-    BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore, TimerStoreError,
-};
+use loomfence_store::Hooks;
+use loomfence_store::{BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore};
 use serde_json::{Value, json};
 
 /// Where the scenarios live.
@@ -130,7 +129,7 @@ impl TimerHooks for TimerFaults {
         &self,
         inner: &dyn TimerStore,
         claim: &Claim,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         if take(&self.rescheduled, &claim.row.execution_id) {
             inner.schedule(&claim.row).await?;
         }
@@ -225,7 +224,7 @@ async fn run(path: &Path) {
     let name = scenario["name"].as_str().expect("name").to_owned();
     let options = &scenario["options"];
 
-    let events = Arc::new(Around::new(Capability::Conditional, EventFaults::default()));
+    let events = Arc::new(around(Capability::Conditional, EventFaults::default()));
     let timers = Arc::new(AroundTimers {
         inner: Arc::new(MemoryTimerStore::new()),
         hooks: TimerFaults::default(),

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{Hostile, Rival, VirtualClock, Yielding, id, park_on, resumes};
-use loomfence_conformance::support::{Around, AroundTimers, Hooks, TimerHooks};
+use common::{Hostile, Rival, VirtualClock, id, park_on, resumes, yielding};
+use loomfence_conformance::support::{Around, AroundTimers, TimerHooks, around};
 use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, ExecutionView, KernelKind, NewEvent,
     ParkExpectation, ResumeError, ResumeRequest,
@@ -28,9 +28,9 @@ use loomfence_runtime::{
     TimerServiceOptions, resume, seeded_random,
 };
 use loomfence_sqlite::SqliteEventStore;
+use loomfence_store::Hooks;
 use loomfence_store::{
     ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
-    TimerStoreError,
 };
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -149,7 +149,7 @@ impl Redriver for Resuming {
 /// A rival store around a fresh memory store: one dead acquirer before
 /// every conditional acquire, whose times it notes.
 fn rival_store(clock: &VirtualClock) -> Arc<Hostile> {
-    Arc::new(Around::new(Capability::Conditional, Rival::timed(clock)))
+    Arc::new(around(Capability::Conditional, Rival::timed(clock)))
 }
 
 /// A timer store around another that records the rows each holder retired,
@@ -204,7 +204,7 @@ impl TimerHooks for Probe {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         if !self.ignore_leases {
             return inner.claim_due(lease, limit, filter).await;
         }
@@ -224,7 +224,7 @@ impl TimerHooks for Probe {
         &self,
         inner: &dyn TimerStore,
         claim: &Claim,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         if self
             .reschedule_before_complete
             .swap(false, Ordering::SeqCst)
@@ -238,7 +238,7 @@ impl TimerHooks for Probe {
         inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         Ok(self.retire(claim, inner.reschedule(claim, next).await?))
     }
 }
@@ -964,7 +964,7 @@ async fn a_failed_fire_leaves_its_claim_to_expire() {
     }
     let clock = VirtualClock::at(5_000);
     let sink = Sink::default();
-    let events: Arc<dyn EventStore> = Arc::new(Around::new(
+    let events: Arc<dyn EventStore> = Arc::new(around(
         Capability::Conditional,
         Down {
             once: AtomicBool::new(true),
@@ -1114,7 +1114,7 @@ async fn two_services_never_fire_the_same_row(
 #[tokio::test]
 async fn two_services_never_fire_the_same_row_on_memory() {
     // Every event store call yields, so the two ticks interleave at each.
-    let events = Arc::new(Yielding(MemoryEventStore::new()));
+    let events = Arc::new(yielding());
     two_services_never_fire_the_same_row(events, Arc::new(MemoryTimerStore::new())).await;
 }
 
@@ -1129,7 +1129,7 @@ async fn two_services_never_fire_the_same_row_on_sqlite() {
 /// duel fires rows twice, and the checks above see it.
 #[tokio::test]
 async fn control_claims_that_ignore_the_lease_fire_rows_twice() {
-    let events: Arc<dyn EventStore> = Arc::new(Yielding(MemoryEventStore::new()));
+    let events: Arc<dyn EventStore> = Arc::new(yielding());
     let timers: Arc<dyn TimerStore> = Arc::new(MemoryTimerStore::new());
     let clock = VirtualClock::at(5_000);
     let sink = Sink::default();

@@ -8,7 +8,7 @@ use loomfence_core::timer::{
     Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease,
     check_reschedule, check_row,
 };
-use loomfence_store::{BackendError, ClaimPage, StoreError, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, StoreError, TimerStore};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -90,32 +90,16 @@ impl SqliteTimerStore {
     async fn write<T: Send + 'static>(
         &self,
         apply: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, TimerStoreError> {
-        self.db
-            .write(|| Ok(()), move |conn, ()| apply(conn))
-            .await
-            .map_err(timer_error)
-    }
-}
-
-/// A failure of the shared machinery, as the timer store reports it. Only
-/// backend failures and unknown outcomes can come out of a timer job (its
-/// inputs were checked before it was queued).
-fn timer_error(error: StoreError) -> TimerStoreError {
-    match error {
-        StoreError::Backend(backend) => TimerStoreError::Backend(backend),
-        StoreError::OutcomeUnknown(backend) => TimerStoreError::OutcomeUnknown(backend),
-        other => TimerStoreError::Backend(BackendError::permanent(format!(
-            "unexpected failure of a timer operation: {other}"
-        ))),
+    ) -> Result<T, StoreError> {
+        self.db.write(|| Ok(()), move |conn, ()| apply(conn)).await
     }
 }
 
 #[async_trait]
 impl TimerStore for SqliteTimerStore {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
         check_row(row)?;
-        let redrive = timer_ops::encode_redrive(row.redrive).map_err(timer_error)?;
+        let redrive = timer_ops::encode_redrive(row.redrive)?;
         let (id, wake_at) = (row.execution_id.clone(), row.wake_at);
         self.write(move |conn| timer_ops::schedule(conn, &id, wake_at, redrive.as_deref()))
             .await
@@ -126,12 +110,11 @@ impl TimerStore for SqliteTimerStore {
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+    ) -> Result<Vec<TimerRow>, StoreError> {
         check_due(now, limit)?;
         self.db
             .read(move |conn| timer_ops::due(conn, now, limit, filter))
             .await
-            .map_err(timer_error)
     }
 
     async fn claim_due(
@@ -139,33 +122,29 @@ impl TimerStore for SqliteTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         let expires_at = check_lease(lease, limit)?;
         let lease = lease.clone();
         self.write(move |conn| timer_ops::claim_due(conn, &lease, expires_at, limit, filter))
             .await
     }
 
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
         check_claim(claim)?;
         let claim = claim.clone();
         self.write(move |conn| timer_ops::complete(conn, &claim))
             .await
     }
 
-    async fn reschedule(
-        &self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
         check_reschedule(claim, next)?;
-        let redrive = timer_ops::encode_redrive(next.redrive).map_err(timer_error)?;
+        let redrive = timer_ops::encode_redrive(next.redrive)?;
         let (claim, next) = (claim.clone(), next.clone());
         self.write(move |conn| timer_ops::reschedule(conn, &claim, &next, redrive.as_deref()))
             .await
     }
 
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         check_claim(claim)?;
         let claim = claim.clone();
         self.write(move |conn| timer_ops::release(conn, &claim))

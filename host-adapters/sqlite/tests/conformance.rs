@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use loomfence_conformance::{Store, cases, run_all};
+use loomfence_conformance::{Store, cases, forwarded, run_all};
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -31,6 +31,17 @@ async fn sqlite_on_a_file_passes_the_whole_kit() {
 async fn sqlite_in_memory_passes_the_whole_kit() {
     let report = run_all("sqlite-memory", || async {
         Arc::new(SqliteEventStore::open_in_memory().await.expect("opens")) as Store
+    })
+    .await;
+    assert_eq!(report.passed, cases::ALL.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_behind_the_forwarding_decorator_passes_the_whole_kit() {
+    let report = run_all("sqlite-forwarded", || async {
+        forwarded(Arc::new(
+            SqliteEventStore::open_in_memory().await.expect("opens"),
+        ))
     })
     .await;
     assert_eq!(report.passed, cases::ALL.len());

@@ -15,7 +15,7 @@ use loomfence_core::timer::{
     Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
 };
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions, SqliteTimerStore};
-use loomfence_store::{EventStore, TimerStore, TimerStoreError};
+use loomfence_store::{EventStore, StoreError, TimerStore};
 use tokio::sync::Barrier;
 
 /// The base time of the rows, in ms.
@@ -55,9 +55,9 @@ fn stored(path: &Path) -> Vec<Vec<String>> {
 }
 
 /// The permanent backend error inside `result`; panics on anything else.
-fn permanent<T: std::fmt::Debug>(result: Result<T, TimerStoreError>) -> String {
+fn permanent<T: std::fmt::Debug>(result: Result<T, StoreError>) -> String {
     match result {
-        Err(TimerStoreError::Backend(backend)) if !backend.retryable => backend.to_string(),
+        Err(StoreError::Backend(backend)) if !backend.retryable => backend.to_string(),
         other => panic!("expected a permanent backend error, got {other:?}"),
     }
 }

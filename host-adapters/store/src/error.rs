@@ -2,14 +2,21 @@
 
 use std::error::Error;
 
-use loomfence_core::{AppendError, Capability, InputError, StaleFenceError};
+use loomfence_core::{
+    AppendError, Capability, InputError, StaleFenceError, timer::TimerInputError,
+};
 
-/// Why a store operation did not happen.
+/// Why a store operation did not happen: the one error of both store
+/// traits, [`EventStore`](crate::EventStore) and
+/// [`TimerStore`](crate::TimerStore).
 ///
 /// Expected races are not here: a conditional acquire that loses answers
-/// [`AcquireOutcome::Stale`](loomfence_core::AcquireOutcome::Stale). What is
-/// here is a refusal (a stale token, bad input, a capability the store lacks)
-/// or a backend failure, each its own variant so callers match rather than
+/// [`AcquireOutcome::Stale`](loomfence_core::AcquireOutcome::Stale), a
+/// timer claim that finds nothing free answers an empty page, a complete by
+/// a node that no longer holds the row answers
+/// [`Completed::NotHeld`](loomfence_core::Completed::NotHeld). What is here
+/// is a refusal (a stale token, bad input, a capability the store lacks) or
+/// a backend failure, each its own variant so callers match rather than
 /// parse messages.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -22,6 +29,10 @@ pub enum StoreError {
     /// written.
     #[error(transparent)]
     Input(#[from] InputError),
+    /// A timer's time, attempt, limit, lease or node id is out of range.
+    /// Nothing was read or written.
+    #[error(transparent)]
+    TimerInput(#[from] TimerInputError),
     /// The store does not offer this operation. Callers fall back by
     /// [`Capability`] instead of discovering this at run time; getting it
     /// means a store misreported its capability.
@@ -42,9 +53,12 @@ pub enum StoreError {
     /// happened entirely or not at all, and the store cannot say which. Only
     /// writes report this; a read that fails is [`StoreError::Backend`].
     ///
-    /// Retrying blindly could write twice, so it is not
+    /// Retrying an event write blindly could write twice, so it is not
     /// [retryable](StoreError::is_retryable): read back to settle it, as
-    /// the resume driver does.
+    /// the resume driver does. Every timer write is safe to repeat (a
+    /// schedule is an upsert; a complete, release or reschedule of a claim
+    /// that already took effect answers `Completed::NotHeld`), so a timer
+    /// caller retries it or leaves the row to its lease.
     #[error("the write's outcome is unknown (it may have been committed): {0}")]
     OutcomeUnknown(#[source] BackendError),
 }

@@ -1,6 +1,7 @@
 //! The async side of loomfence's storage: the [`EventStore`] and
 //! [`TimerStore`] traits that every adapter (memory, SQLite, PostgreSQL)
-//! implements, their error types, and the in-memory adapters.
+//! implements, their one error type, the forwarding decorator, and the
+//! in-memory adapters.
 //!
 //! The rules themselves (the append guard, the conditional acquire) live in
 //! `loomfence-core` as pure functions; an adapter's job is only to apply them
@@ -32,13 +33,15 @@
 
 mod checks;
 mod error;
+mod forwarding;
 mod memory;
 mod store;
 mod timers;
 
 pub use checks::{CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write};
 pub use error::{BackendError, StoreError};
+pub use forwarding::{Forward, Forwarding, Hooks};
 pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
-pub use timers::{ClaimPage, MemoryTimerStore, TimerStore, TimerStoreError};
+pub use timers::{ClaimPage, MemoryTimerStore, TimerStore};

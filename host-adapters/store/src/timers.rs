@@ -1,51 +1,13 @@
-//! The async timer store trait, its error type and the in-memory adapter.
+//! The async timer store trait and the in-memory adapter.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, TimerInputError, TimerRow, TimerTable, UnreadableRow,
+    Claim, Completed, DueFilter, Lease, TimerRow, TimerTable, UnreadableRow,
 };
 
-use crate::BackendError;
-
-/// Why a timer store call did not happen.
-///
-/// As for the event store, expected races are values, not errors: a claim
-/// that finds nothing free answers an empty list, a complete by a node that
-/// no longer holds the row answers [`Completed::NotHeld`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TimerStoreError {
-    /// A time, an attempt, a limit, a lease or a node id is out of range.
-    /// Nothing was read or written.
-    #[error(transparent)]
-    Input(#[from] TimerInputError),
-    /// The backend failed before the call could take effect (connection
-    /// lost, disk error, lock timeout, a row that does not read back): it
-    /// did not happen.
-    #[error(transparent)]
-    Backend(#[from] BackendError),
-    /// A write failed after it may have been committed: it happened
-    /// entirely or not at all. Every timer write is safe to repeat (a
-    /// schedule is an upsert; a complete, release or reschedule of a claim
-    /// that already took effect answers [`Completed::NotHeld`]), so a caller
-    /// retries it or leaves the row to its lease.
-    #[error("the timer write's outcome is unknown (it may have been committed): {0}")]
-    OutcomeUnknown(#[source] BackendError),
-}
-
-impl TimerStoreError {
-    /// Whether trying the same call again may succeed.
-    #[must_use]
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            TimerStoreError::Backend(backend) => backend.retryable,
-            TimerStoreError::OutcomeUnknown(_) => true,
-            TimerStoreError::Input(_) => false,
-        }
-    }
-}
+use crate::StoreError;
 
 /// What one [`TimerStore::claim_due`] answers: the rows it claimed, and
 /// the due rows it could not read.
@@ -81,25 +43,25 @@ impl From<Vec<Claim>> for ClaimPage {
 ///
 /// Every method is one atomic step at the backend. Inputs are checked with
 /// the core's `check_*` functions before anything is touched, so every
-/// adapter refuses the same calls with the same [`TimerInputError`].
+/// adapter refuses the same calls with the same [`StoreError::TimerInput`].
 #[async_trait]
 pub trait TimerStore: Send + Sync {
     /// Writes `row`, or merges it into the row with its key: the re-drive
     /// flag is kept or added, never cleared, and a claim on the row ends.
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError>;
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError>;
 
     /// Up to `limit` rows with `wake_at <= now`, earliest first, claimed or
     /// not; re-drive rows are left out before the limit when `filter` says
     /// so. For inspection; a service claims with
     /// [`TimerStore::claim_due`]. Unlike a claim, a listing that meets a
-    /// row it cannot read fails ([`TimerStoreError::Backend`], permanent)
+    /// row it cannot read fails ([`StoreError::Backend`], permanent)
     /// naming the row: an operator's listing shows the damage.
     async fn due(
         &self,
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError>;
+    ) -> Result<Vec<TimerRow>, StoreError>;
 
     /// Claims up to `limit` due rows nobody holds (or whose lease ended),
     /// earliest first, under `lease`. Two concurrent calls never claim one
@@ -114,16 +76,16 @@ pub trait TimerStore: Send + Sync {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError>;
+    ) -> Result<ClaimPage, StoreError>;
 
     /// Retires the claimed row if `claim` is still its current claim.
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError>;
 
     /// Retires the claimed row and schedules `next` (with
     /// [`schedule`](TimerStore::schedule)'s upsert rules) in ONE atomic
     /// step, only if `claim` is still the row's current claim; otherwise
     /// answers [`Completed::NotHeld`] and writes nothing. `next` must not
-    /// have the claimed row's key ([`TimerInputError::SameKey`]); inputs
+    /// have the claimed row's key (`TimerInputError::SameKey`); inputs
     /// are checked with [`check_reschedule`](loomfence_core::timer::check_reschedule).
     ///
     /// It is how a re-drive chain moves on. There is deliberately no
@@ -132,15 +94,11 @@ pub trait TimerStore: Send + Sync {
     /// row's new claimer writes, the chain forks, and each branch may
     /// report exhaustion. Every store states the rule in its own atomic
     /// step (a lock, a transaction, one statement).
-    async fn reschedule(
-        &self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError>;
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError>;
 
     /// Hands the claimed row back (due again at once) if `claim` is still
     /// its current claim.
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError>;
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError>;
 }
 
 /// The core's [`TimerTable`] behind a mutex: a timer store for one process
@@ -173,7 +131,7 @@ impl MemoryTimerStore {
 
 #[async_trait]
 impl TimerStore for MemoryTimerStore {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
         Ok(self.lock().schedule(row)?)
     }
 
@@ -182,7 +140,7 @@ impl TimerStore for MemoryTimerStore {
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+    ) -> Result<Vec<TimerRow>, StoreError> {
         Ok(self.lock().due(now, limit, filter)?)
     }
 
@@ -191,23 +149,19 @@ impl TimerStore for MemoryTimerStore {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         Ok(self.lock().claim_due(lease, limit, filter)?.into())
     }
 
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
         Ok(self.lock().complete(claim)?)
     }
 
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         Ok(self.lock().release(claim)?)
     }
 
-    async fn reschedule(
-        &self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
         Ok(self.lock().reschedule(claim, next)?)
     }
 }

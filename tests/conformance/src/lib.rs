@@ -33,7 +33,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use loomfence_store::{Capability, EventStore};
+use loomfence_store::{Capability, EventStore, Forward, Forwarding};
 
 pub mod cases;
 pub mod mixed;
@@ -43,6 +43,15 @@ pub mod timers;
 
 /// A store shared by a case and the tasks it spawns.
 pub type Store = Arc<dyn EventStore>;
+
+/// `store` behind a [`Forwarding`] decorator with hooks that change
+/// nothing. Every adapter runs the kit through it too: a decorator that
+/// forwards everything must pass every case, or the tests and tools built
+/// on it would be testing something other than the store.
+#[must_use]
+pub fn forwarded(store: Store) -> Store {
+    Arc::new(Forwarding::new(store, Forward))
+}
 
 /// A case's future, boxed so every case fits one table.
 pub type CaseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;

@@ -4,13 +4,11 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use loomfence_core::{
-    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, KernelKind,
-    NewEvent, ParkExpectation,
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+    AcquireOutcome, Capability, Envelope, ExecutionId, InputError, KernelKind, NewEvent,
+    ParkExpectation,
 };
-use loomfence_store::{EventStore, MemoryEventStore, StoreError};
+use loomfence_store::{EventStore, Forwarding, MemoryEventStore, StoreError};
 use serde_json::Value;
 
 use crate::Store;
@@ -152,168 +150,16 @@ impl Witness {
     }
 }
 
-/// What an [`Around`] store does in place of the operations a test
-/// intercepts. Each hook gets the wrapped store; the defaults forward to it
-/// unchanged, so a test implements only the hooks it changes.
-#[async_trait]
-pub trait Hooks: Send + Sync {
-    /// In place of [`EventStore::append_if_parked`].
-    async fn append_if_parked(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        inner.append_if_parked(id, park_seq, events).await
-    }
+/// A memory store seen through `hooks`: a rival, a deleter or a lost answer
+/// placed exactly where a test wants it. A test reads the counts its hooks
+/// keep through the `hooks` field.
+pub type Around<H> = Forwarding<Store, H>;
 
-    /// In place of [`EventStore::read_range`].
-    async fn read_range(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        inner.read_range(id, from_seq, to_seq).await
-    }
-
-    /// In place of [`EventStore::acquire_fence`].
-    async fn acquire_fence(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-    ) -> Result<u64, StoreError> {
-        inner.acquire_fence(id).await
-    }
-
-    /// In place of [`EventStore::acquire_fence_if`].
-    async fn acquire_fence_if(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        inner.acquire_fence_if(id, expect).await
-    }
-
-    /// In place of [`EventStore::delete_execution_if`].
-    async fn delete_execution_if(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        guard: &DeleteGuard,
-    ) -> Result<GuardedDelete, StoreError> {
-        inner.delete_execution_if(id, guard).await
-    }
-
-    /// In place of [`EventStore::list_executions`].
-    async fn list_executions(
-        &self,
-        inner: &dyn EventStore,
-        after: Option<&ExecutionId>,
-        limit: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        inner.list_executions(after, limit).await
-    }
-}
-
-/// A store that forwards every operation to `inner`, through `hooks` for
-/// those [`Hooks`] covers: a rival, a deleter or a lost answer placed
-/// exactly where a test wants it. A test reads the counts its hooks keep
-/// through [`Around::hooks`].
-pub struct Around<H> {
-    /// The store wrapped, which holds every event.
-    pub inner: Store,
-    /// What runs in place of the intercepted operations.
-    pub hooks: H,
-}
-
-impl<H> Around<H> {
-    /// `hooks` around a fresh memory store that offers
-    /// `capability`.
-    #[must_use]
-    pub fn new(capability: Capability, hooks: H) -> Self {
-        Self {
-            inner: Arc::new(MemoryEventStore::with_capability(capability)),
-            hooks,
-        }
-    }
-}
-
-impl<H: Default> Default for Around<H> {
-    /// Default hooks around a fresh, fully conditional memory store.
-    fn default() -> Self {
-        Self::new(Capability::Conditional, H::default())
-    }
-}
-
-#[async_trait]
-impl<H: Hooks> EventStore for Around<H> {
-    fn capability(&self) -> Capability {
-        self.inner.capability()
-    }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
-        self.inner.append(id, event).await
-    }
-    async fn append_many(
-        &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.inner.append_many(id, events).await
-    }
-    async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        self.hooks
-            .append_if_parked(&*self.inner, id, park_seq, events)
-            .await
-    }
-    async fn read_range(
-        &self,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.hooks
-            .read_range(&*self.inner, id, from_seq, to_seq)
-            .await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.inner.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.hooks.acquire_fence(&*self.inner, id).await
-    }
-    async fn acquire_fence_if(
-        &self,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        self.hooks.acquire_fence_if(&*self.inner, id, expect).await
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.inner.delete_execution(id).await
-    }
-    async fn delete_execution_if(
-        &self,
-        id: &ExecutionId,
-        guard: &DeleteGuard,
-    ) -> Result<GuardedDelete, StoreError> {
-        self.hooks
-            .delete_execution_if(&*self.inner, id, guard)
-            .await
-    }
-    async fn list_executions(
-        &self,
-        after: Option<&ExecutionId>,
-        limit: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        self.hooks.list_executions(&*self.inner, after, limit).await
-    }
+/// `hooks` around a fresh memory store that offers `capability`.
+#[must_use]
+pub fn around<H>(capability: Capability, hooks: H) -> Around<H> {
+    Forwarding::new(
+        Arc::new(MemoryEventStore::with_capability(capability)),
+        hooks,
+    )
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
-use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
+use loomfence_store::{ClaimPage, StoreError, TimerStore};
 
 /// What an [`AroundTimers`] store does in place of the operations a test
 /// intercepts. Each hook gets the wrapped store; the defaults forward to it
@@ -14,11 +14,7 @@ use loomfence_store::{ClaimPage, TimerStore, TimerStoreError};
 #[async_trait]
 pub trait TimerHooks: Send + Sync {
     /// In place of [`TimerStore::schedule`].
-    async fn schedule(
-        &self,
-        inner: &dyn TimerStore,
-        row: &TimerRow,
-    ) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, inner: &dyn TimerStore, row: &TimerRow) -> Result<(), StoreError> {
         inner.schedule(row).await
     }
 
@@ -29,7 +25,7 @@ pub trait TimerHooks: Send + Sync {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         inner.claim_due(lease, limit, filter).await
     }
 
@@ -38,7 +34,7 @@ pub trait TimerHooks: Send + Sync {
         &self,
         inner: &dyn TimerStore,
         claim: &Claim,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         inner.complete(claim).await
     }
 
@@ -48,7 +44,7 @@ pub trait TimerHooks: Send + Sync {
         inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         inner.reschedule(claim, next).await
     }
 }
@@ -64,7 +60,7 @@ pub struct AroundTimers<H> {
 
 #[async_trait]
 impl<H: TimerHooks> TimerStore for AroundTimers<H> {
-    async fn schedule(&self, row: &TimerRow) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
         self.hooks.schedule(&*self.inner, row).await
     }
     async fn due(
@@ -72,7 +68,7 @@ impl<H: TimerHooks> TimerStore for AroundTimers<H> {
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerStoreError> {
+    ) -> Result<Vec<TimerRow>, StoreError> {
         self.inner.due(now, limit, filter).await
     }
     async fn claim_due(
@@ -80,22 +76,18 @@ impl<H: TimerHooks> TimerStore for AroundTimers<H> {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<ClaimPage, TimerStoreError> {
+    ) -> Result<ClaimPage, StoreError> {
         self.hooks
             .claim_due(&*self.inner, lease, limit, filter)
             .await
     }
-    async fn complete(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.hooks.complete(&*self.inner, claim).await
     }
-    async fn release(&self, claim: &Claim) -> Result<Completed, TimerStoreError> {
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.inner.release(claim).await
     }
-    async fn reschedule(
-        &self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
         self.hooks.reschedule(&*self.inner, claim, next).await
     }
 }

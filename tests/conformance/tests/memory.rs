@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use loomfence_conformance::{Store, cases, run_all};
+use loomfence_conformance::{Store, cases, forwarded, run_all};
 use loomfence_store::{Capability, MemoryEventStore};
 
 /// Runs the kit against memory stores that advertise `capability`.
@@ -41,4 +41,13 @@ async fn memory_non_fencing_runs_only_the_unfenced_cases() {
         .filter(|c| c.needs == loomfence_conformance::Needs::Any)
         .count();
     assert_eq!(report.passed, any);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_behind_the_forwarding_decorator_passes_the_whole_kit() {
+    let report = run_all("memory-forwarded", || async {
+        forwarded(Arc::new(MemoryEventStore::new()))
+    })
+    .await;
+    assert_eq!(report.passed, cases::ALL.len());
 }

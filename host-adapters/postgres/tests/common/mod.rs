@@ -232,6 +232,16 @@ pub async fn wait_for_advisory_waiter(
 /// Runs the whole conformance kit against the server at `url` with
 /// `acquire`, each case on a fresh schema, and requires every case to pass.
 pub async fn run_kit(label: &str, url: &str, acquire: loomfence_postgres::AcquireStrategy) {
+    run_kit_through(label, url, acquire, |store| store).await;
+}
+
+/// [`run_kit`], with each case's store passed through `wrap` first.
+pub async fn run_kit_through(
+    label: &str,
+    url: &str,
+    acquire: loomfence_postgres::AcquireStrategy,
+    wrap: fn(Store) -> Store,
+) {
     let report = run_all(label, || {
         let url = url.to_owned();
         async move {
@@ -239,11 +249,11 @@ pub async fn run_kit(label: &str, url: &str, acquire: loomfence_postgres::Acquir
                 acquire,
                 ..options()
             };
-            std::sync::Arc::new(
+            wrap(std::sync::Arc::new(
                 PostgresEventStore::connect(&url, options)
                     .await
                     .expect("connects"),
-            ) as Store
+            ))
         }
     })
     .await;

@@ -3,7 +3,7 @@
 use loomfence_core::{
     ExecutionId, ResumeError, park::ParkError, redrive::DrawError, supervise::SuperviseError,
 };
-use loomfence_store::{StoreError, TimerStoreError};
+use loomfence_store::StoreError;
 
 use crate::error::ResumeFailure;
 
@@ -77,10 +77,10 @@ impl From<StoreError> for SupervisorError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedriveScheduleError {
-    /// The timer store failed; [`TimerStoreError::is_retryable`] says
+    /// The timer store failed; [`StoreError::is_retryable`] says
     /// whether writing again may work.
     #[error(transparent)]
-    Timers(#[from] TimerStoreError),
+    Timers(#[from] StoreError),
     /// The random source gave a number outside `[0, 1)`.
     #[error(transparent)]
     Draw(#[from] DrawError),

@@ -6,14 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use loomfence_conformance::support::{Around, Hooks};
+use loomfence_conformance::support::{Around, around};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind,
     NewEvent, ParkExpectation,
     park::{Wait, park_payload},
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::{BackendError, EventStore, Forwarding, Hooks, MemoryEventStore, StoreError};
 use serde_json::Value;
 
 /// The execution id `text`; panics if it is invalid (a bug in the test).
@@ -64,82 +63,22 @@ pub async fn resumes(store: &dyn EventStore, id: &ExecutionId) -> Vec<Envelope> 
         .collect()
 }
 
-/// A store that yields to the scheduler before every operation, so that on a
+/// Hooks that yield to the scheduler before every store call, so that on a
 /// current-thread runtime concurrent tasks interleave at every store call,
 /// deterministically: the widest race windows, every time.
-pub struct Yielding<S>(pub S);
+pub struct Yield;
 
 #[async_trait]
-impl<S: EventStore> EventStore for Yielding<S> {
-    fn capability(&self) -> Capability {
-        self.0.capability()
-    }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
+impl Hooks for Yield {
+    async fn before(&self, _operation: &'static str) -> Result<(), StoreError> {
         tokio::task::yield_now().await;
-        self.0.append(id, event).await
+        Ok(())
     }
-    async fn append_many(
-        &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.append_many(id, events).await
-    }
-    async fn append_if_parked(
-        &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.append_if_parked(id, park_seq, events).await
-    }
-    async fn read_range(
-        &self,
-        id: &ExecutionId,
-        from: u64,
-        to: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.read_range(id, from, to).await
-    }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.current_fence(id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.acquire_fence(id).await
-    }
-    async fn acquire_fence_if(
-        &self,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.acquire_fence_if(id, expect).await
-    }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.delete_execution(id).await
-    }
-    async fn delete_execution_if(
-        &self,
-        id: &ExecutionId,
-        guard: &DeleteGuard,
-    ) -> Result<GuardedDelete, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.delete_execution_if(id, guard).await
-    }
-    async fn list_executions(
-        &self,
-        after: Option<&ExecutionId>,
-        limit: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        tokio::task::yield_now().await;
-        self.0.list_executions(after, limit).await
-    }
+}
+
+/// A fresh memory store that yields before every call.
+pub fn yielding() -> Forwarding<Arc<dyn EventStore>, Yield> {
+    Forwarding::new(Arc::new(MemoryEventStore::new()), Yield)
 }
 
 /// Which write a [`LosesAnswer`] store loses the answer of, the first time
@@ -326,7 +265,7 @@ impl Hooks for Rival {
 /// A memory event store with three dead acquirers in front of every
 /// conditional acquire.
 pub fn fenced_by_three() -> Arc<Hostile> {
-    Arc::new(Around::new(Capability::Conditional, Rival::new(3)))
+    Arc::new(around(Capability::Conditional, Rival::new(3)))
 }
 
 /// A virtual clock the test advances.

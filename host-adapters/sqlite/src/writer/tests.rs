@@ -335,7 +335,7 @@ async fn a_timer_write_whose_writer_died_after_the_commit_is_outcome_unknown_and
         ExecutionId,
         timer::{DueFilter, TimerRow},
     };
-    use loomfence_store::{TimerStore, TimerStoreError};
+    use loomfence_store::{StoreError, TimerStore};
 
     use crate::{SqliteEventStore, SqliteOptions, SqliteTimerStore};
 
@@ -361,12 +361,12 @@ async fn a_timer_write_whose_writer_died_after_the_commit_is_outcome_unknown_and
     let (held, (scheduled, ())) = tokio::join!(job, group);
     held.unwrap();
     assert!(
-        matches!(scheduled, Err(TimerStoreError::OutcomeUnknown(_))),
+        matches!(scheduled, Err(StoreError::OutcomeUnknown(_))),
         "expected OutcomeUnknown, got {scheduled:?}"
     );
     assert!(
-        scheduled.unwrap_err().is_retryable(),
-        "a schedule is safe to repeat"
+        !scheduled.unwrap_err().is_retryable(),
+        "a lost answer is settled by the caller: a schedule is safe to repeat"
     );
     drop((store, timers));
     let reopened = SqliteTimerStore::open(&file.0, SqliteOptions::default())

@@ -14,7 +14,8 @@ use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
 use crate::Store;
-use crate::support::{AT, Around, Hooks, Witness, id, park};
+use crate::support::{AT, Around, Witness, id, park};
+use loomfence_store::Hooks;
 
 /// Hooks whose `append_if_parked` writes nothing and answers the event
 /// sent, at the next sequence, with `forge` applied.

@@ -14,7 +14,8 @@ use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
 use crate::Store;
-use crate::support::{AT, Around, Hooks, Witness, append_ok, id, kernel, park};
+use crate::support::{AT, Around, Witness, append_ok, id, kernel, park};
+use loomfence_store::Hooks;
 
 /// Hooks that delete right after every acquire that takes a token: around
 /// the store under test, the widest window a delete can hit a resume in,

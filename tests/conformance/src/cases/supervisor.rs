@@ -12,7 +12,8 @@ use loomfence_store::{BackendError, EventStore, StoreError};
 
 use super::sweep::{finished_child, park_on, start};
 use crate::Store;
-use crate::support::{Around, Hooks, id};
+use crate::support::{Around, id};
+use loomfence_store::Hooks;
 
 /// A store whose park-conditional append fails for good (a disk error).
 struct AppendFails;

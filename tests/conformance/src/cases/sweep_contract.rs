@@ -20,7 +20,8 @@ use loomfence_store::{EventStore, StoreError};
 
 use crate::Store;
 use crate::cases::sweep::{LONG_AGO, exists, finished_child, options, start};
-use crate::support::{Around, Hooks, id};
+use crate::support::{Around, id};
+use loomfence_store::Hooks;
 
 /// How a hook lies.
 #[derive(Clone, Copy, Debug)]

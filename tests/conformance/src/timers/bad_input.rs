@@ -5,16 +5,16 @@ use loomfence_core::timer::{
     Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS,
     TimeOutOfRange, TimerInputError, TimerRow,
 };
-use loomfence_store::TimerStoreError;
+use loomfence_store::StoreError;
 
 use super::Timers;
 use super::support::{T0, all_rows, claim_only, lease, node, schedule_all, wake};
 use crate::support::id;
 
 /// The input error inside `result`; panics on anything else.
-fn input_error<T: std::fmt::Debug>(result: Result<T, TimerStoreError>) -> TimerInputError {
+fn input_error<T: std::fmt::Debug>(result: Result<T, StoreError>) -> TimerInputError {
     match result {
-        Err(TimerStoreError::Input(error)) => error,
+        Err(StoreError::TimerInput(error)) => error,
         other => panic!("expected a TimerInputError, got {other:?}"),
     }
 }
@@ -138,11 +138,11 @@ pub async fn bad_claims_are_refused_and_change_nothing(store: Timers) {
     for bad in [&bad_time, &bad_attempt] {
         assert!(matches!(
             store.complete(bad).await,
-            Err(TimerStoreError::Input(_))
+            Err(StoreError::TimerInput(_))
         ));
         assert!(matches!(
             store.release(bad).await,
-            Err(TimerStoreError::Input(_))
+            Err(StoreError::TimerInput(_))
         ));
     }
     assert_eq!(all_rows(&store).await, vec![wake("p", 0)]);

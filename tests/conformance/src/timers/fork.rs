@@ -21,7 +21,7 @@ use loomfence_core::{
 use loomfence_runtime::{
     RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
 };
-use loomfence_store::{MemoryEventStore, TimerStore, TimerStoreError};
+use loomfence_store::{MemoryEventStore, StoreError, TimerStore};
 use tokio::sync::{Notify, watch};
 
 use super::Timers;
@@ -64,11 +64,7 @@ impl Stall {
 
 #[async_trait]
 impl TimerHooks for Stall {
-    async fn schedule(
-        &self,
-        inner: &dyn TimerStore,
-        row: &TimerRow,
-    ) -> Result<(), TimerStoreError> {
+    async fn schedule(&self, inner: &dyn TimerStore, row: &TimerRow) -> Result<(), StoreError> {
         self.hold().await;
         inner.schedule(row).await
     }
@@ -77,7 +73,7 @@ impl TimerHooks for Stall {
         inner: &dyn TimerStore,
         claim: &Claim,
         next: &TimerRow,
-    ) -> Result<Completed, TimerStoreError> {
+    ) -> Result<Completed, StoreError> {
         self.hold().await;
         inner.reschedule(claim, next).await
     }

@@ -2,7 +2,7 @@
 //! fire that outlived its lease cannot fork it.
 
 use loomfence_core::timer::{Completed, TimerInputError};
-use loomfence_store::TimerStoreError;
+use loomfence_store::StoreError;
 
 use super::Timers;
 use super::support::{LEASE_MS, all_rows, claim_only, lease, redrive, schedule_all, wake};
@@ -65,7 +65,7 @@ pub async fn a_next_row_on_the_claimed_key_is_refused(store: Timers) {
     schedule_all(&store, &[redrive("p", 0, 0)]).await;
     let held = claim_only(&store, &lease("n1", 0), &redrive("p", 0, 0)).await;
     match store.reschedule(&held, &redrive("p", 0, 1)).await {
-        Err(TimerStoreError::Input(TimerInputError::SameKey {
+        Err(StoreError::TimerInput(TimerInputError::SameKey {
             execution_id,
             wake_at,
         })) => assert_eq!(

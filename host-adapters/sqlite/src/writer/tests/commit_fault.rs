@@ -106,7 +106,7 @@ async fn in_a_group_of_unknown_outcome_a_refused_job_and_a_read_keep_known_answe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timer_write_whose_commit_failed_after_it_happened_is_outcome_unknown() {
     use loomfence_core::timer::{DueFilter, TimerRow};
-    use loomfence_store::{TimerStore, TimerStoreError};
+    use loomfence_store::{StoreError, TimerStore};
 
     let file = TempFile::new("commit-after-timer");
     let store = SqliteEventStore::open(&file.0, SqliteOptions::default())
@@ -117,7 +117,7 @@ async fn a_timer_write_whose_commit_failed_after_it_happened_is_outcome_unknown(
     store.db().writer().fail_next_commit(CommitFault::After);
     let scheduled = timers.schedule(&row).await;
     assert!(
-        matches!(scheduled, Err(TimerStoreError::OutcomeUnknown(_))),
+        matches!(scheduled, Err(StoreError::OutcomeUnknown(_))),
         "expected OutcomeUnknown, got {scheduled:?}"
     );
     assert_eq!(
