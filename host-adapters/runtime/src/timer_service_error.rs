@@ -50,8 +50,8 @@ pub enum TimerServiceError {
     /// A due row the timer store could not read (see
     /// [`ClaimPage::unreadable`](loomfence_store::ClaimPage::unreadable)): it was not claimed, the other rows went
     /// on. Reported once per node and row (see
-    /// [`UnreadableReports`](loomfence_core::UnreadableReports)),
-    /// counted in [`TickReport::unreadable`](loomfence_core::TickReport::unreadable) rather than `errors`.
+    /// [`UnreadableReports`](loomfence_core::timer::UnreadableReports)),
+    /// counted in [`TickReport::unreadable`](loomfence_core::tick::TickReport::unreadable) rather than `errors`.
     #[error(
         "unreadable timer row ({:?}, {}): {:?}: {}; it is not fired until repaired or deleted",
         .0.execution_id,
@@ -61,7 +61,7 @@ pub enum TimerServiceError {
     )]
     Unreadable(UnreadableRow),
     /// A re-driver returned an error. The fire goes on: the error is the
-    /// answer [`RedriveAnswer::Failed`](loomfence_core::RedriveAnswer::Failed),
+    /// answer [`RedriveAnswer::Failed`](loomfence_core::timer::RedriveAnswer::Failed),
     /// treated as contended, so the chain continues and the row is not
     /// lost.
     #[error("re-driver {index} failed on {execution_id:?}: {source}")]

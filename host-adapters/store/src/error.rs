@@ -14,7 +14,7 @@ use loomfence_core::{
 /// [`AcquireOutcome::Stale`](loomfence_core::AcquireOutcome::Stale), a
 /// timer claim that finds nothing free answers an empty page, a complete by
 /// a node that no longer holds the row answers
-/// [`Completed::NotHeld`](loomfence_core::Completed::NotHeld). What is here
+/// [`Completed::NotHeld`](loomfence_core::timer::Completed::NotHeld). What is here
 /// is a refusal (a stale token, bad input, a capability the store lacks) or
 /// a backend failure, each its own variant so callers match rather than
 /// parse messages.
