@@ -4,8 +4,7 @@ use loomfence_core::{ContractError, ResumeError};
 use loomfence_store::StoreError;
 
 /// Why a resume did not land: the protocol's own answer, or a failure of
-/// the part underneath it. The one error type of the runtime layer: the
-/// step-wise [`perform`](crate::perform) and the whole
+/// the part underneath it. The step-wise [`perform`](crate::perform) and the whole
 /// [`resume`](crate::resume) both report it, and the supervisor wraps it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
