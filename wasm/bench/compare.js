@@ -16,13 +16,12 @@
 // ratio to the pure-JavaScript column of the same round: per round and the
 // median of those ratios.
 
-import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { PureJsStore, pureLocatePark, pureResume } from './pure-js.js';
-import { completed, parked, positiveArg, resumeOptions, started, step } from './workload.js';
+import { check, median, positiveArg, run } from './workload.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -50,44 +49,10 @@ for (const spec of args.package) {
 const PURE = columns.length;
 columns.push({ name: 'pure JavaScript', make: () => new PureJsStore(), resume: pureResume, locatePark: pureLocatePark });
 
-async function parkAndResume({ resume, locatePark }, store, id) {
-  await store.append(id, started(id));
-  await store.append(id, parked());
-  const park = locatePark(await store.readRange(id));
-  const { fence } = await resume(store, id, resumeOptions(park.sequence));
-  await store.append(id, step(fence));
-  await store.append(id, completed(fence));
-}
-
-async function run(column, store, prefix, count) {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) await parkAndResume(column, store, `${prefix}-${next++}`);
-  };
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker));
-  return (performance.now() - t0) / 1000;
-}
-
-async function check(store, prefix, count) {
-  for (let n = 0; n < count; n++) {
-    const id = `${prefix}-${n}`;
-    const kinds = (await store.readRange(id)).map((e) => e.kind).join(',');
-    if (kinds !== 'EXECUTION_STARTED,EXECUTION_SUSPENDED,EXECUTION_RESUMED,STEP_COMPLETED,EXECUTION_COMPLETED') {
-      throw new Error(`${id}: unexpected log ${kinds}`);
-    }
-  }
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 for (const column of columns) {
   const store = column.make();
-  await run(column, store, 'warm', Math.min(EXECUTIONS, 1000));
+  await run(column, store, 'warm', Math.min(EXECUTIONS, 1000), CONCURRENCY);
   store.free?.();
 }
 
@@ -96,7 +61,7 @@ for (let round = 0; round < ROUNDS; round++) {
   for (let k = 0; k < columns.length; k++) {
     const i = (k + round) % columns.length;
     const store = columns[i].make();
-    const seconds = await run(columns[i], store, `r${round}`, EXECUTIONS);
+    const seconds = await run(columns[i], store, `r${round}`, EXECUTIONS, CONCURRENCY);
     await check(store, `r${round}`, EXECUTIONS);
     store.free?.();
     rates[i].push(EXECUTIONS / seconds);

@@ -41,13 +41,12 @@
 // stores stay in the WebAssembly memory until their FinalizationRegistry
 // callbacks run, which this all-microtask loop never lets happen.
 
-import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { MemoryEventStore, locatePark, resume } from 'loomfence';
 
 import { PlainEventStore } from '../../tests/conformance-js/plain-store.js';
 import { PureJsStore, pureLocatePark, pureResume } from './pure-js.js';
-import { completed, parked, positiveArg, resumeOptions, started, step } from './workload.js';
+import { check, median, positiveArg, run } from './workload.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -71,51 +70,12 @@ const COLUMNS = [
   { name: 'pure JavaScript store + resume', make: () => new PureJsStore(), resume: pureResume, locatePark: pureLocatePark },
 ];
 
-/** One execution, start to finish. */
-async function parkAndResume({ resume, locatePark }, store, id) {
-  await store.append(id, started(id));
-  await store.append(id, parked());
-  const park = locatePark(await store.readRange(id));
-  const { fence } = await resume(store, id, resumeOptions(park.sequence));
-  await store.append(id, step(fence));
-  await store.append(id, completed(fence));
-}
-
-/** Runs `count` executions, `CONCURRENCY` at a time; resolves to the seconds taken. */
-async function run(column, store, prefix, count) {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) await parkAndResume(column, store, `${prefix}-${next++}`);
-  };
-  const started = performance.now();
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker));
-  return (performance.now() - started) / 1000;
-}
-
-/** Every execution of a round ended as it should. */
-async function check(store, prefix, count) {
-  for (let n = 0; n < count; n++) {
-    const id = `${prefix}-${n}`;
-    const log = await store.readRange(id);
-    const kinds = log.map((e) => e.kind).join(',');
-    const expected = 'EXECUTION_STARTED,EXECUTION_SUSPENDED,EXECUTION_RESUMED,STEP_COMPLETED,EXECUTION_COMPLETED';
-    if (kinds !== expected || (await store.currentFence(id)) !== 1) {
-      throw new Error(`${id}: unexpected log ${kinds} / token ${await store.currentFence(id)}`);
-    }
-  }
-}
-
-const median = (xs) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 
 // Warm-up, unmeasured.
 for (const column of COLUMNS) {
   const store = column.make();
-  await run(column, store, 'warm', Math.min(EXECUTIONS, 1000));
+  await run(column, store, 'warm', Math.min(EXECUTIONS, 1000), CONCURRENCY);
   store.free?.();
 }
 
@@ -124,7 +84,7 @@ for (let round = 0; round < ROUNDS; round++) {
   const order = COLUMNS.map((_, i) => (i + round) % COLUMNS.length);
   for (const i of order) {
     const store = COLUMNS[i].make();
-    const seconds = await run(COLUMNS[i], store, `r${round}`, EXECUTIONS);
+    const seconds = await run(COLUMNS[i], store, `r${round}`, EXECUTIONS, CONCURRENCY);
     await check(store, `r${round}`, EXECUTIONS);
     store.free?.();
     rates[i].push(EXECUTIONS / seconds);
