@@ -125,4 +125,21 @@ pub enum ContractError {
         /// The answer.
         outcome: GuardedDelete,
     },
+    /// A tick input that does not fit the pending action: an answer to
+    /// another action, or any answer while no tick runs.
+    #[error("the tick expected {expected}, got {got}")]
+    TickOutOfTurn {
+        /// What the pending action is answered with.
+        expected: &'static str,
+        /// What was called.
+        got: &'static str,
+    },
+    /// [`TickMachine::begin`](crate::tick::TickMachine::begin) while a tick
+    /// is running: one node runs one tick at a time.
+    #[error("a tick is already running")]
+    TickBusy,
+    /// The clock of a fire was fed without the random draw the fire asked
+    /// for.
+    #[error("a fire needs a random draw")]
+    NoDraw,
 }

@@ -4,27 +4,16 @@
 //! loop against its own store (the crate docs show it), and async hosts use
 //! the driver in `loomfence-runtime`.
 
-use crate::contract::ContractError;
-use crate::fence::{ConditionalAppend, InputError};
+use crate::error::Error;
+use crate::fence::ConditionalAppend;
 use crate::memory::{AppendError, MemoryStore};
 use crate::resume_machine::{Action, Poll, ResumeError, ResumeMachine, Resumed, Stepped};
 
-/// A step that could not be completed: the store refused the request as
-/// malformed, or the machine rejected the store's answer.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StepError {
-    /// The store refused the action's arguments.
-    #[error(transparent)]
-    Input(#[from] InputError),
-    /// The machine rejected the answer.
-    #[error(transparent)]
-    Machine(#[from] ContractError),
-}
-
 /// Performs the machine's pending action against `store` and feeds the
-/// answer back.
-pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Stepped, StepError> {
+/// answer back. Fails with [`Error::Input`] when the store refused the
+/// action's arguments, [`Error::Contract`] when the machine rejected the
+/// answer.
+pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Stepped, Error> {
     let action = match machine.poll() {
         Poll::Done(result) => return Ok(Stepped::Done(result)),
         Poll::Act(action) => action,
@@ -59,7 +48,7 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
 pub fn run(
     store: &mut MemoryStore,
     machine: &mut ResumeMachine,
-) -> Result<Result<Resumed, ResumeError>, StepError> {
+) -> Result<Result<Resumed, ResumeError>, Error> {
     loop {
         if let Stepped::Done(result) = step(store, machine)? {
             return Ok(result);

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::json::JsonObject;
 use crate::kind::{self, KernelKind, KindClass};
 
@@ -17,46 +18,6 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// The longest event kind, in UTF-8 bytes, so every backend can index it.
 pub const MAX_KIND_BYTES: usize = 255;
-
-/// Why an event cannot be written. Checked before a store changes anything.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EventError {
-    /// The kind is the empty string, which names nothing and could never be
-    /// classified.
-    #[error("event kind is empty")]
-    EmptyKind,
-    /// The kind is longer than [`MAX_KIND_BYTES`].
-    #[error("event kind is {len} bytes long; the limit is {MAX_KIND_BYTES}")]
-    KindTooLong {
-        /// The kind's length in bytes.
-        len: usize,
-    },
-    /// `metadata.fence` is present but is not an integer in
-    /// `0..=MAX_SAFE_INTEGER`. A negative, fractional, string or null token
-    /// would make the append guard's answer depend on how a backend coerces
-    /// it, so it is refused instead.
-    #[error("metadata.fence must be an integer from 0 to 2^53-1, found {found}")]
-    BadFence {
-        /// The offending value, as written.
-        found: Value,
-    },
-    /// `at` lies outside `-(2^53-1)..=2^53-1` milliseconds.
-    #[error("at = {at} ms is outside the range a JavaScript number holds exactly")]
-    AtOutOfRange {
-        /// The offending timestamp.
-        at: i64,
-    },
-    /// A NUL character appears in the kind, or in a key or string of the
-    /// payload or metadata. PostgreSQL text and `jsonb` cannot hold it; it is
-    /// refused on every backend so a workflow that runs in memory does not
-    /// break on the database.
-    #[error("{field} contains a NUL character")]
-    Nul {
-        /// `"kind"`, `"payload"` or `"metadata"`.
-        field: &'static str,
-    },
-}
 
 /// What a store needs to know about one valid event: its token and class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,16 +93,16 @@ impl NewEvent {
     }
 
     /// Validates the event and extracts what the append guard needs.
-    pub fn check(&self) -> Result<EventFacts, EventError> {
+    pub fn check(&self) -> Result<EventFacts, InputError> {
         check_kind(&self.kind)?;
         if self.at.unsigned_abs() > MAX_SAFE_INTEGER {
-            return Err(EventError::AtOutOfRange { at: self.at });
+            return Err(InputError::AtOutOfRange { at: self.at });
         }
         if contains_nul(&self.payload) {
-            return Err(EventError::Nul { field: "payload" });
+            return Err(InputError::Nul { field: "payload" });
         }
         if contains_nul(&self.metadata) {
-            return Err(EventError::Nul { field: "metadata" });
+            return Err(InputError::Nul { field: "metadata" });
         }
         Ok(EventFacts {
             fence: fence_of(&self.metadata)?,
@@ -183,7 +144,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// The token the writer held, `None` for an unfenced append.
-    pub fn fence(&self) -> Result<Option<u64>, EventError> {
+    pub fn fence(&self) -> Result<Option<u64>, InputError> {
         fence_of(&self.metadata)
     }
 
@@ -215,13 +176,13 @@ impl Envelope {
 }
 
 /// Reads `metadata.fence`: absent is `None`, a valid token is `Some`, anything
-/// else is [`EventError::BadFence`].
-pub fn fence_of(metadata: &JsonObject) -> Result<Option<u64>, EventError> {
+/// else is [`InputError::BadFence`].
+pub fn fence_of(metadata: &JsonObject) -> Result<Option<u64>, InputError> {
     match metadata.get("fence") {
         None => Ok(None),
         Some(value) => match value.as_u64() {
             Some(token) if token <= MAX_SAFE_INTEGER => Ok(Some(token)),
-            _ => Err(EventError::BadFence {
+            _ => Err(InputError::BadFence {
                 found: value.clone(),
             }),
         },
@@ -229,15 +190,15 @@ pub fn fence_of(metadata: &JsonObject) -> Result<Option<u64>, EventError> {
 }
 
 /// Checks a kind name against the kind rules.
-fn check_kind(kind: &str) -> Result<(), EventError> {
+fn check_kind(kind: &str) -> Result<(), InputError> {
     if kind.is_empty() {
-        return Err(EventError::EmptyKind);
+        return Err(InputError::KindEmpty);
     }
     if kind.len() > MAX_KIND_BYTES {
-        return Err(EventError::KindTooLong { len: kind.len() });
+        return Err(InputError::KindTooLong { len: kind.len() });
     }
     if kind.contains('\0') {
-        return Err(EventError::Nul { field: "kind" });
+        return Err(InputError::Nul { field: "kind" });
     }
     Ok(())
 }
@@ -301,7 +262,7 @@ mod tests {
             json!(MAX_SAFE_INTEGER + 1),
         ] {
             let event = NewEvent::new("X", 0).with_meta("fence", bad.clone());
-            assert_eq!(event.check(), Err(EventError::BadFence { found: bad }));
+            assert_eq!(event.check(), Err(InputError::BadFence { found: bad }));
         }
         let event = NewEvent::kernel(KernelKind::ExecutionResumed, 0).with_fence(MAX_SAFE_INTEGER);
         assert_eq!(
@@ -315,15 +276,15 @@ mod tests {
 
     #[test]
     fn kinds_and_times_are_bounded() {
-        assert_eq!(NewEvent::new("", 0).check(), Err(EventError::EmptyKind));
+        assert_eq!(NewEvent::new("", 0).check(), Err(InputError::KindEmpty));
         assert_eq!(
             NewEvent::new("k".repeat(256), 0).check(),
-            Err(EventError::KindTooLong { len: 256 })
+            Err(InputError::KindTooLong { len: 256 })
         );
         let too_late = i64::try_from(MAX_SAFE_INTEGER).expect("fits") + 1;
         assert_eq!(
             NewEvent::new("X", -too_late).check(),
-            Err(EventError::AtOutOfRange { at: -too_late })
+            Err(InputError::AtOutOfRange { at: -too_late })
         );
     }
 
@@ -331,17 +292,17 @@ mod tests {
     fn nul_is_refused_anywhere_in_the_event() {
         assert_eq!(
             NewEvent::new("a\0", 0).check(),
-            Err(EventError::Nul { field: "kind" })
+            Err(InputError::Nul { field: "kind" })
         );
         let nested = object(json!({ "a": [1, { "b": "x\u{0}y" }] }));
         assert_eq!(
             NewEvent::new("X", 0).with_payload(nested).check(),
-            Err(EventError::Nul { field: "payload" })
+            Err(InputError::Nul { field: "payload" })
         );
         let key = object(json!({ "k\u{0}": 1 }));
         let mut event = NewEvent::new("X", 0);
         event.metadata = key;
-        assert_eq!(event.check(), Err(EventError::Nul { field: "metadata" }));
+        assert_eq!(event.check(), Err(InputError::Nul { field: "metadata" }));
     }
 
     #[test]

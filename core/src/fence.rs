@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{Envelope, EventError, EventFacts, MAX_SAFE_INTEGER, NewEvent};
-use crate::id::{ExecutionId, IdError};
+use crate::event::{Envelope, EventFacts, MAX_SAFE_INTEGER, NewEvent};
+use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::kind::{KernelKind, KindClass};
 
 /// What a caller expects when it acquires conditionally: the token under which
@@ -97,93 +98,6 @@ fn describe_stale(id: &ExecutionId, presented: Option<u64>, current: u64) -> Str
     }
 }
 
-/// Caller input a store refuses before it reads or writes anything.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InputError {
-    /// The execution id is not valid.
-    #[error(transparent)]
-    Id(#[from] IdError),
-    /// One event of the batch is malformed.
-    #[error("event {index} of the batch is invalid: {source}")]
-    Event {
-        /// The event's position in the batch, from 0.
-        index: usize,
-        /// What is wrong with it.
-        #[source]
-        source: EventError,
-    },
-    /// Events of one batch carry different tokens (or some carry one and some
-    /// do not). A batch is one writer's, under one token; a mix is a bug the
-    /// guard could only answer arbitrarily.
-    #[error(
-        "event {index} carries fence {found:?} but event 0 carries {first:?}: a batch is written under one token or none"
-    )]
-    MixedFences {
-        /// The first event whose token differs.
-        index: usize,
-        /// Event 0's token.
-        first: Option<u64>,
-        /// That event's token.
-        found: Option<u64>,
-    },
-    /// `parkSeq` does not name an event of the log (0, or past its head).
-    #[error("parkSeq {park_seq} is not in the log, whose head is {head}")]
-    ParkSeqOutOfRange {
-        /// The sequence given.
-        park_seq: u64,
-        /// The log's last sequence, 0 when empty.
-        head: u64,
-    },
-    /// The event at `parkSeq` is not a park (`EXECUTION_SUSPENDED`). The
-    /// park the caller read is gone: the log was deleted and has grown
-    /// again past that sequence, or the sequence never was a park. Judged
-    /// by the store in the same atomic step as the decision, because only
-    /// the store sees the log as it is at that moment.
-    #[error("parkSeq {park_seq} is not a park: the event there is {kind:?}")]
-    NotAPark {
-        /// The sequence given.
-        park_seq: u64,
-        /// The kind of the event at that sequence.
-        kind: String,
-    },
-    /// A token or sequence argument exceeds what a JavaScript number holds
-    /// exactly ([`MAX_SAFE_INTEGER`]); every backend refuses it alike.
-    #[error("{what} = {value} exceeds 2^53-1")]
-    OutOfRange {
-        /// Which argument (`"fence"`, `"parkSeq"`, `"fromSeq"`, `"toSeq"`),
-        /// or `"sequence"` when a log would grow past it.
-        what: &'static str,
-        /// Its value.
-        value: u64,
-    },
-    /// A count argument is outside what the operation accepts (a listing's
-    /// page limit, a guarded delete's number of parents): bounded so one
-    /// call's memory and time stay bounded on every backend.
-    #[error("{what} = {value} is out of bounds: at most {max}, and a limit is at least 1")]
-    Limit {
-        /// Which argument (`"limit"`, `"parents"`).
-        what: &'static str,
-        /// Its value.
-        value: u64,
-        /// The largest accepted.
-        max: u64,
-    },
-}
-
-impl InputError {
-    /// Whether this says the park a conditional operation named is not in
-    /// the log (outside it, or not a park any more): for a resumer, the park
-    /// is gone, which is a refusal, not a bug.
-    #[must_use]
-    pub fn is_park_gone(&self) -> bool {
-        matches!(
-            self,
-            InputError::ParkSeqOutOfRange { .. } | InputError::NotAPark { .. }
-        )
-    }
-}
-
 /// What the append guard needs to know about a whole batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchFacts {
@@ -204,7 +118,10 @@ pub fn check_batch(events: &[NewEvent]) -> Result<(BatchFacts, Vec<EventFacts>),
         .map(|(index, event)| {
             event
                 .check()
-                .map_err(|source| InputError::Event { index, source })
+                .map_err(|source| InputError::Event {
+                    index,
+                    source: Box::new(source),
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let first = facts.first().and_then(|f| f.fence);
@@ -405,7 +322,7 @@ mod tests {
             check_batch(&events),
             Err(InputError::Event {
                 index: 1,
-                source: EventError::EmptyKind
+                source: Box::new(InputError::KindEmpty)
             })
         );
     }

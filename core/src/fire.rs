@@ -187,6 +187,7 @@ use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::json::JsonObject;
 use crate::park::{Wait, waits_in};
 use crate::redrive_policy::{
@@ -277,28 +278,17 @@ impl TimerRow {
 
     /// Checks the row's time is in `0..=MAX_TIMER_MS`, as a timer store
     /// checks it before it writes.
-    pub fn check(&self) -> Result<(), TimeOutOfRange> {
+    pub fn check(&self) -> Result<(), InputError> {
         check_time("wakeAt", self.wake_at).map(drop)
     }
 }
 
-/// A time outside `0..=MAX_TIMER_MS`: negative, or more than a JavaScript
-/// number holds exactly.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[error("{what} = {value} ms is outside 0..=2^53-1")]
-pub struct TimeOutOfRange {
-    /// Which time (`"wakeAt"`, `"now"`).
-    pub what: &'static str,
-    /// Its value.
-    pub value: i64,
-}
-
 /// Checks a timer time is in `0..=MAX_TIMER_MS`.
-fn check_time(what: &'static str, value: i64) -> Result<i64, TimeOutOfRange> {
+fn check_time(what: &'static str, value: i64) -> Result<i64, InputError> {
     if (0..=MAX_TIMER_MS).contains(&value) {
         Ok(value)
     } else {
-        Err(TimeOutOfRange { what, value })
+        Err(InputError::Time { what, value })
     }
 }
 
@@ -469,30 +459,6 @@ pub enum FirePoll {
     Done(FireOutcome),
 }
 
-/// Input the fire machine refuses: a row or time it cannot decide on, or an
-/// answer that does not answer what it asked. The machine is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum FireError {
-    /// `now` or the row's `wake_at` is outside `0..=MAX_TIMER_MS`.
-    #[error(transparent)]
-    Time(#[from] TimeOutOfRange),
-    /// The row is not due: firing it would answer a timer early.
-    #[error("the row is due at {wake_at} ms, after now ({now} ms)")]
-    NotDue {
-        /// The row's time.
-        wake_at: i64,
-        /// The time given.
-        now: i64,
-    },
-    /// The host's answer does not fit the pending action: an input for
-    /// another action, a read that is not the whole log, an answer about
-    /// another execution. The same checks, and the same error, as the resume
-    /// machine's.
-    #[error(transparent)]
-    Answer(#[from] ContractError),
-}
-
 /// What a fire is given besides its row: the time, the draw, the policy and
 /// what this node knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -596,11 +562,11 @@ pub struct FireMachine {
 impl FireMachine {
     /// The fire of `row` in `context`. Refuses a time outside
     /// `0..=MAX_TIMER_MS` and a row that is not due yet.
-    pub fn new(row: TimerRow, context: FireContext) -> Result<Self, FireError> {
+    pub fn new(row: TimerRow, context: FireContext) -> Result<Self, InputError> {
         let now = check_time("now", context.now)?;
         row.check()?;
         if row.wake_at > now {
-            return Err(FireError::NotDue {
+            return Err(InputError::NotDue {
                 wake_at: row.wake_at,
                 now,
             });
@@ -650,7 +616,7 @@ impl FireMachine {
 
     /// Feeds the answer to a [`FireAction::ReadLog`]: the whole log from
     /// sequence 1, possibly empty.
-    pub fn handle_read(&mut self, events: &[Envelope]) -> Result<(), FireError> {
+    pub fn handle_read(&mut self, events: &[Envelope]) -> Result<(), ContractError> {
         if self.state != State::ReadLog {
             return Err(self.unexpected("handle_read"));
         }
@@ -670,7 +636,7 @@ impl FireMachine {
     pub fn handle_resumed(
         &mut self,
         result: Result<&Resumed, &ResumeError>,
-    ) -> Result<(), FireError> {
+    ) -> Result<(), ContractError> {
         let State::Resume { park_seq, .. } = self.state else {
             return Err(self.unexpected("handle_resumed"));
         };
@@ -685,8 +651,7 @@ impl FireMachine {
                     return Err(ContractError::WrongPark {
                         expected: park_seq,
                         got: refused.park_seq,
-                    }
-                    .into());
+                    });
                 }
                 self.refusals += 1;
                 if self.refusals >= MAX_RESUMES {
@@ -700,17 +665,17 @@ impl FireMachine {
                 self.back_off()
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(FireError::Answer(ContractError::UnexpectedInput {
+                return Err(ContractError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
-                }));
+                });
             }
         };
         Ok(())
     }
 
     /// Feeds a re-driver's answer to a [`FireAction::Redrive`].
-    pub fn handle_redrive(&mut self, answer: RedriveAnswer) -> Result<(), FireError> {
+    pub fn handle_redrive(&mut self, answer: RedriveAnswer) -> Result<(), ContractError> {
         let State::Ask { redriver } = self.state else {
             return Err(self.unexpected("handle_redrive"));
         };
@@ -727,7 +692,7 @@ impl FireMachine {
 
     /// Feeds the acknowledgement of a [`FireAction::Reschedule`]: the fired
     /// row is retired and the next one stored, under the claim.
-    pub fn handle_rescheduled(&mut self) -> Result<(), FireError> {
+    pub fn handle_rescheduled(&mut self) -> Result<(), ContractError> {
         let State::Reschedule(next) = &self.state else {
             return Err(self.unexpected("handle_rescheduled"));
         };
@@ -737,7 +702,7 @@ impl FireMachine {
 
     /// Feeds the acknowledgement of a [`FireAction::Complete`]: the fired
     /// row is retired (or was already gone).
-    pub fn handle_completed(&mut self) -> Result<(), FireError> {
+    pub fn handle_completed(&mut self) -> Result<(), ContractError> {
         let State::Complete(outcome) = &self.state else {
             return Err(self.unexpected("handle_completed"));
         };
@@ -793,12 +758,12 @@ impl FireMachine {
     }
 
     /// Checks an answer is about the row's execution.
-    fn check_id(&self, id: &ExecutionId) -> Result<(), FireError> {
-        Ok(check_id(&self.row.execution_id, id)?)
+    fn check_id(&self, id: &ExecutionId) -> Result<(), ContractError> {
+        check_id(&self.row.execution_id, id)
     }
 
     /// The error for an input that does not answer the pending action.
-    fn unexpected(&self, got: &'static str) -> FireError {
+    fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.state {
             State::Done(_) => "nothing: the fire is over",
             State::ReadLog => "handle_read",
@@ -807,7 +772,7 @@ impl FireMachine {
             State::Reschedule(_) => "handle_rescheduled",
             State::Complete(_) => "handle_completed",
         };
-        FireError::Answer(ContractError::UnexpectedInput { expected, got })
+        ContractError::UnexpectedInput { expected, got }
     }
 }
 

@@ -1,35 +1,12 @@
 //! Execution ids: the one key every store, fence and log is addressed by.
 
+use crate::input::InputError;
+
 /// The longest execution id, in UTF-8 bytes.
 ///
 /// 255 bytes fits every backend's key column and index without truncation, so
 /// an id that is accepted here is accepted, unchanged, everywhere.
 pub const MAX_ID_BYTES: usize = 255;
-
-/// Why a string cannot be an execution id.
-///
-/// A store refuses such an id before it touches anything, so a caller that sees
-/// this error knows nothing was read or written.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum IdError {
-    /// The id is the empty string, which would address no execution at all.
-    #[error("execution id is empty")]
-    Empty,
-    /// The id is longer than [`MAX_ID_BYTES`] UTF-8 bytes.
-    #[error("execution id is {len} bytes long; the limit is {MAX_ID_BYTES}")]
-    TooLong {
-        /// The id's length in bytes.
-        len: usize,
-    },
-    /// The id contains a NUL byte, which C-string and SQL text backends cannot
-    /// hold and would silently truncate at.
-    #[error("execution id contains a NUL byte at byte {at}")]
-    Nul {
-        /// Byte offset of the first NUL.
-        at: usize,
-    },
-}
 
 /// A string checked against the id rules (1 to [`MAX_ID_BYTES`] bytes of
 /// UTF-8, no NUL) once, where it enters the program: the struct and the
@@ -45,7 +22,7 @@ macro_rules! checked_name {
         impl $name {
             /// Validates `id`, taking ownership so a valid id is never
             /// copied.
-            pub fn new(id: impl Into<String>) -> Result<Self, $crate::id::IdError> {
+            pub fn new(id: impl Into<String>) -> Result<Self, $crate::InputError> {
                 let id = id.into();
                 $crate::id::validate(&id)?;
                 Ok(Self(id))
@@ -59,23 +36,23 @@ macro_rules! checked_name {
         }
 
         impl TryFrom<String> for $name {
-            type Error = $crate::id::IdError;
-            fn try_from(id: String) -> Result<Self, $crate::id::IdError> {
+            type Error = $crate::InputError;
+            fn try_from(id: String) -> Result<Self, $crate::InputError> {
                 Self::new(id)
             }
         }
 
         impl TryFrom<&str> for $name {
-            type Error = $crate::id::IdError;
-            fn try_from(id: &str) -> Result<Self, $crate::id::IdError> {
+            type Error = $crate::InputError;
+            fn try_from(id: &str) -> Result<Self, $crate::InputError> {
                 $crate::id::validate(id)?;
                 Ok(Self(id.to_owned()))
             }
         }
 
         impl std::str::FromStr for $name {
-            type Err = $crate::id::IdError;
-            fn from_str(id: &str) -> Result<Self, $crate::id::IdError> {
+            type Err = $crate::InputError;
+            fn from_str(id: &str) -> Result<Self, $crate::InputError> {
                 Self::try_from(id)
             }
         }
@@ -125,15 +102,15 @@ checked_name! {
 ///
 /// Stores call this on every `&str` they are handed, so bad ids are refused
 /// with the same error whichever backend sees them.
-pub(crate) fn validate(id: &str) -> Result<(), IdError> {
+pub(crate) fn validate(id: &str) -> Result<(), InputError> {
     if id.is_empty() {
-        return Err(IdError::Empty);
+        return Err(InputError::IdEmpty);
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(IdError::TooLong { len: id.len() });
+        return Err(InputError::IdTooLong { len: id.len() });
     }
     if let Some(at) = id.bytes().position(|b| b == 0) {
-        return Err(IdError::Nul { at });
+        return Err(InputError::IdNul { at });
     }
     Ok(())
 }
@@ -153,12 +130,12 @@ mod tests {
 
     #[test]
     fn refuses_each_bad_shape_with_its_own_variant() {
-        assert_eq!(ExecutionId::new(""), Err(IdError::Empty));
+        assert_eq!(ExecutionId::new(""), Err(InputError::IdEmpty));
         assert_eq!(
             ExecutionId::new("x".repeat(MAX_ID_BYTES + 1)),
-            Err(IdError::TooLong { len: 256 })
+            Err(InputError::IdTooLong { len: 256 })
         );
-        assert_eq!(ExecutionId::new("ab\0c"), Err(IdError::Nul { at: 2 }));
+        assert_eq!(ExecutionId::new("ab\0c"), Err(InputError::IdNul { at: 2 }));
     }
 
     #[test]

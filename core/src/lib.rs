@@ -18,8 +18,14 @@
 //! - **The in-memory store:** [`MemoryStore`], [`AppendError`].
 //! - **The resume machine:** [`ResumeMachine`], [`ResumeRequest`],
 //!   [`Poll`], [`Action`], [`Resumed`], [`ResumeError`].
-//! - **Faults:** [`InputError`] (bad input), [`ContractError`] (a machine fed
-//!   out of order, or a store answering outside its contract).
+//! - **Faults:** [`InputError`] (bad input: an id, an event, a time, a
+//!   draw, a row, a log's data), [`ContractError`] (a machine fed out of
+//!   turn, or a store answering outside its contract), and [`Error`], one
+//!   of the two, for the few calls that can meet both. Answers of the
+//!   protocol (stale, refused, contended, exhausted) are values, not
+//!   faults: [`StaleFenceError`], [`ResumeError`], and
+//!   [`RedriveExhaustedError`](redrive::RedriveExhaustedError) in a fire's
+//!   outcome.
 //!
 //! The rest is in modules named for what they hold:
 //!
@@ -138,11 +144,13 @@ mod capability;
 mod contract;
 #[cfg(any(test, feature = "drive"))]
 pub mod drive;
+mod error;
 mod event;
 mod fence;
 mod fire;
 mod fold;
 mod id;
+mod input;
 mod json;
 mod kind;
 pub mod lineage;
@@ -160,10 +168,12 @@ mod wake_backoff;
 
 pub use capability::Capability;
 pub use contract::ContractError;
+pub use error::Error;
 pub use event::{Envelope, NewEvent};
-pub use fence::{AcquireOutcome, ConditionalAppend, InputError, ParkExpectation, StaleFenceError};
+pub use fence::{AcquireOutcome, ConditionalAppend, ParkExpectation, StaleFenceError};
 pub use fold::{ExecutionView, OpenPark};
 pub use id::ExecutionId;
+pub use input::InputError;
 pub use json::JsonObject;
 pub use kind::KernelKind;
 pub use memory::{AppendError, MemoryStore};
@@ -178,9 +188,9 @@ pub mod log {
     //! store, a CLI); the store trait and the resume machine apply these
     //! rules for you.
 
-    pub use crate::event::{EventError, MAX_KIND_BYTES, MAX_SAFE_INTEGER};
+    pub use crate::event::{MAX_KIND_BYTES, MAX_SAFE_INTEGER};
     pub use crate::fold::{KindFacts, locate_park, open_park_index};
-    pub use crate::id::{IdError, MAX_ID_BYTES};
+    pub use crate::id::MAX_ID_BYTES;
     pub use crate::kind::{KERNEL_EVENT_KINDS, KindClass, is_answering};
     pub use crate::status::Terminal;
 }
@@ -209,13 +219,13 @@ pub mod timer {
     //! tick in [`tick`](crate::tick) drives all of it for a timer service.
 
     pub use crate::fire::{
-        FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, PendingTimer,
-        Redrive, RedriveAnswer, TimeOutOfRange, TimerRow, pending_timer, timer_answer,
+        FireAction, FireContext, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
+        RedriveAnswer, TimerRow, pending_timer, timer_answer,
     };
     pub use crate::redrive_policy::{BackoffEntry, MAX_TIMER_MS};
     pub use crate::timer_table::{
         Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT,
-        NodeId, TimerInputError, TimerTable, check_claim, check_due, check_lease, check_reschedule,
+        NodeId, TimerTable, check_claim, check_due, check_lease, check_reschedule,
         check_row,
     };
     pub use crate::unreadable::{
@@ -233,7 +243,5 @@ pub mod redrive {
     //! You need it to configure retries or to pass in the randomness the
     //! kernel never draws itself.
 
-    pub use crate::redrive_policy::{
-        Draw, DrawError, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
-    };
+    pub use crate::redrive_policy::{Draw, RedriveExhaustedError, RedrivePolicy, redrive_wake_at};
 }

@@ -14,39 +14,13 @@
 use serde_json::Value;
 
 use crate::event::{Envelope, NewEvent};
-use crate::id::{ExecutionId, IdError};
+use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::json::JsonObject;
 use crate::kind::KernelKind;
 
 /// The payload field of `EXECUTION_STARTED` that names the parent.
 pub const PARENT_FIELD: &str = "parent";
-
-/// Why a log's recorded parent cannot be read.
-///
-/// A recorded parent that is not an id is corrupt data: retention refuses
-/// to guess (it might be the one parent that pins the child), so it stops
-/// and names the log instead of deleting it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum LineageError {
-    /// `payload.parent` is neither a string nor `null`.
-    #[error("payload.parent of event {sequence} is {found}, not an execution id")]
-    NotAString {
-        /// The `EXECUTION_STARTED` event's sequence.
-        sequence: u64,
-        /// What the field holds, as JSON text.
-        found: String,
-    },
-    /// `payload.parent` is a string but not a valid execution id.
-    #[error("payload.parent of event {sequence} is not a valid execution id: {source}")]
-    BadId {
-        /// The `EXECUTION_STARTED` event's sequence.
-        sequence: u64,
-        /// Why the id is invalid.
-        #[source]
-        source: IdError,
-    },
-}
 
 /// The `EXECUTION_STARTED` of a child started by `parent`, at `at`.
 ///
@@ -66,7 +40,7 @@ pub fn started_child(parent: &ExecutionId, at: i64) -> NewEvent {
 /// The parent recorded by the log's first `EXECUTION_STARTED`: `None` when
 /// the log has no start, or its start names no parent (`parent` absent or
 /// `null`, as a root execution writes it).
-pub fn parent_of(events: &[Envelope]) -> Result<Option<ExecutionId>, LineageError> {
+pub fn parent_of(events: &[Envelope]) -> Result<Option<ExecutionId>, InputError> {
     let Some(start) = events
         .iter()
         .find(|e| e.kernel_kind() == Some(KernelKind::ExecutionStarted))
@@ -78,12 +52,12 @@ pub fn parent_of(events: &[Envelope]) -> Result<Option<ExecutionId>, LineageErro
         Some(Value::String(id)) => {
             ExecutionId::new(id.as_str())
                 .map(Some)
-                .map_err(|source| LineageError::BadId {
+                .map_err(|source| InputError::BadParent {
                     sequence: start.sequence,
-                    source,
+                    source: Box::new(source),
                 })
         }
-        Some(other) => Err(LineageError::NotAString {
+        Some(other) => Err(InputError::ParentNotAString {
             sequence: start.sequence,
             found: other.to_string(),
         }),
@@ -141,11 +115,11 @@ mod tests {
     fn a_corrupt_parent_is_an_error_not_a_guess() {
         assert!(matches!(
             parent_of(&log(vec![started_with(json!(7))])),
-            Err(LineageError::NotAString { sequence: 1, .. })
+            Err(InputError::ParentNotAString { sequence: 1, .. })
         ));
         assert!(matches!(
             parent_of(&log(vec![started_with(json!(""))])),
-            Err(LineageError::BadId { sequence: 1, .. })
+            Err(InputError::BadParent { sequence: 1, .. })
         ));
     }
 }

@@ -10,8 +10,9 @@ use std::ops::Bound;
 
 use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
+use crate::input::InputError;
 use crate::fence::{
-    self, AcquireOutcome, BatchFacts, ConditionalAppend, InputError, ParkExpectation,
+    self, AcquireOutcome, BatchFacts, ConditionalAppend, ParkExpectation,
     StaleFenceError, check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if,
     guard_append,
 };

@@ -13,7 +13,8 @@
 use serde_json::Value;
 
 use crate::event::Envelope;
-use crate::id::{ExecutionId, IdError};
+use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::json::JsonObject;
 
 /// One thing a park waits for.
@@ -54,44 +55,10 @@ impl Wait {
     }
 }
 
-/// Why a park's payload cannot be read as waits.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParkError {
-    /// The envelope is not an `EXECUTION_SUSPENDED`.
-    #[error("event {sequence} is a {kind}, not a park")]
-    NotAPark {
-        /// The event's sequence.
-        sequence: u64,
-        /// Its kind.
-        kind: String,
-    },
-    /// `payload.waits` is missing or is not an array.
-    #[error("the park's payload has no `waits` array")]
-    NoWaits,
-    /// One wait does not have any of the four shapes.
-    #[error("wait {index} is malformed: {reason}")]
-    Malformed {
-        /// The wait's position in `waits`.
-        index: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// A child id in a wait is not a valid execution id.
-    #[error("wait {index} names an invalid child id: {source}")]
-    BadChild {
-        /// The wait's position in `waits`.
-        index: usize,
-        /// Why the id is invalid.
-        #[source]
-        source: IdError,
-    },
-}
-
 /// The waits of `park`, in payload order.
-pub fn waits_of(park: &Envelope) -> Result<Vec<Wait>, ParkError> {
+pub fn waits_of(park: &Envelope) -> Result<Vec<Wait>, InputError> {
     if !park.is_park() {
-        return Err(ParkError::NotAPark {
+        return Err(InputError::NotParkEvent {
             sequence: park.sequence,
             kind: park.kind.clone(),
         });
@@ -100,15 +67,15 @@ pub fn waits_of(park: &Envelope) -> Result<Vec<Wait>, ParkError> {
 }
 
 /// The waits listed in a park payload.
-pub(crate) fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, ParkError> {
+pub(crate) fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, InputError> {
     let Some(Value::Array(raw)) = payload.get("waits") else {
-        return Err(ParkError::NoWaits);
+        return Err(InputError::NoWaits);
     };
     raw.iter()
         .enumerate()
         .map(|(index, value)| {
             let raw =
-                RawWait::read(value).map_err(|reason| ParkError::Malformed { index, reason })?;
+                RawWait::read(value).map_err(|reason| InputError::MalformedWait { index, reason })?;
             raw.into_wait(index)
         })
         .collect()
@@ -222,13 +189,16 @@ impl RawWait {
     }
 
     /// Checks that exactly the fields of its kind are present.
-    fn into_wait(self, index: usize) -> Result<Wait, ParkError> {
-        let malformed = |reason: &str| ParkError::Malformed {
+    fn into_wait(self, index: usize) -> Result<Wait, InputError> {
+        let malformed = |reason: &str| InputError::MalformedWait {
             index,
             reason: reason.to_owned(),
         };
         let child = |id: String| {
-            ExecutionId::new(id).map_err(|source| ParkError::BadChild { index, source })
+            ExecutionId::new(id).map_err(|source| InputError::BadChild {
+                index,
+                source: Box::new(source),
+            })
         };
         match (
             self.kind.as_str(),
@@ -356,19 +326,19 @@ mod tests {
             assert!(
                 matches!(
                     waits_in(&payload(case.clone())),
-                    Err(ParkError::Malformed { index: 0, .. })
+                    Err(InputError::MalformedWait { index: 0, .. })
                 ),
                 "{case}"
             );
         }
-        assert_eq!(waits_in(&payload(json!({}))), Err(ParkError::NoWaits));
+        assert_eq!(waits_in(&payload(json!({}))), Err(InputError::NoWaits));
         assert!(matches!(
             waits_in(&payload(
                 json!({ "waits": [{ "kind": "CHILD_DONE", "key": "" }] })
             )),
-            Err(ParkError::BadChild {
+            Err(InputError::BadChild {
                 index: 0,
-                source: IdError::Empty
+                source: Box::new(InputError::IdEmpty)
             })
         ));
     }

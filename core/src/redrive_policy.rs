@@ -29,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::id::ExecutionId;
+use crate::input::InputError;
 
 /// The latest time a timer row may carry: the largest integer a JavaScript
 /// number holds exactly ([`MAX_SAFE_INTEGER`](crate::log::MAX_SAFE_INTEGER)), as
@@ -134,13 +135,13 @@ impl Draw {
     pub const ZERO: Draw = Draw(0.0);
 
     /// Checks that `value` is a number in `[0, 1)`.
-    pub fn new(value: f64) -> Result<Self, DrawError> {
+    pub fn new(value: f64) -> Result<Self, InputError> {
         if value.is_nan() {
-            Err(DrawError::NotANumber)
+            Err(InputError::DrawNaN)
         } else if value < 0.0 {
-            Err(DrawError::Negative(value))
+            Err(InputError::DrawNegative { value })
         } else if value >= 1.0 {
-            Err(DrawError::NotBelowOne(value))
+            Err(InputError::DrawNotBelowOne { value })
         } else {
             // `-0.0 + 0.0` is `+0.0`: one zero, one bit pattern.
             Ok(Self(value + 0.0))
@@ -161,21 +162,6 @@ impl std::hash::Hash for Draw {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.0.to_bits().hash(state);
     }
-}
-
-/// Why a number is not a [`Draw`].
-#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DrawError {
-    /// The draw is NaN.
-    #[error("a random draw must be a number in [0, 1), got NaN")]
-    NotANumber,
-    /// The draw is below 0 (negative infinity included).
-    #[error("a random draw must be in [0, 1), got {0}, which is negative")]
-    Negative(f64),
-    /// The draw is 1 or more (infinity included).
-    #[error("a random draw must be in [0, 1), got {0}, which is not below 1")]
-    NotBelowOne(f64),
 }
 
 /// A chain of retries that gave up: reported once, when its row is retired,

@@ -49,7 +49,8 @@ use serde_json::Value;
 use crate::capability::Capability;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
-use crate::fence::{AcquireOutcome, InputError, ParkExpectation, StaleFenceError};
+use crate::fence::{AcquireOutcome, ParkExpectation, StaleFenceError};
+use crate::input::InputError;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
@@ -117,7 +118,10 @@ impl ResumeRequest {
         resume_event(&self.answer, self.at)
             .check()
             .map(drop)
-            .map_err(|source| InputError::Event { index: 0, source })
+            .map_err(|source| InputError::Event {
+                index: 0,
+                source: Box::new(source),
+            })
     }
 }
 

@@ -23,7 +23,7 @@ use crate::park::Wait;
 use crate::status::Terminal;
 
 pub use self::machine::{
-    OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
+    OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions,
     SuperviseOutcome, SupervisePoll,
 };
 

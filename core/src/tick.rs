@@ -26,7 +26,7 @@
 //! unreadable rows), so a separate state would put a lock or a hand-over
 //! into every pump; one value has none, and binds to JavaScript as one
 //! object. The price is one tick at a time per node, which the loop of a
-//! timer service is anyway ([`TickError::Busy`] otherwise).
+//! timer service is anyway ([`ContractError::TickBusy`] otherwise).
 //!
 //! # The rules
 //!
@@ -179,14 +179,15 @@ use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
 use crate::event::Envelope;
-use crate::fire::{FireAction, FireContext, FireError, FireMachine, FirePoll, RedriveAnswer};
+use crate::contract::ContractError;
+use crate::fire::{FireAction, FireContext, FireMachine, FirePoll, RedriveAnswer};
 use crate::redrive_policy::Draw;
 use crate::resume_machine::{ResumeError, Resumed};
 use crate::timer_table::{Claim, Completed, DueFilter, Lease};
 use crate::unreadable::{UnreadableReports, UnreadableRow};
 use crate::wake_backoff::WakeBackoff;
 
-pub use config::{TickConfig, TickError};
+pub use config::TickConfig;
 pub use report::{TickAction, TickEnd, TickEvent, TickPoll, TickReport, TickStage};
 
 /// What the machine waits for.
@@ -305,9 +306,9 @@ impl TickMachine {
 
     /// Starts a tick with `redrivers` re-drivers registered (they are
     /// numbered from 0 in [`TickAction::Redrive`]).
-    pub fn begin(&mut self, redrivers: usize) -> Result<(), TickError> {
+    pub fn begin(&mut self, redrivers: usize) -> Result<(), ContractError> {
         if self.is_ticking() {
-            return Err(TickError::Busy);
+            return Err(ContractError::TickBusy);
         }
         self.redrivers = redrivers;
         self.stopping = false;
@@ -360,7 +361,7 @@ impl TickMachine {
 
     /// Feeds the clock (and, for a fire, the draw) a
     /// [`TickAction::Clock`] asked for.
-    pub fn handle_clock(&mut self, now: i64, draw: Option<Draw>) -> Result<(), TickError> {
+    pub fn handle_clock(&mut self, now: i64, draw: Option<Draw>) -> Result<(), ContractError> {
         match self.step {
             Step::ClaimClock => {
                 self.step = Step::Claim(Lease {
@@ -371,7 +372,7 @@ impl TickMachine {
                 Ok(())
             }
             Step::FireClock => {
-                let draw = draw.ok_or(TickError::NoDraw)?;
+                let draw = draw.ok_or(ContractError::NoDraw)?;
                 self.start(now.max(self.claimed_at), draw);
                 Ok(())
             }
@@ -385,7 +386,7 @@ impl TickMachine {
         &mut self,
         claims: Vec<Claim>,
         unreadable: Vec<UnreadableRow>,
-    ) -> Result<(), TickError> {
+    ) -> Result<(), ContractError> {
         let Step::Claim(lease) = &self.step else {
             return Err(self.unexpected("handle_claimed"));
         };
@@ -404,7 +405,7 @@ impl TickMachine {
     }
 
     /// Feeds the answer to a [`TickAction::ReadLog`]: the whole log.
-    pub fn handle_read(&mut self, events: &[Envelope]) -> Result<(), TickError> {
+    pub fn handle_read(&mut self, events: &[Envelope]) -> Result<(), ContractError> {
         self.fire_input("handle_read", |fire| fire.handle_read(events))
     }
 
@@ -412,13 +413,13 @@ impl TickMachine {
     pub fn handle_resumed(
         &mut self,
         result: Result<&Resumed, &ResumeError>,
-    ) -> Result<(), TickError> {
+    ) -> Result<(), ContractError> {
         self.fire_input("handle_resumed", |fire| fire.handle_resumed(result))
     }
 
     /// Feeds a re-driver's answer to a [`TickAction::Redrive`];
     /// [`RedriveAnswer::Failed`] (it threw) is also counted as an error.
-    pub fn handle_redrive(&mut self, answer: RedriveAnswer) -> Result<(), TickError> {
+    pub fn handle_redrive(&mut self, answer: RedriveAnswer) -> Result<(), ContractError> {
         self.fire_input("handle_redrive", |fire| fire.handle_redrive(answer))?;
         if answer == RedriveAnswer::Failed {
             self.report.errors += 1;
@@ -427,7 +428,7 @@ impl TickMachine {
     }
 
     /// Feeds the timer store's answer to a [`TickAction::Reschedule`].
-    pub fn handle_rescheduled(&mut self, completed: Completed) -> Result<(), TickError> {
+    pub fn handle_rescheduled(&mut self, completed: Completed) -> Result<(), ContractError> {
         self.retire(
             "handle_rescheduled",
             completed,
@@ -436,12 +437,12 @@ impl TickMachine {
     }
 
     /// Feeds the timer store's answer to a [`TickAction::Complete`].
-    pub fn handle_completed(&mut self, completed: Completed) -> Result<(), TickError> {
+    pub fn handle_completed(&mut self, completed: Completed) -> Result<(), ContractError> {
         self.retire("handle_completed", completed, FireMachine::handle_completed)
     }
 
     /// Feeds the timer store's answer to a [`TickAction::Release`].
-    pub fn handle_released(&mut self, completed: Completed) -> Result<(), TickError> {
+    pub fn handle_released(&mut self, completed: Completed) -> Result<(), ContractError> {
         if self.step != Step::Release || self.release.is_empty() {
             return Err(self.unexpected("handle_released"));
         }
@@ -457,7 +458,7 @@ impl TickMachine {
     /// has reported its error. A fire is dropped and its claim left to
     /// expire; a failed claim (or the clock read for it) ends the claiming;
     /// a failed release is skipped. Counted in [`TickReport::errors`].
-    pub fn handle_failed(&mut self) -> Result<(), TickError> {
+    pub fn handle_failed(&mut self) -> Result<(), ContractError> {
         if matches!(self.step, Step::Idle) {
             return Err(self.unexpected("handle_failed"));
         }
@@ -533,8 +534,8 @@ impl TickMachine {
     fn fire_input(
         &mut self,
         got: &'static str,
-        input: impl FnOnce(&mut FireMachine) -> Result<(), FireError>,
-    ) -> Result<(), TickError> {
+        input: impl FnOnce(&mut FireMachine) -> Result<(), ContractError>,
+    ) -> Result<(), ContractError> {
         let Step::Fire(firing) = &mut self.step else {
             return Err(self.unexpected(got));
         };
@@ -550,8 +551,8 @@ impl TickMachine {
         &mut self,
         got: &'static str,
         completed: Completed,
-        done: fn(&mut FireMachine) -> Result<(), FireError>,
-    ) -> Result<(), TickError> {
+        done: fn(&mut FireMachine) -> Result<(), ContractError>,
+    ) -> Result<(), ContractError> {
         match (&self.step, completed) {
             (Step::Fire(firing), Completed::NotHeld) if is_retire(firing, got) => {
                 let Step::Fire(firing) = std::mem::replace(&mut self.step, Step::Idle) else {
@@ -611,7 +612,7 @@ impl TickMachine {
     }
 
     /// The error for an input that does not answer the pending action.
-    fn unexpected(&self, got: &'static str) -> TickError {
+    fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.step {
             Step::Idle => "begin: no tick is running",
             Step::ClaimClock | Step::FireClock => "handle_clock",
@@ -625,7 +626,7 @@ impl TickMachine {
                 _ => "handle_completed",
             },
         };
-        TickError::Unexpected { expected, got }
+        ContractError::TickOutOfTurn { expected, got }
     }
 }
 

@@ -43,8 +43,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::fire::{Redrive, TimeOutOfRange, TimerRow};
-use crate::id::{ExecutionId, IdError, checked_name};
+use crate::fire::{Redrive, TimerRow};
+use crate::id::{ExecutionId, checked_name};
+use crate::input::InputError;
 use crate::redrive_policy::MAX_TIMER_MS;
 
 /// The most rows one [`TimerTable::due`] or [`TimerTable::claim_due`] call
@@ -130,74 +131,30 @@ pub enum Completed {
     NotHeld,
 }
 
-/// Why a timer store call was refused before it touched anything.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum TimerInputError {
-    /// A time (`wakeAt`, `now`) is negative or above 2^53-1.
-    #[error(transparent)]
-    Time(#[from] TimeOutOfRange),
-    /// A re-drive row's attempt is above [`MAX_REDRIVE_ATTEMPT`].
-    #[error("redrive attempt {attempt} exceeds {MAX_REDRIVE_ATTEMPT}")]
-    Attempt {
-        /// The attempt given.
-        attempt: u32,
-    },
-    /// A listing or claim asked for 0 rows, or more than [`MAX_DUE_LIMIT`].
-    #[error("limit {limit} is outside 1..={MAX_DUE_LIMIT}")]
-    Limit {
-        /// The limit given.
-        limit: usize,
-    },
-    /// A lease of 0 ms, or longer than [`MAX_LEASE_MS`], or one that would
-    /// end after 2^53-1.
-    #[error(
-        "a lease of {duration_ms} ms from {now} is outside 1..={MAX_LEASE_MS} ms or ends after 2^53-1"
-    )]
-    LeaseDuration {
-        /// The duration given.
-        duration_ms: u64,
-        /// The claim's `now`.
-        now: i64,
-    },
-    /// The holder's node id is not valid.
-    #[error("node id: {0}")]
-    Holder(#[source] IdError),
-    /// A reschedule's next row has the claimed row's key: retiring the one
-    /// would retire the other, and the chain would end without a word.
-    #[error("the next row has the claimed row's key ({execution_id:?}, {wake_at})")]
-    SameKey {
-        /// The key's execution.
-        execution_id: ExecutionId,
-        /// The key's time.
-        wake_at: i64,
-    },
-}
-
 /// Checks a row before it is written.
-pub fn check_row(row: &TimerRow) -> Result<(), TimerInputError> {
+pub fn check_row(row: &TimerRow) -> Result<(), InputError> {
     row.check()?;
     if let Some(Redrive { attempt }) = row.redrive
         && attempt > MAX_REDRIVE_ATTEMPT
     {
-        return Err(TimerInputError::Attempt { attempt });
+        return Err(InputError::Attempt { attempt });
     }
     Ok(())
 }
 
 /// Checks a listing's time and limit.
-pub fn check_due(now: i64, limit: usize) -> Result<(), TimerInputError> {
+pub fn check_due(now: i64, limit: usize) -> Result<(), InputError> {
     check_now(now)?;
     if limit == 0 || limit > MAX_DUE_LIMIT {
-        return Err(TimerInputError::Limit { limit });
+        return Err(InputError::DueLimit { limit });
     }
     Ok(())
 }
 
 /// Checks a claim request and returns when its leases end.
-pub fn check_lease(lease: &Lease, limit: usize) -> Result<i64, TimerInputError> {
+pub fn check_lease(lease: &Lease, limit: usize) -> Result<i64, InputError> {
     check_due(lease.now, limit)?;
-    let refused = TimerInputError::LeaseDuration {
+    let refused = InputError::LeaseDuration {
         duration_ms: lease.duration_ms,
         now: lease.now,
     };
@@ -213,17 +170,17 @@ pub fn check_lease(lease: &Lease, limit: usize) -> Result<i64, TimerInputError> 
 
 /// Checks a claim handed back by a caller (from JavaScript, say): its row's
 /// time and attempt. The holder is a [`NodeId`], checked when it was made.
-pub fn check_claim(claim: &Claim) -> Result<(), TimerInputError> {
+pub fn check_claim(claim: &Claim) -> Result<(), InputError> {
     check_row(&claim.row)
 }
 
 /// Checks a reschedule: the claim, the next row, and that the two keys
 /// differ.
-pub fn check_reschedule(claim: &Claim, next: &TimerRow) -> Result<(), TimerInputError> {
+pub fn check_reschedule(claim: &Claim, next: &TimerRow) -> Result<(), InputError> {
     check_claim(claim)?;
     check_row(next)?;
     if claim.row.due_key() == next.due_key() {
-        return Err(TimerInputError::SameKey {
+        return Err(InputError::SameKey {
             execution_id: next.execution_id.clone(),
             wake_at: next.wake_at,
         });
@@ -232,15 +189,14 @@ pub fn check_reschedule(claim: &Claim, next: &TimerRow) -> Result<(), TimerInput
 }
 
 /// Checks a `now` argument.
-fn check_now(now: i64) -> Result<(), TimerInputError> {
+fn check_now(now: i64) -> Result<(), InputError> {
     if (0..=MAX_TIMER_MS).contains(&now) {
         Ok(())
     } else {
-        Err(TimeOutOfRange {
+        Err(InputError::Time {
             what: "now",
             value: now,
-        }
-        .into())
+        })
     }
 }
 
@@ -288,7 +244,7 @@ impl TimerTable {
 
     /// Writes `row`, or merges it into the row with its key (the flag is
     /// kept or added, never cleared; a claim on it ends).
-    pub fn schedule(&mut self, row: &TimerRow) -> Result<(), TimerInputError> {
+    pub fn schedule(&mut self, row: &TimerRow) -> Result<(), InputError> {
         check_row(row)?;
         let at = match self.find(row.wake_at, &row.execution_id) {
             Ok(at) => at,
@@ -316,7 +272,7 @@ impl TimerTable {
         now: i64,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<TimerRow>, TimerInputError> {
+    ) -> Result<Vec<TimerRow>, InputError> {
         check_due(now, limit)?;
         Ok(self
             .due_slots(now, filter)
@@ -333,7 +289,7 @@ impl TimerTable {
         lease: &Lease,
         limit: usize,
         filter: DueFilter,
-    ) -> Result<Vec<Claim>, TimerInputError> {
+    ) -> Result<Vec<Claim>, InputError> {
         let expires_at = check_lease(lease, limit)?;
         let now = lease.now;
         let mut claims = Vec::new();
@@ -358,7 +314,7 @@ impl TimerTable {
     }
 
     /// Retires the claimed row, if `claim` is still its current claim.
-    pub fn complete(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
+    pub fn complete(&mut self, claim: &Claim) -> Result<Completed, InputError> {
         check_claim(claim)?;
         if let Some(at) = self.held_by(claim) {
             self.rows.remove(at);
@@ -377,7 +333,7 @@ impl TimerTable {
         &mut self,
         claim: &Claim,
         next: &TimerRow,
-    ) -> Result<Completed, TimerInputError> {
+    ) -> Result<Completed, InputError> {
         check_reschedule(claim, next)?;
         let Some(at) = self.held_by(claim) else {
             return Ok(Completed::NotHeld);
@@ -390,7 +346,7 @@ impl TimerTable {
     /// Hands the claimed row back, due again at once, if `claim` is still
     /// its current claim: what a node that stops mid-poll does with the
     /// rows it did not fire.
-    pub fn release(&mut self, claim: &Claim) -> Result<Completed, TimerInputError> {
+    pub fn release(&mut self, claim: &Claim) -> Result<Completed, InputError> {
         check_claim(claim)?;
         if let Some(at) = self.held_by(claim) {
             self.rows[at].1.held = None;

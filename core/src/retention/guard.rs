@@ -12,7 +12,8 @@
 //! Non-answering events of the parent (steps, audits) cannot change it and
 //! do not refuse the delete.
 
-use crate::fence::{InputError, check_safe};
+use crate::input::InputError;
+use crate::fence::check_safe;
 use crate::id::ExecutionId;
 
 /// The most parents one guarded delete may name: each is one more lock and

@@ -24,11 +24,11 @@ mod undecided;
 pub use guard::{
     DeleteGuard, GuardedDelete, MAX_GUARD_PARENTS, ParentMark, check_guard, parent_moved,
 };
-pub use pin::{PinError, pin_parked_children};
+pub use pin::pin_parked_children;
 pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
 pub use sweep::{
     Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,
 };
-pub use sweep_options::{SweepOptions, SweepRefused};
+pub use sweep_options::SweepOptions;
 pub use undecided::{Undecided, UndecidedReason};

@@ -3,32 +3,9 @@
 use crate::event::Envelope;
 use crate::id::ExecutionId;
 use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
-use crate::park::{ParkError, waits_of};
+use crate::input::InputError;
+use crate::park::waits_of;
 use crate::status::Status;
-
-/// Why the pin cannot say whether a parent waits on a child. Retention
-/// keeps the child either way: guessing "pinned" keeps a log forever,
-/// guessing "free" may delete the one child the parent needs.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum PinError {
-    /// The parent's open park cannot be read.
-    #[error(transparent)]
-    Park(#[from] ParkError),
-    /// An event after the open park has a kind this node does not know,
-    /// stamped `kernel: true` by a newer node: it may or may not answer the
-    /// park. The fence takes it as answering (a stale resume is the worst
-    /// that costs); retention must not (a deleted child is for good).
-    #[error(
-        "event {sequence} after the open park is {kind:?}, a kernel kind this node does not know"
-    )]
-    UnknownKind {
-        /// The event's sequence.
-        sequence: u64,
-        /// Its kind.
-        kind: String,
-    },
-}
 
 /// Whether `child` must be kept because the parent whose log is
 /// `parent_events` is parked on it: the parent is not terminal and its open
@@ -42,12 +19,15 @@ pub enum PinError {
 ///
 /// The open park here is the newest park no *known* answering kind
 /// follows. A park whose waits cannot be read, or that is followed by a
-/// kernel-stamped kind this node does not know, is an error
-/// ([`PinError`]), never a guess either way.
+/// kernel-stamped kind this node does not know, is an error (an
+/// [`InputError`] about the park, or [`InputError::UnknownKind`]), never a
+/// guess either way. Retention keeps the child either way: guessing
+/// "pinned" keeps a log forever, guessing "free" may delete the one child
+/// the parent needs.
 pub fn pin_parked_children(
     child: &ExecutionId,
     parent_events: &[Envelope],
-) -> Result<bool, PinError> {
+) -> Result<bool, InputError> {
     let kernel = |event: &Envelope| KernelKind::from_name(&event.kind);
     if parent_events
         .iter()
@@ -69,7 +49,7 @@ pub fn pin_parked_children(
         .iter()
         .find(|event| kernel(event).is_none() && has_kernel_stamp(&event.metadata))
     {
-        return Err(PinError::UnknownKind {
+        return Err(InputError::UnknownKind {
             sequence: unknown.sequence,
             kind: unknown.kind.clone(),
         });

@@ -2,7 +2,7 @@
 //! reading its log, whether retention may even consider it.
 
 use crate::event::Envelope;
-use crate::fence::InputError;
+use crate::input::InputError;
 use crate::id::ExecutionId;
 
 /// The most executions one page of a listing may ask for. A sweep pages

@@ -47,9 +47,10 @@
 use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::lineage::parent_of;
 use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
-use crate::retention::pin::{PinError, pin_parked_children};
+use crate::retention::pin::pin_parked_children;
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
 use crate::retention::sweep_answers::{check_log, check_outcome, check_page};
 use crate::retention::sweep_options::SweepOptions;
@@ -402,13 +403,7 @@ impl SweepMachine {
                 });
                 self.after_parents(candidate);
             }
-            Err(PinError::Park(source)) => {
-                self.undecided(
-                    candidate.execution_id,
-                    UndecidedReason::InvalidPark { parent, source },
-                );
-            }
-            Err(PinError::UnknownKind { sequence, kind }) => {
+            Err(InputError::UnknownKind { sequence, kind }) => {
                 self.undecided(
                     candidate.execution_id,
                     UndecidedReason::UnknownKind {
@@ -416,6 +411,12 @@ impl SweepMachine {
                         sequence,
                         kind,
                     },
+                );
+            }
+            Err(source) => {
+                self.undecided(
+                    candidate.execution_id,
+                    UndecidedReason::InvalidPark { parent, source },
                 );
             }
         }

@@ -2,7 +2,7 @@
 //! is listed: one check for every host, so the Rust runtime and the npm
 //! package refuse the same options the same way.
 
-use crate::fence::InputError;
+use crate::input::InputError;
 use crate::retention::summary::check_page_limit;
 
 /// What one sweep does.
@@ -45,25 +45,11 @@ impl SweepOptions {
     /// and `archive` when the host has no archive to hand logs to
     /// (`has_archive` false): a sweep asked to archive must never delete
     /// what it did not archive, so dry runs are refused too.
-    pub fn check(&self, has_archive: bool) -> Result<(), SweepRefused> {
-        check_page_limit(self.page_limit).map_err(SweepRefused::PageLimit)?;
+    pub fn check(&self, has_archive: bool) -> Result<(), InputError> {
+        check_page_limit(self.page_limit)?;
         if self.archive && !has_archive {
-            return Err(SweepRefused::ArchiveWithoutSink);
+            return Err(InputError::ArchiveWithoutSink);
         }
         Ok(())
     }
-}
-
-/// Options [`SweepOptions::check`] refuses; nothing was listed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SweepRefused {
-    /// The page limit is 0 or above the largest page: the same
-    /// [`InputError::Limit`] the listing would give.
-    #[error(transparent)]
-    PageLimit(InputError),
-    /// `archive` is set, but the host has no archive: deleting logs that
-    /// were meant to be archived cannot be undone.
-    #[error("the sweep's options ask for an archive, but no archive sink was given")]
-    ArchiveWithoutSink,
 }

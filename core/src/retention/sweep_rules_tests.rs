@@ -5,7 +5,7 @@
 use super::*;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
-use crate::fence::InputError;
+use crate::input::InputError;
 use crate::id::ExecutionId;
 use crate::kind::KernelKind;
 use crate::lineage::started_child;

@@ -1,8 +1,7 @@
 //! What a sweep says about a child it cannot judge.
 
 use crate::id::ExecutionId;
-use crate::lineage::LineageError;
-use crate::park::ParkError;
+use crate::input::InputError;
 
 /// An eligible execution the sweep kept because it cannot judge it. Every
 /// sweep keeps it, and names it, until someone repairs or removes the data
@@ -17,22 +16,21 @@ pub struct Undecided {
 
 /// Why a sweep cannot judge a child. Each is kept rather than guessed
 /// about: guessing "free" may delete the one child a parent waits on. Each
-/// has a stable [code](UndecidedReason::code) for hosts and reports.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+/// has a stable [code](UndecidedReason::code) for hosts and reports. A
+/// value of the sweep's report, not an error: the sweep goes on; its
+/// `Display` words it for a report line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum UndecidedReason {
     /// The store cannot read the child's own log, and retrying cannot help.
-    #[error("its log cannot be read: {detail}")]
     UnreadableLog {
         /// The store's reason.
         detail: String,
     },
     /// The child's recorded parent (`payload.parent` of its
     /// `EXECUTION_STARTED`) is corrupt, so who may wait on it is unknown.
-    #[error("its recorded parent is corrupt: {0}")]
-    InvalidLineage(LineageError),
+    InvalidLineage(InputError),
     /// The store cannot read a parent's log, and retrying cannot help.
-    #[error("its parent {parent:?} cannot be read: {detail}")]
     UnreadableParent {
         /// The parent.
         parent: ExecutionId,
@@ -42,19 +40,15 @@ pub enum UndecidedReason {
     /// A parent's open park cannot be read (a hand-made or foreign event,
     /// a payload of the wrong shape), so whether it waits on the child is
     /// unknown.
-    #[error("the park of its parent {parent:?} is unreadable: {source}")]
     InvalidPark {
         /// The parent.
         parent: ExecutionId,
         /// What is wrong with the park.
-        source: ParkError,
+        source: InputError,
     },
     /// A kernel kind this node does not know (stamped by a newer node)
     /// follows a parent's open park: whether it answers the park is
     /// unknown.
-    #[error(
-        "event {sequence} of its parent {parent:?}, after the open park, is {kind:?}, a kernel kind this node does not know"
-    )]
     UnknownKind {
         /// The parent.
         parent: ExecutionId,
@@ -89,6 +83,33 @@ impl UndecidedReason {
             UndecidedReason::UnreadableParent { parent, .. }
             | UndecidedReason::InvalidPark { parent, .. }
             | UndecidedReason::UnknownKind { parent, .. } => Some(parent),
+        }
+    }
+}
+
+impl std::fmt::Display for UndecidedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndecidedReason::UnreadableLog { detail } => {
+                write!(f, "its log cannot be read: {detail}")
+            }
+            UndecidedReason::InvalidLineage(source) => {
+                write!(f, "its recorded parent is corrupt: {source}")
+            }
+            UndecidedReason::UnreadableParent { parent, detail } => {
+                write!(f, "its parent {parent:?} cannot be read: {detail}")
+            }
+            UndecidedReason::InvalidPark { parent, source } => {
+                write!(f, "the park of its parent {parent:?} is unreadable: {source}")
+            }
+            UndecidedReason::UnknownKind {
+                parent,
+                sequence,
+                kind,
+            } => write!(
+                f,
+                "event {sequence} of its parent {parent:?}, after the open park, is {kind:?}, a kernel kind this node does not know"
+            ),
         }
     }
 }

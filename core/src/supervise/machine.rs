@@ -11,7 +11,7 @@
 //!    open park (as the fold sees it, so never after an end), or an open
 //!    park with no `CHILD_DONE` wait: [`SuperviseOutcome::NotWaitingOnChildren`].
 //!    A park whose waits cannot be read is refused as input
-//!    ([`SuperviseError::Park`]): nothing can be decided from it.
+//!    ([`InputError::UnreadablePark`]): nothing can be decided from it.
 //! 2. **Read each child** the park's waits name, sorted and once each
 //!    ([`SuperviseAction::ReadChild`]), and fold its outcome
 //!    ([`child_outcome`](super::child_outcome)).
@@ -54,7 +54,9 @@ use crate::event::Envelope;
 use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
-use crate::park::{ParkError, Wait, waits_of};
+use crate::error::Error;
+use crate::input::InputError;
+use crate::park::{Wait, waits_of};
 use crate::redrive_policy::{Draw, RedrivePolicy};
 use crate::resume_machine::{
     ResumeContendedError, ResumeError, ResumeRequest, Resumed, check_id, check_run,
@@ -204,35 +206,6 @@ pub enum SupervisePoll {
     Done(SuperviseOutcome),
 }
 
-/// Input the supervise machine refuses. The machine is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum SuperviseError {
-    /// The answer does not fit the pending action: an input for another
-    /// action, a read that is not the whole log, an answer about another
-    /// execution, a stale fence for a fenced resume. The resume machine's
-    /// checks and error.
-    #[error(transparent)]
-    Answer(#[from] ContractError),
-    /// The parent's open park has a payload that cannot be read as waits:
-    /// nothing can be decided from it.
-    #[error("the park of {parent:?} is unreadable: {source}")]
-    Park {
-        /// The parent.
-        parent: ExecutionId,
-        /// Why its park is unreadable.
-        #[source]
-        source: ParkError,
-    },
-    /// No storable time (`0..=MAX_TIMER_MS`) follows `now` for the re-drive
-    /// row: the clock is out of range.
-    #[error("no storable re-drive time follows {now} ms")]
-    NoWakeTime {
-        /// The time given.
-        now: i64,
-    },
-}
-
 /// Where the machine is. Each state but `Done` has exactly one pending
 /// action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -348,9 +321,9 @@ impl SuperviseMachine {
 
     /// Feeds the answer to [`SuperviseAction::ReadParent`]: the parent's
     /// whole log from sequence 1, possibly empty.
-    pub fn handle_parent(&mut self, events: &[Envelope]) -> Result<(), SuperviseError> {
+    pub fn handle_parent(&mut self, events: &[Envelope]) -> Result<(), Error> {
         if !matches!(self.state, State::ReadParent) {
-            return Err(self.unexpected("handle_parent"));
+            return Err(self.unexpected("handle_parent").into());
         }
         check_run(&self.parent, 1, events)?;
         let Some(open) = ExecutionView::fold(events).open_park else {
@@ -361,9 +334,9 @@ impl SuperviseMachine {
             self.state = State::Done(SuperviseOutcome::NotWaitingOnChildren);
             return Ok(());
         };
-        let waits = waits_of(park).map_err(|source| SuperviseError::Park {
+        let waits = waits_of(park).map_err(|source| InputError::UnreadablePark {
             parent: self.parent.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let mut children: Vec<ExecutionId> = Vec::new();
         for child in waits.iter().flat_map(Wait::children) {
@@ -386,7 +359,7 @@ impl SuperviseMachine {
     /// Feeds the answer to [`SuperviseAction::ReadChild`]: that child's
     /// whole log from sequence 1, possibly empty, and the time now (the
     /// resume is stamped with the time given with the last child).
-    pub fn handle_child(&mut self, events: &[Envelope], now: i64) -> Result<(), SuperviseError> {
+    pub fn handle_child(&mut self, events: &[Envelope], now: i64) -> Result<(), ContractError> {
         let State::ReadChild { next } = self.state else {
             return Err(self.unexpected("handle_child"));
         };
@@ -418,7 +391,7 @@ impl SuperviseMachine {
     pub fn handle_resumed(
         &mut self,
         result: Result<&Resumed, &ResumeError>,
-    ) -> Result<(), SuperviseError> {
+    ) -> Result<(), ContractError> {
         let State::Resume { request, tried } = &self.state else {
             return Err(self.unexpected("handle_resumed"));
         };
@@ -434,8 +407,7 @@ impl SuperviseMachine {
                     return Err(ContractError::WrongPark {
                         expected: self.park,
                         got: refused.park_seq,
-                    }
-                    .into());
+                    });
                 }
                 State::Done(SuperviseOutcome::AlreadyAnswered)
             }
@@ -451,10 +423,10 @@ impl SuperviseMachine {
                 }
             }
             Err(ResumeError::StaleFence(_)) => {
-                return Err(SuperviseError::Answer(ContractError::UnexpectedInput {
+                return Err(ContractError::UnexpectedInput {
                     expected: "the result of the fenced resume requested",
                     got: "a stale-fence refusal, which only an unfenced resume gets",
-                }));
+                });
             }
             Err(ResumeError::Contended(contended)) => {
                 check_id(&self.parent, &contended.execution_id)?;
@@ -480,18 +452,18 @@ impl SuperviseMachine {
     /// Feeds the answer to [`SuperviseAction::Draw`]: a checked draw and
     /// the time now, from which the first re-drive row is due
     /// ([`TimerRow::first_redrive`]).
-    pub fn handle_draw(&mut self, draw: Draw, now: i64) -> Result<(), SuperviseError> {
+    pub fn handle_draw(&mut self, draw: Draw, now: i64) -> Result<(), Error> {
         if !matches!(self.state, State::Draw) {
-            return Err(self.unexpected("handle_draw"));
+            return Err(self.unexpected("handle_draw").into());
         }
         let row = TimerRow::first_redrive(self.parent.clone(), now, &self.options.policy, draw)
-            .ok_or(SuperviseError::NoWakeTime { now })?;
+            .ok_or(InputError::NoWakeTime { now })?;
         self.state = State::WriteRow(row);
         Ok(())
     }
 
     /// Acknowledges [`SuperviseAction::WriteRow`]: the row is stored.
-    pub fn handle_written(&mut self) -> Result<(), SuperviseError> {
+    pub fn handle_written(&mut self) -> Result<(), ContractError> {
         let State::WriteRow(row) = &self.state else {
             return Err(self.unexpected("handle_written"));
         };
@@ -500,7 +472,7 @@ impl SuperviseMachine {
     }
 
     /// The error for an input that does not answer the pending action.
-    fn unexpected(&self, got: &'static str) -> SuperviseError {
+    fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.state {
             State::Done(_) => "nothing: the supervision is over",
             State::ReadParent => "handle_parent",
@@ -509,7 +481,7 @@ impl SuperviseMachine {
             State::Draw => "handle_draw",
             State::WriteRow(_) => "handle_written",
         };
-        SuperviseError::Answer(ContractError::UnexpectedInput { expected, got })
+        ContractError::UnexpectedInput { expected, got }
     }
 }
 

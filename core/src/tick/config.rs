@@ -1,6 +1,5 @@
-//! How a node's ticks run, and the inputs a tick refuses.
+//! How a node's ticks run.
 
-use crate::fire::FireError;
 use crate::redrive_policy::RedrivePolicy;
 use crate::timer_table::NodeId;
 
@@ -29,29 +28,4 @@ impl TickConfig {
             policy,
         }
     }
-}
-
-/// An input the tick machine refuses; the machine is unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[non_exhaustive]
-pub enum TickError {
-    /// The fire machine refused the answer (a store that broke its
-    /// contract, a row not in range). The host reports it and calls
-    /// [`TickMachine::handle_failed`](crate::tick::TickMachine::handle_failed).
-    #[error(transparent)]
-    Fire(#[from] FireError),
-    /// The answer does not fit the pending action.
-    #[error("the tick expected {expected}, got {got}")]
-    Unexpected {
-        /// What the pending action is answered with.
-        expected: &'static str,
-        /// What was called.
-        got: &'static str,
-    },
-    /// A fire needs a draw and none was given.
-    #[error("a fire needs a random draw")]
-    NoDraw,
-    /// [`TickMachine::begin`](crate::tick::TickMachine::begin) while a tick is running.
-    #[error("a tick is already running")]
-    Busy,
 }
