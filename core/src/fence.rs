@@ -116,12 +116,10 @@ pub fn check_batch(events: &[NewEvent]) -> Result<(BatchFacts, Vec<EventFacts>),
         .iter()
         .enumerate()
         .map(|(index, event)| {
-            event
-                .check()
-                .map_err(|source| InputError::Event {
-                    index,
-                    source: Box::new(source),
-                })
+            event.check().map_err(|source| InputError::Event {
+                index,
+                source: Box::new(source),
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let first = facts.first().and_then(|f| f.fence);

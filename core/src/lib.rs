@@ -225,8 +225,7 @@ pub mod timer {
     pub use crate::redrive_policy::{BackoffEntry, MAX_TIMER_MS};
     pub use crate::timer_table::{
         Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT,
-        NodeId, TimerTable, check_claim, check_due, check_lease, check_reschedule,
-        check_row,
+        NodeId, TimerTable, check_claim, check_due, check_lease, check_reschedule, check_row,
     };
     pub use crate::unreadable::{
         UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow,

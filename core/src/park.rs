@@ -74,8 +74,8 @@ pub(crate) fn waits_in(payload: &JsonObject) -> Result<Vec<Wait>, InputError> {
     raw.iter()
         .enumerate()
         .map(|(index, value)| {
-            let raw =
-                RawWait::read(value).map_err(|reason| InputError::MalformedWait { index, reason })?;
+            let raw = RawWait::read(value)
+                .map_err(|reason| InputError::MalformedWait { index, reason })?;
             raw.into_wait(index)
         })
         .collect()
@@ -338,8 +338,8 @@ mod tests {
             )),
             Err(InputError::BadChild {
                 index: 0,
-                source: Box::new(InputError::IdEmpty)
-            })
+                source
+            }) if *source == InputError::IdEmpty
         ));
     }
 }

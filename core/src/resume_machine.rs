@@ -50,9 +50,9 @@ use crate::capability::Capability;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{AcquireOutcome, ParkExpectation, StaleFenceError};
-use crate::input::InputError;
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::kind::KernelKind;
 
 /// How many times a resume takes (or tries to take) the fence, and how many

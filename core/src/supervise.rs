@@ -23,8 +23,8 @@ use crate::park::Wait;
 use crate::status::Terminal;
 
 pub use self::machine::{
-    OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions,
-    SuperviseOutcome, SupervisePoll,
+    OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions, SuperviseOutcome,
+    SupervisePoll,
 };
 
 /// How a child ended, as its parent is told.

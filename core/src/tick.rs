@@ -178,8 +178,8 @@ mod report;
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
-use crate::event::Envelope;
 use crate::contract::ContractError;
+use crate::event::Envelope;
 use crate::fire::{FireAction, FireContext, FireMachine, FirePoll, RedriveAnswer};
 use crate::redrive_policy::Draw;
 use crate::resume_machine::{ResumeError, Resumed};

@@ -329,11 +329,7 @@ impl TimerTable {
     /// still the row's current claim; otherwise answers
     /// [`Completed::NotHeld`] and writes nothing, so a fire that lost its
     /// row cannot fork its chain.
-    pub fn reschedule(
-        &mut self,
-        claim: &Claim,
-        next: &TimerRow,
-    ) -> Result<Completed, InputError> {
+    pub fn reschedule(&mut self, claim: &Claim, next: &TimerRow) -> Result<Completed, InputError> {
         check_reschedule(claim, next)?;
         let Some(at) = self.held_by(claim) else {
             return Ok(Completed::NotHeld);

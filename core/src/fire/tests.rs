@@ -658,10 +658,10 @@ fn a_reschedule_is_one_action_and_nothing_else_answers_it() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_completed(),
-        Err(FireError::Answer(ContractError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             expected: "handle_rescheduled",
             got: "handle_completed",
-        }))
+        })
     );
     assert_eq!(machine, before);
     // A host whose reschedule answered NotHeld drops the machine: the
@@ -803,28 +803,28 @@ fn times_out_of_range_and_rows_not_due_are_refused() {
     let draw = Draw::ZERO;
     assert_eq!(
         FireMachine::new(plain(), FireContext::new(-1, draw)),
-        Err(FireError::Time(TimeOutOfRange {
+        Err(InputError::Time {
             what: "now",
             value: -1
-        }))
+        })
     );
     assert_eq!(
         FireMachine::new(plain(), FireContext::new(MAX_TIMER_MS + 1, draw)),
-        Err(FireError::Time(TimeOutOfRange {
+        Err(InputError::Time {
             what: "now",
             value: MAX_TIMER_MS + 1
-        }))
+        })
     );
     assert_eq!(
         FireMachine::new(TimerRow::wake(id(), -5), FireContext::new(0, draw)),
-        Err(FireError::Time(TimeOutOfRange {
+        Err(InputError::Time {
             what: "wakeAt",
             value: -5
-        }))
+        })
     );
     assert_eq!(
         FireMachine::new(plain(), FireContext::new(WAKE - 1, draw)),
-        Err(FireError::NotDue {
+        Err(InputError::NotDue {
             wake_at: WAKE,
             now: WAKE - 1
         })
@@ -844,10 +844,10 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_read(&log[1..]),
-        Err(FireError::Answer(ContractError::Gap {
+        Err(ContractError::Gap {
             expected: 1,
             got: 2
-        }))
+        })
     );
     let other = ExecutionId::new("other").expect("valid");
     let foreign: Vec<Envelope> = log
@@ -859,10 +859,10 @@ fn a_read_that_is_not_the_whole_log_is_refused() {
         .collect();
     assert_eq!(
         machine.handle_read(&foreign),
-        Err(FireError::Answer(ContractError::WrongExecution {
+        Err(ContractError::WrongExecution {
             expected: id(),
             got: other
-        }))
+        })
     );
     assert_eq!(machine, before, "unchanged");
     machine.handle_read(&log).expect("the whole log");
@@ -878,10 +878,10 @@ fn an_answer_to_another_action_is_refused() {
     let before = machine.clone();
     assert_eq!(
         machine.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::Answer(ContractError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             expected: "handle_read",
             got: "handle_redrive"
-        }))
+        })
     );
     assert!(machine.handle_rescheduled().is_err());
     assert!(machine.handle_completed().is_err());
@@ -896,10 +896,10 @@ fn an_answer_to_another_action_is_refused() {
     assert_eq!(done.poll(), FirePoll::Done(FireOutcome::Left));
     assert_eq!(
         done.handle_redrive(RedriveAnswer::Done),
-        Err(FireError::Answer(ContractError::UnexpectedInput {
+        Err(ContractError::UnexpectedInput {
             expected: "nothing: the fire is over",
             got: "handle_redrive"
-        }))
+        })
     );
 }
 
@@ -918,15 +918,15 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     };
     assert_eq!(
         machine.handle_resumed(Err(&refused(7, id()))),
-        Err(FireError::Answer(ContractError::WrongPark {
+        Err(ContractError::WrongPark {
             expected: 2,
             got: 7
-        }))
+        })
     );
     let other = ExecutionId::new("other").expect("valid");
     assert!(matches!(
         machine.handle_resumed(Err(&refused(2, other))),
-        Err(FireError::Answer(ContractError::WrongExecution { .. }))
+        Err(ContractError::WrongExecution { .. })
     ));
     let stale = ResumeError::StaleFence(crate::fence::StaleFenceError {
         execution_id: id(),
@@ -935,7 +935,7 @@ fn a_resume_result_for_another_park_or_execution_or_unfenced_is_refused() {
     });
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(FireError::Answer(ContractError::UnexpectedInput { .. }))
+        Err(ContractError::UnexpectedInput { .. })
     ));
     assert_eq!(machine, before, "unchanged");
 }

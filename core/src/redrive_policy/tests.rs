@@ -171,15 +171,25 @@ fn the_delay_is_the_floor_of_the_scaled_draw() {
 #[test]
 fn a_draw_must_be_in_zero_to_one() {
     assert_eq!(Draw::new(f64::NAN), Err(InputError::DrawNaN));
-    assert_eq!(Draw::new(-0.25), Err(InputError::DrawNegative { value: -0.25 }));
+    assert_eq!(
+        Draw::new(-0.25),
+        Err(InputError::DrawNegative { value: -0.25 })
+    );
     assert_eq!(
         Draw::new(f64::NEG_INFINITY),
-        Err(InputError::DrawNegative { value: f64::NEG_INFINITY })
+        Err(InputError::DrawNegative {
+            value: f64::NEG_INFINITY
+        })
     );
-    assert_eq!(Draw::new(1.0), Err(InputError::DrawNotBelowOne { value: 1.0 }));
+    assert_eq!(
+        Draw::new(1.0),
+        Err(InputError::DrawNotBelowOne { value: 1.0 })
+    );
     assert_eq!(
         Draw::new(f64::INFINITY),
-        Err(InputError::DrawNotBelowOne { value: f64::INFINITY })
+        Err(InputError::DrawNotBelowOne {
+            value: f64::INFINITY
+        })
     );
     assert_eq!(Draw::new(0.0), Ok(Draw::ZERO));
     assert!(below_one().get() < 1.0);

@@ -12,9 +12,9 @@
 //! Non-answering events of the parent (steps, audits) cannot change it and
 //! do not refuse the delete.
 
-use crate::input::InputError;
 use crate::fence::check_safe;
 use crate::id::ExecutionId;
+use crate::input::InputError;
 
 /// The most parents one guarded delete may name: each is one more lock and
 /// one more check inside the delete's atomic step.

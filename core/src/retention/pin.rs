@@ -2,8 +2,8 @@
 
 use crate::event::Envelope;
 use crate::id::ExecutionId;
-use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
 use crate::input::InputError;
+use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
 use crate::park::waits_of;
 use crate::status::Status;
 

@@ -5,8 +5,8 @@
 use super::*;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
-use crate::input::InputError;
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::kind::KernelKind;
 use crate::lineage::started_child;
 
@@ -88,11 +88,11 @@ fn options_default_and_are_refused_before_anything_is_listed() {
     for limit in [0, crate::retention::MAX_PAGE_LIMIT + 1] {
         assert_eq!(
             self::options(limit).check(true),
-            Err(SweepRefused::PageLimit(InputError::Limit {
+            Err(InputError::Limit {
                 what: "limit",
                 value: limit.into(),
                 max: crate::retention::MAX_PAGE_LIMIT.into(),
-            }))
+            })
         );
     }
     assert_eq!(
@@ -105,10 +105,7 @@ fn options_default_and_are_refused_before_anything_is_listed() {
             dry_run,
             ..options
         };
-        assert_eq!(
-            archiving.check(false),
-            Err(SweepRefused::ArchiveWithoutSink)
-        );
+        assert_eq!(archiving.check(false), Err(InputError::ArchiveWithoutSink));
         assert_eq!(archiving.check(true), Ok(()));
     }
 }

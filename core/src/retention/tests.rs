@@ -7,9 +7,10 @@ use super::*;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::id::ExecutionId;
+use crate::input::InputError;
 use crate::json::JsonObject;
 use crate::kind::KernelKind;
-use crate::lineage::{LineageError, started_child};
+use crate::lineage::started_child;
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};
 
@@ -223,7 +224,7 @@ fn a_child_the_sweep_cannot_judge_is_undecided_and_the_sweep_goes_on() {
     );
     assert!(matches!(
         report.undecided[0].reason,
-        UndecidedReason::InvalidLineage(LineageError::NotAString { sequence: 1, .. })
+        UndecidedReason::InvalidLineage(InputError::ParentNotAString { sequence: 1, .. })
     ));
     assert_eq!(
         report.undecided[2].reason,
@@ -326,7 +327,7 @@ fn an_unknown_kernel_kind_after_the_open_park_is_not_taken_for_its_answer() {
     let stamped = || NewEvent::new("PARK_EXTENDED", 0).with_kernel_stamp();
     assert_eq!(
         pin_parked_children(&id("c"), &parent(vec![stamped()])),
-        Err(PinError::UnknownKind {
+        Err(InputError::UnknownKind {
             sequence: 3,
             kind: "PARK_EXTENDED".to_owned()
         }),
@@ -334,7 +335,7 @@ fn an_unknown_kernel_kind_after_the_open_park_is_not_taken_for_its_answer() {
     );
     assert_eq!(
         pin_parked_children(&id("other"), &parent(vec![stamped()])),
-        Err(PinError::UnknownKind {
+        Err(InputError::UnknownKind {
             sequence: 3,
             kind: "PARK_EXTENDED".to_owned()
         }),

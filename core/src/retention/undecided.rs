@@ -100,7 +100,10 @@ impl std::fmt::Display for UndecidedReason {
                 write!(f, "its parent {parent:?} cannot be read: {detail}")
             }
             UndecidedReason::InvalidPark { parent, source } => {
-                write!(f, "the park of its parent {parent:?} is unreadable: {source}")
+                write!(
+                    f,
+                    "the park of its parent {parent:?} is unreadable: {source}"
+                )
             }
             UndecidedReason::UnknownKind {
                 parent,

@@ -50,11 +50,11 @@
 //! as for the other machines.
 
 use crate::contract::ContractError;
+use crate::error::Error;
 use crate::event::Envelope;
 use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::id::ExecutionId;
-use crate::error::Error;
 use crate::input::InputError;
 use crate::park::{Wait, waits_of};
 use crate::redrive_policy::{Draw, RedrivePolicy};

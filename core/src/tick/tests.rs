@@ -512,11 +512,11 @@ fn inputs_that_do_not_fit_are_refused_and_change_nothing() {
     let mut tick = node(30_000, 10);
     assert!(matches!(
         tick.handle_clock(1, None),
-        Err(TickError::Unexpected { .. })
+        Err(ContractError::TickOutOfTurn { .. })
     ));
     assert!(tick.handle_failed().is_err());
     tick.begin(0).expect("idle");
-    assert_eq!(tick.begin(0), Err(TickError::Busy));
+    assert_eq!(tick.begin(0), Err(ContractError::TickBusy));
     let before = tick.clone();
     assert!(tick.handle_read(&[]).is_err());
     assert!(tick.handle_completed(Completed::Done).is_err());
@@ -542,5 +542,5 @@ fn a_fire_needs_a_draw() {
     let claims = host.timers.claim_due(&lease, limit, filter).expect("claim");
     tick.handle_claimed(claims, Vec::new()).expect("claimed");
     assert_eq!(tick.poll(), TickPoll::Act(TickAction::Clock { draw: true }));
-    assert_eq!(tick.handle_clock(5_010, None), Err(TickError::NoDraw));
+    assert_eq!(tick.handle_clock(5_010, None), Err(ContractError::NoDraw));
 }

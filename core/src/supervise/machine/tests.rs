@@ -360,7 +360,10 @@ fn an_unreadable_park_is_refused_and_leaves_the_machine_as_it_was() {
     let mut machine = SuperviseMachine::new(id("p"), SuperviseOptions::default());
     let before = machine.clone();
     let error = machine.handle_parent(&log).expect_err("unreadable");
-    assert!(matches!(error, SuperviseError::Park { .. }), "{error:?}");
+    assert!(
+        matches!(error, Error::Input(InputError::UnreadablePark { .. })),
+        "{error:?}"
+    );
     assert_eq!(machine, before);
 }
 
@@ -372,20 +375,18 @@ fn answers_that_do_not_fit_are_refused() {
     let mut machine = SuperviseMachine::new(id("p"), SuperviseOptions::default());
     assert!(matches!(
         machine.handle_written(),
-        Err(SuperviseError::Answer(
-            ContractError::UnexpectedInput { .. }
-        ))
+        Err(ContractError::UnexpectedInput { .. })
     ));
     let child = host.store.read_range(&id("c"), 1, None).expect("reads");
     assert!(matches!(
         machine.handle_parent(&child),
-        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
+        Err(Error::Contract(ContractError::WrongExecution { .. }))
     ));
     let log = host.store.read_range(&id("p"), 1, None).expect("reads");
     machine.handle_parent(&log).expect("fits");
     assert!(matches!(
         machine.handle_child(&log, NOW),
-        Err(SuperviseError::Answer(ContractError::WrongExecution { .. }))
+        Err(ContractError::WrongExecution { .. })
     ));
     machine.handle_child(&child, NOW).expect("fits");
     let other = ResumeError::Refused(ResumeRefusedError {
@@ -395,16 +396,14 @@ fn answers_that_do_not_fit_are_refused() {
     });
     assert_eq!(
         machine.handle_resumed(Err(&other)),
-        Err(SuperviseError::Answer(ContractError::WrongPark {
+        Err(ContractError::WrongPark {
             expected: 2,
             got: 7
-        }))
+        })
     );
     assert!(matches!(
         machine.handle_draw(Draw::new(0.0).expect("a draw"), NOW),
-        Err(SuperviseError::Answer(
-            ContractError::UnexpectedInput { .. }
-        ))
+        Err(Error::Contract(ContractError::UnexpectedInput { .. }))
     ));
 }
 
@@ -426,9 +425,7 @@ fn a_stale_fence_does_not_answer_a_fenced_try_and_a_clock_out_of_range_gets_no_r
     machine.handle_resumed(Err(&stale)).expect("switches");
     assert!(matches!(
         machine.handle_resumed(Err(&stale)),
-        Err(SuperviseError::Answer(
-            ContractError::UnexpectedInput { .. }
-        ))
+        Err(ContractError::UnexpectedInput { .. })
     ));
     let contended = ResumeError::Contended(ResumeContendedError {
         execution_id: id("p"),
@@ -439,9 +436,9 @@ fn a_stale_fence_does_not_answer_a_fenced_try_and_a_clock_out_of_range_gets_no_r
     let draw = Draw::new(0.5).expect("a draw");
     assert_eq!(
         machine.handle_draw(draw, crate::timer::MAX_TIMER_MS),
-        Err(SuperviseError::NoWakeTime {
+        Err(Error::Input(InputError::NoWakeTime {
             now: crate::timer::MAX_TIMER_MS
-        })
+        }))
     );
     assert_eq!(machine.poll(), SupervisePoll::Act(SuperviseAction::Draw));
 }
