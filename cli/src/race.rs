@@ -10,8 +10,7 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 use loomfence_core::{
-    ExecutionId, KernelKind, NewEvent,
-    log::IdError,
+    ExecutionId, InputError, KernelKind, NewEvent,
     park::{Wait, park_payload},
 };
 use loomfence_store::{EventStore, StoreError, TimerStore};
@@ -41,7 +40,7 @@ pub(crate) enum RaceError {
     Store(#[from] StoreError),
     /// A generated execution id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
-    Id(#[from] IdError),
+    Id(#[from] InputError),
     /// A resumer stopped on a failure.
     #[error(transparent)]
     Resumer(#[from] ResumerError),

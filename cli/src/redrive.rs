@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    ExecutionId, ExecutionView, ResumeError, ResumeRequest,
-    redrive::{Draw, DrawError, RedrivePolicy},
+    ExecutionId, ExecutionView, InputError, ResumeError, ResumeRequest,
+    redrive::{Draw, RedrivePolicy},
     timer::{DueFilter, MAX_TIMER_MS, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
@@ -66,7 +66,7 @@ pub(crate) enum RedriveError {
     Timers(#[from] StoreError),
     /// The draw was not in `[0, 1)` (a bug in the CLI).
     #[error("random draw: {0}")]
-    Draw(#[from] DrawError),
+    Draw(#[from] InputError),
     /// No storable time follows now (the clock is far outside the timer
     /// store's range).
     #[error("no re-drive time follows {now} ms")]

@@ -9,9 +9,8 @@
 //! unreadable row once per node, as it does for the Rust timer service.
 
 use js_sys::{Array, JSON};
-use loomfence_core::timer::{
-    Claim, MAX_DUE_LIMIT, TimerInputError, UnreadableField, UnreadableRow, check_claim,
-};
+use loomfence_core::InputError;
+use loomfence_core::timer::{Claim, MAX_DUE_LIMIT, UnreadableField, UnreadableRow, check_claim};
 use wasm_bindgen::JsValue;
 
 use crate::out::Out;
@@ -76,7 +75,7 @@ fn read(element: &JsValue) -> Result<Claim, UnreadableRow> {
             Ok(()) => return Ok(claim),
             Err(error) => {
                 let field = match error {
-                    TimerInputError::Attempt { .. } => UnreadableField::Redrive,
+                    InputError::Attempt { .. } => UnreadableField::Redrive,
                     _ => UnreadableField::WakeAt,
                 };
                 return Err(named(element, field, error.to_string()));

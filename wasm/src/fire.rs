@@ -10,13 +10,10 @@
 
 use js_sys::Object;
 use loomfence_core::{
-    Envelope, ExecutionView, ResumeError, ResumeRequest, Resumed,
+    Envelope, Error, ExecutionView, InputError, ResumeError, ResumeRequest, Resumed,
     redrive::RedriveExhaustedError,
     resume::{RefusalReason, ResumeContendedError, ResumeRefusedError},
-    timer::{
-        FireAction, FireContext, FireError, FireMachine, FireOutcome, FirePoll, RedriveAnswer,
-        TimerRow,
-    },
+    timer::{FireAction, FireContext, FireMachine, FireOutcome, FirePoll, RedriveAnswer, TimerRow},
 };
 use wasm_bindgen::prelude::*;
 
@@ -45,10 +42,10 @@ pub struct FireMachineJs {
 }
 
 /// The core's refusal of a fire's input or answer.
-pub(crate) fn fire_error(error: &FireError) -> JsValue {
+fn fire_error(error: &Error) -> JsValue {
     let code = match error {
-        FireError::Time(_) => INVALID_TIME,
-        FireError::NotDue { .. } => "NOT_DUE",
+        Error::Input(InputError::Time { .. }) => INVALID_TIME,
+        Error::Input(InputError::NotDue { .. }) => "NOT_DUE",
         _ => UNEXPECTED_ANSWER,
     };
     refuse(&error.to_string(), code)
@@ -319,7 +316,7 @@ impl FireMachineJs {
         let row = timer::row("row", &row)?;
         let context = context(&context_)?;
         Ok(Self {
-            machine: FireMachine::new(row, context).map_err(|e| fire_error(&e))?,
+            machine: FireMachine::new(row, context).map_err(|e| fire_error(&e.into()))?,
         })
     }
 
@@ -345,7 +342,7 @@ impl FireMachineJs {
     pub fn handle_read(&mut self, events: JsValue) -> Result<(), JsValue> {
         self.machine
             .handle_read(&log_answer(&events)?)
-            .map_err(|e| fire_error(&e))
+            .map_err(|e| fire_error(&e.into()))
     }
 
     /// Answers `resume` with what `resume` resolved to, or the
@@ -355,7 +352,7 @@ impl FireMachineJs {
         let result = resume_result(&result)?;
         self.machine
             .handle_resumed(result.as_ref())
-            .map_err(|e| fire_error(&e))
+            .map_err(|e| fire_error(&e.into()))
     }
 
     /// Answers `redrive` with the re-driver's answer: `'done'`, `'noop'`,
@@ -364,7 +361,7 @@ impl FireMachineJs {
     pub fn handle_redrive(&mut self, answer: JsValue) -> Result<(), JsValue> {
         self.machine
             .handle_redrive(read_redrive_answer(&answer)?)
-            .map_err(|e| fire_error(&e))
+            .map_err(|e| fire_error(&e.into()))
     }
 
     /// Acknowledges `reschedule`: the store's reschedule of the claim
@@ -373,13 +370,15 @@ impl FireMachineJs {
     pub fn handle_rescheduled(&mut self) -> Result<(), JsValue> {
         self.machine
             .handle_rescheduled()
-            .map_err(|e| fire_error(&e))
+            .map_err(|e| fire_error(&e.into()))
     }
 
     /// Acknowledges `complete`: the fired row is retired (the claim's
     /// complete answered `'done'`).
     #[wasm_bindgen(js_name = handleCompleted)]
     pub fn handle_completed(&mut self) -> Result<(), JsValue> {
-        self.machine.handle_completed().map_err(|e| fire_error(&e))
+        self.machine
+            .handle_completed()
+            .map_err(|e| fire_error(&e.into()))
     }
 }

@@ -28,10 +28,8 @@
 
 use loomfence_core::{
     InputError, ResumeError, StaleFenceError,
-    log::{EventError, IdError},
     redrive::RedriveExhaustedError,
     resume::{ResumeContendedError, ResumeRefusedError},
-    timer::TimerInputError,
 };
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -146,14 +144,14 @@ pub(crate) fn timer_unreadable(what: &str, thrown: JsValue) -> JsValue {
 }
 
 /// A timer store's refusal of its input, by kind.
-pub(crate) fn timer(error: &TimerInputError) -> JsValue {
+pub(crate) fn timer(error: &InputError) -> JsValue {
     let code = match error {
-        TimerInputError::Time(_) => "INVALID_TIME",
-        TimerInputError::Attempt { .. } => "INVALID_ATTEMPT",
-        TimerInputError::Limit { .. } => "INVALID_LIMIT",
-        TimerInputError::LeaseDuration { .. } => "INVALID_LEASE",
-        TimerInputError::Holder(_) => "INVALID_HOLDER",
-        TimerInputError::SameKey { .. } => "INVALID_RESCHEDULE",
+        InputError::Time { .. } => "INVALID_TIME",
+        InputError::Attempt { .. } => "INVALID_ATTEMPT",
+        InputError::DueLimit { .. } => "INVALID_LIMIT",
+        InputError::LeaseDuration { .. } => "INVALID_LEASE",
+        InputError::Holder(_) => "INVALID_HOLDER",
+        InputError::SameKey { .. } => "INVALID_RESCHEDULE",
         _ => "INVALID_INPUT",
     };
     timer_input(&error.to_string(), code)
@@ -214,7 +212,7 @@ pub(crate) fn resume(error: &ResumeError) -> JsValue {
 }
 
 /// An invalid execution id.
-pub(crate) fn id(error: &IdError) -> JsValue {
+pub(crate) fn id(error: &InputError) -> JsValue {
     invalid(&format!("executionId: {error}"), "INVALID_ID")
 }
 
@@ -223,22 +221,18 @@ pub(crate) fn id(error: &IdError) -> JsValue {
 pub(crate) fn input(error: &InputError) -> JsValue {
     let message = error.to_string();
     match error {
-        InputError::Id(id_error) => id(id_error),
-        InputError::Event {
-            source: EventError::BadFence { found },
-            ..
-        } => {
-            if matches!(found, Value::Number(_)) {
-                out_of_range(&message, "BAD_FENCE")
-            } else {
-                wrong_type(&message, "BAD_FENCE")
+        id_error if id_error.is_id() => id(id_error),
+        InputError::Event { source, .. } => match &**source {
+            InputError::BadFence { found } => {
+                if matches!(found, Value::Number(_)) {
+                    out_of_range(&message, "BAD_FENCE")
+                } else {
+                    wrong_type(&message, "BAD_FENCE")
+                }
             }
-        }
-        InputError::Event {
-            source: EventError::AtOutOfRange { .. },
-            ..
-        } => out_of_range(&message, "AT_OUT_OF_RANGE"),
-        InputError::Event { .. } => invalid(&message, "INVALID_EVENT"),
+            InputError::AtOutOfRange { .. } => out_of_range(&message, "AT_OUT_OF_RANGE"),
+            _ => invalid(&message, "INVALID_EVENT"),
+        },
         InputError::MixedFences { .. } => invalid(&message, "MIXED_FENCES"),
         InputError::ParkSeqOutOfRange { .. } => out_of_range(&message, PARK_SEQ_OUT_OF_RANGE),
         InputError::NotAPark { .. } => invalid(&message, NOT_A_PARK),

@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use loomfence_core::{Envelope, JsonObject, NewEvent, log::IdError};
+use loomfence_core::{Envelope, InputError, JsonObject, NewEvent};
 use serde_json::{Map, Number, Value};
 
 /// The largest integer a JS number holds exactly.
@@ -41,8 +41,8 @@ extern "C" {
 #[error("{0}")]
 pub(crate) struct TextError(String);
 
-impl From<IdError> for TextError {
-    fn from(error: IdError) -> Self {
+impl From<InputError> for TextError {
+    fn from(error: InputError) -> Self {
         Self(error.to_string())
     }
 }

@@ -63,15 +63,17 @@ mod tick;
 mod timer_store;
 mod timer_values;
 mod values;
+mod wake_backoff;
 
 pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
 pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
 pub use memory_store::MemoryEventStore;
-pub use redrive::{RedrivePolicyJs, WakeBackoffJs, redrive_wake_at_js};
+pub use redrive::{RedrivePolicyJs, redrive_wake_at_js};
 pub use resume::{ResumeMachineJs, resume_in_memory};
 pub use supervise::SuperviseMachineJs;
 pub use sweep::SweepMachineJs;
 pub use tick::TickMachineJs;
 pub use timer_store::MemoryTimerStore;
+pub use wake_backoff::WakeBackoffJs;

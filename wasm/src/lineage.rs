@@ -3,9 +3,9 @@
 //! `pin_parked_children`, nothing decided here.
 
 use loomfence_core::{
-    Envelope,
+    Envelope, InputError,
     lineage::{parent_of, started_child},
-    retention::{PinError, pin_parked_children},
+    retention::pin_parked_children,
 };
 use wasm_bindgen::prelude::*;
 
@@ -58,7 +58,7 @@ pub fn pin_parked_children_js(child_id: JsValue, parent_events: JsValue) -> Resu
     let child = execution_id(&child_id)?;
     pin_parked_children(&child, &log("parentEvents", &parent_events)?).map_err(|error| {
         let code = match error {
-            PinError::UnknownKind { .. } => UNKNOWN_KIND,
+            InputError::UnknownKind { .. } => UNKNOWN_KIND,
             _ => INVALID_PARK,
         };
         js_errors::invalid(

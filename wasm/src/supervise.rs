@@ -12,10 +12,10 @@
 //! was.
 
 use loomfence_core::{
-    Poll, ResumeMachine,
+    Error, InputError, Poll, ResumeMachine,
     supervise::{
-        OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
-        SuperviseOutcome, SupervisePoll,
+        OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions, SuperviseOutcome,
+        SupervisePoll,
     },
 };
 use wasm_bindgen::prelude::*;
@@ -36,10 +36,12 @@ pub struct SuperviseMachineJs {
 }
 
 /// The core's refusal of an answer.
-fn refused(error: &SuperviseError) -> JsValue {
+fn refused(error: &Error) -> JsValue {
     match error {
-        SuperviseError::Park { .. } => js_errors::invalid(&error.to_string(), INVALID_PARK),
-        SuperviseError::NoWakeTime { .. } => refuse(&error.to_string(), INVALID_TIME),
+        Error::Input(InputError::UnreadablePark { .. }) => {
+            js_errors::invalid(&error.to_string(), INVALID_PARK)
+        }
+        Error::Input(InputError::NoWakeTime { .. }) => refuse(&error.to_string(), INVALID_TIME),
         _ => refuse(&error.to_string(), UNEXPECTED_ANSWER),
     }
 }
@@ -144,7 +146,7 @@ impl SuperviseMachineJs {
             self.machine.handle_parent(&events)
         } else {
             let now = integer("now", INVALID_TIME, &now)?;
-            self.machine.handle_child(&events, now)
+            self.machine.handle_child(&events, now).map_err(Error::from)
         };
         fed.map_err(|e| refused(&e))
     }
@@ -181,7 +183,7 @@ impl SuperviseMachineJs {
         };
         self.machine
             .handle_resumed(result.as_ref())
-            .map_err(|e| refused(&e))
+            .map_err(|e| refused(&e.into()))
     }
 
     /// Answers `draw` with a number in `[0, 1)` and the time now.
@@ -195,6 +197,8 @@ impl SuperviseMachineJs {
     /// Acknowledges `writeRow`: the timer store's schedule resolved.
     #[wasm_bindgen(js_name = handleWritten)]
     pub fn handle_written(&mut self) -> Result<(), JsValue> {
-        self.machine.handle_written().map_err(|e| refused(&e))
+        self.machine
+            .handle_written()
+            .map_err(|e| refused(&e.into()))
     }
 }

@@ -15,10 +15,10 @@
 //! machine is left as it was.
 
 use loomfence_core::{
-    ContractError, ExecutionId,
+    ContractError, ExecutionId, InputError,
     retention::{
         GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
-        SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll, SweepRefused,
+        SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll,
     },
 };
 use wasm_bindgen::prelude::*;
@@ -175,8 +175,10 @@ impl SweepMachineJs {
         };
         // `archive` is the host's archive itself: it never lacks one.
         options.check(archive).map_err(|refused| match refused {
-            SweepRefused::PageLimit(input) => js_errors::input(&input),
-            _ => js_errors::internal("an unknown refusal of the sweep's options"),
+            InputError::ArchiveWithoutSink => {
+                js_errors::internal("an unknown refusal of the sweep's options")
+            }
+            input => js_errors::input(&input),
         })?;
         Ok(Self {
             machine: SweepMachine::new(options),

@@ -13,9 +13,9 @@
 use std::num::NonZeroUsize;
 
 use loomfence_core::{
+    ContractError,
     tick::{
-        TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
-        TickStage,
+        TickAction, TickConfig, TickEnd, TickEvent, TickMachine, TickPoll, TickReport, TickStage,
     },
     timer::Completed,
 };
@@ -23,8 +23,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::claim_page::{claim_page, unreadable_js};
 use crate::fire::{
-    UNEXPECTED_ANSWER, fire_error, log_answer, outcome_js, read_redrive_answer, request_js,
-    resume_result,
+    UNEXPECTED_ANSWER, log_answer, outcome_js, read_redrive_answer, request_js, resume_result,
 };
 use crate::js_errors;
 use crate::out::Out;
@@ -42,10 +41,9 @@ pub struct TickMachineJs {
 }
 
 /// The core's refusal of an answer.
-fn tick_error(error: &TickError) -> JsValue {
+fn tick_error(error: &ContractError) -> JsValue {
     match error {
-        TickError::Fire(error) => fire_error(error),
-        TickError::NoDraw => timer::refuse(&error.to_string(), "INVALID_DRAW"),
+        ContractError::NoDraw => timer::refuse(&error.to_string(), "INVALID_DRAW"),
         _ => timer::refuse(&error.to_string(), UNEXPECTED_ANSWER),
     }
 }

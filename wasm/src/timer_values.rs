@@ -11,8 +11,8 @@
 
 use js_sys::Array;
 use loomfence_core::{
-    ExecutionId,
-    timer::{BackoffEntry, Claim, DueFilter, Lease, NodeId, Redrive, TimerInputError, TimerRow},
+    ExecutionId, InputError,
+    timer::{BackoffEntry, Claim, DueFilter, Lease, NodeId, Redrive, TimerRow},
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -45,7 +45,7 @@ pub(crate) fn refuse(message: &str, code: &str) -> JsValue {
 }
 
 /// The core's refusal of a timer input, as its `TimerInputError`.
-pub(crate) fn core(error: &TimerInputError) -> JsValue {
+pub(crate) fn core(error: &InputError) -> JsValue {
     js_errors::timer(error)
 }
 
@@ -190,7 +190,7 @@ pub(crate) fn row(what: &str, value: &JsValue) -> Result<TimerRow, JsValue> {
 /// core accepts, else `INVALID_HOLDER`.
 pub(crate) fn holder(value: &JsValue) -> Result<NodeId, JsValue> {
     NodeId::new(id_text("holder", "INVALID_HOLDER", value)?)
-        .map_err(|e| core(&TimerInputError::Holder(e)))
+        .map_err(|e| core(&InputError::Holder(Box::new(e))))
 }
 
 /// A lease `{ holder, now, durationMs }`.

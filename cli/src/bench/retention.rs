@@ -50,7 +50,7 @@ pub(crate) enum RetentionBenchError {
     Store(#[from] StoreError),
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
-    Id(#[from] loomfence_core::log::IdError),
+    Id(#[from] loomfence_core::InputError),
     /// The sweep failed.
     #[error("sweep: {0}")]
     Sweep(#[from] RetentionError),

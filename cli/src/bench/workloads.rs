@@ -10,9 +10,8 @@
 use std::time::{Duration, Instant};
 
 use loomfence_core::{
-    Capability, ContractError, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
+    Capability, ContractError, Envelope, ExecutionId, InputError, JsonObject, KernelKind, NewEvent,
     ResumeMachine, ResumeRequest, Resumed,
-    log::IdError,
     park::{Wait, park_payload},
 };
 use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
@@ -58,7 +57,7 @@ pub(crate) struct Sample {
 pub(crate) enum WorkloadError {
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
-    Id(#[from] IdError),
+    Id(#[from] InputError),
     /// A store call failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),

@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use loomfence_core::{
-    ExecutionId, KernelKind, NewEvent,
+    ExecutionId, InputError, KernelKind, NewEvent,
     lineage::started_child,
-    log::IdError,
     park::{Wait, park_payload},
     timer::TimerRow,
 };
@@ -43,7 +42,7 @@ pub(crate) enum PlanError {
     Timers(StoreError),
     /// A generated id was refused (a bug in the CLI).
     #[error("execution id: {0}")]
-    Id(#[from] IdError),
+    Id(#[from] InputError),
 }
 
 /// One parent and its children.
@@ -84,7 +83,7 @@ pub(crate) struct Shape {
 
 impl Plan {
     /// Draws the workload from `shape`.
-    pub(crate) fn draw(shape: Shape) -> Result<Self, IdError> {
+    pub(crate) fn draw(shape: Shape) -> Result<Self, InputError> {
         let mut rng = StdRng::seed_from_u64(shape.seed);
         let spread = millis(shape.spread).max(1);
         let beat = millis(shape.beat).max(1);

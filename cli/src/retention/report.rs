@@ -240,8 +240,7 @@ fn rfc3339(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use loomfence_core::{
-        ExecutionId,
-        lineage::LineageError,
+        ExecutionId, InputError,
         retention::{Kept, Pinned, Undecided, UndecidedReason},
     };
 
@@ -273,7 +272,7 @@ mod tests {
                 }],
                 undecided: vec![Undecided {
                     execution_id: id("u"),
-                    reason: UndecidedReason::InvalidLineage(LineageError::NotAString {
+                    reason: UndecidedReason::InvalidLineage(InputError::ParentNotAString {
                         sequence: 1,
                         found: "42".to_owned(),
                     }),

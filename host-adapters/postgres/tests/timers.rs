@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
+use loomfence_core::InputError;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerInputError,
-    TimerRow,
+    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
 use loomfence_store::{StoreError, TimerStore};
@@ -303,17 +303,14 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
     let store = common::timers(&url).await;
     let refused = store.schedule(&TimerRow::wake(common::id("x"), -1)).await;
     assert!(
-        matches!(
-            refused,
-            Err(StoreError::TimerInput(TimerInputError::Time(_)))
-        ),
+        matches!(refused, Err(StoreError::Input(InputError::Time { .. }))),
         "{refused:?}"
     );
     let refused = store.due(0, 0, DueFilter::default()).await;
     assert!(
         matches!(
             refused,
-            Err(StoreError::TimerInput(TimerInputError::Limit { limit: 0 }))
+            Err(StoreError::Input(InputError::DueLimit { limit: 0 }))
         ),
         "{refused:?}"
     );
@@ -323,9 +320,7 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
     assert!(
         matches!(
             refused,
-            Err(StoreError::TimerInput(
-                TimerInputError::LeaseDuration { .. }
-            ))
+            Err(StoreError::Input(InputError::LeaseDuration { .. }))
         ),
         "{refused:?}"
     );

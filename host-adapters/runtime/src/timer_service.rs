@@ -97,11 +97,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use loomfence_core::{
-    Envelope,
+    ContractError, Envelope,
     redrive::Draw,
-    tick::{
-        TickAction, TickConfig, TickEnd, TickError, TickEvent, TickMachine, TickPoll, TickReport,
-    },
+    tick::{TickAction, TickConfig, TickEnd, TickEvent, TickMachine, TickPoll, TickReport},
     timer::{FireOutcome, RedriveAnswer, WakeBackoff},
 };
 use loomfence_store::{ClaimPage, EventStore, TimerStore};
@@ -392,11 +390,13 @@ fn count_outcome(outcome: &FireOutcome) {
     }
 }
 
-impl From<TickError> for TimerServiceError {
-    fn from(error: TickError) -> Self {
+impl From<ContractError> for TimerServiceError {
+    fn from(error: ContractError) -> Self {
         match error {
-            TickError::Fire(error) => Self::Machine(error),
-            other => Self::Unsupported(other.to_string()),
+            ContractError::TickOutOfTurn { .. }
+            | ContractError::TickBusy
+            | ContractError::NoDraw => Self::Unsupported(error.to_string()),
+            other => Self::Machine(other),
         }
     }
 }

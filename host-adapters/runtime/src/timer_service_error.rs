@@ -4,9 +4,7 @@
 //! neither imports the other.
 
 use loomfence_core::{
-    ExecutionId,
-    redrive::{DrawError, RedriveExhaustedError},
-    timer::{FireError, UnreadableRow},
+    ContractError, ExecutionId, InputError, redrive::RedriveExhaustedError, timer::UnreadableRow,
 };
 use loomfence_store::StoreError;
 
@@ -42,11 +40,11 @@ pub enum TimerServiceError {
     /// range, a row not due, or an answer that does not fit (a store that
     /// broke its contract). The claim is left to expire.
     #[error("fire decision: {0}")]
-    Machine(#[from] FireError),
+    Machine(ContractError),
     /// The random source gave a number outside `[0, 1)`. The fire was not
     /// made; the claim is left to expire.
     #[error("random source: {0}")]
-    Draw(#[from] DrawError),
+    Draw(#[from] InputError),
     /// A due row the timer store could not read (see
     /// [`ClaimPage::unreadable`](loomfence_store::ClaimPage::unreadable)): it was not claimed, the other rows went
     /// on. Reported once per node and row (see

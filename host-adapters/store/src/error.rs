@@ -2,9 +2,7 @@
 
 use std::error::Error;
 
-use loomfence_core::{
-    AppendError, Capability, InputError, StaleFenceError, timer::TimerInputError,
-};
+use loomfence_core::{AppendError, Capability, InputError, StaleFenceError};
 
 /// Why a store operation did not happen: the one error of both store
 /// traits, [`EventStore`](crate::EventStore) and
@@ -25,14 +23,11 @@ pub enum StoreError {
     /// after it. Nothing was written.
     #[error(transparent)]
     StaleFence(#[from] StaleFenceError),
-    /// The id, an event or an argument is malformed. Nothing was read or
-    /// written.
+    /// The id, an event or an argument is malformed, or a timer's time,
+    /// attempt, limit, lease or node id is out of range. Nothing was read
+    /// or written.
     #[error(transparent)]
     Input(#[from] InputError),
-    /// A timer's time, attempt, limit, lease or node id is out of range.
-    /// Nothing was read or written.
-    #[error(transparent)]
-    TimerInput(#[from] TimerInputError),
     /// The store does not offer this operation. Callers fall back by
     /// [`Capability`] instead of discovering this at run time; getting it
     /// means a store misreported its capability.

@@ -43,7 +43,7 @@ impl From<Vec<Claim>> for ClaimPage {
 ///
 /// Every method is one atomic step at the backend. Inputs are checked with
 /// the core's `check_*` functions before anything is touched, so every
-/// adapter refuses the same calls with the same [`StoreError::TimerInput`].
+/// adapter refuses the same calls with the same [`StoreError::Input`].
 #[async_trait]
 pub trait TimerStore: Send + Sync {
     /// Writes `row`, or merges it into the row with its key: the re-drive
@@ -85,7 +85,7 @@ pub trait TimerStore: Send + Sync {
     /// [`schedule`](TimerStore::schedule)'s upsert rules) in ONE atomic
     /// step, only if `claim` is still the row's current claim; otherwise
     /// answers [`Completed::NotHeld`] and writes nothing. `next` must not
-    /// have the claimed row's key (`TimerInputError::SameKey`); inputs
+    /// have the claimed row's key (`InputError::SameKey`); inputs
     /// are checked with [`check_reschedule`](loomfence_core::timer::check_reschedule).
     ///
     /// It is how a re-drive chain moves on. There is deliberately no

@@ -6,8 +6,9 @@
 //! crashed at that point; [`Actor::crashed`] makes a crash explicit for the
 //! random mode, where the scheduler decides it.
 
+use loomfence_core::Error as StepError;
 use loomfence_core::backend::decide_acquire_if;
-use loomfence_core::drive::{self, StepError};
+use loomfence_core::drive;
 use loomfence_core::{
     AcquireOutcome, Action, AppendError, Capability, ContractError, ExecutionId, KernelKind,
     MemoryStore, NewEvent, ParkExpectation, Poll, ResumeError, ResumeMachine, ResumeRequest,
@@ -464,7 +465,7 @@ fn machine_step(
     }
     match drive::step(store, machine) {
         Ok(_) => Ok(None),
-        Err(StepError::Machine(rejected)) => Ok(Some(rejected)),
+        Err(StepError::Contract(rejected)) => Ok(Some(rejected)),
         Err(other) => Err(other.into()),
     }
 }

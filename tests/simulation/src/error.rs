@@ -7,8 +7,7 @@
 
 use std::fmt;
 
-use loomfence_core::drive::StepError;
-use loomfence_core::{AppendError, InputError, log::IdError};
+use loomfence_core::{AppendError, Error as StepError, InputError};
 
 /// A simulation step that could not be performed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,7 +23,7 @@ pub enum SimError {
     /// prepared a world, or in a way this harness does not know yet.
     Setup(AppendError),
     /// The simulated execution id was refused.
-    Id(IdError),
+    Id(InputError),
     /// A schedule named an actor the world does not have: a harness bug
     /// (a replayed schedule against a different world).
     NoSuchActor {
@@ -88,12 +87,6 @@ impl From<StepError> for SimError {
 impl From<InputError> for SimError {
     fn from(error: InputError) -> Self {
         SimError::Input(error)
-    }
-}
-
-impl From<IdError> for SimError {
-    fn from(error: IdError) -> Self {
-        SimError::Id(error)
     }
 }
 

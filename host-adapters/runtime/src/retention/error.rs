@@ -1,7 +1,7 @@
 //! Why a sweep stopped.
 
-use loomfence_core::ContractError;
-use loomfence_core::retention::{SweepRefused, SweepReport};
+use loomfence_core::retention::SweepReport;
+use loomfence_core::{ContractError, InputError};
 use loomfence_store::StoreError;
 
 use super::archive::ArchiveError;
@@ -58,17 +58,17 @@ impl RetentionError {
     /// The error for options the core refused before anything was listed,
     /// with an empty report: a page limit out of bounds is the listing's
     /// own error, as the store would have given it.
-    pub(crate) fn refused(refused: SweepRefused, dry_run: bool) -> Self {
+    pub(crate) fn refused(refused: InputError, dry_run: bool) -> Self {
         let report = Box::new(SweepReport {
             dry_run,
             ..SweepReport::default()
         });
         match refused {
-            SweepRefused::PageLimit(source) => RetentionError::Store {
+            InputError::ArchiveWithoutSink => RetentionError::ArchiveWithoutSink { report },
+            source => RetentionError::Store {
                 report,
                 source: StoreError::Input(source),
             },
-            _ => RetentionError::ArchiveWithoutSink { report },
         }
     }
 

@@ -1,8 +1,6 @@
 //! Why supervising one parent failed.
 
-use loomfence_core::{
-    ExecutionId, ResumeError, park::ParkError, redrive::DrawError, supervise::SuperviseError,
-};
+use loomfence_core::{ExecutionId, InputError, ResumeError};
 use loomfence_store::StoreError;
 
 use crate::error::ResumeFailure;
@@ -30,13 +28,13 @@ pub enum SupervisorError {
         parent: ExecutionId,
         /// Why its park is unreadable.
         #[source]
-        source: ParkError,
+        source: InputError,
     },
     /// The store answered something the supervise machine cannot accept
     /// (a log of another execution, a refusal of another park): it broke
     /// its contract. The edges are left as they were.
     #[error("the store's answer does not fit the supervision: {0}")]
-    Answer(SuperviseError),
+    Answer(loomfence_core::Error),
     /// Every conditional try was contended, re-drive is on, and its row
     /// could not be written: nothing will re-drive the park, which is still
     /// open. As for a contended resume without re-drive, the edges are
@@ -83,7 +81,7 @@ pub enum RedriveScheduleError {
     Timers(#[from] StoreError),
     /// The random source gave a number outside `[0, 1)`.
     #[error(transparent)]
-    Draw(#[from] DrawError),
+    Draw(#[from] InputError),
     /// No storable time (`0..=MAX_TIMER_MS`) follows `now`: the clock is
     /// out of range.
     #[error("no storable re-drive time follows {now} ms")]

@@ -7,8 +7,8 @@ use loomfence_core::{
     ExecutionId,
     redrive::Draw,
     supervise::{
-        OnContention, SuperviseAction, SuperviseError, SuperviseMachine, SuperviseOptions,
-        SuperviseOutcome, SupervisePoll,
+        OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions, SuperviseOutcome,
+        SupervisePoll,
     },
 };
 use loomfence_store::EventStore;
@@ -62,7 +62,9 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                 }
                 SuperviseAction::ReadChild(child) => {
                     let log = self.store.read_range(&child, 1, None).await?;
-                    machine.handle_child(&log, (self.options.now)())
+                    machine
+                        .handle_child(&log, (self.options.now)())
+                        .map_err(loomfence_core::Error::from)
                 }
                 SuperviseAction::Resume { request, log } => {
                     let result = match resume_from(&*self.store, parent, request, &log).await {
@@ -73,7 +75,9 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                     if let Err(loomfence_core::ResumeError::StaleFence(stale)) = &result {
                         tracing::debug!(%parent, current = stale.current, "parent is fenced");
                     }
-                    machine.handle_resumed(result.as_ref())
+                    machine
+                        .handle_resumed(result.as_ref())
+                        .map_err(loomfence_core::Error::from)
                 }
                 SuperviseAction::Draw => {
                     let draw = Draw::new((self.options.random)())
@@ -89,7 +93,9 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                         .await
                         .map_err(|error| redrive(parent, error.into()))?;
                     counters::one(counters::REDRIVE_ROWS);
-                    machine.handle_written()
+                    machine
+                        .handle_written()
+                        .map_err(loomfence_core::Error::from)
                 }
                 other => return Err(unsupported(&other)),
             };
@@ -119,10 +125,14 @@ pub(super) fn supervised(outcome: SuperviseOutcome) -> Result<Supervised, Superv
 }
 
 /// A machine refusal as the supervisor reports it.
-fn refused(parent: &ExecutionId, error: SuperviseError) -> SupervisorError {
+fn refused(parent: &ExecutionId, error: loomfence_core::Error) -> SupervisorError {
+    use loomfence_core::{Error, InputError};
     match error {
-        SuperviseError::Park { parent, source } => SupervisorError::Park { parent, source },
-        SuperviseError::NoWakeTime { now } => {
+        Error::Input(InputError::UnreadablePark { parent, source }) => SupervisorError::Park {
+            parent,
+            source: *source,
+        },
+        Error::Input(InputError::NoWakeTime { now }) => {
             redrive(parent, RedriveScheduleError::NoWakeTime { now })
         }
         other => SupervisorError::Answer(other),

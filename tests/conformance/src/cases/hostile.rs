@@ -10,9 +10,7 @@
 //! them and then look at its storage directly (the table holds exactly
 //! these ids; no row was written anywhere).
 
-use loomfence_core::{
-    ExecutionId, InputError, KernelKind, NewEvent, ParkExpectation, log::IdError,
-};
+use loomfence_core::{ExecutionId, InputError, KernelKind, NewEvent, ParkExpectation};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
@@ -156,7 +154,7 @@ pub async fn awkward_ids_round_trip_verbatim_and_never_collide(store: Store) {
     for longest in &ids[ids.len() - 3..] {
         assert_eq!(
             ExecutionId::new(format!("{longest}x")),
-            Err(IdError::TooLong { len: 256 })
+            Err(InputError::IdTooLong { len: 256 })
         );
     }
 }
@@ -172,12 +170,8 @@ pub async fn refuse_nul_everywhere(store: &dyn EventStore, target: &ExecutionId,
         let at = bad_id.find('\0').expect("has a NUL");
         assert_eq!(
             ExecutionId::new(bad_id),
-            Err(IdError::Nul { at }),
+            Err(InputError::IdNul { at }),
             "{bad_id:?}"
-        );
-        assert_eq!(
-            InputError::from(IdError::Nul { at }),
-            InputError::Id(IdError::Nul { at })
         );
     }
 

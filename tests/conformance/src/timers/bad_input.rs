@@ -1,9 +1,10 @@
-//! Bad input: every refusal is a typed [`TimerInputError`] and leaves the
+//! Bad input: every refusal is a typed [`InputError`] and leaves the
 //! store as it was.
 
+use loomfence_core::InputError;
 use loomfence_core::timer::{
     Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS,
-    TimeOutOfRange, TimerInputError, TimerRow,
+    TimerRow,
 };
 use loomfence_store::StoreError;
 
@@ -12,10 +13,10 @@ use super::support::{T0, all_rows, claim_only, lease, node, schedule_all, wake};
 use crate::support::id;
 
 /// The input error inside `result`; panics on anything else.
-fn input_error<T: std::fmt::Debug>(result: Result<T, StoreError>) -> TimerInputError {
+fn input_error<T: std::fmt::Debug>(result: Result<T, StoreError>) -> InputError {
     match result {
-        Err(StoreError::TimerInput(error)) => error,
-        other => panic!("expected a TimerInputError, got {other:?}"),
+        Err(StoreError::Input(error)) => error,
+        other => panic!("expected an InputError, got {other:?}"),
     }
 }
 
@@ -28,27 +29,27 @@ pub async fn bad_rows_are_refused_and_change_nothing(store: Timers) {
     let cases = [
         (
             TimerRow::wake(id("p"), -1),
-            TimerInputError::Time(TimeOutOfRange {
+            InputError::Time {
                 what: "wakeAt",
                 value: -1,
-            }),
+            },
         ),
         (
             TimerRow::wake(id("p"), MAX_TIMER_MS + 1),
-            TimerInputError::Time(TimeOutOfRange {
+            InputError::Time {
                 what: "wakeAt",
                 value: MAX_TIMER_MS + 1,
-            }),
+            },
         ),
         (
             TimerRow::redrive(id("p"), T0, MAX_REDRIVE_ATTEMPT + 1),
-            TimerInputError::Attempt {
+            InputError::Attempt {
                 attempt: MAX_REDRIVE_ATTEMPT + 1,
             },
         ),
         (
             TimerRow::redrive(id("p"), T0, u32::MAX),
-            TimerInputError::Attempt { attempt: u32::MAX },
+            InputError::Attempt { attempt: u32::MAX },
         ),
     ];
     for (row, expected) in cases {
@@ -64,22 +65,22 @@ pub async fn bad_listings_are_refused(store: Timers) {
     let all = DueFilter::default();
     assert_eq!(
         input_error(store.due(-1, 10, all).await),
-        TimerInputError::Time(TimeOutOfRange {
+        InputError::Time {
             what: "now",
             value: -1
-        })
+        }
     );
     assert_eq!(
         input_error(store.due(i64::MAX, 10, all).await),
-        TimerInputError::Time(TimeOutOfRange {
+        InputError::Time {
             what: "now",
             value: i64::MAX
-        })
+        }
     );
     for limit in [0, MAX_DUE_LIMIT + 1, usize::MAX] {
         assert_eq!(
             input_error(store.due(T0, limit, all).await),
-            TimerInputError::Limit { limit }
+            InputError::DueLimit { limit }
         );
     }
 }
@@ -98,19 +99,19 @@ pub async fn bad_leases_are_refused_and_claim_nothing(store: Timers) {
     for (now, duration_ms) in [(T0, 0), (T0, MAX_LEASE_MS + 1), (MAX_TIMER_MS - 10, 11)] {
         assert_eq!(
             input_error(store.claim_due(&with(now, duration_ms), 10, all).await),
-            TimerInputError::LeaseDuration { duration_ms, now },
+            InputError::LeaseDuration { duration_ms, now },
         );
     }
     assert_eq!(
         input_error(store.claim_due(&with(-5, 1_000), 10, all).await),
-        TimerInputError::Time(TimeOutOfRange {
+        InputError::Time {
             what: "now",
             value: -5
-        })
+        }
     );
     assert_eq!(
         input_error(store.claim_due(&with(T0, 1_000), 0, all).await),
-        TimerInputError::Limit { limit: 0 }
+        InputError::DueLimit { limit: 0 }
     );
     // The longest lease that ends exactly at 2^53-1 is accepted.
     let edge = store
@@ -138,11 +139,11 @@ pub async fn bad_claims_are_refused_and_change_nothing(store: Timers) {
     for bad in [&bad_time, &bad_attempt] {
         assert!(matches!(
             store.complete(bad).await,
-            Err(StoreError::TimerInput(_))
+            Err(StoreError::Input(_))
         ));
         assert!(matches!(
             store.release(bad).await,
-            Err(StoreError::TimerInput(_))
+            Err(StoreError::Input(_))
         ));
     }
     assert_eq!(all_rows(&store).await, vec![wake("p", 0)]);

@@ -1,7 +1,8 @@
 //! Reschedule: a re-drive chain moves on in one step under the claim, so a
 //! fire that outlived its lease cannot fork it.
 
-use loomfence_core::timer::{Completed, TimerInputError};
+use loomfence_core::InputError;
+use loomfence_core::timer::Completed;
 use loomfence_store::StoreError;
 
 use super::Timers;
@@ -65,7 +66,7 @@ pub async fn a_next_row_on_the_claimed_key_is_refused(store: Timers) {
     schedule_all(&store, &[redrive("p", 0, 0)]).await;
     let held = claim_only(&store, &lease("n1", 0), &redrive("p", 0, 0)).await;
     match store.reschedule(&held, &redrive("p", 0, 1)).await {
-        Err(StoreError::TimerInput(TimerInputError::SameKey {
+        Err(StoreError::Input(InputError::SameKey {
             execution_id,
             wake_at,
         })) => assert_eq!(

@@ -8,40 +8,23 @@
 
 use std::fmt;
 
-use loomfence_core::drive::StepError;
-use loomfence_core::{
-    AppendError, ContractError, InputError,
-    log::IdError,
-    redrive::DrawError,
-    supervise::SuperviseError,
-    tick::TickError,
-    timer::{FireError, TimerInputError},
-};
+use loomfence_core::{AppendError, ContractError, Error, InputError};
 
 /// A step of the re-drive world that could not be performed.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum RedriveSimError {
-    /// A resume machine's request was refused by the store as malformed.
-    Step(StepError),
-    /// A store call made by a non-machine actor was refused as malformed.
+    /// A machine step failed: a request refused by the store as malformed,
+    /// or a machine (resume, supervise) refusing an answer.
+    Step(Error),
+    /// A call was refused as malformed: a store or timer table call, a row,
+    /// a draw or an id.
     Input(InputError),
     /// An append by the harness (setup, a child, a body) failed other than
     /// as stale.
     Append(AppendError),
-    /// A timer table call was refused as malformed.
-    Timer(TimerInputError),
-    /// The fire machine refused an answer or a row: a harness bug.
-    Fire(FireError),
-    /// The tick machine refused an answer: a harness bug.
-    Tick(TickError),
-    /// The supervise machine refused an answer: a harness bug.
-    Supervise(SuperviseError),
-    /// A random draw outside `[0, 1)`: a harness bug.
-    Draw(DrawError),
-    /// An execution or node id was refused.
-    Id(IdError),
-    /// A machine refused the log the harness read for it.
+    /// A machine (fire, tick, supervise) refused an answer or the log the
+    /// harness read for it: a harness bug.
     Machine(ContractError),
     /// The harness lost track of its own bookkeeping (a row it claimed is not
     /// in its ledger, say).
@@ -60,14 +43,6 @@ impl fmt::Display for RedriveSimError {
             RedriveSimError::Step(error) => write!(f, "a machine step failed: {error}"),
             RedriveSimError::Input(error) => write!(f, "a store call was refused: {error}"),
             RedriveSimError::Append(error) => write!(f, "an append failed: {error}"),
-            RedriveSimError::Timer(error) => write!(f, "a timer table call was refused: {error}"),
-            RedriveSimError::Fire(error) => write!(f, "the fire machine refused: {error}"),
-            RedriveSimError::Tick(error) => write!(f, "the tick machine refused: {error}"),
-            RedriveSimError::Supervise(error) => {
-                write!(f, "the supervise machine refused: {error}")
-            }
-            RedriveSimError::Draw(error) => write!(f, "a draw was refused: {error}"),
-            RedriveSimError::Id(error) => write!(f, "an id was refused: {error}"),
             RedriveSimError::Machine(error) => write!(f, "a machine refused a log: {error}"),
             RedriveSimError::Ledger(what) => write!(f, "the harness lost track: {what}"),
             RedriveSimError::Runaway { steps } => {
@@ -90,14 +65,8 @@ macro_rules! from {
 }
 
 from! {
-    StepError => Step,
+    Error => Step,
     InputError => Input,
     AppendError => Append,
-    TimerInputError => Timer,
-    FireError => Fire,
-    TickError => Tick,
-    SuperviseError => Supervise,
-    DrawError => Draw,
-    IdError => Id,
     ContractError => Machine,
 }
