@@ -2,7 +2,7 @@
 //! store answering outside its interface. Every machine reports it, so a
 //! host has one type to stop on whichever machine it pumps.
 
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::retention::GuardedDelete;
 
 /// The host fed a machine something that cannot be the answer to what it

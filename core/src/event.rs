@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::ExecutionId;
+use crate::input::{InputError, MAX_KIND_BYTES};
 use crate::json::JsonObject;
 use crate::kind::{self, KernelKind, KindClass};
 
@@ -15,9 +15,6 @@ use crate::kind::{self, KernelKind, KindClass};
 /// the kernel refuses anything larger everywhere rather than let one backend
 /// accept a value another would round.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// The longest event kind, in UTF-8 bytes, so every backend can index it.
-pub const MAX_KIND_BYTES: usize = 255;
 
 /// What a store needs to know about one valid event: its token and class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

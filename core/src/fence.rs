@@ -8,8 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Envelope, EventFacts, MAX_SAFE_INTEGER, NewEvent};
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::kind::{KernelKind, KindClass};
 
 /// What a caller expects when it acquires conditionally: the token under which

@@ -186,8 +186,7 @@ use serde_json::{Value, json};
 use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::fold::ExecutionView;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::json::JsonObject;
 use crate::park::{Wait, waits_in};
 use crate::redrive_policy::{

@@ -127,7 +127,7 @@ fn open_park_by<T>(
 mod tests {
     use super::*;
     use crate::event::NewEvent;
-    use crate::id::ExecutionId;
+    use crate::input::ExecutionId;
     use crate::status::Terminal;
 
     fn log(events: &[NewEvent]) -> Vec<Envelope> {

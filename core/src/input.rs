@@ -1,13 +1,140 @@
-//! The one fault of bad input: an id, an event, a time, a draw, a row or a
-//! log's data that the kernel refuses before it reads, writes or decides
-//! anything. Every check reports it, so a host has one type to branch on
-//! whichever check refused.
+//! What enters the kernel from outside, checked once where it enters: the
+//! ids every store, fence and log is addressed by, the limits every input
+//! is held to, and the one fault of bad input, [`InputError`]: an id, an
+//! event, a time, a draw, a row or a log's data refused before anything is
+//! read, written or decided. Every check reports it, so a host has one type
+//! to branch on whichever check refused.
 
 use serde_json::Value;
 
-use crate::event::MAX_KIND_BYTES;
-use crate::id::{ExecutionId, MAX_ID_BYTES};
-use crate::timer_table::{MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
+/// The longest execution id, in UTF-8 bytes.
+///
+/// 255 bytes fits every backend's key column and index without truncation, so
+/// an id that is accepted here is accepted, unchanged, everywhere.
+pub const MAX_ID_BYTES: usize = 255;
+
+/// The longest event kind, in UTF-8 bytes, so every backend can index it.
+pub const MAX_KIND_BYTES: usize = 255;
+
+/// The most rows one [`TimerTable::due`](crate::timer::TimerTable::due) or [`TimerTable::claim_due`](crate::timer::TimerTable::claim_due) call
+/// returns: a bound on one call's memory and on one SQL statement's work.
+pub const MAX_DUE_LIMIT: usize = 10_000;
+
+/// The longest lease, in ms (one day): a lease longer than that is a bug,
+/// not a plan, and would hide a crashed claimer's rows for as long.
+pub const MAX_LEASE_MS: u64 = 86_400_000;
+
+/// The largest re-drive attempt a row may carry: `i32::MAX`, so the number
+/// fits every SQL integer type and a JavaScript number, and `attempt + 1`
+/// never overflows.
+pub const MAX_REDRIVE_ATTEMPT: u32 = i32::MAX as u32;
+
+/// A string checked against the id rules (1 to [`MAX_ID_BYTES`] bytes of
+/// UTF-8, no NUL) once, where it enters the program: the struct and the
+/// conversions every such name needs, for [`ExecutionId`] and
+/// [`NodeId`](crate::timer::NodeId) alike.
+macro_rules! checked_name {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates `id`, taking ownership so a valid id is never
+            /// copied.
+            pub fn new(id: impl Into<String>) -> Result<Self, $crate::InputError> {
+                let id = id.into();
+                $crate::input::validate(&id)?;
+                Ok(Self(id))
+            }
+
+            /// The id as text, for keys, SQL parameters and messages.
+            #[must_use]
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::InputError;
+            fn try_from(id: String) -> Result<Self, $crate::InputError> {
+                Self::new(id)
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = $crate::InputError;
+            fn try_from(id: &str) -> Result<Self, $crate::InputError> {
+                $crate::input::validate(id)?;
+                Ok(Self(id.to_owned()))
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::InputError;
+            fn from_str(id: &str) -> Result<Self, $crate::InputError> {
+                Self::try_from(id)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+    };
+}
+pub(crate) use checked_name;
+
+checked_name! {
+    /// A validated execution id: 1 to [`MAX_ID_BYTES`] bytes of UTF-8, no NUL.
+    ///
+    /// Holding one proves the id was checked once, at the edge, so the kernel and
+    /// every adapter can key on it without re-validating or escaping anything.
+    ExecutionId
+}
+
+/// Checks `id` against the id rules without allocating.
+///
+/// Stores call this on every `&str` they are handed, so bad ids are refused
+/// with the same error whichever backend sees them.
+pub(crate) fn validate(id: &str) -> Result<(), InputError> {
+    if id.is_empty() {
+        return Err(InputError::IdEmpty);
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(InputError::IdTooLong { len: id.len() });
+    }
+    if let Some(at) = id.bytes().position(|b| b == 0) {
+        return Err(InputError::IdNul { at });
+    }
+    Ok(())
+}
 
 /// Input the kernel refuses before it changes anything: the caller's
 /// arguments, or data read from a log that cannot be what it claims to be.
@@ -338,5 +465,38 @@ impl InputError {
                 | InputError::MalformedWait { .. }
                 | InputError::BadChild { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_boundaries() {
+        assert_eq!(ExecutionId::new("a").map(String::from), Ok("a".to_owned()));
+        let longest = "é".repeat(MAX_ID_BYTES / 2) + "x";
+        assert_eq!(longest.len(), MAX_ID_BYTES);
+        assert!(ExecutionId::new(longest).is_ok());
+        assert!(ExecutionId::new("quote ' and \\ backslash").is_ok());
+    }
+
+    #[test]
+    fn refuses_each_bad_shape_with_its_own_variant() {
+        assert_eq!(ExecutionId::new(""), Err(InputError::IdEmpty));
+        assert_eq!(
+            ExecutionId::new("x".repeat(MAX_ID_BYTES + 1)),
+            Err(InputError::IdTooLong { len: 256 })
+        );
+        assert_eq!(ExecutionId::new("ab\0c"), Err(InputError::IdNul { at: 2 }));
+    }
+
+    #[test]
+    fn serde_refuses_invalid_ids() {
+        let parsed: Result<ExecutionId, _> = serde_json::from_str("\"\"");
+        assert!(parsed.is_err());
+        let ok: ExecutionId = serde_json::from_str("\"run-1\"").expect("valid id");
+        assert_eq!(ok.as_str(), "run-1");
+        assert_eq!(serde_json::to_string(&ok).expect("serialises"), "\"run-1\"");
     }
 }

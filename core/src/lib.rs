@@ -149,7 +149,6 @@ mod event;
 mod fence;
 mod fire;
 mod fold;
-mod id;
 mod input;
 mod json;
 mod kind;
@@ -172,8 +171,7 @@ pub use error::Error;
 pub use event::{Envelope, NewEvent};
 pub use fence::{AcquireOutcome, ConditionalAppend, ParkExpectation, StaleFenceError};
 pub use fold::{ExecutionView, OpenPark};
-pub use id::ExecutionId;
-pub use input::InputError;
+pub use input::{ExecutionId, InputError};
 pub use json::JsonObject;
 pub use kind::KernelKind;
 pub use memory::{AppendError, MemoryStore};
@@ -188,9 +186,9 @@ pub mod log {
     //! store, a CLI); the store trait and the resume machine apply these
     //! rules for you.
 
-    pub use crate::event::{MAX_KIND_BYTES, MAX_SAFE_INTEGER};
+    pub use crate::event::MAX_SAFE_INTEGER;
     pub use crate::fold::{KindFacts, locate_park, open_park_index};
-    pub use crate::id::MAX_ID_BYTES;
+    pub use crate::input::{MAX_ID_BYTES, MAX_KIND_BYTES};
     pub use crate::kind::{KERNEL_EVENT_KINDS, KindClass, is_answering};
     pub use crate::status::Terminal;
 }
@@ -222,10 +220,11 @@ pub mod timer {
         FireAction, FireContext, FireMachine, FireOutcome, FirePoll, PendingTimer, Redrive,
         RedriveAnswer, TimerRow, pending_timer, timer_answer,
     };
+    pub use crate::input::{MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
     pub use crate::redrive_policy::{BackoffEntry, MAX_TIMER_MS};
     pub use crate::timer_table::{
-        Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT,
-        NodeId, TimerTable, check_claim, check_due, check_lease, check_reschedule, check_row,
+        Claim, Completed, DueFilter, Lease, NodeId, TimerTable, check_claim, check_due,
+        check_lease, check_reschedule, check_row,
     };
     pub use crate::unreadable::{
         UNREADABLE_REPORTS_BOUND, UnreadableField, UnreadableReports, UnreadableRow,

@@ -14,8 +14,7 @@
 use serde_json::Value;
 
 use crate::event::{Envelope, NewEvent};
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::json::JsonObject;
 use crate::kind::KernelKind;
 

@@ -14,8 +14,7 @@ use crate::fence::{
     self, AcquireOutcome, BatchFacts, ConditionalAppend, ParkExpectation, StaleFenceError,
     check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if, guard_append,
 };
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::kind::{KernelKind, KindClass};
 use crate::retention::{
     DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,

@@ -13,8 +13,7 @@
 use serde_json::Value;
 
 use crate::event::Envelope;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::json::JsonObject;
 
 /// One thing a park waits for.

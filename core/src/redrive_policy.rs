@@ -28,8 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 
 /// The latest time a timer row may carry: the largest integer a JavaScript
 /// number holds exactly ([`MAX_SAFE_INTEGER`](crate::log::MAX_SAFE_INTEGER)), as

@@ -51,8 +51,7 @@ use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
 use crate::fence::{AcquireOutcome, ParkExpectation, StaleFenceError};
 use crate::fold::ExecutionView;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::kind::KernelKind;
 
 /// How many times a resume takes (or tries to take) the fence, and how many

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::event::Envelope;
 use crate::fold::ExecutionView;
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::json::JsonObject;
 use crate::park::Wait;
 use crate::status::Terminal;

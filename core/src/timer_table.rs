@@ -44,22 +44,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::fire::{Redrive, TimerRow};
-use crate::id::{ExecutionId, checked_name};
-use crate::input::InputError;
+use crate::input::{ExecutionId, checked_name};
+use crate::input::{InputError, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
 use crate::redrive_policy::MAX_TIMER_MS;
-
-/// The most rows one [`TimerTable::due`] or [`TimerTable::claim_due`] call
-/// returns: a bound on one call's memory and on one SQL statement's work.
-pub const MAX_DUE_LIMIT: usize = 10_000;
-
-/// The longest lease, in ms (one day): a lease longer than that is a bug,
-/// not a plan, and would hide a crashed claimer's rows for as long.
-pub const MAX_LEASE_MS: u64 = 86_400_000;
-
-/// The largest re-drive attempt a row may carry: `i32::MAX`, so the number
-/// fits every SQL integer type and a JavaScript number, and `attempt + 1`
-/// never overflows.
-pub const MAX_REDRIVE_ATTEMPT: u32 = i32::MAX as u32;
 
 checked_name! {
     /// Which node holds a claim: a validated name with the execution id's

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use crate::fire::Redrive;
-use crate::timer_table::MAX_REDRIVE_ATTEMPT;
+use crate::input::MAX_REDRIVE_ATTEMPT;
 
 /// How many unreadable rows a node remembers having reported.
 pub const UNREADABLE_REPORTS_BOUND: usize = 1024;

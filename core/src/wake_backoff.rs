@@ -5,7 +5,7 @@
 use std::num::NonZeroUsize;
 
 use crate::fire::{FireOutcome, TimerRow};
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::redrive_policy::BackoffEntry;
 
 /// How many executions a [`WakeBackoff`] remembers unless told otherwise.

@@ -13,8 +13,7 @@
 //! do not refuse the delete.
 
 use crate::fence::check_safe;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 
 /// The most parents one guarded delete may name: each is one more lock and
 /// one more check inside the delete's atomic step.

@@ -1,8 +1,7 @@
 //! The pin: retention's one question about a finished child.
 
 use crate::event::Envelope;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::kind::{KernelKind, KindClass, has_kernel_stamp};
 use crate::park::waits_of;
 use crate::status::Status;

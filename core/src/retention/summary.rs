@@ -2,8 +2,7 @@
 //! reading its log, whether retention may even consider it.
 
 use crate::event::Envelope;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 
 /// The most executions one page of a listing may ask for. A sweep pages
 /// through a store of any size; a bound keeps one page's memory and one

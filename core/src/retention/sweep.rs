@@ -46,8 +46,7 @@
 
 use crate::contract::ContractError;
 use crate::event::Envelope;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::lineage::parent_of;
 use crate::retention::guard::{DeleteGuard, GuardedDelete, ParentMark};
 use crate::retention::pin::pin_parked_children;

@@ -4,7 +4,7 @@
 
 use crate::contract::ContractError;
 use crate::event::Envelope;
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::retention::guard::{DeleteGuard, GuardedDelete};
 use crate::retention::summary::ExecutionSummary;
 

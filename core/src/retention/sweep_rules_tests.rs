@@ -5,8 +5,7 @@
 use super::*;
 use crate::contract::ContractError;
 use crate::event::{Envelope, NewEvent};
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::kind::KernelKind;
 use crate::lineage::started_child;
 

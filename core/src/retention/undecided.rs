@@ -1,7 +1,6 @@
 //! What a sweep says about a child it cannot judge.
 
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 
 /// An eligible execution the sweep kept because it cannot judge it. Every
 /// sweep keeps it, and names it, until someone repairs or removes the data

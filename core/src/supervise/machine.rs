@@ -54,8 +54,7 @@ use crate::error::Error;
 use crate::event::Envelope;
 use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
-use crate::id::ExecutionId;
-use crate::input::InputError;
+use crate::input::{ExecutionId, InputError};
 use crate::park::{Wait, waits_of};
 use crate::redrive_policy::{Draw, RedrivePolicy};
 use crate::resume_machine::{

@@ -6,7 +6,7 @@ use std::ops::AddAssign;
 use serde::Serialize;
 
 use crate::fire::{FireOutcome, TimerRow};
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::resume_machine::ResumeRequest;
 use crate::timer_table::{Claim, DueFilter, Lease};
 use crate::unreadable::UnreadableRow;

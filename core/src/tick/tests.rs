@@ -8,7 +8,7 @@ use crate::capability::Capability;
 use crate::drive;
 use crate::event::NewEvent;
 use crate::fire::{FireOutcome, TimerRow};
-use crate::id::ExecutionId;
+use crate::input::ExecutionId;
 use crate::kind::KernelKind;
 use crate::memory::MemoryStore;
 use crate::park::{Wait, park_payload};
