@@ -9,10 +9,10 @@ use loomfence_core::{
     ParkExpectation,
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete, check_guard, check_page_limit},
 };
-use loomfence_store::{
-    BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,
-    check_write,
+use loomfence_store::checks::{
+    CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write,
 };
+use loomfence_store::{BackendError, EventStore, StoreError};
 
 use crate::db::Db;
 use crate::error::OpenError;
