@@ -28,9 +28,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use loomfence_postgres::{
-    AcquireStrategy, ConfigError, ConnectError, PostgresEventStore, PostgresOptions, Schema,
-};
+use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 use tokio_postgres::config::Host;
@@ -109,10 +107,10 @@ enum Cleanup {
 pub(crate) enum OpenError {
     /// The run's schema name is not valid (a bug in the CLI).
     #[error("schema name: {0}")]
-    Schema(#[from] ConfigError),
+    Schema(loomfence_postgres::OpenError),
     /// Connecting or migrating failed.
     #[error("PostgreSQL: {0}")]
-    Connect(#[from] ConnectError),
+    Connect(#[from] loomfence_postgres::OpenError),
     /// The run's schema could not be dropped; it is left in the database.
     #[error("could not drop schema {schema} (drop it by hand): {reason}")]
     Drop {
@@ -175,7 +173,8 @@ impl StoreArg {
             }
             StoreArg::Postgres { url, .. } => {
                 let n = SCHEMAS_OPENED.fetch_add(1, Ordering::Relaxed);
-                let schema = Schema::new(format!("{}_{}_{n}", options.prefix, std::process::id()))?;
+                let schema = Schema::new(format!("{}_{}_{n}", options.prefix, std::process::id()))
+                    .map_err(OpenError::Schema)?;
                 let store = PostgresEventStore::connect(
                     url,
                     PostgresOptions {
@@ -254,7 +253,7 @@ impl StoreArg {
                         schema: schema.to_string(),
                     });
                 }
-                store.migrate().await.map_err(ConnectError::from)?;
+                store.migrate().await?;
                 let store = Arc::new(store);
                 Ok(ExistingStore {
                     timers: Arc::new(store.timers()),
@@ -376,7 +375,7 @@ impl OpenedStore {
 /// (of any version; `migrate` upgrades it) lives there.
 async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, OpenError> {
     let failed = |e: &dyn fmt::Display| {
-        ConnectError::Backend(loomfence_store::BackendError::permanent(format!(
+        loomfence_postgres::OpenError::Backend(loomfence_store::BackendError::permanent(format!(
             "looking for the store's tables: {e}"
         )))
     };

@@ -10,7 +10,7 @@ use loomfence_core::{
     InputError,
     retention::{SweepOptions, check_page_limit},
 };
-use loomfence_postgres::{ConfigError, Schema};
+use loomfence_postgres::Schema;
 
 use crate::store_arg::{StoreArg, StoreArgError};
 
@@ -74,9 +74,9 @@ pub(crate) enum RetentionUsageError {
     /// `--page-limit` out of range.
     #[error("--page-limit: {0}")]
     PageLimit(InputError),
-    /// `--schema` that is not a schema name.
+    /// `--schema` that is not a schema name (the store's reason, as text).
     #[error("--schema: {0}")]
-    Schema(ConfigError),
+    Schema(String),
     /// `--schema` with a store that has none.
     #[error("--schema: only for --store postgres:URL")]
     SchemaWithoutPostgres,
@@ -97,7 +97,9 @@ impl RawRetention {
             Some(_) if !store.is_postgres() => {
                 return Err(RetentionUsageError::SchemaWithoutPostgres);
             }
-            Some(name) => Some(Schema::new(name).map_err(RetentionUsageError::Schema)?),
+            Some(name) => {
+                Some(Schema::new(name).map_err(|e| RetentionUsageError::Schema(e.to_string()))?)
+            }
         };
         Ok(RetentionSettings {
             store,

@@ -12,7 +12,8 @@
 use async_trait::async_trait;
 use loomfence_core::{Envelope, ExecutionId};
 use loomfence_runtime::{ArchiveError, ArchiveSink, RetentionError};
-use loomfence_store::{BackendError, EventStore, Forwarding, Hooks, StoreError};
+use loomfence_store::forwarding::Hooks;
+use loomfence_store::{BackendError, EventStore, Forwarding, StoreError};
 
 use crate::interrupt::StopRequest;
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{AcquireOutcome, Capability, ExecutionId, ParkExpectation};
-use loomfence_store::{EventStore, Forwarding, Hooks, StoreError};
+use loomfence_store::forwarding::Hooks;
+use loomfence_store::{EventStore, Forwarding, StoreError};
 
 /// Forwards everything to the store it wraps but says its capability is
 /// [`Capability::FencingOnly`], so every resume machine on the worker takes

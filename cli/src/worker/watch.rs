@@ -207,7 +207,7 @@ mod tests {
     };
     use loomfence_runtime::SupervisorOptions;
     use loomfence_store::BackendError;
-    use loomfence_store::Hooks;
+    use loomfence_store::forwarding::Hooks;
 
     use super::*;
 

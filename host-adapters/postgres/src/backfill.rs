@@ -6,7 +6,7 @@ use loomfence_core::KernelKind;
 use loomfence_store::BackendError;
 
 use crate::config::Schema;
-use crate::error::{self, MigrateError};
+use crate::error::{self, OpenError};
 use crate::migrate::{BACKFILL_MARKER, BackfillParams, backfill_sql, mark_backfilled};
 
 /// The ledger row holding the offline walk's position, so an interrupted run
@@ -48,7 +48,7 @@ pub async fn backfill_park_fences(
     pool: &Pool,
     schema: &Schema,
     batch_size: u32,
-) -> Result<BackfillReport, MigrateError> {
+) -> Result<BackfillReport, OpenError> {
     let mut client = pool.get().await.map_err(error::pool)?;
     let done = client
         .query_opt(
@@ -127,7 +127,7 @@ pub async fn backfill_park_fences(
 /// interrupted `CREATE INDEX CONCURRENTLY` (cancelled, connection lost)
 /// leaves the index INVALID, which `IF NOT EXISTS` would keep and the
 /// planner never reads: such an index is dropped and built again.
-async fn build_index(client: &Client, schema: &Schema) -> Result<(), MigrateError> {
+async fn build_index(client: &Client, schema: &Schema) -> Result<(), OpenError> {
     if index_valid(client, schema).await? == Some(false) {
         drop_index(client, schema).await?;
     }
@@ -143,7 +143,7 @@ async fn build_index(client: &Client, schema: &Schema) -> Result<(), MigrateErro
     // Only another run's build, still going, can leave it invalid here.
     match index_valid(client, schema).await? {
         Some(true) => Ok(()),
-        _ => Err(MigrateError::Backend(BackendError::retryable(format!(
+        _ => Err(OpenError::Backend(BackendError::retryable(format!(
             "the backfill index {schema}.{INDEX} is not valid after building it \
              (is another backfill building it?); retry"
         )))),
@@ -152,7 +152,7 @@ async fn build_index(client: &Client, schema: &Schema) -> Result<(), MigrateErro
 
 /// Whether the walk's index exists (`None` if not) and is valid
 /// (`pg_index.indisvalid`).
-async fn index_valid(client: &Client, schema: &Schema) -> Result<Option<bool>, MigrateError> {
+async fn index_valid(client: &Client, schema: &Schema) -> Result<Option<bool>, OpenError> {
     client
         .query_opt(
             "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
@@ -166,7 +166,7 @@ async fn index_valid(client: &Client, schema: &Schema) -> Result<Option<bool>, M
 }
 
 /// Drops the walk's index, if there is one, without blocking appends.
-async fn drop_index(client: &Client, schema: &Schema) -> Result<(), MigrateError> {
+async fn drop_index(client: &Client, schema: &Schema) -> Result<(), OpenError> {
     client
         .batch_execute(&format!(
             "DROP INDEX CONCURRENTLY IF EXISTS {schema}.{INDEX}"
@@ -176,7 +176,7 @@ async fn drop_index(client: &Client, schema: &Schema) -> Result<(), MigrateError
 }
 
 /// Deletes the walk's position.
-async fn delete_cursor(client: &impl GenericClient, schema: &Schema) -> Result<(), MigrateError> {
+async fn delete_cursor(client: &impl GenericClient, schema: &Schema) -> Result<(), OpenError> {
     client
         .execute(
             &format!("DELETE FROM {schema}.migrations WHERE name = $1"),

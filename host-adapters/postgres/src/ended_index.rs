@@ -20,9 +20,9 @@ use loomfence_store::BackendError;
 use tokio_postgres::error::SqlState;
 
 use crate::config::{MigrateOptions, Schema};
-use crate::error::{self, MigrateError};
-use crate::migrate::{SCHEMA_VERSION, stored_version};
+use crate::error::{self, OpenError};
 use crate::retention_sql::{ENDED_INDEX, ended_index_ddl};
+use crate::version::{SCHEMA_VERSION, stored_version};
 
 /// What `migrate` found or did about the listing's index of terminal
 /// events, which turns "the first end of this execution" into one index
@@ -46,10 +46,7 @@ pub enum EndedIndex {
 
 /// Whether the index exists (`None` if not) and is valid. Reads only the
 /// catalog.
-async fn validity(
-    client: &impl GenericClient,
-    schema: &Schema,
-) -> Result<Option<bool>, MigrateError> {
+async fn validity(client: &impl GenericClient, schema: &Schema) -> Result<Option<bool>, OpenError> {
     client
         .query_opt(
             "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)",
@@ -63,21 +60,21 @@ async fn validity(
 }
 
 /// A failure of a statement that waits for a lock on `events`: a lock
-/// timeout is [`MigrateError::TableLocked`], naming what the boot was doing.
+/// timeout is [`OpenError::TableLocked`], naming what the boot was doing.
 fn locked(
     e: tokio_postgres::Error,
     schema: &Schema,
     action: &str,
     options: &MigrateOptions,
-) -> MigrateError {
+) -> OpenError {
     if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
-        MigrateError::TableLocked {
+        OpenError::TableLocked {
             table: format!("{schema}.events"),
             action: action.to_owned(),
             waited_ms: options.lock_timeout.as_millis(),
         }
     } else {
-        MigrateError::Backend(error::backend(e))
+        OpenError::Backend(error::backend(e))
     }
 }
 
@@ -96,13 +93,13 @@ fn locked(
 /// every path. `lock_timeout` bounds each wait of the build (the table
 /// lock, and the waits for transactions that started before it); on
 /// timeout the build fails with the retryable
-/// [`MigrateError::TableLocked`] before the migration changed anything,
+/// [`OpenError::TableLocked`] before the migration changed anything,
 /// and leaves at most an invalid index, which the next boot replaces.
 pub(crate) async fn concurrently(
     pool: &Pool,
     schema: &Schema,
     options: &MigrateOptions,
-) -> Result<Option<EndedIndex>, MigrateError> {
+) -> Result<Option<EndedIndex>, OpenError> {
     let client = pool.get().await.map_err(error::pool)?;
     let events: Option<String> = client
         .query_one(
@@ -138,7 +135,7 @@ async fn build(
     schema: &Schema,
     valid: Option<bool>,
     options: &MigrateOptions,
-) -> Result<Option<EndedIndex>, MigrateError> {
+) -> Result<Option<EndedIndex>, OpenError> {
     client
         .query(
             "SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', '0', false)",
@@ -196,7 +193,7 @@ async fn build(
         .map_err(|e| locked(e, schema, &action, options))?;
     match validity(client, schema).await? {
         Some(true) => Ok(Some(EndedIndex::BuiltConcurrently)),
-        _ => Err(MigrateError::Backend(BackendError::retryable(format!(
+        _ => Err(OpenError::Backend(BackendError::retryable(format!(
             "{schema}.{ENDED_INDEX} is not valid after building it; retry the boot"
         )))),
     }
@@ -205,13 +202,13 @@ async fn build(
 /// Inside the migration's transaction, when [`concurrently`] left it the
 /// decision: creates the index plainly if it is missing (the table is new
 /// or empty, so the build is instant; a lock not granted within the
-/// transaction's `lock_timeout` is [`MigrateError::TableLocked`]). An
+/// transaction's `lock_timeout` is [`OpenError::TableLocked`]). An
 /// invalid index is another session's build in progress.
 pub(crate) async fn in_transaction(
     client: &impl GenericClient,
     schema: &Schema,
     options: &MigrateOptions,
-) -> Result<EndedIndex, MigrateError> {
+) -> Result<EndedIndex, OpenError> {
     match validity(client, schema).await? {
         Some(true) => Ok(EndedIndex::Present),
         Some(false) => Ok(EndedIndex::BuildingElsewhere),

@@ -4,12 +4,51 @@ use deadpool_postgres::PoolError;
 use loomfence_store::{BackendError, StoreError};
 use tokio_postgres::error::SqlState;
 
-use crate::config::ConfigError;
-
-/// Why `migrate` failed. A failed migration changes nothing (it runs in one
-/// transaction), so a boot that fails here can simply be retried.
+/// Why the store could not be opened, configured or migrated.
+///
+/// Nothing half-done is left behind: a configuration error is found before
+/// anything connects, and a migration runs in one transaction, so a boot
+/// that fails here can be retried as it is when [`is_retryable`] says so.
+///
+/// [`is_retryable`]: OpenError::is_retryable
 #[derive(Debug, thiserror::Error)]
-pub enum MigrateError {
+#[non_exhaustive]
+pub enum OpenError {
+    /// The schema name is not a plain lowercase SQL identifier: it is the
+    /// one piece of SQL text that is not a bound parameter.
+    #[error("schema {name:?} must match [a-z_][a-z0-9_]* and be at most 63 bytes")]
+    Schema {
+        /// The name given.
+        name: String,
+    },
+    /// The schema name is a key word PostgreSQL reserves (`select`,
+    /// `table`, `user`, `order`…), which the server refuses as an
+    /// unquoted name.
+    #[error("schema {name:?} is a reserved SQL key word in PostgreSQL; choose another name")]
+    ReservedSchema {
+        /// The name given.
+        name: String,
+    },
+    /// The schema name starts with `pg_`, which PostgreSQL reserves for its
+    /// system schemas.
+    #[error("schema {name:?} starts with \"pg_\", which PostgreSQL reserves for system schemas")]
+    SystemSchema {
+        /// The name given.
+        name: String,
+    },
+    /// The connection URL does not parse, so nothing was connected.
+    #[error("invalid PostgreSQL URL: {reason}")]
+    Url {
+        /// The parser's complaint (the URL itself is not repeated: it may
+        /// hold a password).
+        reason: String,
+    },
+    /// The pool size is zero: the store could never run a statement.
+    #[error("the pool needs at least one connection")]
+    PoolSize,
+    /// The connection pool could not be built from a valid configuration.
+    #[error("could not build the connection pool: {0}")]
+    Pool(String),
     /// Another process held the migration lock for longer than the
     /// configured timeout. Retryable: that process is migrating right now.
     #[error(
@@ -49,38 +88,30 @@ pub enum MigrateError {
         /// The newest version this build knows.
         supported: i64,
     },
-    /// The database failed.
+    /// The database failed: the first connection, or a statement of the
+    /// migration. [`BackendError::retryable`] says whether to boot again.
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
 
-impl MigrateError {
-    /// Whether booting again may succeed.
+impl OpenError {
+    /// Whether booting again, unchanged, may succeed: a lock that another
+    /// session holds, or a backend failure classified as transient. A bad
+    /// configuration or a newer schema fails the same way every time.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         match self {
-            MigrateError::LockTimeout { .. } | MigrateError::TableLocked { .. } => true,
-            MigrateError::NewerSchema { .. } => false,
-            MigrateError::Backend(backend) => backend.retryable,
+            OpenError::LockTimeout { .. } | OpenError::TableLocked { .. } => true,
+            OpenError::Backend(backend) => backend.retryable,
+            OpenError::Schema { .. }
+            | OpenError::ReservedSchema { .. }
+            | OpenError::SystemSchema { .. }
+            | OpenError::Url { .. }
+            | OpenError::PoolSize
+            | OpenError::Pool(_)
+            | OpenError::NewerSchema { .. } => false,
         }
     }
-}
-
-/// Why the store could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    /// The configuration is unusable.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The connection pool could not be built.
-    #[error("could not build the connection pool: {0}")]
-    Pool(String),
-    /// The migration on connect failed.
-    #[error(transparent)]
-    Migrate(#[from] MigrateError),
-    /// The first connection failed.
-    #[error(transparent)]
-    Backend(#[from] BackendError),
 }
 
 /// Classifies a driver error: connection losses, serialisation failures,

@@ -9,31 +9,10 @@ use tokio_postgres::types::ToSql;
 
 use crate::config::{MigrateOptions, Schema};
 use crate::ended_index::{self, EndedIndex};
-use crate::error::{self, MigrateError};
+use crate::error::{self, OpenError};
 use crate::sql::schema_ddl;
 use crate::timer_migrate::migrate_timers;
-
-/// The schema version this build writes and understands.
-///
-/// 2: the `append` and `acquire_fence_if` functions check that the event at
-/// `parkSeq` is a park (and return its kind). A version-1 build booting
-/// against a version-2 database is refused with
-/// [`MigrateError::NewerSchema`] instead of putting back the functions
-/// without the check (its `CREATE OR REPLACE` would fail with a raw SQL
-/// error anyway: the result columns changed).
-///
-/// The `timers` table (and the columns `migrate` adds to an older one) did
-/// not bump it: a build without the timer store never reads or writes that
-/// table, so it can still boot against the schema and undo nothing. The
-/// version guards builds that would break what a newer one relies on; an
-/// added table no older build touches is not that. The table's own shape
-/// is read from the catalog at every boot, not inferred from the version.
-///
-/// Retention's additions did not bump it either, for the same reason: the
-/// `delete_execution_if` function is new (an older build neither calls nor
-/// replaces it), and the index of terminal events is maintained by the
-/// server for every writer, old or new.
-pub const SCHEMA_VERSION: i64 = 2;
+use crate::version::{SCHEMA_VERSION, stored_version};
 
 /// The ledger row that marks the park-fence backfill as done, whichever
 /// path (in `migrate`, or offline) did it.
@@ -63,7 +42,7 @@ pub struct MigrationReport {
 /// Idempotent, and safe when several
 /// processes boot at once: they queue on a per-schema advisory lock, and the
 /// one that waits longer than `options.lock_timeout` fails with the
-/// retryable [`MigrateError::LockTimeout`], having changed nothing.
+/// retryable [`OpenError::LockTimeout`], having changed nothing.
 ///
 /// Unless switched off, it also runs the one-time park-fence backfill: a
 /// token-0 fence row for every execution that is parked and unanswered right
@@ -79,7 +58,7 @@ pub async fn migrate(
     pool: &Pool,
     schema: &Schema,
     options: &MigrateOptions,
-) -> Result<MigrationReport, MigrateError> {
+) -> Result<MigrationReport, OpenError> {
     // Outside the transaction, which a concurrent build cannot run in; it
     // changes nothing unless the index is missing and `events` has rows.
     let built = ended_index::concurrently(pool, schema, options).await?;
@@ -106,7 +85,7 @@ pub async fn migrate(
     if let Some(found) = stored_version(&transaction, schema).await?
         && found > SCHEMA_VERSION
     {
-        return Err(MigrateError::NewerSchema {
+        return Err(OpenError::NewerSchema {
             found,
             supported: SCHEMA_VERSION,
         });
@@ -164,50 +143,15 @@ pub async fn migrate(
     })
 }
 
-/// The schema version the ledger records, `None` when there is no ledger
-/// (a new schema) or no version row. Reads the catalog first, so a schema
-/// without a ledger is not an error, and takes no lock on the tables.
-pub(crate) async fn stored_version(
-    client: &impl GenericClient,
-    schema: &Schema,
-) -> Result<Option<i64>, MigrateError> {
-    let ledger = format!("{schema}.migrations");
-    let exists: Option<String> = client
-        .query_one("SELECT to_regclass($1)::text", &[&ledger])
-        .await
-        .map_err(error::backend)?
-        .try_get(0)
-        .map_err(error::backend)?;
-    if exists.is_none() {
-        return Ok(None);
-    }
-    let found: Option<String> = client
-        .query_opt(
-            &format!("SELECT detail FROM {ledger} WHERE name = 'schema-version'"),
-            &[],
-        )
-        .await
-        .map_err(error::backend)?
-        .map(|row| row.try_get(0))
-        .transpose()
-        .map_err(error::backend)?;
-    // An unreadable version row is taken as this build's, as before.
-    Ok(Some(
-        found
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(SCHEMA_VERSION),
-    ))
-}
-
 /// A failure while holding or waiting for locks: a lock timeout is its own
 /// retryable error.
-fn lock_error(e: tokio_postgres::Error, options: &MigrateOptions) -> MigrateError {
+fn lock_error(e: tokio_postgres::Error, options: &MigrateOptions) -> OpenError {
     if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
-        MigrateError::LockTimeout {
+        OpenError::LockTimeout {
             waited_ms: options.lock_timeout.as_millis(),
         }
     } else {
-        MigrateError::Backend(error::backend(e))
+        OpenError::Backend(error::backend(e))
     }
 }
 

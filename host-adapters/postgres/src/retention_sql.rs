@@ -10,7 +10,7 @@
 use loomfence_core::{KernelKind, Status};
 
 use crate::config::Schema;
-use crate::sql::{
+use crate::sql_parts::{
     answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
 };
 

@@ -10,6 +10,9 @@ use loomfence_core::KernelKind;
 
 use crate::config::Schema;
 use crate::retention_sql;
+use crate::sql_parts::{
+    answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
+};
 
 /// The park kind (`EXECUTION_SUSPENDED`) as a SQL string literal. The event
 /// at a conditional operation's `p_park` must be of this kind: after a
@@ -30,17 +33,6 @@ const APPEND_SIGNATURE: &str = "append(text, text[], jsonb[], jsonb[], bigint[],
 
 /// The input signature of the conditional acquire function.
 const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint, text[], text[])";
-
-/// The answering test over an `events` row aliased `e`, given the answering
-/// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
-/// twin of `loomfence_core::log::is_answering`; the conformance kit checks the two
-/// agree.
-pub(crate) fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
-    format!(
-        "(e.kind = ANY({answering_kinds}) OR (e.kind <> ALL({kernel_kinds}) \
-         AND e.metadata -> 'kernel' = 'true'::jsonb))"
-    )
-}
 
 /// The statements, for one schema.
 #[derive(Debug)]
@@ -175,17 +167,6 @@ fn drop_if_outdated(s: &str, signature: &str, column: &str) -> String {
     )
 }
 
-/// Fails a function called outside READ COMMITTED, whose fresh snapshot per
-/// statement the functions rely on.
-pub(crate) fn require_read_committed(function: &str) -> String {
-    format!(
-        "IF current_setting('transaction_isolation') <> 'read committed' THEN \
-           RAISE EXCEPTION 'loomfence: {function} needs READ COMMITTED, the transaction is %', \
-             current_setting('transaction_isolation') USING ERRCODE = '25000'; \
-         END IF;"
-    )
-}
-
 /// Takes the execution's advisory lock: exclusive per execution for appends
 /// and deletes, so a delete and an append never interleave (an append that
 /// read the head before a delete committed would otherwise write at that
@@ -193,34 +174,6 @@ pub(crate) fn require_read_committed(function: &str) -> String {
 /// than collide. It is a lock-manager entry, not a row write: no WAL.
 fn execution_lock(s: &str) -> String {
     execution_lock_of(s, "p_id")
-}
-
-/// [`execution_lock`] of the execution whose id is the PL/pgSQL expression
-/// `id`: the one lock key every append and delete of that execution takes,
-/// so a function that must exclude the appends of several executions (the
-/// guarded delete, for the child and each parent) takes exactly theirs.
-pub(crate) fn execution_lock_of(s: &str, id: &str) -> String {
-    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext({id}));")
-}
-
-/// The delete's first row lock, after the execution lock: the fence row of
-/// `p_id` `FOR UPDATE`, so a conditional acquire (which locks that row and
-/// takes no execution lock) is not half-way when the log goes.
-pub(crate) fn lock_fence_row(s: &str) -> String {
-    format!("PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE;")
-}
-
-/// The deletion itself, for `p_id`, once the locks are held: the log, then a
-/// token-0 fence row (inert, a park's); a real token is kept, so a zombie
-/// writer of a re-created id stays fenced out. Counts the deleted events
-/// into `v_deleted` (which the function declares). Shared by the plain and
-/// the guarded delete, so the two cannot delete differently.
-pub(crate) fn delete_log(s: &str) -> String {
-    format!(
-        "DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
-         GET DIAGNOSTICS v_deleted = ROW_COUNT; \
-         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0;"
-    )
 }
 
 /// The append as a function: one round trip, one plan per connection.

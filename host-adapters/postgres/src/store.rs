@@ -12,16 +12,17 @@ use loomfence_core::{
     KernelKind, NewEvent, ParkExpectation, StaleFenceError,
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
-use loomfence_store::{
-    CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read, check_write,
+use loomfence_store::checks::{
+    CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write,
 };
+use loomfence_store::{EventStore, StoreError};
 use serde_json::Value;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::{Json, ToSql};
 
-use crate::config::{AcquireStrategy, ConfigError, PostgresOptions, Schema};
+use crate::config::{AcquireStrategy, PostgresOptions, Schema};
 use crate::conn::Conn;
-use crate::error::{self, ConnectError, MigrateError};
+use crate::error::{self, OpenError};
 use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
 use crate::timers::PostgresTimerStore;
@@ -76,14 +77,14 @@ impl std::fmt::Debug for PostgresEventStore {
 impl PostgresEventStore {
     /// Opens a pool to `url` (a `postgres://` URL or a key=value string) and,
     /// unless `options.migrate_on_connect` is off, migrates the schema.
-    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, ConnectError> {
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, OpenError> {
         let config: tokio_postgres::Config =
             url.parse()
-                .map_err(|e: tokio_postgres::Error| ConfigError::Url {
+                .map_err(|e: tokio_postgres::Error| OpenError::Url {
                     reason: e.to_string(),
                 })?;
         if options.pool_size == 0 {
-            return Err(ConfigError::PoolSize.into());
+            return Err(OpenError::PoolSize);
         }
         let manager = Manager::from_config(
             config,
@@ -106,7 +107,7 @@ impl PostgresEventStore {
                 })
             }))
             .build()
-            .map_err(|e| ConnectError::Pool(e.to_string()))?;
+            .map_err(|e| OpenError::Pool(e.to_string()))?;
         let store = Self {
             sql: Arc::new(Sql::new(&options.schema)),
             schema: options.schema.clone(),
@@ -123,8 +124,8 @@ impl PostgresEventStore {
         Ok(store)
     }
 
-    /// Creates or upgrades the schema (see [`migrate`](crate::migrate())).
-    pub async fn migrate(&self) -> Result<MigrationReport, MigrateError> {
+    /// Creates or upgrades the schema (see [`migrate`](crate::migration::migrate())).
+    pub async fn migrate(&self) -> Result<MigrationReport, OpenError> {
         migrate(&self.pool, &self.schema, &self.options.migrate).await
     }
 

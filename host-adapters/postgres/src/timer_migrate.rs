@@ -15,7 +15,7 @@ use loomfence_store::BackendError;
 use tokio_postgres::error::SqlState;
 
 use crate::config::{MigrateOptions, Schema};
-use crate::error::{self, MigrateError};
+use crate::error::{self, OpenError};
 use crate::timer_sql::{
     ADDED_COLUMNS, DUE_INDEX, KEY_COLUMNS, TABLE, add_columns, create_index, create_table,
 };
@@ -24,13 +24,13 @@ use crate::timer_sql::{
 /// Returns the columns it added (empty for a new or current table).
 ///
 /// A table lock not granted within `options.lock_timeout` fails with the
-/// retryable [`MigrateError::TableLocked`]; the caller's transaction then
+/// retryable [`OpenError::TableLocked`]; the caller's transaction then
 /// rolls back whatever else the migration did.
 pub(crate) async fn migrate_timers(
     client: &impl GenericClient,
     schema: &Schema,
     options: &MigrateOptions,
-) -> Result<Vec<String>, MigrateError> {
+) -> Result<Vec<String>, OpenError> {
     let existing: Vec<String> = client
         .query(
             "SELECT column_name::text FROM information_schema.columns \
@@ -51,7 +51,7 @@ pub(crate) async fn migrate_timers(
             .iter()
             .find(|key| !existing.iter().any(|column| column == *key))
         {
-            return Err(MigrateError::Backend(BackendError::permanent(format!(
+            return Err(OpenError::Backend(BackendError::permanent(format!(
                 "{schema}.{TABLE} exists without the column {key}: it is not a timers table \
                  this store can use (expected at least execution_id text, wake_at bigint)"
             ))));
@@ -104,16 +104,14 @@ async fn run(
     schema: &Schema,
     action: &str,
     options: &MigrateOptions,
-) -> Result<(), MigrateError> {
+) -> Result<(), OpenError> {
     match client.batch_execute(statement).await {
         Ok(()) => Ok(()),
-        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
-            Err(MigrateError::TableLocked {
-                table: format!("{schema}.{TABLE}"),
-                action: action.to_owned(),
-                waited_ms: options.lock_timeout.as_millis(),
-            })
-        }
-        Err(e) => Err(MigrateError::Backend(error::backend(e))),
+        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => Err(OpenError::TableLocked {
+            table: format!("{schema}.{TABLE}"),
+            action: action.to_owned(),
+            waited_ms: options.lock_timeout.as_millis(),
+        }),
+        Err(e) => Err(OpenError::Backend(error::backend(e))),
     }
 }

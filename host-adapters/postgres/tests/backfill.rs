@@ -15,9 +15,8 @@ use std::sync::Arc;
 use common::race::{self, Path, Setup, Trial};
 use common::{kernel, park};
 use loomfence_core::{KernelKind, NewEvent};
-use loomfence_postgres::{
-    BackfillReport, MigrateOptions, PostgresEventStore, PostgresOptions, backfill_park_fences,
-};
+use loomfence_postgres::migration::{BackfillReport, MigrateOptions, backfill_park_fences};
+use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_store::EventStore;
 
 /// How an execution's log looks when the "older version" stops.
@@ -411,10 +410,13 @@ async fn the_offline_backfill_walks_in_batches_writes_the_marker_and_drops_its_i
             written: 0,
         }
     );
-    let with_backfill =
-        loomfence_postgres::migrate(store.pool(), store.schema(), &MigrateOptions::default())
-            .await
-            .expect("migrates with the backfill on");
+    let with_backfill = loomfence_postgres::migration::migrate(
+        store.pool(),
+        store.schema(),
+        &MigrateOptions::default(),
+    )
+    .await
+    .expect("migrates with the backfill on");
     assert_eq!(
         with_backfill.backfilled, None,
         "migrate honours the offline marker"

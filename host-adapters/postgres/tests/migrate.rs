@@ -5,9 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use loomfence_postgres::{
-    MigrateError, MigrateOptions, PostgresEventStore, PostgresOptions, SCHEMA_VERSION, migrate,
-};
+use loomfence_postgres::migration::{MigrateOptions, SCHEMA_VERSION, migrate};
+use loomfence_postgres::{OpenError, PostgresEventStore, PostgresOptions};
 use loomfence_store::EventStore;
 
 /// Options for a store on a fresh schema that does not migrate on connect.
@@ -123,7 +122,7 @@ async fn a_held_migration_lock_times_out_retryably_then_migrates() {
     let refused = migrate(store.pool(), store.schema(), &options).await;
     let waited = started.elapsed();
     match &refused {
-        Err(error @ MigrateError::LockTimeout { waited_ms }) => {
+        Err(error @ OpenError::LockTimeout { waited_ms }) => {
             assert_eq!(*waited_ms, 200);
             assert!(error.is_retryable());
         }
@@ -182,7 +181,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
         .collect();
 
     match store.migrate().await {
-        Err(error @ MigrateError::NewerSchema { found, supported }) => {
+        Err(error @ OpenError::NewerSchema { found, supported }) => {
             assert_eq!((found, supported), (99, SCHEMA_VERSION));
             assert!(!error.is_retryable());
         }
@@ -224,12 +223,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
     )
     .await;
     assert!(
-        matches!(
-            connect,
-            Err(loomfence_postgres::ConnectError::Migrate(
-                MigrateError::NewerSchema { found: 99, .. }
-            ))
-        ),
+        matches!(connect, Err(OpenError::NewerSchema { found: 99, .. })),
         "connect refuses too: {connect:?}"
     );
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use loomfence_postgres::{ConfigError, PostgresEventStore, PostgresOptions, Schema};
+use loomfence_postgres::{OpenError, PostgresEventStore, PostgresOptions, Schema};
 use tokio_postgres::error::SqlState;
 
 /// Both tests create schemas named after key words in the one test
@@ -66,10 +66,9 @@ async fn refused_schema_names_are_exactly_the_ones_the_server_refuses() {
         match category.as_str() {
             "R" | "T" => {
                 reserved += 1;
-                assert_eq!(
-                    ours,
-                    Err(ConfigError::ReservedSchema { name: word.clone() }),
-                    "{word} ({category}) is reserved"
+                assert!(
+                    matches!(&ours, Err(OpenError::ReservedSchema { name }) if name == word),
+                    "{word} ({category}) is reserved: {ours:?}"
                 );
                 let code = server.as_ref().and_then(tokio_postgres::Error::code);
                 assert_eq!(
@@ -93,12 +92,10 @@ async fn refused_schema_names_are_exactly_the_ones_the_server_refuses() {
     assert_eq!(reserved, 100, "PostgreSQL 15 reserves 100 key words");
 
     for system in ["pg_loomfence", "pg_"] {
-        assert_eq!(
+        assert!(matches!(
             Schema::new(system),
-            Err(ConfigError::SystemSchema {
-                name: system.to_owned()
-            })
-        );
+            Err(OpenError::SystemSchema { name }) if name == system
+        ));
         let server = attempt(&admin, &uses(system)).await;
         assert_eq!(
             server.as_ref().and_then(tokio_postgres::Error::code),

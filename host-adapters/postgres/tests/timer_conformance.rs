@@ -1,12 +1,12 @@
 //! The timer conformance kit against PostgreSQL, unchanged, each case on a
-//! fresh schema.
+//! fresh schema, plainly and behind the forwarding decorator.
 
 mod common;
 
 use std::sync::Arc;
 
 use loomfence_conformance::timers::unreadable::{self, Corruption, RawTimerRows};
-use loomfence_conformance::timers::{ALL, Timers, run_all};
+use loomfence_conformance::timers::{ALL, Timers, forwarded, run_all};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_timers_pass_the_whole_timer_kit() {
@@ -14,6 +14,19 @@ async fn postgres_timers_pass_the_whole_timer_kit() {
     let report = run_all("postgres", || {
         let url = url.clone();
         async move { Arc::new(common::timers(&url).await) as Timers }
+    })
+    .await;
+    if std::env::var("LOOMFENCE_CASE").is_err() {
+        assert_eq!(report.passed, ALL.len());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_timers_behind_the_forwarding_decorator_pass_the_whole_timer_kit() {
+    let Some(url) = common::url() else { return };
+    let report = run_all("postgres-forwarded", || {
+        let url = url.clone();
+        async move { forwarded(Arc::new(common::timers(&url).await)) }
     })
     .await;
     if std::env::var("LOOMFENCE_CASE").is_err() {

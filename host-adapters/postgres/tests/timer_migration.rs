@@ -10,9 +10,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use loomfence_core::timer::{DueFilter, Lease, NodeId, TimerRow};
-use loomfence_postgres::{
-    MigrateError, MigrateOptions, PostgresEventStore, PostgresOptions, Schema, migrate,
-};
+use loomfence_postgres::migration::{MigrateOptions, migrate};
+use loomfence_postgres::{OpenError, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_store::TimerStore;
 
 /// The columns `migrate` adds to the oldest table, in its order.
@@ -252,7 +251,7 @@ async fn a_boot_that_must_alter_a_table_in_use_times_out_retryably_then_succeeds
     let waited = started.elapsed();
     match &refused {
         Err(
-            error @ MigrateError::TableLocked {
+            error @ OpenError::TableLocked {
                 table,
                 action,
                 waited_ms,
@@ -329,7 +328,7 @@ async fn a_foreign_timers_table_is_refused() {
         .await
         .expect("creates a foreign table");
     match store.migrate().await {
-        Err(error @ MigrateError::Backend(_)) => {
+        Err(error @ OpenError::Backend(_)) => {
             assert!(!error.is_retryable());
             assert!(error.to_string().contains("execution_id"), "{error}");
         }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loomfence_conformance::support::{AroundTimers, TimerHooks, around};
+use loomfence_conformance::support::around;
 use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
     ParkExpectation,
@@ -26,8 +26,10 @@ use loomfence_core::{
     },
 };
 use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
-use loomfence_store::Hooks;
-use loomfence_store::{BackendError, EventStore, MemoryTimerStore, StoreError, TimerStore};
+use loomfence_store::forwarding::Hooks;
+use loomfence_store::{
+    BackendError, EventStore, Forwarding, MemoryTimerStore, StoreError, TimerStore,
+};
 use serde_json::{Value, json};
 
 /// Where the scenarios live.
@@ -124,7 +126,7 @@ struct TimerFaults {
 }
 
 #[async_trait]
-impl TimerHooks for TimerFaults {
+impl Hooks for TimerFaults {
     async fn complete(
         &self,
         inner: &dyn TimerStore,
@@ -225,8 +227,8 @@ async fn run(path: &Path) {
     let options = &scenario["options"];
 
     let events = Arc::new(around(Capability::Conditional, EventFaults::default()));
-    let timers = Arc::new(AroundTimers {
-        inner: Arc::new(MemoryTimerStore::new()),
+    let timers = Arc::new(Forwarding {
+        inner: Arc::new(MemoryTimerStore::new()) as Arc<dyn TimerStore>,
         hooks: TimerFaults::default(),
     });
     for fault in scenario["faults"].as_array().into_iter().flatten() {

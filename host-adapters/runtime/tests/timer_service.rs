@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{Hostile, Rival, VirtualClock, id, park_on, resumes, yielding};
-use loomfence_conformance::support::{Around, AroundTimers, TimerHooks, around};
+use loomfence_conformance::support::{Around, around};
 use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, ExecutionView, KernelKind, NewEvent,
     ParkExpectation, ResumeError, ResumeRequest,
@@ -28,9 +28,9 @@ use loomfence_runtime::{
     TimerServiceOptions, resume, seeded_random,
 };
 use loomfence_sqlite::SqliteEventStore;
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 use loomfence_store::{
-    ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
+    ClaimPage, EventStore, Forwarding, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
 };
 use serde_json::json;
 use tokio::sync::{Notify, watch};
@@ -156,7 +156,7 @@ fn rival_store(clock: &VirtualClock) -> Arc<Hostile> {
 /// and can misbehave on request: ignore leases (every claim takes over
 /// every held row), or schedule the row again right before a complete (as
 /// a re-park at the same time would), once.
-type TimerProbe = AroundTimers<Probe>;
+type TimerProbe = Forwarding<Arc<dyn TimerStore>, Probe>;
 
 /// The hooks of a [`TimerProbe`].
 struct Probe {
@@ -174,7 +174,7 @@ impl Probe {
     }
     /// A probe around `inner` that ignores leases if `ignore_leases`.
     fn with(inner: Arc<dyn TimerStore>, ignore_leases: bool) -> Arc<TimerProbe> {
-        Arc::new(AroundTimers {
+        Arc::new(Forwarding {
             inner,
             hooks: Self {
                 ignore_leases,
@@ -197,7 +197,7 @@ impl Probe {
 }
 
 #[async_trait]
-impl TimerHooks for Probe {
+impl Hooks for Probe {
     async fn claim_due(
         &self,
         inner: &dyn TimerStore,

@@ -35,6 +35,25 @@ pub(crate) struct Db {
 }
 
 impl Db {
+    /// [`Db::open`] on tokio's blocking pool, as both stores open their
+    /// database.
+    pub(crate) async fn open_off_thread(
+        path: PathBuf,
+        options: SqliteOptions,
+    ) -> Result<Self, OpenError> {
+        let opened = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || Self::open(&path, &options)).await
+        };
+        match opened {
+            Ok(db) => db,
+            Err(join) => Err(OpenError::Interrupted {
+                path,
+                reason: join.to_string(),
+            }),
+        }
+    }
+
     /// Opens (creating if needed) and migrates the database at `path`.
     ///
     /// Nothing is written to an existing file until it has been read as a

@@ -9,10 +9,10 @@ use loomfence_core::{
     ParkExpectation,
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete, check_guard, check_page_limit},
 };
-use loomfence_store::{
-    BackendError, CheckedRead, CheckedWrite, EventStore, StoreError, check_acquire_if, check_read,
-    check_write,
+use loomfence_store::checks::{
+    CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write,
 };
+use loomfence_store::{BackendError, EventStore, StoreError};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -42,19 +42,7 @@ impl SqliteEventStore {
     /// refused with an [`OpenError`] and left untouched.
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
-        let opened = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || Db::open(&path, &options)).await
-        };
-        let db = match opened {
-            Ok(db) => db?,
-            Err(join) => {
-                return Err(OpenError::Interrupted {
-                    path,
-                    reason: join.to_string(),
-                });
-            }
-        };
+        let db = Db::open_off_thread(path.clone(), options).await?;
         Ok(Self {
             db: Arc::new(db),
             path,

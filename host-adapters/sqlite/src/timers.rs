@@ -13,7 +13,6 @@ use loomfence_store::{ClaimPage, StoreError, TimerStore};
 use crate::db::Db;
 use crate::error::OpenError;
 use crate::options::SqliteOptions;
-use crate::store::SqliteEventStore;
 use crate::timer_ops;
 
 /// The timer rows of one SQLite database, beside its event log, under the
@@ -25,7 +24,7 @@ use crate::timer_ops;
 /// claim is one statement under SQLite's write lock, so claimers in other
 /// processes on the same file never hold one row at once either.
 ///
-/// Get one from [`SqliteEventStore::timers`], or open the file with
+/// Get one from [`SqliteEventStore::timers`](crate::SqliteEventStore::timers), or open the file with
 /// [`SqliteTimerStore::open`] when the process needs no event store (a
 /// second open of a file this process already has open costs a second
 /// writer thread, and the two then queue on SQLite's lock instead of
@@ -65,14 +64,16 @@ impl SqliteTimerStore {
     }
 
     /// Opens the database at `path` (`:memory:` for a private in-memory
-    /// one) exactly as [`SqliteEventStore::open`] does: created and
+    /// one) exactly as [`SqliteEventStore::open`](crate::SqliteEventStore::open) does: created and
     /// migrated if needed, safe to race, a foreign, damaged or newer file
     /// refused and left untouched. A `timers` table of the reference
     /// engine's older shape gets its missing columns (its rows stay, as
     /// plain wakes); one without `execution_id` or `wake_at` is someone
     /// else's and is refused ([`OpenError::ForeignTimers`]).
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
-        Ok(SqliteEventStore::open(path, options).await?.timers())
+        let path = path.as_ref().to_path_buf();
+        let db = Db::open_off_thread(path.clone(), options).await?;
+        Ok(Self::new(Arc::new(db), path))
     }
 
     /// A private in-memory database, for tests and single-process hosts.

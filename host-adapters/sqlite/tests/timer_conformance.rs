@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use loomfence_conformance::timers::unreadable::{self, Corruption, RawTimerRows};
-use loomfence_conformance::timers::{ALL, Timers, run_all};
+use loomfence_conformance::timers::{ALL, Timers, forwarded, run_all};
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions, SqliteTimerStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -33,6 +33,17 @@ async fn sqlite_timers_on_a_file_pass_the_whole_timer_kit() {
 async fn sqlite_timers_in_memory_pass_the_whole_timer_kit() {
     let report = run_all("sqlite-memory", || async {
         Arc::new(SqliteTimerStore::open_in_memory().await.expect("opens")) as Timers
+    })
+    .await;
+    assert_eq!(report.passed, ALL.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_timers_behind_the_forwarding_decorator_pass_the_whole_timer_kit() {
+    let report = run_all("sqlite-forwarded", || async {
+        forwarded(Arc::new(
+            SqliteTimerStore::open_in_memory().await.expect("opens"),
+        ))
     })
     .await;
     assert_eq!(report.passed, ALL.len());

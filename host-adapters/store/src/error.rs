@@ -1,6 +1,7 @@
 //! What a store operation can fail with, beyond the answers that are values.
 
 use std::error::Error;
+use std::fmt;
 
 use loomfence_core::{AppendError, Capability, InputError, StaleFenceError};
 
@@ -82,16 +83,37 @@ impl From<AppendError> for StoreError {
     }
 }
 
-/// A failure inside a storage backend, carrying its cause.
-#[derive(Debug, thiserror::Error)]
-#[error("storage backend failed ({}): {source}", if *.retryable { "retryable" } else { "permanent" })]
+/// The cause of a [`StoreError::Backend`] or [`StoreError::OutcomeUnknown`]
+/// (and of an adapter's opening error): the backend's own error, boxed,
+/// with whether trying again may help.
+///
+/// It is a source, not an error layer: it has no cases to match, only the
+/// one fact callers act on (`retryable`), which the backend that made it
+/// knows and the layers above cannot work out from a message.
+#[derive(Debug)]
 pub struct BackendError {
     /// Whether the same call may succeed if tried again (a dropped connection,
     /// a busy database) as opposed to never (a corrupt file).
     pub retryable: bool,
     /// The backend's own error.
-    #[source]
     pub source: Box<dyn Error + Send + Sync>,
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.retryable {
+            "retryable"
+        } else {
+            "permanent"
+        };
+        write!(f, "storage backend failed ({kind}): {}", self.source)
+    }
+}
+
+impl Error for BackendError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
 }
 
 impl BackendError {

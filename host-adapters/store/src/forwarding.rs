@@ -1,43 +1,17 @@
-//! The one forwarding decorator: a store that passes every call to another,
-//! through hooks that may change any of them.
-
-use std::borrow::Borrow;
+//! The hooks of the one forwarding decorator,
+//! [`Forwarding`](crate::Forwarding): what runs in place of each call of an
+//! [`EventStore`] or a [`TimerStore`], and [`Forward`], the hooks that
+//! change nothing.
 
 use async_trait::async_trait;
+use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
-use crate::{EventStore, StoreError};
-
-/// A store that forwards every [`EventStore`] call to `inner`, through
-/// `hooks`.
-///
-/// Tests and tools that need a store "like that one, except …" (a rival
-/// placed in a race window, a yield before each call, a stop on Ctrl-C, a
-/// capability reported lower) implement [`Hooks`] instead of writing a
-/// whole store: a new trait method then reaches every decorator through
-/// the hooks' default, and cannot be forgotten by one of them. With the
-/// default [`Forward`] hooks it changes nothing, and it passes the whole
-/// conformance kit on every adapter.
-///
-/// `inner` is anything that borrows as a store: an
-/// `Arc<dyn EventStore>`, a `&dyn EventStore` or a `Box<dyn EventStore>`.
-pub struct Forwarding<S, H = Forward> {
-    /// The store every call reaches, unless a hook answers instead.
-    pub inner: S,
-    /// What runs in place of each call.
-    pub hooks: H,
-}
-
-impl<S, H> Forwarding<S, H> {
-    /// `inner` seen through `hooks`.
-    pub fn new(inner: S, hooks: H) -> Self {
-        Self { inner, hooks }
-    }
-}
+use crate::{ClaimPage, EventStore, StoreError, TimerStore};
 
 /// Hooks that change nothing: every call reaches the inner store as made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,12 +19,16 @@ pub struct Forward;
 
 impl Hooks for Forward {}
 
-/// What a [`Forwarding`] store runs in place of each call. Every hook gets
-/// the inner store; each default runs [`Hooks::before`] and then forwards
-/// the call unchanged, so a decorator implements only what it changes.
+/// What a [`Forwarding`](crate::Forwarding) store runs in place of each
+/// call. Every hook gets the inner store; each default runs
+/// [`Hooks::before`] and then forwards the call unchanged, so a decorator
+/// implements only what it changes.
 ///
-/// A hook sees only its own call: [`EventStore::append`] forwards to the
-/// inner `append`, not through the `append_many` hook.
+/// One trait covers both store traits: the event hooks get a
+/// `&dyn EventStore`, the timer hooks a `&dyn TimerStore`, and a
+/// `Forwarding` is whichever store its inner one is. A hook sees only its
+/// own call: [`EventStore::append`] forwards to the inner `append`, not
+/// through the `append_many` hook.
 #[async_trait]
 pub trait Hooks: Send + Sync {
     /// Runs before every forwarded call except [`Hooks::capability`]; an
@@ -174,80 +152,65 @@ pub trait Hooks: Send + Sync {
         self.before("list_executions").await?;
         inner.list_executions(after, limit).await
     }
-}
 
-#[async_trait]
-impl<'s, S, H> EventStore for Forwarding<S, H>
-where
-    S: Borrow<dyn EventStore + 's> + Send + Sync,
-    H: Hooks,
-{
-    fn capability(&self) -> Capability {
-        self.hooks.capability(self.inner.borrow())
+    /// In place of [`TimerStore::schedule`].
+    async fn schedule(&self, inner: &dyn TimerStore, row: &TimerRow) -> Result<(), StoreError> {
+        self.before("schedule").await?;
+        inner.schedule(row).await
     }
-    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
-        self.hooks.append(self.inner.borrow(), id, event).await
-    }
-    async fn append_many(
+
+    /// In place of [`TimerStore::due`].
+    async fn due(
         &self,
-        id: &ExecutionId,
-        events: Vec<NewEvent>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        self.hooks
-            .append_many(self.inner.borrow(), id, events)
-            .await
+        inner: &dyn TimerStore,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, StoreError> {
+        self.before("due").await?;
+        inner.due(now, limit, filter).await
     }
-    async fn append_if_parked(
+
+    /// In place of [`TimerStore::claim_due`].
+    async fn claim_due(
         &self,
-        id: &ExecutionId,
-        park_seq: u64,
-        events: Vec<NewEvent>,
-    ) -> Result<ConditionalAppend, StoreError> {
-        let inner = self.inner.borrow();
-        self.hooks
-            .append_if_parked(inner, id, park_seq, events)
-            .await
+        inner: &dyn TimerStore,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<ClaimPage, StoreError> {
+        self.before("claim_due").await?;
+        inner.claim_due(lease, limit, filter).await
     }
-    async fn read_range(
+
+    /// In place of [`TimerStore::complete`].
+    async fn complete(
         &self,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        let inner = self.inner.borrow();
-        self.hooks.read_range(inner, id, from_seq, to_seq).await
+        inner: &dyn TimerStore,
+        claim: &Claim,
+    ) -> Result<Completed, StoreError> {
+        self.before("complete").await?;
+        inner.complete(claim).await
     }
-    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.hooks.current_fence(self.inner.borrow(), id).await
-    }
-    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
-        self.hooks.acquire_fence(self.inner.borrow(), id).await
-    }
-    async fn acquire_fence_if(
+
+    /// In place of [`TimerStore::reschedule`].
+    async fn reschedule(
         &self,
-        id: &ExecutionId,
-        expect: ParkExpectation,
-    ) -> Result<AcquireOutcome, StoreError> {
-        let inner = self.inner.borrow();
-        self.hooks.acquire_fence_if(inner, id, expect).await
+        inner: &dyn TimerStore,
+        claim: &Claim,
+        next: &TimerRow,
+    ) -> Result<Completed, StoreError> {
+        self.before("reschedule").await?;
+        inner.reschedule(claim, next).await
     }
-    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
-        self.hooks.delete_execution(self.inner.borrow(), id).await
-    }
-    async fn delete_execution_if(
+
+    /// In place of [`TimerStore::release`].
+    async fn release(
         &self,
-        id: &ExecutionId,
-        guard: &DeleteGuard,
-    ) -> Result<GuardedDelete, StoreError> {
-        let inner = self.inner.borrow();
-        self.hooks.delete_execution_if(inner, id, guard).await
-    }
-    async fn list_executions(
-        &self,
-        after: Option<&ExecutionId>,
-        limit: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        let inner = self.inner.borrow();
-        self.hooks.list_executions(inner, after, limit).await
+        inner: &dyn TimerStore,
+        claim: &Claim,
+    ) -> Result<Completed, StoreError> {
+        self.before("release").await?;
+        inner.release(claim).await
     }
 }

@@ -31,17 +31,16 @@
 //! # }
 //! ```
 
-mod checks;
+pub mod checks;
+mod decorator;
 mod error;
-mod forwarding;
+pub mod forwarding;
 mod memory;
 mod store;
 mod timers;
 
-pub use checks::{CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write};
+pub use decorator::Forwarding;
 pub use error::{BackendError, StoreError};
-pub use forwarding::{Forward, Forwarding, Hooks};
-pub use loomfence_core::Capability;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
 pub use timers::{ClaimPage, MemoryTimerStore, TimerStore};

@@ -33,12 +33,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use loomfence_store::{Capability, EventStore, Forward, Forwarding};
+use loomfence_core::Capability;
+use loomfence_store::forwarding::Forward;
+use loomfence_store::{EventStore, Forwarding};
 
 pub mod cases;
 pub mod mixed;
 pub mod support;
-mod timer_hooks;
 pub mod timers;
 
 /// A store shared by a case and the tasks it spawns.

@@ -1,6 +1,7 @@
 //! Small helpers the cases share: ids, event builders, park set-up, the
-//! "nothing changed" witness and store wrappers (events and timers) that
-//! intercept chosen operations.
+//! "nothing changed" witness and a store wrapper that intercepts chosen
+//! operations (timer stores are wrapped the same way, in a
+//! [`Forwarding`] of their own).
 
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use loomfence_store::{EventStore, Forwarding, MemoryEventStore, StoreError};
 use serde_json::Value;
 
 use crate::Store;
-pub use crate::timer_hooks::{AroundTimers, TimerHooks};
 
 /// The timestamp every kit event carries; the kernel never reads a clock, so
 /// any fixed value will do.

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use loomfence_conformance::{Store, cases, forwarded, run_all};
-use loomfence_store::{Capability, MemoryEventStore};
+use loomfence_core::Capability;
+use loomfence_store::MemoryEventStore;
 
 /// Runs the kit against memory stores that advertise `capability`.
 async fn run(label: &str, capability: Capability) -> loomfence_conformance::Report {

@@ -4,13 +4,22 @@
 use std::sync::Arc;
 
 use loomfence_conformance::timers::unreadable::{self, Corruption};
-use loomfence_conformance::timers::{ALL, Timers, run_all};
+use loomfence_conformance::timers::{ALL, Timers, forwarded, run_all};
 use loomfence_store::MemoryTimerStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_timers_pass_the_whole_timer_kit() {
     let report = run_all("memory", || async {
         Arc::new(MemoryTimerStore::new()) as Timers
+    })
+    .await;
+    assert_eq!(report.passed, ALL.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_timers_behind_the_forwarding_decorator_pass_the_whole_timer_kit() {
+    let report = run_all("memory-forwarded", || async {
+        forwarded(Arc::new(MemoryTimerStore::new()))
     })
     .await;
     assert_eq!(report.passed, ALL.len());

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use loomfence_conformance::cases::retention::guard_of;
 use loomfence_core::retention::GuardedDelete;
-use loomfence_postgres::{
-    EndedIndex, MigrateError, MigrateOptions, PostgresEventStore, Schema, migrate,
-};
+use loomfence_postgres::migration::{EndedIndex, MigrateOptions, migrate};
+use loomfence_postgres::{OpenError, PostgresEventStore, Schema};
 use loomfence_store::EventStore;
 
 use crate::common;
@@ -186,7 +185,7 @@ async fn a_build_kept_waiting_gives_up_retryably_and_the_next_boot_finishes_it()
     .await;
 
     match migrate(store.pool(), &schema, &impatient()).await {
-        Err(error @ MigrateError::TableLocked { .. }) => {
+        Err(error @ OpenError::TableLocked { .. }) => {
             assert!(error.is_retryable());
             assert!(error.to_string().contains("concurrently"), "{error}");
             println!("as expected: {error}");

@@ -12,7 +12,8 @@ use loomfence_core::{
     NewEvent, ParkExpectation,
     park::{Wait, park_payload},
 };
-use loomfence_store::{BackendError, EventStore, Forwarding, Hooks, MemoryEventStore, StoreError};
+use loomfence_store::forwarding::Hooks;
+use loomfence_store::{BackendError, EventStore, Forwarding, MemoryEventStore, StoreError};
 use serde_json::Value;
 
 /// The execution id `text`; panics if it is invalid (a bug in the test).

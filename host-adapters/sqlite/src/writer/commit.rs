@@ -7,12 +7,10 @@
 //! that failed after the frames were written), recovery may find the group
 //! committed, so every write in it is of unknown outcome.
 
-use loomfence_store::{BackendError, StoreError};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::commit_fault::CommitHook;
-use super::job::Job;
-use crate::error;
+use super::job::{GroupFailure, Job};
 
 /// Runs one group in one transaction and answers every job in it.
 pub(super) fn commit_group(conn: &mut Connection, mut group: Vec<Box<dyn Job>>, hook: &CommitHook) {
@@ -66,54 +64,4 @@ fn apply_all<'c>(
         tx.prepare_cached("RELEASE job")?.execute([])?;
     }
     Ok(tx)
-}
-
-/// Why a group's transaction failed, kept so each job gets its own copy.
-pub(super) struct GroupFailure {
-    /// Whether the group may have been committed anyway.
-    unknown: bool,
-    /// Whether trying again may succeed.
-    retryable: bool,
-    /// What SQLite said.
-    message: String,
-}
-
-impl GroupFailure {
-    /// Classifies an SQLite failure of the group's transaction itself.
-    fn new(error: rusqlite::Error, unknown: bool) -> Self {
-        let backend = error::backend(error);
-        Self {
-            unknown,
-            retryable: backend.retryable,
-            message: backend.source.to_string(),
-        }
-    }
-
-    /// Whether the group may have been committed despite the failure.
-    pub(super) fn is_unknown(&self) -> bool {
-        self.unknown
-    }
-
-    /// This failure as one job's answer; `writes` says whether the job
-    /// writes (a read is never of unknown outcome).
-    pub(super) fn to_store(&self, writes: bool) -> StoreError {
-        let unknown = self.unknown && writes;
-        let what = match (self.unknown, writes) {
-            (true, true) => "the write's group may have been committed",
-            (true, false) => "the read's group may have been committed, which voids the read",
-            (false, true) => "the write's group was not committed",
-            (false, false) => "the read's group was not committed",
-        };
-        let message = format!("{what}: {}", self.message);
-        let backend = if self.retryable {
-            BackendError::retryable(message)
-        } else {
-            BackendError::permanent(message)
-        };
-        if unknown {
-            StoreError::OutcomeUnknown(backend)
-        } else {
-            StoreError::Backend(backend)
-        }
-    }
 }

@@ -1,13 +1,15 @@
-//! A queued job: its stages, its answer, and the answer it gives for itself
-//! when it is dropped unanswered.
+//! A queued job: its stages, its answer, the failure of its group as it
+//! hears it, and the answer it gives for itself when it is dropped
+//! unanswered.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use loomfence_store::{BackendError, StoreError};
 use rusqlite::Connection;
+
+use crate::error;
 use tokio::sync::oneshot;
 
-use super::commit::GroupFailure;
 /// One queued write, its types erased.
 pub(super) trait Job: Send {
     /// Work that needs no connection (encoding), run before the group's
@@ -144,4 +146,54 @@ fn guarded<R>(f: impl FnOnce() -> Result<R, StoreError>) -> Result<R, StoreError
             "an SQLite write panicked; its savepoint was rolled back",
         )))
     })
+}
+
+/// Why a group's transaction failed, kept so each job gets its own copy.
+pub(super) struct GroupFailure {
+    /// Whether the group may have been committed anyway.
+    unknown: bool,
+    /// Whether trying again may succeed.
+    retryable: bool,
+    /// What SQLite said.
+    message: String,
+}
+
+impl GroupFailure {
+    /// Classifies an SQLite failure of the group's transaction itself.
+    pub(super) fn new(error: rusqlite::Error, unknown: bool) -> Self {
+        let backend = error::backend(error);
+        Self {
+            unknown,
+            retryable: backend.retryable,
+            message: backend.source.to_string(),
+        }
+    }
+
+    /// Whether the group may have been committed despite the failure.
+    pub(super) fn is_unknown(&self) -> bool {
+        self.unknown
+    }
+
+    /// This failure as one job's answer; `writes` says whether the job
+    /// writes (a read is never of unknown outcome).
+    pub(super) fn to_store(&self, writes: bool) -> StoreError {
+        let unknown = self.unknown && writes;
+        let what = match (self.unknown, writes) {
+            (true, true) => "the write's group may have been committed",
+            (true, false) => "the read's group may have been committed, which voids the read",
+            (false, true) => "the write's group was not committed",
+            (false, false) => "the read's group was not committed",
+        };
+        let message = format!("{what}: {}", self.message);
+        let backend = if self.retryable {
+            BackendError::retryable(message)
+        } else {
+            BackendError::permanent(message)
+        };
+        if unknown {
+            StoreError::OutcomeUnknown(backend)
+        } else {
+            StoreError::Backend(backend)
+        }
+    }
 }

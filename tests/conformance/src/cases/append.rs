@@ -1,7 +1,8 @@
 //! Appends and reads: sequences, batches, ranges and verbatim storage.
 
+use loomfence_core::Capability;
 use loomfence_core::{KernelKind, ParkExpectation};
-use loomfence_store::{Capability, StoreError};
+use loomfence_store::StoreError;
 use serde_json::json;
 
 use crate::Store;

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::Store;
 use crate::support::{AT, Around, Witness, id, park};
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 
 /// Hooks whose `append_if_parked` writes nothing and answers the event
 /// sent, at the next sequence, with `forge` applied.

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::Store;
 use crate::support::{AT, Around, Witness, append_ok, id, kernel, park};
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 
 /// Hooks that delete right after every acquire that takes a token: around
 /// the store under test, the widest window a delete can hit a resume in,

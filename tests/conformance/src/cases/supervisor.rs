@@ -13,7 +13,7 @@ use loomfence_store::{BackendError, EventStore, StoreError};
 use super::sweep::{finished_child, park_on, start};
 use crate::Store;
 use crate::support::{Around, id};
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 
 /// A store whose park-conditional append fails for good (a disk error).
 struct AppendFails;

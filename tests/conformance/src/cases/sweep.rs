@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::Store;
 use crate::mixed::{Expected, Mixed};
 use crate::support::{Around, id, object};
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 
 /// When the kit's old executions ended.
 pub const LONG_AGO: i64 = 1_000;

@@ -21,7 +21,7 @@ use loomfence_store::{EventStore, StoreError};
 use crate::Store;
 use crate::cases::sweep::{LONG_AGO, exists, finished_child, options, start};
 use crate::support::{Around, id};
-use loomfence_store::Hooks;
+use loomfence_store::forwarding::Hooks;
 
 /// How a hook lies.
 #[derive(Clone, Copy, Debug)]

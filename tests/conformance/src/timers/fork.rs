@@ -21,12 +21,12 @@ use loomfence_core::{
 use loomfence_runtime::{
     RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
 };
-use loomfence_store::{MemoryEventStore, StoreError, TimerStore};
+use loomfence_store::forwarding::Hooks;
+use loomfence_store::{Forwarding, MemoryEventStore, StoreError, TimerStore};
 use tokio::sync::{Notify, watch};
 
 use super::Timers;
 use super::support::{T0, all_rows, node, redrive, schedule_all};
-use crate::support::{AroundTimers, TimerHooks};
 
 /// The lease both services claim with, in ms.
 const LEASE: i64 = 1_000;
@@ -63,7 +63,7 @@ impl Stall {
 }
 
 #[async_trait]
-impl TimerHooks for Stall {
+impl Hooks for Stall {
     async fn schedule(&self, inner: &dyn TimerStore, row: &TimerRow) -> Result<(), StoreError> {
         self.hold().await;
         inner.schedule(row).await
@@ -123,7 +123,7 @@ pub async fn a_fire_that_outlives_its_lease_does_not_fork_the_chain(store: Timer
     let clock = Arc::new(AtomicI64::new(T0));
     let exhausted = Arc::new(AtomicUsize::new(0));
     let failures = Arc::new(AtomicUsize::new(0));
-    let stall = Arc::new(AroundTimers {
+    let stall = Arc::new(Forwarding {
         inner: store.clone(),
         hooks: Stall {
             armed: AtomicBool::new(true),

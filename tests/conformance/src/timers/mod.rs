@@ -39,12 +39,22 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use loomfence_store::TimerStore;
+use loomfence_store::forwarding::Forward;
+use loomfence_store::{Forwarding, TimerStore};
 
 use crate::{Report, panic_message};
 
 /// A timer store shared by a case and the tasks it spawns.
 pub type Timers = Arc<dyn TimerStore>;
+
+/// `store` behind a [`Forwarding`] decorator with hooks that change
+/// nothing, the timer twin of [`forwarded`](crate::forwarded). Every
+/// adapter runs the timer kit through it too, so the decorator the tests
+/// wrap timer stores in is held to the same cases as the stores.
+#[must_use]
+pub fn forwarded(store: Timers) -> Timers {
+    Arc::new(Forwarding::new(store, Forward))
+}
 
 /// One case of the timer kit.
 #[derive(Clone, Copy)]

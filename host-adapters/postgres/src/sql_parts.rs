@@ -1,0 +1,54 @@
+//! Pieces of SQL that the statements of the logs ([`sql`](crate::sql))
+//! and of retention ([`retention_sql`](crate::retention_sql)) share, so
+//! the two lock, test and delete the same way.
+
+/// The answering test over an `events` row aliased `e`, given the answering
+/// kernel kinds and every kernel kind as `text[]` expressions. It is the SQL
+/// twin of `loomfence_core::log::is_answering`; the conformance kit checks the two
+/// agree.
+pub(crate) fn answering(answering_kinds: &str, kernel_kinds: &str) -> String {
+    format!(
+        "(e.kind = ANY({answering_kinds}) OR (e.kind <> ALL({kernel_kinds}) \
+         AND e.metadata -> 'kernel' = 'true'::jsonb))"
+    )
+}
+
+/// Fails a function called outside READ COMMITTED, whose fresh snapshot per
+/// statement the functions rely on.
+pub(crate) fn require_read_committed(function: &str) -> String {
+    format!(
+        "IF current_setting('transaction_isolation') <> 'read committed' THEN \
+           RAISE EXCEPTION 'loomfence: {function} needs READ COMMITTED, the transaction is %', \
+             current_setting('transaction_isolation') USING ERRCODE = '25000'; \
+         END IF;"
+    )
+}
+
+/// The execution lock (the one the append and delete functions take on
+/// `p_id`) of the execution whose id is the PL/pgSQL expression
+/// `id`: the one lock key every append and delete of that execution takes,
+/// so a function that must exclude the appends of several executions (the
+/// guarded delete, for the child and each parent) takes exactly theirs.
+pub(crate) fn execution_lock_of(s: &str, id: &str) -> String {
+    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext({id}));")
+}
+
+/// The delete's first row lock, after the execution lock: the fence row of
+/// `p_id` `FOR UPDATE`, so a conditional acquire (which locks that row and
+/// takes no execution lock) is not half-way when the log goes.
+pub(crate) fn lock_fence_row(s: &str) -> String {
+    format!("PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE;")
+}
+
+/// The deletion itself, for `p_id`, once the locks are held: the log, then a
+/// token-0 fence row (inert, a park's); a real token is kept, so a zombie
+/// writer of a re-created id stays fenced out. Counts the deleted events
+/// into `v_deleted` (which the function declares). Shared by the plain and
+/// the guarded delete, so the two cannot delete differently.
+pub(crate) fn delete_log(s: &str) -> String {
+    format!(
+        "DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
+         GET DIAGNOSTICS v_deleted = ROW_COUNT; \
+         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0;"
+    )
+}

@@ -1,0 +1,158 @@
+//! The one forwarding decorator: a store that passes every call to another,
+//! through [hooks](crate::forwarding::Hooks) that may change any of them.
+
+use std::borrow::Borrow;
+
+use async_trait::async_trait;
+use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
+use loomfence_core::{
+    AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
+    ParkExpectation,
+    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+};
+
+use crate::forwarding::{Forward, Hooks};
+use crate::{ClaimPage, EventStore, StoreError, TimerStore};
+
+/// A store that forwards every call to `inner`, through `hooks`: an
+/// [`EventStore`] when `inner` is one, a [`TimerStore`] when `inner` is
+/// one.
+///
+/// Tests and tools that need a store "like that one, except …" (a rival
+/// placed in a race window, a yield before each call, a stop on Ctrl-C, a
+/// capability reported lower) implement [`Hooks`] instead of writing a
+/// whole store: a new trait method then reaches every decorator through
+/// the hooks' default, and cannot be forgotten by one of them. With the
+/// default [`Forward`] hooks it changes nothing, and it passes the whole
+/// conformance kit, events and timers, on every adapter.
+///
+/// `inner` is anything that borrows as a store: an
+/// `Arc<dyn EventStore>`, a `&dyn EventStore`, a `Box<dyn TimerStore>`…
+pub struct Forwarding<S, H = Forward> {
+    /// The store every call reaches, unless a hook answers instead.
+    pub inner: S,
+    /// What runs in place of each call.
+    pub hooks: H,
+}
+
+impl<S, H> Forwarding<S, H> {
+    /// `inner` seen through `hooks`.
+    pub fn new(inner: S, hooks: H) -> Self {
+        Self { inner, hooks }
+    }
+}
+
+#[async_trait]
+impl<'s, S, H> EventStore for Forwarding<S, H>
+where
+    S: Borrow<dyn EventStore + 's> + Send + Sync,
+    H: Hooks,
+{
+    fn capability(&self) -> Capability {
+        self.hooks.capability(self.inner.borrow())
+    }
+    async fn append(&self, id: &ExecutionId, event: NewEvent) -> Result<Envelope, StoreError> {
+        self.hooks.append(self.inner.borrow(), id, event).await
+    }
+    async fn append_many(
+        &self,
+        id: &ExecutionId,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        self.hooks
+            .append_many(self.inner.borrow(), id, events)
+            .await
+    }
+    async fn append_if_parked(
+        &self,
+        id: &ExecutionId,
+        park_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<ConditionalAppend, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks
+            .append_if_parked(inner, id, park_seq, events)
+            .await
+    }
+    async fn read_range(
+        &self,
+        id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.read_range(inner, id, from_seq, to_seq).await
+    }
+    async fn current_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        self.hooks.current_fence(self.inner.borrow(), id).await
+    }
+    async fn acquire_fence(&self, id: &ExecutionId) -> Result<u64, StoreError> {
+        self.hooks.acquire_fence(self.inner.borrow(), id).await
+    }
+    async fn acquire_fence_if(
+        &self,
+        id: &ExecutionId,
+        expect: ParkExpectation,
+    ) -> Result<AcquireOutcome, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.acquire_fence_if(inner, id, expect).await
+    }
+    async fn delete_execution(&self, id: &ExecutionId) -> Result<bool, StoreError> {
+        self.hooks.delete_execution(self.inner.borrow(), id).await
+    }
+    async fn delete_execution_if(
+        &self,
+        id: &ExecutionId,
+        guard: &DeleteGuard,
+    ) -> Result<GuardedDelete, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.delete_execution_if(inner, id, guard).await
+    }
+    async fn list_executions(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.list_executions(inner, after, limit).await
+    }
+}
+
+#[async_trait]
+impl<'s, S, H> TimerStore for Forwarding<S, H>
+where
+    S: Borrow<dyn TimerStore + 's> + Send + Sync,
+    H: Hooks,
+{
+    async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
+        self.hooks.schedule(self.inner.borrow(), row).await
+    }
+    async fn due(
+        &self,
+        now: i64,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<Vec<TimerRow>, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.due(inner, now, limit, filter).await
+    }
+    async fn claim_due(
+        &self,
+        lease: &Lease,
+        limit: usize,
+        filter: DueFilter,
+    ) -> Result<ClaimPage, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.claim_due(inner, lease, limit, filter).await
+    }
+    async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
+        self.hooks.complete(self.inner.borrow(), claim).await
+    }
+    async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.reschedule(inner, claim, next).await
+    }
+    async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
+        self.hooks.release(self.inner.borrow(), claim).await
+    }
+}
