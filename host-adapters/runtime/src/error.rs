@@ -294,3 +294,67 @@ fn sweep_text(source: &RuntimeError) -> String {
         other => format!("the sweep stopped: {other}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use loomfence_store::BackendError;
+
+    use super::*;
+
+    fn sweep(source: RuntimeError) -> RuntimeError {
+        RuntimeError::Sweep {
+            report: Box::new(SweepReport {
+                deleted: 3,
+                ..SweepReport::default()
+            }),
+            source: Box::new(source),
+        }
+    }
+
+    #[test]
+    fn the_store_is_found_through_the_context() {
+        let lost = sweep(RuntimeError::Store(StoreError::OutcomeUnknown(
+            BackendError::retryable("cut"),
+        )));
+        assert!(lost.is_outcome_unknown());
+        assert!(
+            !lost.is_retryable(),
+            "an unknown write is not retried blindly"
+        );
+        assert_eq!(lost.partial_report().map(|report| report.deleted), Some(3));
+
+        let busy = RuntimeError::Redrive {
+            parent: ExecutionId::new("p").expect("valid"),
+            source: Box::new(RuntimeError::Timers(StoreError::Backend(
+                BackendError::retryable("busy"),
+            ))),
+        };
+        assert!(busy.is_retryable());
+        assert!(busy.store_error().is_some());
+        assert!(!busy.is_contended(), "a row not written is not contention");
+        assert!(busy.partial_report().is_none());
+    }
+
+    #[test]
+    fn a_sweep_says_where_it_stopped() {
+        let store = sweep(RuntimeError::Store(StoreError::Backend(
+            BackendError::permanent("disk"),
+        )));
+        assert!(
+            store
+                .to_string()
+                .starts_with("the store failed during the sweep: "),
+            "{store}"
+        );
+        let host = sweep(RuntimeError::Host("stopped".into()));
+        assert_eq!(
+            host.to_string(),
+            "the archive failed during the sweep: stopped"
+        );
+        let refused = sweep(RuntimeError::SweepOptions(SweepRefused::ArchiveWithoutSink));
+        assert_eq!(
+            refused.to_string(),
+            "the sweep's options ask for an archive, but no archive sink was given"
+        );
+    }
+}
