@@ -27,8 +27,8 @@ use loomfence_core::{
     timer::{DueFilter, MAX_TIMER_MS, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
-    RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError, TimerServiceHandle,
-    TimerServiceOptions, resume_from, seeded_random,
+    Redriver, RuntimeError, TimerService, clock::seeded_random, resume_from,
+    timer::TimerServiceHandle, timer::TimerServiceOptions,
 };
 use loomfence_store::{EventStore, StoreError, TimerStore};
 use serde_json::json;
@@ -164,8 +164,12 @@ impl Redriver for RaceRedriver {
     /// | refused (answered between the read and the acquire) | noop |
     /// | contended | contended |
     /// | a store failure (reading, resuming, the body) | the error |
-    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
-        let log = self.store.read_range(execution_id, 1, None).await?;
+    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
+        let log = self
+            .store
+            .read_range(execution_id, 1, None)
+            .await
+            .map_err(RuntimeError::Store)?;
         let Some(park) = ExecutionView::fold(&log).open_park else {
             return Ok(RedriveAnswer::Noop);
         };
@@ -174,18 +178,21 @@ impl Redriver for RaceRedriver {
             Ok(resumed) => {
                 self.counts.landed.fetch_add(1, Ordering::Relaxed);
                 let by = json!("redriver");
-                match run_body(&*self.store, resumed, self.steps, by).await? {
+                match run_body(&*self.store, resumed, self.steps, by)
+                    .await
+                    .map_err(RuntimeError::Store)?
+                {
                     BodyEnd::Completed => self.counts.completed.fetch_add(1, Ordering::Relaxed),
                     BodyEnd::FencedOut => self.counts.fenced_out.fetch_add(1, Ordering::Relaxed),
                 };
                 Ok(RedriveAnswer::Done)
             }
-            Err(ResumeFailure::Resume(ResumeError::Refused(_))) => Ok(RedriveAnswer::Noop),
-            Err(ResumeFailure::Resume(ResumeError::Contended(_))) => {
+            Err(RuntimeError::Resume(ResumeError::Refused(_))) => Ok(RedriveAnswer::Noop),
+            Err(RuntimeError::Resume(ResumeError::Contended(_))) => {
                 self.counts.contended.fetch_add(1, Ordering::Relaxed);
                 Ok(RedriveAnswer::Contended)
             }
-            Err(other) => Err(Box::new(other)),
+            Err(other) => Err(other),
         }
     }
 }
@@ -231,7 +238,7 @@ impl Service {
             on_error: Arc::new(move |error| {
                 let mut errors = sink.lock().unwrap_or_else(PoisonError::into_inner);
                 match error {
-                    TimerServiceError::Exhausted(exhausted) => {
+                    RuntimeError::Exhausted(exhausted) => {
                         errors.exhausted.insert(exhausted.execution_id.clone());
                     }
                     other => errors.failures.push(other.to_string()),

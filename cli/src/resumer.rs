@@ -38,7 +38,7 @@ use loomfence_core::{
     Action, Capability, ContractError, ExecutionId, ExecutionView, Poll, ResumeError,
     ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
 };
-use loomfence_runtime::{ResumeFailure, perform};
+use loomfence_runtime::{RuntimeError, step::perform};
 use loomfence_store::{EventStore, StoreError};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -72,7 +72,7 @@ pub(crate) enum ResumerError {
     /// rejected its answer (or the resume ended in a way this CLI does not
     /// know, which it will not guess how to count).
     #[error("resume step: {0}")]
-    Resume(#[from] ResumeFailure),
+    Resume(#[from] RuntimeError),
     /// The machine rejected the events it was started from.
     #[error("resume machine: {0}")]
     Machine(#[from] ContractError),
@@ -175,7 +175,7 @@ impl Resumer {
                 // never asks for one; count it with the refusals rather
                 // than stop the run over it.
                 Attempt::Lost(ResumeError::StaleFence(_)) => tally.refused += 1,
-                Attempt::Lost(other) => return Err(ResumeFailure::Resume(other).into()),
+                Attempt::Lost(other) => return Err(RuntimeError::Resume(other).into()),
                 Attempt::Crashed(Crash::AfterAcquire) => tally.crashed_after_acquire += 1,
                 Attempt::Crashed(Crash::BeforeAppend) => tally.crashed_before_append += 1,
             }
@@ -245,7 +245,10 @@ impl Resumer {
                 Stepped::Done(Ok(resumed)) => return Ok(Attempt::Won(resumed)),
                 Stepped::Done(Err(lost)) => return Ok(Attempt::Lost(lost)),
                 other => {
-                    let unknown = ResumeFailure::Unsupported(format!("{other:?}"));
+                    let unknown = RuntimeError::Unsupported {
+                        machine: "resume",
+                        detail: format!("{other:?}"),
+                    };
                     return Err(unknown.into());
                 }
             }

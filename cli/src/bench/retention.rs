@@ -26,7 +26,7 @@ use loomfence_core::{
     retention::{MAX_PAGE_LIMIT, SweepOptions, SweepReport},
 };
 use loomfence_postgres::AcquireStrategy;
-use loomfence_runtime::{JsonLinesArchive, RetentionError, Sweep};
+use loomfence_runtime::{RuntimeError, Sweep, retention::JsonLinesArchive};
 use loomfence_store::{EventStore, StoreError};
 use tokio::task::{JoinSet, yield_now};
 
@@ -53,7 +53,7 @@ pub(crate) enum RetentionBenchError {
     Id(#[from] loomfence_core::InputError),
     /// The sweep failed.
     #[error("sweep: {0}")]
-    Sweep(#[from] RetentionError),
+    Sweep(#[from] RuntimeError),
     /// The archive file could not be made or removed.
     #[error("archive file {path}: {reason}")]
     Archive {

@@ -14,7 +14,7 @@ use loomfence_core::{
     ResumeMachine, ResumeRequest, Resumed,
     park::{Wait, park_payload},
 };
-use loomfence_runtime::{Body, ResumeFailure, resume_from, run};
+use loomfence_runtime::{Body, RuntimeError, resume_from, step::run};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::{Value, json};
 
@@ -63,7 +63,7 @@ pub(crate) enum WorkloadError {
     Store(#[from] StoreError),
     /// The resume did not land, although nobody raced it.
     #[error("resume: {0}")]
-    Resume(#[from] ResumeFailure),
+    Resume(#[from] RuntimeError),
     /// The resume machine refused the events it was started from.
     #[error("resume machine: {0}")]
     Machine(#[from] ContractError),

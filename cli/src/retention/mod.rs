@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use loomfence_core::retention::{SweepOptions, SweepReport};
-use loomfence_runtime::{JsonLinesArchive, Sweep};
+use loomfence_runtime::{Sweep, retention::JsonLinesArchive};
 
 pub(crate) use self::options::{DEFAULT_PAGE_LIMIT, RawRetention};
 use self::options::{RetentionSettings, cutoff};
@@ -138,12 +138,14 @@ async fn sweep(
     spinner.finish_and_clear();
     let (report, outcome) = match ran {
         Stopped::Finished(Ok(report)) => (report, Outcome::Done),
-        Stopped::Finished(Err(error)) if stopped_by_user(&error) => {
-            (error.report().clone(), Outcome::Interrupted)
-        }
-        Stopped::Finished(Err(error)) => {
-            (error.report().clone(), Outcome::Failed(error.to_string()))
-        }
+        Stopped::Finished(Err(error)) if stopped_by_user(&error) => (
+            error.partial_report().cloned().unwrap_or_default(),
+            Outcome::Interrupted,
+        ),
+        Stopped::Finished(Err(error)) => (
+            error.partial_report().cloned().unwrap_or_default(),
+            Outcome::Failed(error.to_string()),
+        ),
         Stopped::Aborted => (
             last.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             Outcome::Aborted,

@@ -11,7 +11,7 @@
 
 use async_trait::async_trait;
 use loomfence_core::{Envelope, ExecutionId};
-use loomfence_runtime::{ArchiveError, ArchiveSink, RetentionError};
+use loomfence_runtime::{RuntimeError, retention::ArchiveSink};
 use loomfence_store::forwarding::Hooks;
 use loomfence_store::{BackendError, EventStore, Forwarding, StoreError};
 
@@ -24,7 +24,7 @@ pub(crate) struct StoppedByUser;
 
 /// Whether `error` is the sweep stopping on [`StoppedByUser`] rather than a
 /// real failure.
-pub(crate) fn stopped_by_user(error: &RetentionError) -> bool {
+pub(crate) fn stopped_by_user(error: &RuntimeError) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = cause {
         if error.is::<StoppedByUser>() {
@@ -81,9 +81,9 @@ impl ArchiveSink for StoppableArchive<'_> {
         &self,
         execution_id: &ExecutionId,
         events: &[Envelope],
-    ) -> Result<(), ArchiveError> {
+    ) -> Result<(), RuntimeError> {
         if self.stop.requested() {
-            return Err(ArchiveError::Other(Box::new(StoppedByUser)));
+            return Err(RuntimeError::Host(Box::new(StoppedByUser)));
         }
         self.inner.archive(execution_id, events).await
     }
@@ -138,7 +138,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(stopped_by_user(&error), "{error}");
-        let report = error.report();
+        let report = error.partial_report().expect("a sweep's error");
         assert_eq!((report.examined, report.deleted), (1, 1), "{report:?}");
         let left = store.list_executions(None, 10).await.unwrap();
         let ids: Vec<&str> = left.iter().map(|s| s.execution_id.as_str()).collect();
@@ -159,7 +159,7 @@ mod tests {
         struct Counting(std::sync::atomic::AtomicU32);
         #[async_trait]
         impl ArchiveSink for Counting {
-            async fn archive(&self, _: &ExecutionId, _: &[Envelope]) -> Result<(), ArchiveError> {
+            async fn archive(&self, _: &ExecutionId, _: &[Envelope]) -> Result<(), RuntimeError> {
                 self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Ok(())
             }
@@ -175,16 +175,18 @@ mod tests {
             .await
             .unwrap_err();
         assert!(stopped_by_user(&error), "{error}");
-        assert_eq!(error.report().deleted, 0);
+        assert_eq!(error.partial_report().expect("a sweep's error").deleted, 0);
         assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 0);
         assert_eq!(store.list_executions(None, 10).await.unwrap().len(), 1);
     }
 
     #[test]
     fn other_failures_are_not_a_stop() {
-        let error = RetentionError::Store {
+        let error = RuntimeError::Sweep {
             report: Box::default(),
-            source: StoreError::Backend(BackendError::permanent("disk on fire")),
+            source: Box::new(RuntimeError::Store(StoreError::Backend(
+                BackendError::permanent("disk on fire"),
+            ))),
         };
         assert!(!stopped_by_user(&error));
     }

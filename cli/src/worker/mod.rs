@@ -44,7 +44,8 @@ use std::time::Duration;
 
 use clap::Args;
 use loomfence_runtime::{
-    ChildSupervisor, Features, SupervisorOptions, TimerService, TimerServiceOptions,
+    ChildSupervisor, Features, TimerService, supervise::SupervisorOptions,
+    timer::TimerServiceOptions,
 };
 use loomfence_store::EventStore;
 use tokio::signal::unix::{Signal, SignalKind, signal};

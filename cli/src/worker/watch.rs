@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use loomfence_core::ExecutionId;
-use loomfence_runtime::{ChildSupervisor, Supervised, SupervisorError};
+use loomfence_runtime::{ChildSupervisor, RuntimeError, supervise::Supervised};
 use loomfence_store::{EventStore, StoreError};
 
 use super::bodies::Bodies;
@@ -148,7 +148,7 @@ fn settle(
     bodies: &Bodies,
     retry: &mut HashSet<ExecutionId>,
     parent: ExecutionId,
-    result: Result<Supervised, SupervisorError>,
+    result: Result<Supervised, RuntimeError>,
 ) {
     match result {
         Ok(Supervised::Resumed(resumed)) => bodies.start(resumed, "supervisor"),
@@ -169,7 +169,7 @@ enum Notice {
 }
 
 /// What the supervisor answered for one notice, per parent.
-type Supervisions = Vec<(ExecutionId, Result<Supervised, SupervisorError>)>;
+type Supervisions = Vec<(ExecutionId, Result<Supervised, RuntimeError>)>;
 
 impl Notice {
     /// Hands the notice to `supervisor`.
@@ -205,7 +205,7 @@ mod tests {
         lineage::started_child,
         park::{Wait, park_payload},
     };
-    use loomfence_runtime::SupervisorOptions;
+    use loomfence_runtime::supervise::SupervisorOptions;
     use loomfence_store::BackendError;
     use loomfence_store::forwarding::Hooks;
 

@@ -28,7 +28,7 @@ use loomfence_core::{
     timer::{Completed, DueFilter, TimerRow},
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
-use loomfence_runtime::{ResumeFailure, resume};
+use loomfence_runtime::{RuntimeError, resume};
 use loomfence_store::{EventStore, StoreError, TimerStore};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -498,7 +498,7 @@ async fn the_proxy_alone_changes_nothing() {
     let park_seq = common::park(&proxied, &id).await;
     let resumed = resume(&proxied, &id, ResumeRequest::new(park_seq, json!(1), AT))
         .await
-        .map_err(|e: ResumeFailure| e.to_string())
+        .map_err(|e: RuntimeError| e.to_string())
         .expect("resumes");
     assert_eq!(resumed.fence, Some(1));
     assert_eq!(resumes(&direct, &id).await, 1);

@@ -1,6 +1,11 @@
 //! Time and randomness from outside: what the supervisor and the timer
 //! service are given instead of reading a clock or a random source
 //! themselves, with the real ones as defaults.
+//!
+//! You need it to replace the defaults: a test or a simulation passes a
+//! virtual [`Clock`] and a [`seeded_random`] source (with a seed it prints)
+//! in the options, which makes a supervision or a timer tick
+//! deterministic.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

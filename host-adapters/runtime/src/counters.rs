@@ -11,16 +11,16 @@
 //! that must stay at zero with the conditional acquire: bodies fenced out
 //! after their resume landed.
 //!
-//! The resume counters are kept by [`run`](crate::run), which
+//! The resume counters are kept by [`run`](crate::step::run), which
 //! [`resume`](crate::resume), the supervisor and the timer service all go
 //! through; a host that steps a machine itself with
-//! [`perform`](crate::perform) counts its own.
+//! [`perform`](crate::step::perform) counts its own.
 
 use loomfence_core::ResumeError;
 
-use crate::error::ResumeFailure;
+use crate::error::RuntimeError;
 
-/// Resumes that landed through [`run`](crate::run): a host's `resume`, the
+/// Resumes that landed through [`run`](crate::step::run): a host's `resume`, the
 /// supervisor's, a timer wake's, a re-drive's.
 pub const RESUMES: &str = "loomfence_resumes_total";
 /// Resumes refused because the park was answered (or deleted) first: the
@@ -94,12 +94,12 @@ pub(crate) fn one(name: &'static str) {
 /// Counts how a resume ended: landed, refused, stale or contended. Store
 /// failures and broken contracts are errors, reported where they happen,
 /// not counted here.
-pub(crate) fn resume_ended<T>(result: &Result<T, ResumeFailure>) {
+pub(crate) fn resume_ended<T>(result: &Result<T, RuntimeError>) {
     match result {
         Ok(_) => one(RESUMES),
-        Err(ResumeFailure::Resume(ResumeError::Refused(_))) => one(REFUSED),
-        Err(ResumeFailure::Resume(ResumeError::StaleFence(_))) => one(STALE),
-        Err(ResumeFailure::Resume(ResumeError::Contended(_))) => one(CONTENDED),
+        Err(RuntimeError::Resume(ResumeError::Refused(_))) => one(REFUSED),
+        Err(RuntimeError::Resume(ResumeError::StaleFence(_))) => one(STALE),
+        Err(RuntimeError::Resume(ResumeError::Contended(_))) => one(CONTENDED),
         Err(_) => {}
     }
 }

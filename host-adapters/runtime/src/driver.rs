@@ -7,7 +7,7 @@ use loomfence_core::{
 use loomfence_store::{EventStore, StoreError};
 
 use crate::counters;
-use crate::error::ResumeFailure;
+use crate::error::RuntimeError;
 
 /// Performs the machine's pending action against `store` and feeds the
 /// answer back.
@@ -17,22 +17,25 @@ use crate::error::ResumeFailure;
 /// store lost ([`StoreError::OutcomeUnknown`], which the machine settles by
 /// reading). Everything else the store says is an error. A host that wants
 /// to stop between steps (a crash test, a cancellation point) calls this in
-/// its own loop instead of [`resume`].
+/// its own loop instead of [`resume`](crate::resume).
 pub async fn perform<S: EventStore + ?Sized>(
     store: &S,
     machine: &mut ResumeMachine,
-) -> Result<Stepped, ResumeFailure> {
+) -> Result<Stepped, RuntimeError> {
     let action = match machine.poll() {
         Poll::Done(result) => return Ok(Stepped::Done(result)),
         Poll::Act(action) => action,
-        other => return Err(ResumeFailure::Unsupported(format!("{other:?}"))),
+        other => return Err(RuntimeError::unsupported("resume", &other)),
     };
     let id = machine.execution_id().clone();
     tracing::trace!(execution_id = %id, ?action, "resume step");
     match action {
-        Action::ReadFrom { from_seq } => {
-            machine.handle_read(store.read_range(&id, from_seq, None).await?)?
-        }
+        Action::ReadFrom { from_seq } => machine.handle_read(
+            store
+                .read_range(&id, from_seq, None)
+                .await
+                .map_err(RuntimeError::Store)?,
+        )?,
         Action::AcquireFenceIf(expect) => match store.acquire_fence_if(&id, expect).await {
             Ok(outcome) => machine.handle_acquire_if(outcome)?,
             Err(StoreError::Input(input)) if input.is_park_gone() => machine.handle_park_gone()?,
@@ -40,7 +43,7 @@ pub async fn perform<S: EventStore + ?Sized>(
                 tracing::debug!(execution_id = %id, error = %lost, "acquire outcome unknown; retrying");
                 machine.handle_outcome_unknown()?
             }
-            Err(other) => return Err(other.into()),
+            Err(other) => return Err(RuntimeError::Store(other)),
         },
         Action::AcquireFence => match store.acquire_fence(&id).await {
             Ok(token) => machine.handle_acquire(token)?,
@@ -48,7 +51,7 @@ pub async fn perform<S: EventStore + ?Sized>(
                 tracing::debug!(execution_id = %id, error = %lost, "acquire outcome unknown; retrying");
                 machine.handle_outcome_unknown()?
             }
-            Err(other) => return Err(other.into()),
+            Err(other) => return Err(RuntimeError::Store(other)),
         },
         Action::AppendIfParked { park_seq, event } => {
             match store.append_if_parked(&id, park_seq, vec![event]).await {
@@ -62,10 +65,10 @@ pub async fn perform<S: EventStore + ?Sized>(
                     tracing::debug!(execution_id = %id, error = %lost, "append outcome unknown; settling");
                     machine.handle_outcome_unknown()?
                 }
-                Err(other) => return Err(other.into()),
+                Err(other) => return Err(RuntimeError::Store(other)),
             }
         }
-        other => return Err(ResumeFailure::Unsupported(format!("{other:?}"))),
+        other => return Err(RuntimeError::unsupported("resume", &other)),
     }
     Ok(Stepped::Progressed)
 }
@@ -74,10 +77,10 @@ pub async fn perform<S: EventStore + ?Sized>(
 pub async fn run<S: EventStore + ?Sized>(
     store: &S,
     machine: &mut ResumeMachine,
-) -> Result<Resumed, ResumeFailure> {
+) -> Result<Resumed, RuntimeError> {
     loop {
         if let Stepped::Done(result) = perform(store, machine).await? {
-            let result = result.map_err(ResumeFailure::from);
+            let result = result.map_err(RuntimeError::from);
             counters::resume_ended(&result);
             let resumed = result?;
             tracing::debug!(
@@ -97,7 +100,7 @@ pub async fn resume<S: EventStore + ?Sized>(
     store: &S,
     execution_id: &ExecutionId,
     request: ResumeRequest,
-) -> Result<Resumed, ResumeFailure> {
+) -> Result<Resumed, RuntimeError> {
     resume_from(store, execution_id, request, &[]).await
 }
 
@@ -108,8 +111,8 @@ pub async fn resume_from<S: EventStore + ?Sized>(
     execution_id: &ExecutionId,
     request: ResumeRequest,
     events: &[Envelope],
-) -> Result<Resumed, ResumeFailure> {
-    request.check().map_err(StoreError::Input)?;
+) -> Result<Resumed, RuntimeError> {
+    request.check()?;
     let mut machine =
         ResumeMachine::with_events(execution_id.clone(), request, store.capability(), events)?;
     run(store, &mut machine).await

@@ -1,19 +1,26 @@
 //! Runs loomfence's sans-IO machines against any
 //! [`EventStore`](loomfence_store::EventStore).
 //!
-//! - the resume driver: [`resume`], and [`perform`] for step-wise hosts;
+//! - the resume driver: [`resume`] and [`resume_from`] (and, in
+//!   [`step`], the step-wise [`perform`](step::perform));
 //! - [`Body`]: what a resumed body appends through, under its token;
-//! - [`ChildSupervisor`]: resumes parents parked on their children;
+//! - [`ChildSupervisor`]: resumes parents parked on their children (its
+//!   options and answers in [`supervise`]);
 //! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
-//!   [`TimerStore`](loomfence_store::TimerStore);
+//!   [`TimerStore`](loomfence_store::TimerStore) (its options, handle and
+//!   report in [`timer`]), handing re-drive rows to each [`Redriver`];
 //! - [`Sweep`]: retention that deletes (or archives, then deletes) finished
-//!   executions, never a child its parent is parked on;
+//!   executions, never a child its parent is parked on (its archives in
+//!   [`retention`]);
+//! - [`RuntimeError`]: the one error of all of them;
+//! - [`clock`]: the time and randomness they are given, for tests;
 //! - [`counters`]: what it counts through the `metrics` facade, for the
 //!   host's exporter.
 //!
 //! A timer service and a supervisor's re-driver land resumes that no caller
 //! receives; they hand them to the host's [`OnResumed`] hook, which starts
-//! the bodies.
+//! the bodies. [`Features`] switches on what a whole fleet must understand
+//! first (re-drive).
 //!
 //! ```
 //! use loomfence_core::{ExecutionId, KernelKind, NewEvent, ResumeRequest};
@@ -41,33 +48,31 @@
 //! ```
 
 mod body;
-mod clock;
+pub mod clock;
 pub mod counters;
 mod driver;
 mod error;
 mod features;
 mod redriver;
 mod resumed_hook;
-mod retention;
+pub mod retention;
+pub mod step;
+pub mod supervise;
 mod supervisor;
+mod sweep;
+pub mod timer;
 mod timer_service;
-mod timer_service_error;
 mod timer_service_options;
 
 pub use body::Body;
-pub use clock::{Clock, Random, seeded_random, system_random};
-pub use driver::{perform, resume, resume_from, run};
-pub use error::ResumeFailure;
+pub use driver::{resume, resume_from};
+pub use error::RuntimeError;
 pub use features::Features;
-pub use redriver::{RedriveFailure, Redriver};
+pub use redriver::Redriver;
 pub use resumed_hook::OnResumed;
-pub use retention::{ArchiveError, ArchiveSink, JsonLinesArchive, RetentionError, Sweep};
-pub use supervisor::{
-    ChildSupervisor, OnError, RedriveScheduleError, Supervised, SupervisorError, SupervisorOptions,
-};
-pub use timer_service::{PollReport, TimerService, TimerServiceHandle};
-pub use timer_service_error::TimerServiceError;
-pub use timer_service_options::{OnTimerError, TimerServiceOptions};
+pub use supervisor::ChildSupervisor;
+pub use sweep::Sweep;
+pub use timer_service::TimerService;
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 /// They live here because this is the crate that sees core, store and

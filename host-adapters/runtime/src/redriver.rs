@@ -1,14 +1,10 @@
 //! Re-drivers: who re-derives a contended resume when its re-drive row
 //! comes due.
 
-use std::error::Error;
-
 use async_trait::async_trait;
 use loomfence_core::{ExecutionId, timer::RedriveAnswer};
 
-/// A failure of a re-driver; the timer service treats it as contended, so
-/// the chain continues and the row is not lost.
-pub type RedriveFailure = Box<dyn Error + Send + Sync>;
+use crate::error::RuntimeError;
 
 /// Re-derives a resume from the log and tries it conditionally, when a
 /// re-drive row of the execution comes due.
@@ -27,6 +23,8 @@ pub trait Redriver: Send + Sync {
     /// [`RedriveAnswer::Done`] if it landed (or had landed),
     /// [`RedriveAnswer::Noop`] if there is nothing of its own to do,
     /// [`RedriveAnswer::Contended`] if rivals kept the fence moving again.
-    /// An error is treated as contended.
-    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure>;
+    /// An error is treated as contended, so the chain continues and the
+    /// row is not lost; a failure of the host's own is
+    /// [`RuntimeError::Host`].
+    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RuntimeError>;
 }

@@ -22,7 +22,6 @@
 //!   which a fleet switches it on.
 
 mod edges;
-mod error;
 mod options;
 mod pump;
 mod redriver;
@@ -34,8 +33,8 @@ use loomfence_core::{ExecutionId, Resumed};
 use loomfence_store::EventStore;
 
 use self::edges::Edges;
-pub use self::error::{RedriveScheduleError, SupervisorError};
 pub use self::options::{OnError, SupervisorOptions};
+use crate::error::RuntimeError;
 use crate::redriver::Redriver;
 
 /// What the supervisor did for one parent.
@@ -73,7 +72,7 @@ pub enum Supervised {
 /// full-jitter delay of [`SupervisorOptions::policy`], and answers
 /// [`Supervised::RedriveScheduled`]; the contention is handled, so it does
 /// not go to `on_error` (a row that cannot be written does, as
-/// [`SupervisorError::Redrive`]). The row names the parent only: when a
+/// [`RuntimeError::Redrive`]). The row names the parent only: when a
 /// timer service fires it, the supervisor's re-driver
 /// ([`ChildSupervisor::redriver`]) re-reads the parent and its children and
 /// resumes conditionally, and the service carries the chain on (the next
@@ -147,7 +146,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
 
     /// Starts watching `parent`: reads its park, remembers which children it
     /// waits on, and resumes it right away if they have already ended.
-    pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, SupervisorError> {
+    pub async fn watch(&self, parent: &ExecutionId) -> Result<Supervised, RuntimeError> {
         let result = self.supervise_watched(parent).await;
         self.report(parent, result)
     }
@@ -157,7 +156,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     pub async fn child_ended(
         &self,
         child: &ExecutionId,
-    ) -> Vec<(ExecutionId, Result<Supervised, SupervisorError>)> {
+    ) -> Vec<(ExecutionId, Result<Supervised, RuntimeError>)> {
         let parents = self.parents_waiting_on(child);
         let mut results = Vec::with_capacity(parents.len());
         for parent in parents {
@@ -173,7 +172,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     pub async fn rebuild(
         &self,
         parents: impl IntoIterator<Item = ExecutionId>,
-    ) -> Vec<(ExecutionId, Result<Supervised, SupervisorError>)> {
+    ) -> Vec<(ExecutionId, Result<Supervised, RuntimeError>)> {
         *self.edges() = Edges::default();
         let mut results = Vec::new();
         for parent in parents {
@@ -214,8 +213,8 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     fn report(
         &self,
         parent: &ExecutionId,
-        result: Result<Supervised, SupervisorError>,
-    ) -> Result<Supervised, SupervisorError> {
+        result: Result<Supervised, RuntimeError>,
+    ) -> Result<Supervised, RuntimeError> {
         if let Err(error) = &result {
             (self.options.on_error)(parent, error);
         }

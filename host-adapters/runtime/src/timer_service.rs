@@ -29,7 +29,7 @@
 //!   failed ([`TickMachine::handle_failed`]);
 //! - the machine's events: an unreadable row met for the first time is a
 //!   warning, [`counters::UNREADABLE_ROWS`] and `on_error` with
-//!   [`TimerServiceError::Unreadable`]; each final outcome is counted in
+//!   [`RuntimeError::Unreadable`]; each final outcome is counted in
 //!   the runtime's [`counters`], and an exhausted chain goes to `on_error`.
 //!
 //! # The loop
@@ -49,7 +49,7 @@
 //! use loomfence_core::{
 //!     ExecutionId, KernelKind, NewEvent, park::{Wait, park_payload}, timer::TimerRow,
 //! };
-//! use loomfence_runtime::{TimerService, TimerServiceOptions, seeded_random};
+//! use loomfence_runtime::{TimerService, clock::seeded_random, timer::TimerServiceOptions};
 //! use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -97,7 +97,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use loomfence_core::{
-    ContractError, Envelope,
+    Envelope,
     redrive::Draw,
     tick::{TickAction, TickConfig, TickEnd, TickEvent, TickMachine, TickPoll, TickReport},
     timer::{FireOutcome, RedriveAnswer, WakeBackoff},
@@ -108,9 +108,8 @@ use tokio::task::JoinHandle;
 
 use crate::counters;
 use crate::driver::resume_from;
-use crate::error::ResumeFailure;
+use crate::error::RuntimeError;
 use crate::redriver::Redriver;
-use crate::timer_service_error::TimerServiceError;
 use crate::timer_service_options::TimerServiceOptions;
 
 /// What one [`TimerService::poll_once`] did: the core's [`TickReport`],
@@ -226,7 +225,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 TickPoll::Done(report) => return report,
                 TickPoll::Act(action) => action,
                 other => {
-                    self.fail(TimerServiceError::Unsupported(format!("{other:?}")));
+                    self.fail(RuntimeError::unsupported("tick", &other));
                     return PollReport::default();
                 }
             };
@@ -248,7 +247,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
         action: TickAction,
         redrivers: &[Arc<dyn Redriver>],
         log: &mut Vec<Envelope>,
-    ) -> Result<(), TimerServiceError> {
+    ) -> Result<(), RuntimeError> {
         let node = || lock(&self.node);
         match action {
             TickAction::Clock { draw } => {
@@ -269,7 +268,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .timers
                     .claim_due(&lease, limit, filter)
                     .await
-                    .map_err(TimerServiceError::Timers)?;
+                    .map_err(RuntimeError::Timers)?;
                 node().handle_claimed(claims, unreadable)?;
             }
             TickAction::ReadLog { execution_id } => {
@@ -277,7 +276,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .events
                     .read_range(&execution_id, 1, None)
                     .await
-                    .map_err(TimerServiceError::Events)?;
+                    .map_err(RuntimeError::Store)?;
                 node().handle_read(log)?;
             }
             TickAction::Resume {
@@ -288,23 +287,23 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     node().handle_resumed(Ok(&resumed))?;
                     (self.options.on_resumed)(resumed);
                 }
-                Err(ResumeFailure::Resume(answer)) => node().handle_resumed(Err(&answer))?,
-                Err(failure) => return Err(failure.into()),
+                Err(RuntimeError::Resume(answer)) => node().handle_resumed(Err(&answer))?,
+                Err(failure) => return Err(failure),
             },
             TickAction::Redrive { redriver, row } => {
                 let Some(redriver_at) = redrivers.get(redriver) else {
-                    return Err(TimerServiceError::Unsupported(format!(
-                        "re-driver {redriver} of {}",
-                        redrivers.len()
-                    )));
+                    return Err(RuntimeError::Unsupported {
+                        machine: "fire",
+                        detail: format!("re-driver {redriver} of {}", redrivers.len()),
+                    });
                 };
                 let answer = match redriver_at.redrive(&row.execution_id).await {
                     Ok(answer) => answer,
                     Err(source) => {
-                        (self.options.on_error)(&TimerServiceError::Redriver {
+                        (self.options.on_error)(&RuntimeError::Redriver {
                             index: redriver,
                             execution_id: row.execution_id,
-                            source,
+                            source: Box::new(source),
                         });
                         RedriveAnswer::Failed
                     }
@@ -316,7 +315,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .timers
                     .reschedule(&claim, &next)
                     .await
-                    .map_err(TimerServiceError::Timers)?;
+                    .map_err(RuntimeError::Timers)?;
                 node().handle_rescheduled(done)?;
             }
             TickAction::Complete { claim } => {
@@ -324,7 +323,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .timers
                     .complete(&claim)
                     .await
-                    .map_err(TimerServiceError::Timers)?;
+                    .map_err(RuntimeError::Timers)?;
                 node().handle_completed(done)?;
             }
             TickAction::Release { claim } => {
@@ -332,10 +331,10 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .timers
                     .release(&claim)
                     .await
-                    .map_err(TimerServiceError::Timers)?;
+                    .map_err(RuntimeError::Timers)?;
                 node().handle_released(done)?;
             }
-            other => return Err(TimerServiceError::Unsupported(format!("{other:?}"))),
+            other => return Err(RuntimeError::unsupported("tick", &other)),
         }
         Ok(())
     }
@@ -356,7 +355,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                         "unreadable timer row: not claimed, not fired until repaired or deleted"
                     );
                     counters::one(counters::UNREADABLE_ROWS);
-                    (self.options.on_error)(&TimerServiceError::Unreadable(row));
+                    (self.options.on_error)(&RuntimeError::Unreadable(row));
                 }
                 TickEvent::Ended {
                     end: TickEnd::Outcome(outcome),
@@ -364,7 +363,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                 } => {
                     count_outcome(&outcome);
                     if let FireOutcome::Exhausted(exhausted) = outcome {
-                        (self.options.on_error)(&TimerServiceError::Exhausted(exhausted));
+                        (self.options.on_error)(&RuntimeError::Exhausted(exhausted));
                     }
                 }
                 other => tracing::trace!(?other, "tick event"),
@@ -373,7 +372,7 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
     }
 
     /// Passes `error` to `on_error`.
-    fn fail(&self, error: TimerServiceError) {
+    fn fail(&self, error: RuntimeError) {
         tracing::debug!(%error, "timer service step failed");
         (self.options.on_error)(&error);
     }
@@ -387,17 +386,6 @@ fn count_outcome(outcome: &FireOutcome) {
         FireOutcome::Rescheduled(_) => counters::one(counters::REDRIVE_ROWS),
         FireOutcome::Exhausted(_) => counters::one(counters::EXHAUSTED),
         _ => {}
-    }
-}
-
-impl From<ContractError> for TimerServiceError {
-    fn from(error: ContractError) -> Self {
-        match error {
-            ContractError::TickOutOfTurn { .. }
-            | ContractError::TickBusy
-            | ContractError::NoDraw => Self::Unsupported(error.to_string()),
-            other => Self::Machine(other),
-        }
     }
 }
 

@@ -13,13 +13,13 @@ use loomfence_core::{
 };
 
 use crate::clock::{Clock, Random, system_now, system_random};
+use crate::error::RuntimeError;
 use crate::resumed_hook::{OnResumed, no_body};
-use crate::timer_service_error::TimerServiceError;
 
 /// A callback that receives every failure of the timer service, and every
 /// exhausted retry chain, for logging or alerting; the service itself goes
 /// on.
-pub type OnTimerError = Arc<dyn Fn(&TimerServiceError) + Send + Sync>;
+pub type OnTimerError = Arc<dyn Fn(&RuntimeError) + Send + Sync>;
 
 /// How a [`TimerService`](crate::TimerService) behaves.
 ///

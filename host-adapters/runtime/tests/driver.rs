@@ -10,7 +10,7 @@ use loomfence_core::{
     Capability, KernelKind, NewEvent, ResumeError, ResumeRequest, Resumed, park::Wait,
     resume::RefusalReason,
 };
-use loomfence_runtime::{Body, ResumeFailure, resume};
+use loomfence_runtime::{Body, RuntimeError, resume};
 use loomfence_store::{EventStore, MemoryEventStore, StoreError};
 use serde_json::json;
 
@@ -82,7 +82,7 @@ async fn weaker_stores_take_their_fallback_path() {
         assert_eq!(resumed.fence, fence, "{capability:?}");
         let again = resume(&store, p, ResumeRequest::new(park, json!(null), 12)).await;
         assert!(
-            matches!(again, Err(ResumeFailure::Resume(ResumeError::Refused(_)))),
+            matches!(again, Err(RuntimeError::Resume(ResumeError::Refused(_)))),
             "{capability:?}: {again:?}"
         );
         assert_eq!(resumes(&store, p).await.len(), 1);
@@ -101,7 +101,7 @@ async fn an_answer_no_store_accepts_is_refused_before_any_token_is_taken() {
     ] {
         let refused = resume(&store, p, request).await;
         assert!(
-            matches!(refused, Err(ResumeFailure::Store(StoreError::Input(_)))),
+            matches!(refused, Err(RuntimeError::Input(_))),
             "{refused:?}"
         );
         assert!(!refused.expect_err("refused").is_retryable());
@@ -128,7 +128,7 @@ async fn sixteen_concurrent_resumers_one_lands() {
     for task in tasks {
         match task.await.expect("task") {
             Ok(_) => landed += 1,
-            Err(ResumeFailure::Resume(ResumeError::Refused(_) | ResumeError::Contended(_))) => {}
+            Err(RuntimeError::Resume(ResumeError::Refused(_) | ResumeError::Contended(_))) => {}
             Err(other) => panic!("unexpected failure {other:?}"),
         }
     }
@@ -239,7 +239,7 @@ async fn a_tokenless_append_whose_answer_was_lost_never_claims_the_resume() {
         .await
         .expect_err("a tokenless resume cannot claim the event it finds");
     match &failure {
-        ResumeFailure::Resume(ResumeError::Refused(refused)) => {
+        RuntimeError::Resume(ResumeError::Refused(refused)) => {
             assert_eq!(
                 (&refused.execution_id, refused.park_seq, refused.reason),
                 (p, park, RefusalReason::NotSuspended)

@@ -17,8 +17,8 @@ use loomfence_core::{
     timer::{DueFilter, MAX_TIMER_MS, NodeId, TimerRow},
 };
 use loomfence_runtime::{
-    ChildSupervisor, Features, PollReport, Supervised, SupervisorOptions, TimerService,
-    TimerServiceOptions, seeded_random,
+    ChildSupervisor, Features, TimerService, clock::seeded_random, supervise::Supervised,
+    supervise::SupervisorOptions, timer::PollReport, timer::TimerServiceOptions,
 };
 use loomfence_store::{EventStore, MemoryTimerStore, TimerStore};
 use serde_json::json;

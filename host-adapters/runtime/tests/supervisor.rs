@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::{Rival, finish, id, park_on, resumes, yielding};
 use loomfence_conformance::support::around;
-use loomfence_core::{Capability, ExecutionId, KernelKind, ResumeError, park::Wait};
+use loomfence_core::{Capability, ExecutionId, InputError, KernelKind, ResumeError, park::Wait};
 use loomfence_runtime::{
-    ChildSupervisor, ResumeFailure, Supervised, SupervisorError, SupervisorOptions,
+    ChildSupervisor, RuntimeError, supervise::Supervised, supervise::SupervisorOptions,
 };
 use loomfence_store::{EventStore, MemoryEventStore};
 use serde_json::json;
@@ -21,7 +21,7 @@ fn recording() -> (SupervisorOptions, Arc<Mutex<Vec<String>>>) {
     let sink = errors.clone();
     let options = SupervisorOptions {
         conditional_tries: 3,
-        on_error: Arc::new(move |parent: &ExecutionId, error: &SupervisorError| {
+        on_error: Arc::new(move |parent: &ExecutionId, error: &RuntimeError| {
             sink.lock()
                 .expect("lock")
                 .push(format!("{parent}: {error}"));
@@ -32,7 +32,7 @@ fn recording() -> (SupervisorOptions, Arc<Mutex<Vec<String>>>) {
     (options, errors)
 }
 
-fn resumed(result: Result<Supervised, SupervisorError>) -> loomfence_core::Resumed {
+fn resumed(result: Result<Supervised, RuntimeError>) -> loomfence_core::Resumed {
     match result {
         Ok(Supervised::Resumed(resumed)) => resumed,
         other => panic!("expected a resume, got {other:?}"),
@@ -148,7 +148,7 @@ async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
         .expect_err("every try was contended");
     assert!(error.is_contended(), "{error:?}");
     match &error {
-        SupervisorError::Resume(ResumeFailure::Resume(ResumeError::Contended(contended))) => {
+        RuntimeError::Resume(ResumeError::Contended(contended)) => {
             assert_eq!(contended.attempts, 3);
             assert_eq!(contended.execution_id, id("parent"));
         }
@@ -176,10 +176,7 @@ async fn a_rival_behind_every_acquire_exhausts_three_tries_then_reports_once() {
     assert_eq!(again.len(), 1, "{again:?}");
     assert_eq!(again[0].0, id("parent"));
     assert!(
-        again[0]
-            .1
-            .as_ref()
-            .is_err_and(SupervisorError::is_contended),
+        again[0].1.as_ref().is_err_and(RuntimeError::is_contended),
         "{again:?}"
     );
     assert_eq!(errors.lock().expect("lock").len(), 2);
@@ -216,7 +213,10 @@ async fn an_unreadable_park_is_reported() {
     let supervisor = ChildSupervisor::new(store, options);
     let result = supervisor.watch(&id("parent")).await;
     assert!(
-        matches!(result, Err(SupervisorError::Park { .. })),
+        matches!(
+            result,
+            Err(RuntimeError::Input(InputError::UnreadablePark { .. }))
+        ),
         "{result:?}"
     );
     assert_eq!(errors.lock().expect("lock").len(), 1);

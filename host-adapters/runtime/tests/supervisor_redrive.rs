@@ -12,14 +12,14 @@ use async_trait::async_trait;
 use common::{Rival, fenced_by_three, finish, id, park_on, resumes};
 use loomfence_conformance::support::around;
 use loomfence_core::{
-    Capability, ExecutionId, KernelKind,
+    Capability, ExecutionId, InputError, KernelKind,
     park::Wait,
     redrive::{Draw, RedrivePolicy, redrive_wake_at},
     timer::{Claim, Completed, DueFilter, Lease, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
-    ChildSupervisor, Features, RedriveScheduleError, Redriver, Supervised, SupervisorError,
-    SupervisorOptions,
+    ChildSupervisor, Features, Redriver, RuntimeError, supervise::Supervised,
+    supervise::SupervisorOptions,
 };
 use loomfence_store::{
     BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
@@ -70,7 +70,7 @@ fn recording(
     let errors = Arc::new(Mutex::new(Vec::new()));
     let sink = errors.clone();
     let options = SupervisorOptions {
-        on_error: Arc::new(move |parent: &ExecutionId, error: &SupervisorError| {
+        on_error: Arc::new(move |parent: &ExecutionId, error: &RuntimeError| {
             sink.lock()
                 .expect("lock")
                 .push(format!("{parent}: {error}"));
@@ -240,10 +240,8 @@ async fn a_redrive_row_that_cannot_be_written_is_reported_and_returned() {
     assert!(
         matches!(
             &error,
-            SupervisorError::Redrive {
-                parent,
-                source: RedriveScheduleError::Timers(_),
-            } if *parent == id("parent")
+            RuntimeError::Redrive { parent, source }
+                if *parent == id("parent") && matches!(**source, RuntimeError::Timers(_))
         ),
         "{error:?}"
     );
@@ -273,10 +271,7 @@ async fn a_draw_outside_zero_to_one_is_reported_and_writes_no_row() {
     assert!(
         matches!(
             error,
-            SupervisorError::Redrive {
-                source: RedriveScheduleError::Draw(_),
-                ..
-            }
+            RuntimeError::Redrive { ref source, .. } if matches!(**source, RuntimeError::Input(InputError::DrawNotBelowOne { .. }))
         ),
         "{error:?}"
     );
@@ -398,9 +393,10 @@ async fn a_redriver_failure_is_an_error_reported_once() {
         .await
         .expect_err("the park is unreadable");
     assert!(
-        failure
-            .downcast_ref::<SupervisorError>()
-            .is_some_and(|error| matches!(error, SupervisorError::Park { .. })),
+        matches!(
+            failure,
+            RuntimeError::Input(InputError::UnreadablePark { .. })
+        ),
         "{failure:?}"
     );
     assert_eq!(errors.lock().expect("lock").len(), 1);

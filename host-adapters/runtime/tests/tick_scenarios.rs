@@ -25,7 +25,9 @@ use loomfence_core::{
         Claim, Completed, DueFilter, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, RedriveAnswer, TimerRow,
     },
 };
-use loomfence_runtime::{PollReport, RedriveFailure, Redriver, TimerService, TimerServiceOptions};
+use loomfence_runtime::{
+    Redriver, RuntimeError, TimerService, timer::PollReport, timer::TimerServiceOptions,
+};
 use loomfence_store::forwarding::Hooks;
 use loomfence_store::{
     BackendError, EventStore, Forwarding, MemoryTimerStore, StoreError, TimerStore,
@@ -148,13 +150,13 @@ struct Scripted {
 
 #[async_trait]
 impl Redriver for Scripted {
-    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         match self.answers[call.min(self.answers.len() - 1)].as_str() {
             "done" => Ok(RedriveAnswer::Done),
             "noop" => Ok(RedriveAnswer::Noop),
             "contended" => Ok(RedriveAnswer::Contended),
-            "failed" => Err("scenario: the re-driver fails".into()),
+            "failed" => Err(RuntimeError::Host("scenario: the re-driver fails".into())),
             other => panic!("a scripted answer the scenarios do not know: {other}"),
         }
     }

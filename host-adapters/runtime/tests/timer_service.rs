@@ -24,8 +24,8 @@ use loomfence_core::{
     timer::{Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, NodeId, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
-    Body, PollReport, RedriveFailure, Redriver, ResumeFailure, TimerService, TimerServiceError,
-    TimerServiceOptions, resume, seeded_random,
+    Body, Redriver, RuntimeError, TimerService, clock::seeded_random, resume, timer::PollReport,
+    timer::TimerServiceOptions,
 };
 use loomfence_sqlite::SqliteEventStore;
 use loomfence_store::forwarding::Hooks;
@@ -73,7 +73,7 @@ fn options(node: &str, clock: &VirtualClock, seed: u64, sink: &Sink) -> TimerSer
         now: Arc::new(move || time.get()),
         random: seeded_random(seed),
         on_error: Arc::new(move |error| match error {
-            TimerServiceError::Exhausted(exhausted) => {
+            RuntimeError::Exhausted(exhausted) => {
                 sink.exhausted.lock().expect("lock").push(exhausted.clone());
             }
             other => sink.errors.lock().expect("lock").push(other.to_string()),
@@ -115,9 +115,10 @@ impl Answering {
 
 #[async_trait]
 impl Redriver for Answering {
-    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.answer.ok_or_else(|| "the re-driver broke".into())
+        self.answer
+            .ok_or_else(|| RuntimeError::Host("the re-driver broke".into()))
     }
 }
 
@@ -131,17 +132,21 @@ struct Resuming {
 
 #[async_trait]
 impl Redriver for Resuming {
-    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
-        let log = self.store.read_range(execution_id, 1, None).await?;
+    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
+        let log = self
+            .store
+            .read_range(execution_id, 1, None)
+            .await
+            .map_err(RuntimeError::Store)?;
         let Some(park) = ExecutionView::fold(&log).open_park else {
             return Ok(RedriveAnswer::Noop);
         };
         let request = ResumeRequest::new(park.sequence, json!("redriven"), self.clock.get());
         match resume(&*self.store, execution_id, request).await {
             Ok(_) => Ok(RedriveAnswer::Done),
-            Err(ResumeFailure::Resume(ResumeError::Contended(_))) => Ok(RedriveAnswer::Contended),
-            Err(ResumeFailure::Resume(ResumeError::Refused(_))) => Ok(RedriveAnswer::Noop),
-            Err(other) => Err(other.into()),
+            Err(RuntimeError::Resume(ResumeError::Contended(_))) => Ok(RedriveAnswer::Contended),
+            Err(RuntimeError::Resume(ResumeError::Refused(_))) => Ok(RedriveAnswer::Noop),
+            Err(other) => Err(other),
         }
     }
 }

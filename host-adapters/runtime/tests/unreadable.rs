@@ -13,8 +13,8 @@ use loomfence_core::{
     timer::{NodeId, RedriveAnswer, TimerRow, UnreadableField, UnreadableRow},
 };
 use loomfence_runtime::{
-    PollReport, RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
-    seeded_random,
+    Redriver, RuntimeError, TimerService, clock::seeded_random, timer::PollReport,
+    timer::TimerServiceOptions,
 };
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 use loomfence_store::{EventStore, TimerStore};
@@ -32,7 +32,7 @@ struct Noop;
 
 #[async_trait::async_trait]
 impl Redriver for Noop {
-    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
         Ok(RedriveAnswer::Noop)
     }
 }
@@ -46,7 +46,7 @@ fn options(node: &str, clock: &VirtualClock, sink: &Sink) -> TimerServiceOptions
         now: Arc::new(move || time.get()),
         random: seeded_random(7),
         on_error: Arc::new(move |error| match error {
-            TimerServiceError::Unreadable(row) => {
+            RuntimeError::Unreadable(row) => {
                 sink.unreadable.lock().expect("lock").push(row.clone());
             }
             other => sink.others.lock().expect("lock").push(other.to_string()),

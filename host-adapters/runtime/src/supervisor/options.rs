@@ -6,14 +6,14 @@ use std::sync::Arc;
 use loomfence_core::{ExecutionId, redrive::RedrivePolicy};
 use loomfence_store::TimerStore;
 
-use super::SupervisorError;
 use crate::clock::{Clock, Random, system_now, system_random};
+use crate::error::RuntimeError;
 use crate::features::Features;
 use crate::resumed_hook::{OnResumed, no_body};
 
 /// A callback that receives every supervision failure, for logging or
 /// alerting; the supervisor itself goes on.
-pub type OnError = Arc<dyn Fn(&ExecutionId, &SupervisorError) + Send + Sync>;
+pub type OnError = Arc<dyn Fn(&ExecutionId, &RuntimeError) + Send + Sync>;
 
 /// How the supervisor behaves.
 ///
@@ -47,7 +47,7 @@ pub struct SupervisorOptions {
     pub policy: RedrivePolicy,
     /// A draw in `[0, 1)` for the first row's jitter, called once per row
     /// written. A draw outside `[0, 1)` fails that supervision with
-    /// [`RedriveScheduleError::Draw`](super::RedriveScheduleError::Draw).
+    /// [`RuntimeError::Redrive`] around a [`RuntimeError::Draw`].
     /// By default a non-cryptographic draw from the standard library's
     /// randomly keyed hasher; a test or a simulation passes a seeded one.
     pub random: Random,

@@ -13,10 +13,10 @@ use loomfence_core::{
 };
 use loomfence_store::EventStore;
 
-use super::{ChildSupervisor, RedriveScheduleError, Supervised, SupervisorError};
+use super::{ChildSupervisor, Supervised};
 use crate::counters;
 use crate::driver::resume_from;
-use crate::error::ResumeFailure;
+use crate::error::RuntimeError;
 
 impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     /// A supervision started by this supervisor (`watch`, `child_ended`,
@@ -25,7 +25,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
     pub(super) async fn supervise_watched(
         &self,
         parent: &ExecutionId,
-    ) -> Result<Supervised, SupervisorError> {
+    ) -> Result<Supervised, RuntimeError> {
         let on_contention = if self.options.schedules_redrive() {
             OnContention::WriteRow
         } else {
@@ -39,7 +39,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
         &self,
         parent: &ExecutionId,
         on_contention: OnContention,
-    ) -> Result<SuperviseOutcome, SupervisorError> {
+    ) -> Result<SuperviseOutcome, RuntimeError> {
         let mut machine = SuperviseMachine::new(
             parent.clone(),
             SuperviseOptions {
@@ -57,11 +57,19 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
             tracing::trace!(%parent, ?action, "supervision step");
             let fed = match action {
                 SuperviseAction::ReadParent => {
-                    let log = self.store.read_range(parent, 1, None).await?;
+                    let log = self
+                        .store
+                        .read_range(parent, 1, None)
+                        .await
+                        .map_err(RuntimeError::Store)?;
                     machine.handle_parent(&log)
                 }
                 SuperviseAction::ReadChild(child) => {
-                    let log = self.store.read_range(&child, 1, None).await?;
+                    let log = self
+                        .store
+                        .read_range(&child, 1, None)
+                        .await
+                        .map_err(RuntimeError::Store)?;
                     machine
                         .handle_child(&log, (self.options.now)())
                         .map_err(loomfence_core::Error::from)
@@ -69,8 +77,8 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                 SuperviseAction::Resume { request, log } => {
                     let result = match resume_from(&*self.store, parent, request, &log).await {
                         Ok(resumed) => Ok(resumed),
-                        Err(ResumeFailure::Resume(error)) => Err(error),
-                        Err(other) => return Err(other.into()),
+                        Err(RuntimeError::Resume(error)) => Err(error),
+                        Err(other) => return Err(other),
                     };
                     if let Err(loomfence_core::ResumeError::StaleFence(stale)) = &result {
                         tracing::debug!(%parent, current = stale.current, "parent is fenced");
@@ -91,7 +99,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                     timers
                         .schedule(&row)
                         .await
-                        .map_err(|error| redrive(parent, error.into()))?;
+                        .map_err(|error| redrive(parent, RuntimeError::Timers(error)))?;
                     counters::one(counters::REDRIVE_ROWS);
                     machine
                         .handle_written()
@@ -107,9 +115,9 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
 
 /// The public answer of a supervision this supervisor started: a contended
 /// end (and a fenced one) is an error, which `on_error` receives.
-pub(super) fn supervised(outcome: SuperviseOutcome) -> Result<Supervised, SupervisorError> {
+pub(super) fn supervised(outcome: SuperviseOutcome) -> Result<Supervised, RuntimeError> {
     use loomfence_core::ResumeError;
-    let failed = |error: ResumeError| Err(SupervisorError::Resume(error.into()));
+    let failed = |error: ResumeError| Err(RuntimeError::Resume(error));
     match outcome {
         SuperviseOutcome::Resumed(resumed) => Ok(Supervised::Resumed(resumed)),
         SuperviseOutcome::AlreadyAnswered => Ok(Supervised::AlreadyAnswered),
@@ -124,30 +132,26 @@ pub(super) fn supervised(outcome: SuperviseOutcome) -> Result<Supervised, Superv
     }
 }
 
-/// A machine refusal as the supervisor reports it.
-fn refused(parent: &ExecutionId, error: loomfence_core::Error) -> SupervisorError {
+/// A machine refusal as the supervisor reports it: an answer that does not
+/// fit is the store's broken contract, a clock with no re-drive time
+/// follows is a re-drive row that was not written.
+fn refused(parent: &ExecutionId, error: loomfence_core::Error) -> RuntimeError {
     use loomfence_core::{Error, InputError};
     match error {
-        Error::Input(InputError::UnreadablePark { parent, source }) => SupervisorError::Park {
-            parent,
-            source: *source,
-        },
-        Error::Input(InputError::NoWakeTime { now }) => {
-            redrive(parent, RedriveScheduleError::NoWakeTime { now })
-        }
-        other => SupervisorError::Answer(other),
+        Error::Input(no_time @ InputError::NoWakeTime { .. }) => redrive(parent, no_time.into()),
+        other => other.into(),
     }
 }
 
 /// A re-drive row that was not written.
-fn redrive(parent: &ExecutionId, source: RedriveScheduleError) -> SupervisorError {
-    SupervisorError::Redrive {
+fn redrive(parent: &ExecutionId, source: RuntimeError) -> RuntimeError {
+    RuntimeError::Redrive {
         parent: parent.clone(),
-        source,
+        source: Box::new(source),
     }
 }
 
 /// Something of a newer core than this pump knows.
-fn unsupported(what: &dyn std::fmt::Debug) -> SupervisorError {
-    SupervisorError::Resume(ResumeFailure::Unsupported(format!("{what:?}")))
+fn unsupported(what: &dyn std::fmt::Debug) -> RuntimeError {
+    RuntimeError::unsupported("supervise", what)
 }

@@ -9,9 +9,10 @@ use loomfence_core::{
 };
 use loomfence_store::EventStore;
 
+use super::ChildSupervisor;
 use super::pump::supervised;
-use super::{ChildSupervisor, SupervisorError};
-use crate::redriver::{RedriveFailure, Redriver};
+use crate::error::RuntimeError;
+use crate::redriver::Redriver;
 
 /// Re-runs the supervision of the parent from the log (re-reads its park
 /// and its children, resumes conditionally), without writing a row on
@@ -21,16 +22,16 @@ use crate::redriver::{RedriveFailure, Redriver};
 ///
 /// | the supervision | the answer |
 /// |---|---|
-/// | resumed the parent | [`RedriveAnswer::Done`], after handing the resume to [`SupervisorOptions::on_resumed`](crate::SupervisorOptions::on_resumed) |
+/// | resumed the parent | [`RedriveAnswer::Done`], after handing the resume to [`SupervisorOptions::on_resumed`](crate::supervise::SupervisorOptions::on_resumed) |
 /// | already answered, waiting on children, or not waiting on children | [`RedriveAnswer::Noop`] |
 /// | every conditional try contended | [`RedriveAnswer::Contended`], not passed to `on_error` (the service reports an exhausted chain, once) |
 /// | failed (a fenced parent with no conditional try allowed), or any error | the error, also passed to `on_error` |
 #[async_trait]
 impl<S: EventStore + ?Sized> Redriver for ChildSupervisor<S> {
-    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
-        let fail = |error: SupervisorError| -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, execution_id: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
+        let fail = |error: RuntimeError| -> Result<RedriveAnswer, RuntimeError> {
             (self.options.on_error)(execution_id, &error);
-            Err(Box::new(error))
+            Err(error)
         };
         let outcome = match self.supervise(execution_id, OnContention::Answer).await {
             Ok(outcome) => outcome,

@@ -274,8 +274,8 @@ pub fn fenced_by_three() -> Arc<Hostile> {
 pub struct VirtualClock(Arc<AtomicI64>);
 
 impl VirtualClock {
-    /// A [`Clock`](loomfence_runtime::Clock) reading this one.
-    pub fn clock(&self) -> loomfence_runtime::Clock {
+    /// A [`Clock`](loomfence_runtime::clock::Clock) reading this one.
+    pub fn clock(&self) -> loomfence_runtime::clock::Clock {
         let time = self.clone();
         Arc::new(move || time.get())
     }

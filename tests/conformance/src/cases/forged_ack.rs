@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use loomfence_core::{
     ConditionalAppend, ContractError, Envelope, ExecutionId, NewEvent, ResumeRequest,
 };
-use loomfence_runtime::{ResumeFailure, resume};
+use loomfence_runtime::{RuntimeError, resume};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
@@ -87,7 +87,7 @@ pub async fn a_forged_append_acknowledgement_fails_the_resume_and_nothing_lands(
             .expect_err(&format!("an ack with a forged {field} was taken as landed"));
         assert!(!failure.is_retryable(), "{failure:?}");
         assert!(
-            matches!(&failure, ResumeFailure::Machine(ContractError::ForgedAppend { field: got }) if *got == field),
+            matches!(&failure, RuntimeError::Contract(ContractError::ForgedAppend { field: got }) if *got == field),
             "forged {field}: {failure:?}"
         );
         let after = Witness::capture(&*store, id).await;

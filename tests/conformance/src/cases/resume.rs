@@ -9,7 +9,7 @@ use loomfence_core::{
     ResumeRequest,
     resume::{RefusalReason, ResumeRefusedError},
 };
-use loomfence_runtime::{ResumeFailure, resume, resume_from};
+use loomfence_runtime::{RuntimeError, resume, resume_from};
 use loomfence_store::{EventStore, StoreError};
 use serde_json::json;
 
@@ -61,10 +61,10 @@ impl Hooks for DeletesAfterAcquire {
 
 /// Asserts `failure` is the final refusal `NotSuspended` of the park at
 /// `park_seq` of `id`.
-fn assert_not_suspended(failure: ResumeFailure, id: &ExecutionId, park_seq: u64) {
+fn assert_not_suspended(failure: RuntimeError, id: &ExecutionId, park_seq: u64) {
     assert!(!failure.is_retryable(), "{failure:?}");
     match failure {
-        ResumeFailure::Resume(ResumeError::Refused(refused)) => assert_eq!(
+        RuntimeError::Resume(ResumeError::Refused(refused)) => assert_eq!(
             refused,
             ResumeRefusedError {
                 execution_id: id.clone(),

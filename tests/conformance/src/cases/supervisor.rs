@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loomfence_core::{ConditionalAppend, ExecutionId, NewEvent, park::Wait};
-use loomfence_runtime::{ChildSupervisor, ResumeFailure, SupervisorError, SupervisorOptions};
+use loomfence_runtime::{ChildSupervisor, RuntimeError, supervise::SupervisorOptions};
 use loomfence_store::{BackendError, EventStore, StoreError};
 
 use super::sweep::{finished_child, park_on, start};
@@ -45,13 +45,7 @@ pub async fn a_resume_the_store_failed_keeps_the_parent_listed(store: Store) {
     });
     let supervisor = ChildSupervisor::new(failing, SupervisorOptions::default());
     let result = supervisor.watch(&parent).await;
-    assert!(
-        matches!(
-            result,
-            Err(SupervisorError::Resume(ResumeFailure::Store(_)))
-        ),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(RuntimeError::Store(_))), "{result:?}");
     assert_eq!(
         supervisor.parents_waiting_on(&child),
         std::slice::from_ref(&parent),

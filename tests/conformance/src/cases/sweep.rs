@@ -13,8 +13,8 @@ use loomfence_core::{
     retention::{GuardedDelete, Pinned, SweepOptions, SweepReport},
 };
 use loomfence_runtime::{
-    ArchiveError, ArchiveSink, ChildSupervisor, RetentionError, Supervised, SupervisorOptions,
-    Sweep,
+    ChildSupervisor, RuntimeError, Sweep, retention::ArchiveSink, supervise::Supervised,
+    supervise::SupervisorOptions,
 };
 use loomfence_store::{BackendError, EventStore, StoreError};
 use serde_json::json;
@@ -323,7 +323,9 @@ pub async fn a_parent_that_cannot_be_read_stops_the_sweep(store: Store) {
         },
     };
     match Sweep::new(&failing, options(10)).run().await {
-        Err(RetentionError::Store { report, source }) => {
+        Err(RuntimeError::Sweep { report, source })
+            if matches!(*source, RuntimeError::Store(_)) =>
+        {
             assert!(source.is_retryable(), "{source}");
             assert_eq!((report.eligible, report.deleted), (1, 0));
         }
@@ -389,12 +391,12 @@ impl ArchiveSink for Recorder {
         &self,
         execution_id: &ExecutionId,
         events: &[Envelope],
-    ) -> Result<(), ArchiveError> {
+    ) -> Result<(), RuntimeError> {
         let stored = self
             .store
             .read_range(execution_id, 1, None)
             .await
-            .map_err(|e| ArchiveError::Other(Box::new(e)))?;
+            .map_err(|e| RuntimeError::Host(Box::new(e)))?;
         assert_eq!(stored, events, "archived before the delete, as stored");
         self.archived
             .lock()

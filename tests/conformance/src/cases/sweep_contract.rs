@@ -15,7 +15,7 @@ use loomfence_core::{
     Envelope, ExecutionId, InputError,
     retention::{DeleteGuard, Ended, ExecutionSummary, GuardedDelete},
 };
-use loomfence_runtime::{RetentionError, Sweep};
+use loomfence_runtime::{RuntimeError, Sweep};
 use loomfence_store::{EventStore, StoreError};
 
 use crate::Store;
@@ -122,7 +122,9 @@ async fn expect_contract(store: &Store, lie: Lie) {
         },
     };
     match Sweep::new(&lying, options(1)).run().await {
-        Err(RetentionError::Contract { report, source }) => {
+        Err(RuntimeError::Sweep { report, source })
+            if matches!(*source, RuntimeError::Contract(_)) =>
+        {
             assert!(
                 report.kept.iter().all(|kept| kept.execution_id != child),
                 "{lie:?}: a refusal outside the guard is not a kept execution: {source}"
@@ -186,12 +188,12 @@ pub async fn a_page_limit_out_of_bounds_is_refused_before_listing(store: Store) 
     };
     for limit in [0, loomfence_core::retention::MAX_PAGE_LIMIT + 1] {
         match Sweep::new(&counting, options(limit)).run().await {
-            Err(RetentionError::Store {
-                report,
-                source: StoreError::Input(InputError::Limit { value, .. }),
-            }) => {
-                assert_eq!((value, report.pages), (u64::from(limit), 0), "{limit}");
-            }
+            Err(error) => match (error.store_error(), error.partial_report()) {
+                (Some(StoreError::Input(InputError::Limit { value, .. })), Some(report)) => {
+                    assert_eq!((*value, report.pages), (u64::from(limit), 0), "{limit}");
+                }
+                _ => panic!("limit {limit}: expected the limit's error, got {error:?}"),
+            },
             other => panic!("limit {limit}: expected the limit's error, got {other:?}"),
         }
     }

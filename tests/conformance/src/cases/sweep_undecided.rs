@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use loomfence_core::{
-    ExecutionId, KernelKind, NewEvent,
+    ExecutionId, InputError, KernelKind, NewEvent,
     park::Wait,
     retention::{SweepOptions, SweepReport, UndecidedReason},
 };
-use loomfence_runtime::{RetentionError, Sweep};
+use loomfence_runtime::{RuntimeError, Sweep};
 use loomfence_store::EventStore;
 use serde_json::json;
 
@@ -206,7 +206,9 @@ pub async fn archiving_without_a_sink_is_refused(store: Store) {
         .run()
         .await;
         match result {
-            Err(RetentionError::ArchiveWithoutSink { report }) => {
+            Err(RuntimeError::Sweep { report, source })
+                if matches!(*source, RuntimeError::Input(InputError::ArchiveWithoutSink)) =>
+            {
                 assert_eq!(
                     (report.pages, report.examined, report.dry_run),
                     (0, 0, dry_run),

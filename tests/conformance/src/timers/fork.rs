@@ -18,9 +18,7 @@ use loomfence_core::{
     redrive::RedrivePolicy,
     timer::{Claim, Completed, RedriveAnswer, TimerRow},
 };
-use loomfence_runtime::{
-    RedriveFailure, Redriver, TimerService, TimerServiceError, TimerServiceOptions,
-};
+use loomfence_runtime::{Redriver, RuntimeError, TimerService, timer::TimerServiceOptions};
 use loomfence_store::forwarding::Hooks;
 use loomfence_store::{Forwarding, MemoryEventStore, StoreError, TimerStore};
 use tokio::sync::{Notify, watch};
@@ -37,7 +35,7 @@ struct AlwaysContended;
 
 #[async_trait]
 impl Redriver for AlwaysContended {
-    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
         Ok(RedriveAnswer::Contended)
     }
 }
@@ -101,7 +99,7 @@ fn service<T: TimerStore + ?Sized + 'static>(
         random: Arc::new(|| 0.5),
         on_error: Arc::new(move |error| {
             let counter = match error {
-                TimerServiceError::Exhausted(_) => &exhausted,
+                RuntimeError::Exhausted(_) => &exhausted,
                 _ => &failures,
             };
             counter.fetch_add(1, Ordering::SeqCst);

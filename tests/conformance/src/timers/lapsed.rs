@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use loomfence_core::{ExecutionId, timer::RedriveAnswer};
-use loomfence_runtime::{RedriveFailure, Redriver, TimerService, TimerServiceOptions};
+use loomfence_runtime::{Redriver, RuntimeError, TimerService, timer::TimerServiceOptions};
 use loomfence_store::MemoryEventStore;
 
 use super::Timers;
@@ -25,7 +25,7 @@ struct Slow {
 
 #[async_trait]
 impl Redriver for Slow {
-    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RedriveFailure> {
+    async fn redrive(&self, _: &ExecutionId) -> Result<RedriveAnswer, RuntimeError> {
         self.clock.fetch_add(LEASE, Ordering::SeqCst);
         Ok(RedriveAnswer::Done)
     }

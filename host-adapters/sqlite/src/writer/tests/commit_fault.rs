@@ -141,7 +141,7 @@ async fn the_resume_driver_settles_a_resume_whose_commit_failed_after_it_happene
             store.db().writer().fail_next_commit(CommitFault::After);
             faulted = true;
         }
-        match loomfence_runtime::perform(&store, &mut machine).await {
+        match loomfence_runtime::step::perform(&store, &mut machine).await {
             Ok(Stepped::Progressed) => {}
             Ok(Stepped::Done(ended)) => break ended,
             Ok(other) => panic!("a step this test does not know: {other:?}"),

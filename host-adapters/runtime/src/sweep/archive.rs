@@ -15,52 +15,7 @@ use loomfence_core::{Envelope, ExecutionId};
 
 use self::appender::{AppendFailure, Appender};
 use self::file::RealDisk;
-
-/// Why an archive did not take a log. The sweep stops on it with the log
-/// still in the store.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ArchiveError {
-    /// The archive's file could not be opened, written or synced. A log
-    /// whose write or sync failed was cut back off the file: the file is
-    /// as it was, and the next log can be appended.
-    #[error("archive {path}: {source}")]
-    Io {
-        /// The archive file.
-        path: PathBuf,
-        /// What the OS said.
-        #[source]
-        source: io::Error,
-    },
-    /// An event could not be encoded (it cannot happen for a log a store
-    /// returned; reported rather than unwrapped).
-    #[error("an event of {execution_id:?} could not be encoded: {source}")]
-    Encode {
-        /// The execution.
-        execution_id: ExecutionId,
-        /// The encoder's error.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// An earlier append failed and the bytes it left could not be cut
-    /// off, so the file may end in a torn line: this archive appends
-    /// nothing more. Opening the file again ends the torn line (with a
-    /// newline, so the next record starts on a line of its own), or cut
-    /// the file back to `whole_len` bytes, where its last whole record
-    /// ends.
-    #[error(
-        "archive {path} is broken: a failed append left bytes past {whole_len} that could not be cut off; reopen it, or cut it to {whole_len} bytes"
-    )]
-    Broken {
-        /// The archive file.
-        path: PathBuf,
-        /// The length of the file's whole records.
-        whole_len: u64,
-    },
-    /// A sink of the host's own failed.
-    #[error("archive failed: {0}")]
-    Other(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
+use crate::error::RuntimeError;
 
 /// Takes each log a sweep is about to delete, and answers only once the log
 /// is durable: the sweep deletes right after.
@@ -70,12 +25,14 @@ pub enum ArchiveError {
 /// reader dedupes by `(executionId, sequence)`.
 #[async_trait]
 pub trait ArchiveSink: Send + Sync {
-    /// Durably records `events`, the whole log of `execution_id`.
+    /// Durably records `events`, the whole log of `execution_id`. A sink
+    /// of the host's own fails with [`RuntimeError::Host`]; the sweep stops
+    /// on any error with the log still in the store.
     async fn archive(
         &self,
         execution_id: &ExecutionId,
         events: &[Envelope],
-    ) -> Result<(), ArchiveError>;
+    ) -> Result<(), RuntimeError>;
 }
 
 /// An archive file of JSON lines, one envelope per line
@@ -104,12 +61,13 @@ impl JsonLinesArchive {
     /// deleted; a file that ends in a torn line (from a crash, or another
     /// writer) gets a newline first, so the next log starts on its own
     /// line.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, ArchiveError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, RuntimeError> {
         let path = path.as_ref().to_path_buf();
-        let appender = Appender::open(&RealDisk, &path).map_err(|source| ArchiveError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let appender =
+            Appender::open(&RealDisk, &path).map_err(|source| RuntimeError::ArchiveIo {
+                path: path.clone(),
+                source,
+            })?;
         Ok(Self {
             path,
             file: Arc::new(Mutex::new(appender)),
@@ -123,12 +81,14 @@ impl ArchiveSink for JsonLinesArchive {
         &self,
         execution_id: &ExecutionId,
         events: &[Envelope],
-    ) -> Result<(), ArchiveError> {
+    ) -> Result<(), RuntimeError> {
         let mut record = Vec::new();
         for event in events {
-            serde_json::to_writer(&mut record, event).map_err(|source| ArchiveError::Encode {
-                execution_id: execution_id.clone(),
-                source,
+            serde_json::to_writer(&mut record, event).map_err(|source| {
+                RuntimeError::ArchiveEncode {
+                    execution_id: execution_id.clone(),
+                    source,
+                }
             })?;
             record.push(b'\n');
         }
@@ -142,8 +102,8 @@ impl ArchiveSink for JsonLinesArchive {
         .unwrap_or_else(|join| Err(AppendFailure::Io(io::Error::other(join))));
         let path = self.path.clone();
         appended.map_err(|failure| match failure {
-            AppendFailure::Io(source) => ArchiveError::Io { path, source },
-            AppendFailure::Broken { whole_len } => ArchiveError::Broken { path, whole_len },
+            AppendFailure::Io(source) => RuntimeError::ArchiveIo { path, source },
+            AppendFailure::Broken { whole_len } => RuntimeError::ArchiveBroken { path, whole_len },
         })
     }
 }

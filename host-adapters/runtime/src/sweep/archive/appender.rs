@@ -12,20 +12,25 @@ use std::path::Path;
 
 use super::file::{ArchiveFile, Disk};
 
-/// Why an append failed.
-#[derive(Debug, thiserror::Error)]
+/// Why an append failed: what the archive turns into the runtime's
+/// error, with its path.
+#[derive(Debug)]
 pub(super) enum AppendFailure {
     /// The record could not be written or synced; it was cut back off, and
     /// the file is as it was before.
-    #[error("{0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
     /// An append failed and its bytes could not be cut off: the file may
     /// hold a torn line past `whole_len`, and nothing more is appended.
-    #[error("a torn line past {whole_len} bytes could not be cut off")]
     Broken {
         /// Where the file's last whole record ends.
         whole_len: u64,
     },
+}
+
+impl From<io::Error> for AppendFailure {
+    fn from(error: io::Error) -> Self {
+        AppendFailure::Io(error)
+    }
 }
 
 /// The open archive file.
