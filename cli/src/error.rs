@@ -11,7 +11,6 @@
 //! them in their reports.
 
 use std::io;
-use std::path::Path;
 use std::process::ExitCode;
 
 use loomfence_core::{ContractError, InputError};
@@ -430,11 +429,6 @@ impl CliError {
     /// Wraps a file-system or process failure: `what` was tried.
     pub(crate) fn io(what: String) -> impl FnOnce(io::Error) -> Self {
         move |source| CliError::Io { what, source }
-    }
-
-    /// `could not create PATH: …`.
-    pub(crate) fn create(path: &Path) -> impl FnOnce(io::Error) -> Self {
-        Self::io(format!("could not create {}", path.display()))
     }
 }
 

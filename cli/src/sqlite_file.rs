@@ -156,7 +156,7 @@ impl SqliteTarget {
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(CliError::create(path))?;
+            .map_err(CliError::io(format!("could not create {}", path.display())))?;
         match SqliteEventStore::open(path, options).await {
             Ok(store) => Ok((store, Some(path.clone()))),
             Err(failure) => {
