@@ -324,9 +324,9 @@ impl CliError {
         }
     }
 
-    /// Prints the error as every command does (a bad option as it is,
-    /// Ctrl-C as `interrupted`, a failure after `failed`, what the command
-    /// was doing) and answers the exit code.
+    /// Prints the error the way every command does: a bad option as it is,
+    /// Ctrl-C as `interrupted`, anything else after `failed` (`the race
+    /// failed`). Answers the exit code.
     pub(crate) fn exit(&self, failed: &str) -> ExitCode {
         if matches!(self, CliError::Interrupted) {
             eprintln!("interrupted");

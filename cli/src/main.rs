@@ -457,7 +457,7 @@ async fn race_command(args: RaceArgs) -> ExitCode {
     let json = args.json;
     let settings = match RawSettings::from(args).validate() {
         Ok(settings) => settings,
-        Err(usage) => return usage.exit("bad options"),
+        Err(usage) => return usage.exit("the race failed"),
     };
     let progress = progress::attempts_bar(
         u64::from(settings.parks) * u64::from(settings.resumers),

@@ -62,7 +62,7 @@ const TICK: Duration = Duration::from_millis(10);
 pub(crate) async fn command(args: FleetArgs) -> ExitCode {
     let store = match args.check() {
         Ok(store) => store,
-        Err(usage) => return usage.exit("bad options"),
+        Err(usage) => return usage.exit("the fleet failed"),
     };
     let seed = args.seed.unwrap_or_else(crate::settings::fresh_seed);
     let (logs, temporary) = match &args.logs {

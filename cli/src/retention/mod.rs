@@ -47,7 +47,7 @@ const POOL_SIZE: usize = 2;
 pub(crate) async fn command(raw: RawRetention) -> ExitCode {
     let settings = match raw.validate() {
         Ok(settings) => settings,
-        Err(usage) => return usage.exit("bad options"),
+        Err(usage) => return usage.exit("the sweep failed"),
     };
     let store = match settings
         .store
@@ -67,7 +67,9 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
     let archive = match (&settings.archive, settings.dry_run) {
         (Some(path), false) => match JsonLinesArchive::open(path) {
             Ok(archive) => Some(archive),
-            Err(failure) => return CliError::bad_value("archive", &failure).exit("bad options"),
+            Err(failure) => {
+                return CliError::bad_value("archive", &failure).exit("the sweep failed");
+            }
         },
         _ => None,
     };

@@ -76,7 +76,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
         store: store_arg,
     } = match args.check() {
         Ok(checked) => checked,
-        Err(usage) => return usage.exit("bad options"),
+        Err(usage) => return usage.exit("the worker failed"),
     };
     if let Some(addr) = args.metrics {
         let installed = metrics_exporter_prometheus::PrometheusBuilder::new()
