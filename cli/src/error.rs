@@ -381,6 +381,15 @@ impl CliError {
         }
     }
 
+    /// `--OPTION 0: must be at least 1`, for a count that cannot be zero.
+    pub(crate) fn zero(option: &'static str) -> Self {
+        CliError::OutOfRange {
+            option,
+            given: "0".to_owned(),
+            range: "at least 1",
+        }
+    }
+
     /// `--OPTION: REASON`, for a value the option's own parser refused.
     pub(crate) fn bad_value(option: &'static str, reason: &dyn std::fmt::Display) -> Self {
         CliError::BadValue {

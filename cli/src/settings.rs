@@ -85,7 +85,7 @@ impl RawSettings {
         }
         for (option, value) in [("parks", self.parks), ("resumers", self.resumers)] {
             if value == 0 {
-                return Err(zero(option));
+                return Err(CliError::zero(option));
             }
         }
         let store = StoreArg::from_options(&self.store, self.sqlite_durability)?;
@@ -105,15 +105,6 @@ impl RawSettings {
             // Re-drive re-derives a conditional resume; the control has none.
             redrive: !self.no_redrive && !self.unconditional,
         })
-    }
-}
-
-/// `--OPTION 0: must be at least 1`.
-pub(crate) fn zero(option: &'static str) -> CliError {
-    CliError::OutOfRange {
-        option,
-        given: "0".to_owned(),
-        range: "at least 1",
     }
 }
 

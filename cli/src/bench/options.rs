@@ -5,7 +5,6 @@
 use loomfence_sqlite::Durability;
 
 use crate::error::CliError;
-use crate::settings::zero;
 use crate::store_arg::StoreArg;
 
 /// Which measurement `loomfence bench` makes (`--workload`).
@@ -101,7 +100,7 @@ impl RawBench {
             ("pool", self.pool.unwrap_or(1)),
         ] {
             if value == 0 {
-                return Err(zero(name));
+                return Err(CliError::zero(name));
             }
         }
         Ok(BenchSettings {

@@ -7,7 +7,6 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::CliError;
-use crate::settings::zero;
 use crate::store_arg::StoreArg;
 
 /// `loomfence fleet`'s options.
@@ -77,7 +76,7 @@ impl FleetArgs {
             ("children", self.children),
         ] {
             if count == 0 {
-                return Err(zero(option));
+                return Err(CliError::zero(option));
             }
         }
         for (option, every) in [
