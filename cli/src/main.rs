@@ -39,6 +39,7 @@
 mod bench;
 mod body;
 mod clock;
+mod error;
 mod fleet;
 mod interrupt;
 mod listing;
@@ -426,31 +427,22 @@ async fn main() -> ExitCode {
 /// `loomfence bench`.
 async fn bench_command(args: BenchArgs) -> ExitCode {
     let json = args.json;
-    let settings = match bench::RawBench::from(args).validate() {
-        Ok(settings) => settings,
-        Err(usage) => {
-            eprintln!("error: {usage}");
-            return ExitCode::from(2);
+    let printed = async {
+        let settings = bench::RawBench::from(args).validate()?;
+        match settings.suite {
+            bench::Suite::Kernel => bench::run(settings, progress::phases_bar("workload runs"))
+                .await
+                .map(|report| (report.to_json(), report.markdown())),
+            bench::Suite::Retention => {
+                bench::retention::run(settings, progress::phases_bar("phases"))
+                    .await
+                    .map(|report| (report.to_json(), report.markdown()))
+            }
         }
     };
-    let printed = match settings.suite {
-        bench::Suite::Kernel => bench::run(settings, progress::phases_bar("workload runs"))
-            .await
-            .map(|report| (report.to_json(), report.markdown())),
-        bench::Suite::Retention => bench::retention::run(settings, progress::phases_bar("phases"))
-            .await
-            .map(|report| (report.to_json(), report.markdown())),
-    };
-    let (as_json, markdown) = match printed {
+    let (as_json, markdown) = match printed.await {
         Ok(printed) => printed,
-        Err(bench::BenchError::Interrupted) => {
-            eprintln!("interrupted");
-            return ExitCode::from(interrupt::EXIT_CODE);
-        }
-        Err(failure) => {
-            eprintln!("error: the bench failed: {failure}");
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return error.exit("the bench failed"),
     };
     if json {
         println!("{as_json}");
@@ -465,10 +457,7 @@ async fn race_command(args: RaceArgs) -> ExitCode {
     let json = args.json;
     let settings = match RawSettings::from(args).validate() {
         Ok(settings) => settings,
-        Err(usage) => {
-            eprintln!("error: {usage}");
-            return ExitCode::from(2);
-        }
+        Err(usage) => return usage.exit("the race failed"),
     };
     let progress = progress::attempts_bar(
         u64::from(settings.parks) * u64::from(settings.resumers),
@@ -476,14 +465,7 @@ async fn race_command(args: RaceArgs) -> ExitCode {
     );
     let report = match race::run(settings, progress).await {
         Ok(report) => report,
-        Err(race::RaceError::Interrupted) => {
-            eprintln!("interrupted");
-            return ExitCode::from(interrupt::EXIT_CODE);
-        }
-        Err(failure) => {
-            eprintln!("error: the race failed: {failure}");
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return error.exit("the race failed"),
     };
     if json {
         println!("{}", report.to_json());

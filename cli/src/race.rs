@@ -10,61 +10,27 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 use loomfence_core::{
-    ExecutionId, InputError, KernelKind, NewEvent,
+    ExecutionId, KernelKind, NewEvent,
     park::{Wait, park_payload},
 };
-use loomfence_store::{EventStore, StoreError, TimerStore};
+use loomfence_store::{EventStore, TimerStore};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use crate::clock::now_ms;
+use crate::error::CliError;
 use crate::interrupt::until_interrupted;
 use crate::redrive::{RedriveRows, Service};
 use crate::report::{LogCounts, RedriveCounts, Report, Tally};
-use crate::resumer::{Arena, Parked, Resumer, ResumerError};
+use crate::resumer::{Arena, Parked, Resumer};
 use crate::settings::Settings;
-use crate::store_arg::{OpenError, OpenOptions};
-
-/// Why a race could not be run to the end. Lost races are not here: they
-/// are counted. These are failures of the store, the machine or a task.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RaceError {
-    /// The store could not be opened, or its schema not dropped afterwards.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// Ctrl-C: the race was stopped (and its schema, if any, dropped).
-    #[error("interrupted")]
-    Interrupted,
-    /// Parking or verifying failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// A generated execution id was refused (a bug in the CLI).
-    #[error("execution id: {0}")]
-    Id(#[from] InputError),
-    /// A resumer stopped on a failure.
-    #[error(transparent)]
-    Resumer(#[from] ResumerError),
-    /// A resumer task panicked or was cancelled.
-    #[error("resumer task: {0}")]
-    Task(#[from] tokio::task::JoinError),
-    /// Waiting for the timer store to drain failed.
-    #[error("timer store: {0}")]
-    Timers(StoreError),
-    /// The timer service reported failures (a store, a re-driver); the
-    /// first is shown.
-    #[error("timer service: {count} failures, the first: {first}")]
-    Service {
-        /// How many.
-        count: usize,
-        /// The first one.
-        first: String,
-    },
-}
+use crate::store_arg::OpenOptions;
 
 /// Runs one race as `settings` say, ticking `progress` once per attempt,
 /// on a fresh store that is closed (a PostgreSQL schema dropped) at the end,
-/// whether the race finished, failed or was interrupted.
-pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Report, RaceError> {
+/// whether the race finished, failed or was interrupted. Lost races are not
+/// errors: they are counted in the report.
+pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Report, CliError> {
     let opened = settings
         .store
         .open(OpenOptions {
@@ -79,7 +45,7 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
     // Cleared on failure too, so the error is not printed under a stale bar.
     progress.finish_and_clear();
     let closed = opened.close().await;
-    let report = outcome.ok_or(RaceError::Interrupted)??;
+    let report = outcome.ok_or(CliError::Interrupted)??;
     closed?;
     Ok(report)
 }
@@ -90,7 +56,7 @@ async fn race(
     store: Arc<dyn EventStore>,
     timers: Arc<dyn TimerStore>,
     progress: ProgressBar,
-) -> Result<Report, RaceError> {
+) -> Result<Report, CliError> {
     let parked = park_all(&*store, settings.parks).await?;
 
     // With re-drive on, the service runs beside the race from the start, as
@@ -142,9 +108,12 @@ async fn race(
         Some(service) => {
             let raced = Instant::now();
             let redriver = Arc::clone(&service.redriver);
-            let errors = service.drain().await.map_err(RaceError::Timers)?;
+            let errors = service
+                .drain()
+                .await
+                .map_err(CliError::store("timer store"))?;
             if let Some(first) = errors.failures.first() {
-                return Err(RaceError::Service {
+                return Err(CliError::TimerService {
                     count: errors.failures.len(),
                     first: first.clone(),
                 });
@@ -174,10 +143,10 @@ async fn race(
 
 /// Sums the resumers' tallies. The first failure ends the race: the
 /// caller drops the set, which aborts the other resumers.
-async fn join_all(tasks: &mut JoinSet<Result<Tally, ResumerError>>) -> Result<Tally, RaceError> {
+async fn join_all(tasks: &mut JoinSet<Result<Tally, CliError>>) -> Result<Tally, CliError> {
     let mut tally = Tally::default();
     while let Some(joined) = tasks.join_next().await {
-        tally += joined??;
+        tally += joined.map_err(CliError::task("resumer task"))??;
     }
     Ok(tally)
 }
@@ -185,11 +154,12 @@ async fn join_all(tasks: &mut JoinSet<Result<Tally, ResumerError>>) -> Result<Ta
 /// Parks `count` executions: `EXECUTION_STARTED` then `EXECUTION_SUSPENDED`
 /// waiting for a message, unfenced (token 0), as a body parks before anyone
 /// has resumed it.
-async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, RaceError> {
+async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, CliError> {
     let width = count.to_string().len();
     let mut parked = Vec::with_capacity(count as usize);
     for i in 0..count {
-        let id = ExecutionId::new(format!("race-{i:0width$}"))?;
+        let id = ExecutionId::new(format!("race-{i:0width$}"))
+            .map_err(CliError::input("execution id"))?;
         let at = now_ms();
         let park =
             NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(park_payload(&[
@@ -219,7 +189,7 @@ async fn verify(
     parked: &[Parked],
     rows: Option<&RedriveRows>,
     exhausted: &HashSet<loomfence_core::ExecutionId>,
-) -> Result<LogCounts, RaceError> {
+) -> Result<LogCounts, CliError> {
     let mut counts = LogCounts::default();
     for execution in parked {
         let events = store.read_range(&execution.id, 1, None).await?;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use loomfence_core::{
-    ExecutionId, ExecutionView, InputError, ResumeError, ResumeRequest,
+    ExecutionId, ExecutionView, ResumeError, ResumeRequest,
     redrive::{Draw, RedrivePolicy},
     timer::{DueFilter, MAX_TIMER_MS, RedriveAnswer, TimerRow},
 };
@@ -35,6 +35,7 @@ use serde_json::json;
 
 use crate::body::{BodyEnd, run_body};
 use crate::clock::now_ms;
+use crate::error::CliError;
 
 /// How often the race's timer service polls: short, so a run stays quick.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -58,24 +59,6 @@ pub(crate) const POLICY: RedrivePolicy = RedrivePolicy {
 /// not draw the same numbers as resumer 0's PRNG.
 const SERVICE_SEED_SALT: u64 = 0x7265_6472_6976_6572;
 
-/// Why a re-drive row could not be written; the racing resumer stops.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RedriveError {
-    /// The timer store refused or failed the write.
-    #[error("timer store: {0}")]
-    Timers(#[from] StoreError),
-    /// The draw was not in `[0, 1)` (a bug in the CLI).
-    #[error("random draw: {0}")]
-    Draw(#[from] InputError),
-    /// No storable time follows now (the clock is far outside the timer
-    /// store's range).
-    #[error("no re-drive time follows {now} ms")]
-    NoWakeTime {
-        /// The time it was written at.
-        now: i64,
-    },
-}
-
 /// Writes the first re-drive row of every contended resume, and remembers
 /// which parks got one.
 pub(crate) struct RedriveRows {
@@ -98,12 +81,17 @@ impl RedriveRows {
     /// the child supervisor does. Every contended resume writes its own row, as every
     /// contended node of a fleet would; the second of a park finds it
     /// answered and is retired as nothing to re-drive.
-    pub(crate) async fn schedule(&self, id: &ExecutionId, draw: f64) -> Result<(), RedriveError> {
-        let draw = Draw::new(draw)?;
+    /// The row's jitter is `draw`; a value outside `[0, 1)` (which a
+    /// uniform `f64` never is) schedules the row with no jitter.
+    pub(crate) async fn schedule(&self, id: &ExecutionId, draw: f64) -> Result<(), CliError> {
+        let draw = Draw::new(draw).unwrap_or(Draw::ZERO);
         let now = now_ms();
         let row = TimerRow::first_redrive(id.clone(), now, &POLICY, draw)
-            .ok_or(RedriveError::NoWakeTime { now })?;
-        self.timers.schedule(&row).await?;
+            .ok_or(CliError::NoWakeTime { now })?;
+        self.timers
+            .schedule(&row)
+            .await
+            .map_err(CliError::store("re-drive row: timer store"))?;
         self.scheduled
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -35,11 +35,11 @@ use std::sync::Arc;
 use indicatif::ProgressBar;
 use loomfence_core::AcquireOutcome;
 use loomfence_core::{
-    Action, Capability, ContractError, ExecutionId, ExecutionView, Poll, ResumeError,
-    ResumeMachine, ResumeRequest, Resumed, resume::Stepped,
+    Action, Capability, ExecutionId, ExecutionView, Poll, ResumeError, ResumeMachine,
+    ResumeRequest, Resumed, resume::Stepped,
 };
-use loomfence_runtime::{RuntimeError, step::perform};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_runtime::step::perform;
+use loomfence_store::EventStore;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -48,7 +48,8 @@ use tokio::task::yield_now;
 
 use crate::body::{BodyEnd, run_body};
 use crate::clock::now_ms;
-use crate::redrive::{RedriveError, RedriveRows};
+use crate::error::CliError;
+use crate::redrive::RedriveRows;
 use crate::report::Tally;
 
 /// A parked execution, as set up before the race.
@@ -60,25 +61,6 @@ pub(crate) struct Parked {
     /// names this one, as a node holding a stale wake-up would, and lets the
     /// machine refuse it.
     pub(crate) park_seq: u64,
-}
-
-/// What stopped a resumer: a store or machine failure, never a lost race.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ResumerError {
-    /// The store failed outside the resume protocol (a read, a body append).
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// A resume step failed: the store refused the request or the machine
-    /// rejected its answer (or the resume ended in a way this CLI does not
-    /// know, which it will not guess how to count).
-    #[error("resume step: {0}")]
-    Resume(#[from] RuntimeError),
-    /// The machine rejected the events it was started from.
-    #[error("resume machine: {0}")]
-    Machine(#[from] ContractError),
-    /// A contended resume's re-drive row could not be written.
-    #[error("re-drive row: {0}")]
-    Redrive(#[from] RedriveError),
 }
 
 /// Where an attempt is to crash, decided before it starts.
@@ -147,7 +129,7 @@ impl Resumer {
     }
 
     /// Tries to resume every execution once, in this resumer's order.
-    pub(crate) async fn run(mut self) -> Result<Tally, ResumerError> {
+    pub(crate) async fn run(mut self) -> Result<Tally, CliError> {
         let parked = Arc::clone(&self.arena.parked);
         let mut order: Vec<&Parked> = parked.iter().collect();
         order.shuffle(&mut self.rng);
@@ -175,7 +157,7 @@ impl Resumer {
                 // never asks for one; count it with the refusals rather
                 // than stop the run over it.
                 Attempt::Lost(ResumeError::StaleFence(_)) => tally.refused += 1,
-                Attempt::Lost(other) => return Err(RuntimeError::Resume(other).into()),
+                Attempt::Lost(other) => return Err(CliError::runtime("resume step")(other.into())),
                 Attempt::Crashed(Crash::AfterAcquire) => tally.crashed_after_acquire += 1,
                 Attempt::Crashed(Crash::BeforeAppend) => tally.crashed_before_append += 1,
             }
@@ -190,7 +172,7 @@ impl Resumer {
         &mut self,
         execution: &Parked,
         tally: &mut Tally,
-    ) -> Result<Attempt, ResumerError> {
+    ) -> Result<Attempt, CliError> {
         let crash = self.rng.random_bool(self.arena.crash_rate).then(|| {
             if self.rng.random_bool(0.5) {
                 Crash::AfterAcquire
@@ -240,16 +222,17 @@ impl Resumer {
                 }
                 _ => false,
             };
-            match perform(&*self.arena.store, &mut machine).await? {
+            let stepped = perform(&*self.arena.store, &mut machine)
+                .await
+                .map_err(CliError::runtime("resume step"))?;
+            match stepped {
                 Stepped::Progressed => {}
                 Stepped::Done(Ok(resumed)) => return Ok(Attempt::Won(resumed)),
                 Stepped::Done(Err(lost)) => return Ok(Attempt::Lost(lost)),
                 other => {
-                    let unknown = RuntimeError::Unsupported {
-                        machine: "resume",
-                        detail: format!("{other:?}"),
-                    };
-                    return Err(unknown.into());
+                    return Err(CliError::UnknownStep {
+                        step: format!("{other:?}"),
+                    });
                 }
             }
             // Only an acquire that won leaves a dead acquirer behind; after a
@@ -262,7 +245,7 @@ impl Resumer {
     }
 
     /// The winner's body, answered as this resumer.
-    async fn body(&self, resumed: Resumed) -> Result<BodyEnd, ResumerError> {
+    async fn body(&self, resumed: Resumed) -> Result<BodyEnd, CliError> {
         let by = json!(self.index);
         Ok(run_body(&*self.arena.store, resumed, self.arena.steps, by).await?)
     }

@@ -8,7 +8,8 @@
 use loomfence_core::Capability;
 use loomfence_sqlite::Durability;
 
-use crate::store_arg::{StoreArg, StoreArgError};
+use crate::error::CliError;
+use crate::store_arg::StoreArg;
 
 /// Everything a race needs to know, checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,34 +73,20 @@ pub(crate) struct RawSettings {
     pub(crate) no_redrive: bool,
 }
 
-/// An option that is well-typed but out of range.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub(crate) enum UsageError {
-    /// Not a probability (NaN included).
-    #[error("--crash-rate {0}: must be a probability between 0 and 1")]
-    CrashRate(f64),
-    /// A race needs something to race over and someone to race.
-    #[error("--{0} 0: must be at least 1")]
-    Zero(&'static str),
-    /// No such backend.
-    #[error(transparent)]
-    Store(#[from] StoreArgError),
-    /// An option that means something for another workload only.
-    #[error("--{0}: only with {1}")]
-    OnlyFor(&'static str, &'static str),
-}
-
 impl RawSettings {
     /// Checks the ranges; draws a fresh seed when none was given.
-    pub(crate) fn validate(self) -> Result<Settings, UsageError> {
+    pub(crate) fn validate(self) -> Result<Settings, CliError> {
         if !(0.0..=1.0).contains(&self.crash_rate) {
-            return Err(UsageError::CrashRate(self.crash_rate));
+            return Err(CliError::OutOfRange {
+                option: "crash-rate",
+                given: self.crash_rate.to_string(),
+                range: "a probability between 0 and 1",
+            });
         }
-        if self.parks == 0 {
-            return Err(UsageError::Zero("parks"));
-        }
-        if self.resumers == 0 {
-            return Err(UsageError::Zero("resumers"));
+        for (option, value) in [("parks", self.parks), ("resumers", self.resumers)] {
+            if value == 0 {
+                return Err(CliError::zero(option));
+            }
         }
         let store = StoreArg::from_options(&self.store, self.sqlite_durability)?;
         Ok(Settings {
@@ -193,7 +180,13 @@ mod tests {
             }
             .validate()
             .unwrap_err();
-            assert!(matches!(err, UsageError::CrashRate(_)));
+            assert!(matches!(
+                err,
+                CliError::OutOfRange {
+                    option: "crash-rate",
+                    ..
+                }
+            ));
         }
         for rate in [0.0, 1.0] {
             assert!(
@@ -206,19 +199,25 @@ mod tests {
             );
         }
         let zero_parks = RawSettings { parks: 0, ..raw() }.validate();
-        assert_eq!(zero_parks.unwrap_err(), UsageError::Zero("parks"));
+        assert_eq!(
+            zero_parks.unwrap_err().to_string(),
+            "--parks 0: must be at least 1"
+        );
         let zero_resumers = RawSettings {
             resumers: 0,
             ..raw()
         }
         .validate();
-        assert_eq!(zero_resumers.unwrap_err(), UsageError::Zero("resumers"));
+        assert_eq!(
+            zero_resumers.unwrap_err().to_string(),
+            "--resumers 0: must be at least 1"
+        );
         let store = RawSettings {
             store: "nosuch".to_owned(),
             ..raw()
         }
         .validate();
-        assert!(matches!(store, Err(UsageError::Store(_))));
+        assert!(matches!(store, Err(CliError::UnknownStore(_))));
     }
 
     #[test]

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use loomfence_sqlite::{Durability, SqliteEventStore, SqliteOptions};
 
+use crate::error::CliError;
+
 /// What follows `sqlite:` for an in-memory database.
 const MEMORY: &str = ":memory:";
 
@@ -38,113 +40,12 @@ pub(crate) enum SqliteTarget {
     File(PathBuf),
 }
 
-/// Why `sqlite:PATH` cannot be used; found before anything runs.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SqlitePathError {
-    /// `sqlite:` and nothing after it.
-    #[error(
-        "--store sqlite: names no file; use sqlite:PATH (a file that does not exist yet) or sqlite::memory:"
-    )]
-    Empty,
-    /// The file's directory is missing.
-    #[error("--store sqlite:{path}: directory {dir} does not exist")]
-    NoDirectory {
-        /// The path as given.
-        path: String,
-        /// Its directory.
-        dir: String,
-    },
-    /// The file's "directory" is something else.
-    #[error("--store sqlite:{path}: {dir} is not a directory")]
-    NotADirectory {
-        /// The path as given.
-        path: String,
-        /// Its parent.
-        dir: String,
-    },
-    /// The file exists (whatever it holds).
-    #[error(
-        "--store sqlite:{path}: the file already exists; a run creates its own database and removes it at the end, so it never opens an existing file: name one that does not exist"
-    )]
-    Exists {
-        /// The path as given.
-        path: String,
-    },
-    /// A `-wal`, `-shm` or `-journal` file without its database: left by a
-    /// run that was killed. SQLite would replay a stale WAL or journal into
-    /// the new database, so it is not ignored.
-    #[error(
-        "--store sqlite:{path}: {companion} exists (left by a killed run?); remove it first, or SQLite would replay it into the new database"
-    )]
-    Leftover {
-        /// The path as given.
-        path: String,
-        /// The companion found.
-        companion: String,
-    },
-    /// `loomfence retention`: the file does not exist. Retention sweeps a
-    /// store somebody made; creating an empty one would only hide a typo.
-    #[error(
-        "--store sqlite:{path}: no such file; retention opens an existing database and never creates one"
-    )]
-    Missing {
-        /// The path as given.
-        path: String,
-    },
-    /// `loomfence retention`: something other than a file is there (a
-    /// directory, a device).
-    #[error("--store sqlite:{path}: not a regular file")]
-    NotAFile {
-        /// The path as given.
-        path: String,
-    },
-    /// The file system would not say (permissions, a file as a directory
-    /// along the path).
-    #[error("--store sqlite:{path}: {reason}")]
-    Unusable {
-        /// The path as given.
-        path: String,
-        /// What the file system said.
-        reason: String,
-    },
-}
-
-/// Why a run's database could not be made, opened or removed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SqliteFileError {
-    /// The file could not be created: another process made it since the
-    /// options were checked, or the directory is not writable.
-    #[error("could not create {path}: {source}")]
-    Create {
-        /// The file.
-        path: String,
-        /// What the file system said.
-        #[source]
-        source: io::Error,
-    },
-    /// The adapter refused to open it.
-    #[error("SQLite: {0}")]
-    Open(#[from] loomfence_sqlite::OpenError),
-    /// The existing database named for retention is gone, or is not a file.
-    #[error(transparent)]
-    Path(#[from] SqlitePathError),
-    /// A file of the run could not be removed; it is left behind.
-    #[error("could not remove {path} (remove it by hand): {source}")]
-    Remove {
-        /// The file left behind.
-        path: String,
-        /// What the file system said.
-        #[source]
-        source: io::Error,
-    },
-}
-
 impl SqliteTarget {
     /// Reads what follows `sqlite:`. Syntax only; [`SqliteTarget::check`]
     /// looks at the file system.
-    pub(crate) fn parse(spec: &str) -> Result<Self, SqlitePathError> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, CliError> {
         match spec {
-            "" => Err(SqlitePathError::Empty),
+            "" => Err(CliError::SqliteNoPath),
             MEMORY => Ok(SqliteTarget::Memory),
             path => Ok(SqliteTarget::File(PathBuf::from(path))),
         }
@@ -152,7 +53,7 @@ impl SqliteTarget {
 
     /// Checks that the file can be created: its directory exists, and
     /// neither it nor a companion does.
-    pub(crate) fn check(&self) -> Result<(), SqlitePathError> {
+    pub(crate) fn check(&self) -> Result<(), CliError> {
         let SqliteTarget::File(path) = self else {
             return Ok(());
         };
@@ -164,13 +65,13 @@ impl SqliteTarget {
         match std::fs::metadata(dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
-                return Err(SqlitePathError::NotADirectory {
+                return Err(CliError::SqliteNotADirectory {
                     path: shown,
                     dir: dir.display().to_string(),
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(SqlitePathError::NoDirectory {
+                return Err(CliError::SqliteNoDirectory {
                     path: shown,
                     dir: dir.display().to_string(),
                 });
@@ -178,11 +79,11 @@ impl SqliteTarget {
             Err(e) => return Err(unusable(&shown, &e)),
         }
         if exists(path).map_err(|e| unusable(&shown, &e))? {
-            return Err(SqlitePathError::Exists { path: shown });
+            return Err(CliError::SqliteExists { path: shown });
         }
         for companion in companions(path) {
             if exists(&companion).map_err(|e| unusable(&shown, &e))? {
-                return Err(SqlitePathError::Leftover {
+                return Err(CliError::SqliteLeftover {
                     path: shown,
                     companion: companion.display().to_string(),
                 });
@@ -193,16 +94,16 @@ impl SqliteTarget {
 
     /// `loomfence retention`'s check: the file exists and is a regular
     /// file (a symlink to one counts). Nothing is created or opened.
-    pub(crate) fn check_existing(&self) -> Result<(), SqlitePathError> {
+    pub(crate) fn check_existing(&self) -> Result<(), CliError> {
         let SqliteTarget::File(path) = self else {
             return Ok(());
         };
         let shown = path.display().to_string();
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_file() => Ok(()),
-            Ok(_) => Err(SqlitePathError::NotAFile { path: shown }),
+            Ok(_) => Err(CliError::SqliteNotAFile { path: shown }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                Err(SqlitePathError::Missing { path: shown })
+                Err(CliError::SqliteMissing { path: shown })
             }
             Err(e) => Err(unusable(&shown, &e)),
         }
@@ -219,7 +120,7 @@ impl SqliteTarget {
     pub(crate) async fn open_existing(
         &self,
         durability: Durability,
-    ) -> Result<SqliteEventStore, SqliteFileError> {
+    ) -> Result<SqliteEventStore, CliError> {
         let options = SqliteOptions {
             durability,
             ..SqliteOptions::default()
@@ -238,7 +139,7 @@ impl SqliteTarget {
     pub(crate) async fn open(
         &self,
         durability: Durability,
-    ) -> Result<(SqliteEventStore, Option<PathBuf>), SqliteFileError> {
+    ) -> Result<(SqliteEventStore, Option<PathBuf>), CliError> {
         let options = SqliteOptions {
             durability,
             ..SqliteOptions::default()
@@ -255,10 +156,7 @@ impl SqliteTarget {
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|source| SqliteFileError::Create {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(CliError::io(format!("could not create {}", path.display())))?;
         match SqliteEventStore::open(path, options).await {
             Ok(store) => Ok((store, Some(path.clone()))),
             Err(failure) => {
@@ -272,13 +170,13 @@ impl SqliteTarget {
 
 /// Removes a run's database and its companions; a missing one is fine.
 /// Every file is tried; the first failure is reported.
-pub(crate) fn remove(path: &Path) -> Result<(), SqliteFileError> {
+pub(crate) fn remove(path: &Path) -> Result<(), CliError> {
     let mut first = Ok(());
     for file in std::iter::once(path.to_path_buf()).chain(companions(path)) {
         match std::fs::remove_file(&file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound && first.is_ok() => {
-                first = Err(SqliteFileError::Remove {
-                    path: file.display().to_string(),
+                first = Err(CliError::Io {
+                    what: format!("could not remove {} (remove it by hand)", file.display()),
                     source: e,
                 });
             }
@@ -307,8 +205,8 @@ fn exists(path: &Path) -> io::Result<bool> {
 }
 
 /// A file-system answer other than "not found".
-fn unusable(path: &str, error: &io::Error) -> SqlitePathError {
-    SqlitePathError::Unusable {
+fn unusable(path: &str, error: &io::Error) -> CliError {
+    CliError::SqliteUnusable {
         path: path.to_owned(),
         reason: error.to_string(),
     }
@@ -348,8 +246,14 @@ mod tests {
 
     #[test]
     fn parses_memory_files_and_an_empty_path() {
-        assert_eq!(SqliteTarget::parse(":memory:"), Ok(SqliteTarget::Memory));
-        assert_eq!(SqliteTarget::parse(""), Err(SqlitePathError::Empty));
+        assert!(matches!(
+            SqliteTarget::parse(":memory:"),
+            Ok(SqliteTarget::Memory)
+        ));
+        assert!(matches!(
+            SqliteTarget::parse(""),
+            Err(CliError::SqliteNoPath)
+        ));
         let file = SqliteTarget::parse("runs/x.db").unwrap();
         assert_eq!(file, SqliteTarget::File(PathBuf::from("runs/x.db")));
         assert_eq!(file.to_string(), "sqlite:runs/x.db");
@@ -360,40 +264,38 @@ mod tests {
     fn check_refuses_what_a_run_must_not_touch() {
         let dir = scratch("check");
         let new = SqliteTarget::File(dir.join("new.db"));
-        assert_eq!(new.check(), Ok(()));
-        assert_eq!(SqliteTarget::Memory.check(), Ok(()));
+        assert!(new.check().is_ok());
+        assert!(SqliteTarget::Memory.check().is_ok());
         // A bare file name lives in the working directory, which exists.
-        assert_eq!(
-            SqliteTarget::File(PathBuf::from("loomfence-no-such-file.db")).check(),
-            Ok(())
+        assert!(
+            SqliteTarget::File(PathBuf::from("loomfence-no-such-file.db"))
+                .check()
+                .is_ok()
         );
 
         let missing = SqliteTarget::File(dir.join("nosuch").join("x.db"));
         assert!(matches!(
             missing.check(),
-            Err(SqlitePathError::NoDirectory { .. })
+            Err(CliError::SqliteNoDirectory { .. })
         ));
         std::fs::write(dir.join("plain"), "not a directory").unwrap();
         let under_file = SqliteTarget::File(dir.join("plain").join("x.db"));
         assert!(matches!(
             under_file.check(),
-            Err(SqlitePathError::NotADirectory { .. })
+            Err(CliError::SqliteNotADirectory { .. })
         ));
         let existing = SqliteTarget::File(dir.join("plain"));
         assert!(matches!(
             existing.check(),
-            Err(SqlitePathError::Exists { .. })
+            Err(CliError::SqliteExists { .. })
         ));
         let as_dir = SqliteTarget::File(dir.clone());
-        assert!(matches!(
-            as_dir.check(),
-            Err(SqlitePathError::Exists { .. })
-        ));
+        assert!(matches!(as_dir.check(), Err(CliError::SqliteExists { .. })));
 
         std::fs::write(dir.join("left.db-wal"), "").unwrap();
         let left = SqliteTarget::File(dir.join("left.db"));
         let err = left.check().unwrap_err();
-        assert!(matches!(err, SqlitePathError::Leftover { .. }), "{err}");
+        assert!(matches!(err, CliError::SqliteLeftover { .. }), "{err}");
         assert!(err.to_string().contains("left.db-wal"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -406,20 +308,18 @@ mod tests {
         let dir = scratch("existing");
         let path = dir.join("kept.db");
         let target = SqliteTarget::File(path.clone());
-        assert_eq!(
+        assert!(matches!(
             target.check_existing(),
-            Err(SqlitePathError::Missing {
-                path: path.display().to_string()
-            })
-        );
+            Err(CliError::SqliteMissing { path: shown }) if shown == path.display().to_string()
+        ));
         assert!(matches!(
             target.open_existing(Durability::Full).await,
-            Err(SqliteFileError::Path(SqlitePathError::Missing { .. }))
+            Err(CliError::SqliteMissing { .. })
         ));
         assert!(!path.exists(), "a missing database is not created");
         assert!(matches!(
             SqliteTarget::File(dir.clone()).check_existing(),
-            Err(SqlitePathError::NotAFile { .. })
+            Err(CliError::SqliteNotAFile { .. })
         ));
 
         let x = ExecutionId::new("x").unwrap();
@@ -432,7 +332,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(target.check_existing(), Ok(()));
+        assert!(target.check_existing().is_ok());
         let store = target.open_existing(Durability::Full).await.unwrap();
         assert_eq!(store.read_range(&x, 1, None).await.unwrap().len(), 1);
         drop(store);
@@ -455,7 +355,7 @@ mod tests {
         // Made by this run: a second open of the same target is refused.
         assert!(matches!(
             target.open(Durability::Full).await,
-            Err(SqliteFileError::Create { .. })
+            Err(CliError::Io { .. })
         ));
         drop(store);
         remove(&path).unwrap();

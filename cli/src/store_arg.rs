@@ -33,7 +33,8 @@ use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 use tokio_postgres::config::Host;
 
-use crate::sqlite_file::{self, SqliteFileError, SqlitePathError, SqliteTarget, durability_name};
+use crate::error::CliError;
+use crate::sqlite_file::{self, SqliteTarget, durability_name};
 
 /// A backend named on the command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,61 +103,13 @@ enum Cleanup {
     RemoveFile(PathBuf),
 }
 
-/// Why a store could not be opened or cleaned up.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum OpenError {
-    /// The run's schema name is not valid (a bug in the CLI).
-    #[error("schema name: {0}")]
-    Schema(loomfence_postgres::OpenError),
-    /// Connecting or migrating failed.
-    #[error("PostgreSQL: {0}")]
-    Connect(#[from] loomfence_postgres::OpenError),
-    /// The run's schema could not be dropped; it is left in the database.
-    #[error("could not drop schema {schema} (drop it by hand): {reason}")]
-    Drop {
-        /// The schema left behind.
-        schema: String,
-        /// Why.
-        reason: String,
-    },
-    /// The run's SQLite file could not be created, opened or removed.
-    #[error(transparent)]
-    Sqlite(#[from] SqliteFileError),
-    /// `loomfence retention`: the schema holds no loomfence store (it, or
-    /// its `events` table, does not exist). Nothing was created.
-    #[error(
-        "PostgreSQL: schema {schema} holds no loomfence store (no table {schema}.events); retention opens an existing store and creates nothing (name it with --schema)"
-    )]
-    NoStore {
-        /// The schema looked in.
-        schema: String,
-    },
-}
-
-impl OpenError {
-    /// Whether the store named is not one retention can sweep (missing, not
-    /// a loomfence database, another application's): the options are wrong,
-    /// not the store, so the command exits 2 rather than 1.
-    pub(crate) fn names_no_store(&self) -> bool {
-        use loomfence_sqlite::OpenError as Sqlite;
-        match self {
-            OpenError::NoStore { .. } | OpenError::Sqlite(SqliteFileError::Path(_)) => true,
-            OpenError::Sqlite(SqliteFileError::Open(open)) => matches!(
-                open,
-                Sqlite::NotADatabase { .. } | Sqlite::Foreign { .. } | Sqlite::ForeignTimers { .. }
-            ),
-            _ => false,
-        }
-    }
-}
-
 /// Schemas opened by this process so far: the `<n>` of `<prefix>_<pid>_<n>`.
 static SCHEMAS_OPENED: AtomicU32 = AtomicU32::new(0);
 
 impl StoreArg {
     /// Opens a fresh, empty store. A trait object, so that the code using it
     /// is the same for every backend.
-    pub(crate) async fn open(&self, options: OpenOptions) -> Result<OpenedStore, OpenError> {
+    pub(crate) async fn open(&self, options: OpenOptions) -> Result<OpenedStore, CliError> {
         match self {
             StoreArg::Memory => Ok(OpenedStore {
                 store: Arc::new(MemoryEventStore::new()),
@@ -174,7 +127,7 @@ impl StoreArg {
             StoreArg::Postgres { url, .. } => {
                 let n = SCHEMAS_OPENED.fetch_add(1, Ordering::Relaxed);
                 let schema = Schema::new(format!("{}_{}_{n}", options.prefix, std::process::id()))
-                    .map_err(OpenError::Schema)?;
+                    .map_err(CliError::postgres("schema name"))?;
                 let store = PostgresEventStore::connect(
                     url,
                     PostgresOptions {
@@ -184,7 +137,8 @@ impl StoreArg {
                         ..PostgresOptions::default()
                     },
                 )
-                .await?;
+                .await
+                .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
@@ -199,7 +153,7 @@ impl StoreArg {
     /// (`loomfence retention`): `sqlite:PATH` must name an existing file
     /// (checked here, so a missing one exits 2 before anything runs);
     /// `postgres:URL` and the memory stores are checked when opened.
-    pub(crate) fn existing(store: &str) -> Result<Self, StoreArgError> {
+    pub(crate) fn existing(store: &str) -> Result<Self, CliError> {
         let parsed: StoreArg = store.parse()?;
         if let StoreArg::Sqlite { target, .. } = &parsed {
             target.check_existing()?;
@@ -222,7 +176,7 @@ impl StoreArg {
         &self,
         schema: Option<&Schema>,
         pool_size: usize,
-    ) -> Result<ExistingStore, OpenError> {
+    ) -> Result<ExistingStore, CliError> {
         match self {
             StoreArg::Memory => Ok(ExistingStore {
                 events: Arc::new(MemoryEventStore::new()),
@@ -247,13 +201,17 @@ impl StoreArg {
                         ..PostgresOptions::default()
                     },
                 )
-                .await?;
+                .await
+                .map_err(CliError::postgres("PostgreSQL"))?;
                 if !holds_a_store(&store).await? {
-                    return Err(OpenError::NoStore {
+                    return Err(CliError::NoStore {
                         schema: schema.to_string(),
                     });
                 }
-                store.migrate().await?;
+                store
+                    .migrate()
+                    .await
+                    .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
                 Ok(ExistingStore {
                     timers: Arc::new(store.timers()),
@@ -296,11 +254,16 @@ impl StoreArg {
     pub(crate) fn from_options(
         store: &str,
         durability: Option<Durability>,
-    ) -> Result<Self, StoreArgError> {
+    ) -> Result<Self, CliError> {
         let mut parsed: StoreArg = store.parse()?;
         match (&mut parsed, durability) {
             (StoreArg::Sqlite { durability, .. }, Some(given)) => *durability = given,
-            (_, Some(_)) => return Err(StoreArgError::DurabilityWithoutSqlite),
+            (_, Some(_)) => {
+                return Err(CliError::OnlyForStore {
+                    option: "sqlite-durability",
+                    store: "sqlite:PATH",
+                });
+            }
             (_, None) => {}
         }
         if let StoreArg::Sqlite { target, .. } = &parsed {
@@ -340,7 +303,7 @@ impl OpenedStore {
 
     /// Ends the run: drops the PostgreSQL schema with everything in it, or
     /// removes the SQLite file; nothing to do in memory.
-    pub(crate) async fn close(self) -> Result<(), OpenError> {
+    pub(crate) async fn close(self) -> Result<(), CliError> {
         let OpenedStore {
             store,
             timers,
@@ -353,7 +316,7 @@ impl OpenedStore {
         drop(store);
         let postgres = match cleanup {
             Cleanup::Nothing => return Ok(()),
-            Cleanup::RemoveFile(path) => return Ok(sqlite_file::remove(&path)?),
+            Cleanup::RemoveFile(path) => return sqlite_file::remove(&path),
             Cleanup::DropSchema(postgres) => postgres,
         };
         let schema = postgres.schema().to_string();
@@ -367,15 +330,15 @@ impl OpenedStore {
         };
         dropped
             .await
-            .map_err(|reason| OpenError::Drop { schema, reason })
+            .map_err(|reason| CliError::DropSchema { schema, reason })
     }
 }
 
 /// Whether the store's schema has an `events` table: a loomfence store
 /// (of any version; `migrate` upgrades it) lives there.
-async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, OpenError> {
+async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, CliError> {
     let failed = |e: &dyn fmt::Display| {
-        loomfence_postgres::OpenError::Backend(loomfence_store::BackendError::permanent(format!(
+        CliError::postgres("PostgreSQL")(loomfence_store::BackendError::permanent(format!(
             "looking for the store's tables: {e}"
         )))
     };
@@ -391,7 +354,7 @@ async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, OpenError> {
 }
 
 /// Closes every store, even when one fails, and reports the first failure.
-pub(crate) async fn close_all(stores: Vec<OpenedStore>) -> Result<(), OpenError> {
+pub(crate) async fn close_all(stores: Vec<OpenedStore>) -> Result<(), CliError> {
     let mut first = Ok(());
     for store in stores {
         let closed = store.close().await;
@@ -412,28 +375,8 @@ impl fmt::Display for StoreArg {
     }
 }
 
-/// Why a `--store` value names no backend we have.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum StoreArgError {
-    /// `sqlite:` followed by a path a run cannot create.
-    #[error(transparent)]
-    SqlitePath(#[from] SqlitePathError),
-    /// `--sqlite-durability` with a store that is not SQLite.
-    #[error("--sqlite-durability: only for --store sqlite:PATH")]
-    DurabilityWithoutSqlite,
-    /// `postgres:` followed by something that is not a connection string.
-    /// The value is not repeated: it may hold a password.
-    #[error("--store postgres:…: not a PostgreSQL connection string: {0}")]
-    PostgresUrl(String),
-    /// Anything else.
-    #[error(
-        "--store {0:?}: unknown store; expected `memory`, `postgres:URL`, `sqlite:PATH` or `sqlite::memory:`"
-    )]
-    Unknown(String),
-}
-
 impl FromStr for StoreArg {
-    type Err = StoreArgError;
+    type Err = CliError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if s == "memory" {
@@ -446,14 +389,14 @@ impl FromStr for StoreArg {
             });
         }
         let Some(url) = s.strip_prefix("postgres:") else {
-            return Err(StoreArgError::Unknown(s.to_owned()));
+            return Err(CliError::UnknownStore(s.to_owned()));
         };
         if url.trim().is_empty() {
-            return Err(StoreArgError::PostgresUrl("it is empty".to_owned()));
+            return Err(CliError::PostgresUrl("it is empty".to_owned()));
         }
         let config: tokio_postgres::Config = url
             .parse()
-            .map_err(|e: tokio_postgres::Error| StoreArgError::PostgresUrl(e.to_string()))?;
+            .map_err(|e: tokio_postgres::Error| CliError::PostgresUrl(e.to_string()))?;
         Ok(StoreArg::Postgres {
             url: url.to_owned(),
             shown: describe(&config),
@@ -498,19 +441,19 @@ mod tests {
 
     #[test]
     fn parses_memory_and_refuses_the_rest() {
-        assert_eq!("memory".parse(), Ok(StoreArg::Memory));
+        assert!(matches!("memory".parse(), Ok(StoreArg::Memory)));
         assert_eq!(StoreArg::Memory.to_string(), "memory");
         assert!(matches!(
             "sqlite:".parse::<StoreArg>(),
-            Err(StoreArgError::SqlitePath(SqlitePathError::Empty))
+            Err(CliError::SqliteNoPath)
         ));
         assert!(matches!(
             "Memory".parse::<StoreArg>(),
-            Err(StoreArgError::Unknown(_))
+            Err(CliError::UnknownStore(_))
         ));
         assert!(matches!(
             "".parse::<StoreArg>(),
-            Err(StoreArgError::Unknown(_))
+            Err(CliError::UnknownStore(_))
         ));
     }
 
@@ -533,7 +476,7 @@ mod tests {
             "postgres:postgres://h:notaport/x",
         ] {
             let err = bad.parse::<StoreArg>().unwrap_err();
-            assert!(matches!(err, StoreArgError::PostgresUrl(_)), "{bad}");
+            assert!(matches!(err, CliError::PostgresUrl(_)), "{bad}");
         }
     }
 
@@ -563,32 +506,32 @@ mod tests {
         assert_eq!(existing.to_string(), format!("sqlite:{}", here.display()));
         assert!(matches!(
             StoreArg::existing("sqlite:/loomfence/no/such/x.db"),
-            Err(StoreArgError::SqlitePath(SqlitePathError::Missing { .. }))
+            Err(CliError::SqliteMissing { .. })
         ));
-        assert_eq!(StoreArg::existing("memory"), Ok(StoreArg::Memory));
+        assert!(matches!(StoreArg::existing("memory"), Ok(StoreArg::Memory)));
         assert!(StoreArg::existing("postgres:postgres://u@h/db").is_ok());
         assert!(matches!(
             StoreArg::existing("nosuch"),
-            Err(StoreArgError::Unknown(_))
+            Err(CliError::UnknownStore(_))
         ));
     }
 
     #[test]
     fn a_missing_store_is_an_option_error() {
         assert!(
-            OpenError::NoStore {
+            CliError::NoStore {
                 schema: "app".to_owned()
             }
             .names_no_store()
         );
         assert!(
-            OpenError::Sqlite(SqliteFileError::Path(SqlitePathError::Missing {
+            CliError::SqliteMissing {
                 path: "x".to_owned()
-            }))
+            }
             .names_no_store()
         );
         assert!(
-            !OpenError::Drop {
+            !CliError::DropSchema {
                 schema: "app".to_owned(),
                 reason: "gone".to_owned()
             }
@@ -613,19 +556,20 @@ mod tests {
     fn refuses_durability_elsewhere_and_paths_a_run_cannot_create() {
         assert!(matches!(
             StoreArg::from_options("memory", Some(Durability::Full)),
-            Err(StoreArgError::DurabilityWithoutSqlite)
+            Err(CliError::OnlyForStore {
+                option: "sqlite-durability",
+                store: "sqlite:PATH",
+            })
         ));
         assert!(matches!(
             StoreArg::from_options("sqlite:/loomfence/no/such/dir/x.db", None),
-            Err(StoreArgError::SqlitePath(
-                SqlitePathError::NoDirectory { .. }
-            ))
+            Err(CliError::SqliteNoDirectory { .. })
         ));
         let here = std::env::current_exe().unwrap();
         let existing = format!("sqlite:{}", here.display());
         assert!(matches!(
             StoreArg::from_options(&existing, None),
-            Err(StoreArgError::SqlitePath(SqlitePathError::Exists { .. }))
+            Err(CliError::SqliteExists { .. })
         ));
     }
 }

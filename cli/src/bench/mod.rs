@@ -18,6 +18,7 @@
 //! `--workload retention` measures something else, the retention sweep
 //! (see [`retention`]).
 
+mod options;
 mod report;
 pub(crate) mod retention;
 mod retention_report;
@@ -31,150 +32,18 @@ use std::time::{Duration, Instant};
 use indicatif::ProgressBar;
 use loomfence_core::ExecutionId;
 use loomfence_postgres::AcquireStrategy;
-use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, MemoryEventStore};
 use tokio::sync::Barrier;
 use tokio::task::{JoinSet, yield_now};
 
+pub(crate) use self::options::{BenchSettings, RawBench, Suite};
 pub(crate) use self::report::BenchReport;
 use self::report::WorkloadResult;
 use self::stats::RunStats;
-use self::workloads::{Sample, Workload, WorkloadError};
+use self::workloads::{Sample, Workload};
+use crate::error::CliError;
 use crate::interrupt::until_interrupted;
-use crate::settings::UsageError;
-use crate::store_arg::{OpenError, OpenOptions, OpenedStore, StoreArg, close_all};
-
-/// Which measurement `loomfence bench` makes (`--workload`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Suite {
-    /// The kernel's workloads: appends, fences, park/resume.
-    Kernel,
-    /// One retention sweep over a store of mixed executions.
-    Retention,
-}
-
-/// Executions per run of each kernel workload by default.
-pub(crate) const KERNEL_EXECUTIONS: u32 = 3_000;
-/// Executions in the retention bench's store by default (the size of the
-/// conformance kit's sweep case).
-pub(crate) const RETENTION_EXECUTIONS: u32 = 10_000;
-/// Measured rounds of the kernel workloads by default.
-pub(crate) const KERNEL_RUNS: u32 = 3;
-
-/// The bench's options after validation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct BenchSettings {
-    /// What is measured.
-    pub(crate) suite: Suite,
-    /// The backend.
-    pub(crate) store: StoreArg,
-    /// Concurrent tasks.
-    pub(crate) concurrency: u32,
-    /// Executions per run of each workload.
-    pub(crate) executions: u32,
-    /// Measured rounds.
-    pub(crate) runs: u32,
-    /// PostgreSQL connections per store.
-    pub(crate) pool: usize,
-    /// Retention only: time a second sweep that archives.
-    pub(crate) archive: bool,
-}
-
-/// The options as typed, before the checks clap cannot do.
-#[derive(Clone, Debug)]
-pub(crate) struct RawBench {
-    /// `--workload`.
-    pub(crate) suite: Suite,
-    /// `--store`, unparsed.
-    pub(crate) store: String,
-    /// `--concurrency`.
-    pub(crate) concurrency: u32,
-    /// `--executions`, if given.
-    pub(crate) executions: Option<u32>,
-    /// `--runs`, if given.
-    pub(crate) runs: Option<u32>,
-    /// `--archive`.
-    pub(crate) archive: bool,
-    /// `--pool`, if given.
-    pub(crate) pool: Option<u32>,
-    /// `--sqlite-durability`, if given.
-    pub(crate) sqlite_durability: Option<Durability>,
-}
-
-impl RawBench {
-    /// Checks the ranges and the options that belong to one workload
-    /// only; fills in the workload's defaults; the pool defaults to one
-    /// connection per task.
-    pub(crate) fn validate(self) -> Result<BenchSettings, UsageError> {
-        match self.suite {
-            Suite::Kernel if self.archive => {
-                return Err(UsageError::OnlyFor("archive", "--workload retention"));
-            }
-            // The retention bench times one sweep: there are no rounds.
-            Suite::Retention if self.runs.is_some() => {
-                return Err(UsageError::OnlyFor("runs", "--workload kernel"));
-            }
-            _ => {}
-        }
-        let executions = self.executions.unwrap_or(match self.suite {
-            Suite::Kernel => KERNEL_EXECUTIONS,
-            Suite::Retention => RETENTION_EXECUTIONS,
-        });
-        let runs = self.runs.unwrap_or(match self.suite {
-            Suite::Kernel => KERNEL_RUNS,
-            Suite::Retention => 1,
-        });
-        for (name, value) in [
-            ("concurrency", self.concurrency),
-            ("executions", executions),
-            ("runs", runs),
-            ("pool", self.pool.unwrap_or(1)),
-        ] {
-            if value == 0 {
-                return Err(UsageError::Zero(name));
-            }
-        }
-        Ok(BenchSettings {
-            suite: self.suite,
-            store: StoreArg::from_options(&self.store, self.sqlite_durability)?,
-            concurrency: self.concurrency,
-            executions,
-            runs,
-            pool: self.pool.unwrap_or(self.concurrency) as usize,
-            archive: self.archive,
-        })
-    }
-}
-
-impl BenchSettings {
-    /// Executions of each workload in the warm-up round: a tenth of a run,
-    /// but at least one per task, and never more than a run.
-    pub(crate) fn warmup(&self) -> u32 {
-        (self.executions / 10)
-            .max(self.concurrency)
-            .min(self.executions)
-    }
-}
-
-/// Why the bench could not be run to the end.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BenchError {
-    /// A store could not be opened, or its schema not dropped afterwards.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// An execution failed.
-    #[error(transparent)]
-    Workload(#[from] WorkloadError),
-    /// A task panicked or was cancelled.
-    #[error("bench task: {0}")]
-    Task(#[from] tokio::task::JoinError),
-    /// Ctrl-C: the bench was stopped (and its schemas dropped).
-    #[error("interrupted")]
-    Interrupted,
-    /// The retention bench failed.
-    #[error(transparent)]
-    Retention(#[from] retention::RetentionBenchError),
-}
+use crate::store_arg::{OpenOptions, OpenedStore, StoreArg, close_all};
 
 /// Where a workload's executions are written.
 enum Backing {
@@ -204,7 +73,7 @@ struct Target {
 pub(crate) async fn run(
     settings: BenchSettings,
     progress: ProgressBar,
-) -> Result<BenchReport, BenchError> {
+) -> Result<BenchReport, CliError> {
     let postgres = settings.store.is_postgres();
     let workloads = Workload::for_store(postgres);
     let mut opened: Vec<OpenedStore> = Vec::new();
@@ -219,7 +88,7 @@ pub(crate) async fn run(
             Err(failure) => {
                 // Best effort: the open failure is the one worth reporting.
                 let _ = close_all(opened).await;
-                return Err(failure.into());
+                return Err(failure);
             }
         }
     }
@@ -240,7 +109,7 @@ pub(crate) async fn run(
     progress.finish_and_clear();
     drop(targets);
     let closed = close_all(opened).await;
-    let results = outcome.ok_or(BenchError::Interrupted)??;
+    let results = outcome.ok_or(CliError::Interrupted)??;
     closed?;
     Ok(BenchReport {
         store: settings.store.to_string(),
@@ -274,7 +143,7 @@ async fn measure(
     settings: &BenchSettings,
     targets: &[Target],
     progress: &ProgressBar,
-) -> Result<Vec<WorkloadResult>, BenchError> {
+) -> Result<Vec<WorkloadResult>, CliError> {
     let postgres = settings.store.is_postgres();
     for target in targets {
         progress.set_message(format!("warm-up: {}", target.workload.label(postgres)));
@@ -314,7 +183,7 @@ async fn phase(
     executions: u32,
     tag: &str,
     concurrency: u32,
-) -> Result<(Vec<Sample>, Duration), BenchError> {
+) -> Result<(Vec<Sample>, Duration), CliError> {
     let store: Arc<dyn EventStore> = match &target.backing {
         Backing::Shared(store) => Arc::clone(store),
         Backing::FreshMemory => Arc::new(MemoryEventStore::new()),
@@ -335,9 +204,10 @@ async fn phase(
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= executions {
-                    return Ok::<_, WorkloadError>(samples);
+                    return Ok::<_, CliError>(samples);
                 }
-                let id = ExecutionId::new(format!("{prefix}{i}"))?;
+                let id = ExecutionId::new(format!("{prefix}{i}"))
+                    .map_err(CliError::input("execution id"))?;
                 samples.push(workload.execute(&*store, &id).await?);
                 // The memory store never awaits: without this a task would
                 // run execution after execution without letting the others
@@ -352,7 +222,7 @@ async fn phase(
     // The first failure ends the run: returning drops the set, which aborts
     // the other tasks.
     while let Some(joined) = set.join_next().await {
-        samples.extend(joined??);
+        samples.extend(joined.map_err(CliError::task("bench task"))??);
     }
     let elapsed = began.elapsed();
     drop(store);
@@ -361,107 +231,8 @@ async fn phase(
 
 #[cfg(test)]
 mod tests {
+    use super::options::tests::raw;
     use super::*;
-
-    fn raw() -> RawBench {
-        RawBench {
-            suite: Suite::Kernel,
-            store: "memory".to_owned(),
-            concurrency: 64,
-            executions: None,
-            runs: None,
-            archive: false,
-            pool: None,
-            sqlite_durability: None,
-        }
-    }
-
-    #[test]
-    fn validates_and_defaults_the_pool_to_the_concurrency() {
-        let settings = raw().validate().unwrap();
-        assert_eq!(settings.pool, 64);
-        assert_eq!(settings.warmup(), 300);
-        for (field, bad) in [
-            (
-                "concurrency",
-                RawBench {
-                    concurrency: 0,
-                    ..raw()
-                },
-            ),
-            (
-                "executions",
-                RawBench {
-                    executions: Some(0),
-                    ..raw()
-                },
-            ),
-            (
-                "runs",
-                RawBench {
-                    runs: Some(0),
-                    ..raw()
-                },
-            ),
-            (
-                "pool",
-                RawBench {
-                    pool: Some(0),
-                    ..raw()
-                },
-            ),
-        ] {
-            assert_eq!(bad.validate().unwrap_err(), UsageError::Zero(field));
-        }
-        for (store, durability) in [
-            ("sqlite:", None),
-            ("nosuch", None),
-            ("memory", Some(Durability::Normal)),
-        ] {
-            let bad = RawBench {
-                store: store.to_owned(),
-                sqlite_durability: durability,
-                ..raw()
-            };
-            assert!(
-                matches!(bad.validate(), Err(UsageError::Store(_))),
-                "{store}"
-            );
-        }
-    }
-
-    #[test]
-    fn each_workload_has_its_defaults_and_its_own_options() {
-        let kernel = raw().validate().unwrap();
-        assert_eq!((kernel.executions, kernel.runs), (3_000, 3));
-        let retention = RawBench {
-            suite: Suite::Retention,
-            archive: true,
-            ..raw()
-        }
-        .validate()
-        .unwrap();
-        assert_eq!((retention.executions, retention.archive), (10_000, true));
-        assert_eq!(
-            RawBench {
-                archive: true,
-                ..raw()
-            }
-            .validate()
-            .unwrap_err(),
-            UsageError::OnlyFor("archive", "--workload retention")
-        );
-        assert_eq!(
-            RawBench {
-                suite: Suite::Retention,
-                runs: Some(3),
-                ..raw()
-            }
-            .validate()
-            .unwrap_err(),
-            UsageError::OnlyFor("runs", "--workload kernel")
-        );
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_small_retention_bench_on_memory_checks_and_times_both_sweeps() {
@@ -485,21 +256,6 @@ mod tests {
         }
         assert_eq!(report.sweeps[1].report.archived, 100);
         assert!(report.sweeps[1].archive_bytes.unwrap() > 0);
-    }
-
-    #[test]
-    fn the_warmup_is_short_but_covers_every_task() {
-        let small = RawBench {
-            executions: Some(50),
-            ..raw()
-        };
-        assert_eq!(small.validate().unwrap().warmup(), 50);
-        let many = RawBench {
-            executions: Some(100_000),
-            concurrency: 8,
-            ..raw()
-        };
-        assert_eq!(many.validate().unwrap().warmup(), 10_000);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use indicatif::ProgressBar;
 use loomfence_conformance::mixed::{Expected, Mixed};
@@ -26,13 +26,14 @@ use loomfence_core::{
     retention::{MAX_PAGE_LIMIT, SweepOptions, SweepReport},
 };
 use loomfence_postgres::AcquireStrategy;
-use loomfence_runtime::{RuntimeError, Sweep, retention::JsonLinesArchive};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_runtime::{Sweep, retention::JsonLinesArchive};
+use loomfence_store::EventStore;
 use tokio::task::{JoinSet, yield_now};
 
-use super::{BenchError, BenchSettings};
-use crate::bench::retention_report::{RetentionBenchReport, SweepResult, Variant};
+use super::options::BenchSettings;
+use super::retention_report::{RetentionBenchReport, SweepResult, Variant};
 use crate::clock::now_ms;
+use crate::error::CliError;
 use crate::interrupt::until_interrupted;
 use crate::store_arg::OpenOptions;
 
@@ -42,42 +43,9 @@ pub(crate) const PAGE_LIMIT: u32 = crate::retention::DEFAULT_PAGE_LIMIT;
 /// A day, in ms.
 const DAY: i64 = 86_400_000;
 
-/// Why the retention bench failed, beyond what every bench can.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RetentionBenchError {
-    /// Filling or emptying the store failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// A generated id was refused (a bug in the CLI).
-    #[error("execution id: {0}")]
-    Id(#[from] loomfence_core::InputError),
-    /// The sweep failed.
-    #[error("sweep: {0}")]
-    Sweep(#[from] RuntimeError),
-    /// The archive file could not be made or removed.
-    #[error("archive file {path}: {reason}")]
-    Archive {
-        /// The file.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-    /// The sweep's counts are not the ones the shapes call for: a bug,
-    /// not a measurement.
-    #[error("the {variant} sweep reported {found}, expected {expected}")]
-    Counts {
-        /// Which sweep.
-        variant: &'static str,
-        /// What it reported.
-        found: String,
-        /// What the shapes call for.
-        expected: String,
-    },
-}
-
 /// Execution `n`'s id.
-fn name(n: u32) -> Result<ExecutionId, RetentionBenchError> {
-    Ok(ExecutionId::new(format!("ret-{n:07}"))?)
+fn name(n: u32) -> Result<ExecutionId, CliError> {
+    ExecutionId::new(format!("ret-{n:07}")).map_err(CliError::input("execution id"))
 }
 
 /// The counts `report` gives, to compare with [`Expected::of`].
@@ -98,7 +66,7 @@ fn found(report: &SweepReport) -> Expected {
 pub(crate) async fn run(
     settings: BenchSettings,
     progress: ProgressBar,
-) -> Result<RetentionBenchReport, BenchError> {
+) -> Result<RetentionBenchReport, CliError> {
     let opened = settings
         .store
         .open(OpenOptions {
@@ -124,15 +92,13 @@ pub(crate) async fn run(
             }
             sweeps.push(measure(&settings, &store, variant, &progress).await?);
         }
-        Ok::<_, RetentionBenchError>(sweeps)
+        Ok::<_, CliError>(sweeps)
     })
     .await;
     progress.finish_and_clear();
     drop(store);
     let closed = opened.close().await;
-    let sweeps = outcome
-        .ok_or(BenchError::Interrupted)?
-        .map_err(BenchError::Retention)?;
+    let sweeps = outcome.ok_or(CliError::Interrupted)??;
     closed?;
     Ok(RetentionBenchReport {
         store: settings.store.to_string(),
@@ -153,7 +119,7 @@ async fn measure(
     store: &Arc<dyn EventStore>,
     variant: Variant,
     progress: &ProgressBar,
-) -> Result<SweepResult, RetentionBenchError> {
+) -> Result<SweepResult, CliError> {
     progress.set_message(format!(
         "filling the store with {} executions (not timed)",
         settings.executions
@@ -181,7 +147,7 @@ async fn measure(
         None => sweep,
     };
     let began = Instant::now();
-    let report = sweep.run().await?;
+    let report = sweep.run().await.map_err(CliError::runtime("sweep"))?;
     let elapsed = began.elapsed();
     let archive_bytes = match file {
         Some(file) => Some(file.finish()?),
@@ -196,7 +162,7 @@ async fn measure(
         Variant::Archive => report.archived == report.deleted,
     };
     if found != expected || !archived_ok || !report.kept.is_empty() {
-        return Err(RetentionBenchError::Counts {
+        return Err(CliError::Counts {
             variant: variant.key(),
             found: format!("{report:?}"),
             expected: format!("{expected:?}"),
@@ -219,7 +185,7 @@ async fn fill(
     executions: u32,
     concurrency: u32,
     now: i64,
-) -> Result<(), RetentionBenchError> {
+) -> Result<(), CliError> {
     let mixed = Arc::new(mixed(now)?);
     store
         .append(&mixed.running_parent, mixed.running_parent_start())
@@ -232,7 +198,7 @@ async fn fill(
             loop {
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 if n >= executions {
-                    return Ok::<_, RetentionBenchError>(());
+                    return Ok::<_, CliError>(());
                 }
                 store.append_many(&name(n)?, mixed.events(n, name)?).await?;
                 // The memory store never awaits (see the kernel bench).
@@ -241,24 +207,25 @@ async fn fill(
         });
     }
     while let Some(joined) = set.join_next().await {
-        joined.map_err(|e| StoreError::Backend(loomfence_store::BackendError::permanent(e)))??;
+        joined.map_err(CliError::task("bench task"))??;
     }
     Ok(())
 }
 
 /// The kit's mixed store around `now`: old executions ended 30 days back,
 /// young ones an hour back (the sweep's cutoff is 7 days back).
-fn mixed(now: i64) -> Result<Mixed, RetentionBenchError> {
+fn mixed(now: i64) -> Result<Mixed, CliError> {
     Ok(Mixed {
         old: now - 30 * DAY,
         young: now - 3_600_000,
-        running_parent: ExecutionId::new("ret-running-parent")?,
+        running_parent: ExecutionId::new("ret-running-parent")
+            .map_err(CliError::input("execution id"))?,
     })
 }
 
 /// Deletes every execution in the store (what the last sweep kept), so
 /// the next fill starts from an empty store; not timed.
-async fn empty(store: &Arc<dyn EventStore>, concurrency: u32) -> Result<(), RetentionBenchError> {
+async fn empty(store: &Arc<dyn EventStore>, concurrency: u32) -> Result<(), CliError> {
     loop {
         let page = store.list_executions(None, MAX_PAGE_LIMIT).await?;
         if page.is_empty() {
@@ -274,12 +241,11 @@ async fn empty(store: &Arc<dyn EventStore>, concurrency: u32) -> Result<(), Rete
                 while let Some(id) = ids.get(next.fetch_add(1, Ordering::Relaxed) as usize) {
                     store.delete_execution(id).await?;
                 }
-                Ok::<_, StoreError>(())
+                Ok::<_, CliError>(())
             });
         }
         while let Some(joined) = set.join_next().await {
-            joined
-                .map_err(|e| StoreError::Backend(loomfence_store::BackendError::permanent(e)))??;
+            joined.map_err(CliError::task("bench task"))??;
         }
     }
 }
@@ -295,12 +261,12 @@ struct ArchiveFile {
 impl ArchiveFile {
     /// Creates `loomfence-bench-archive-<pid>.jsonl` in the temporary
     /// directory; an existing file is an error, never appended to.
-    fn create() -> Result<Self, RetentionBenchError> {
+    fn create() -> Result<Self, CliError> {
         let path = std::env::temp_dir().join(format!(
             "loomfence-bench-archive-{}.jsonl",
             std::process::id()
         ));
-        let fail = |reason: String| RetentionBenchError::Archive {
+        let fail = |reason: String| CliError::ArchiveFile {
             path: path.display().to_string(),
             reason,
         };
@@ -320,8 +286,8 @@ impl ArchiveFile {
     }
 
     /// Removes the file; returns how many bytes the sweep wrote to it.
-    fn finish(self) -> Result<u64, RetentionBenchError> {
-        let fail = |reason: String| RetentionBenchError::Archive {
+    fn finish(self) -> Result<u64, CliError> {
+        let fail = |reason: String| CliError::ArchiveFile {
             path: self.path.display().to_string(),
             reason,
         };
@@ -331,11 +297,6 @@ impl ArchiveFile {
         std::fs::remove_file(&self.path).map_err(|e| fail(e.to_string()))?;
         Ok(bytes)
     }
-}
-
-/// `Duration` in ms, for the report.
-pub(crate) fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

@@ -6,8 +6,12 @@ use loomfence_core::retention::SweepReport;
 use loomfence_sqlite::Durability;
 use serde_json::{Value, json};
 
-use crate::bench::retention::millis;
 use crate::sqlite_file::durability_name;
+
+/// `Duration` in ms, for the report.
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
 
 /// One kind of sweep the bench times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,15 +10,16 @@
 use std::time::{Duration, Instant};
 
 use loomfence_core::{
-    Capability, ContractError, Envelope, ExecutionId, InputError, JsonObject, KernelKind, NewEvent,
-    ResumeMachine, ResumeRequest, Resumed,
+    Capability, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent, ResumeMachine,
+    ResumeRequest, Resumed,
     park::{Wait, park_payload},
 };
-use loomfence_runtime::{Body, RuntimeError, resume_from, step::run};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_runtime::{Body, resume_from, step::run};
+use loomfence_store::EventStore;
 use serde_json::{Value, json};
 
 use crate::clock::now_ms;
+use crate::error::CliError;
 
 /// Step events in the two straight-line workloads.
 const STRAIGHT_STEPS: u32 = 3;
@@ -50,23 +51,6 @@ pub(crate) struct Sample {
     pub(crate) total: Duration,
     /// The resume alone (park workloads only).
     pub(crate) resume: Option<Duration>,
-}
-
-/// Why an execution could not be run as the workload says.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum WorkloadError {
-    /// A generated id was refused (a bug in the CLI).
-    #[error("execution id: {0}")]
-    Id(#[from] InputError),
-    /// A store call failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// The resume did not land, although nobody raced it.
-    #[error("resume: {0}")]
-    Resume(#[from] RuntimeError),
-    /// The resume machine refused the events it was started from.
-    #[error("resume machine: {0}")]
-    Machine(#[from] ContractError),
 }
 
 impl Workload {
@@ -124,7 +108,7 @@ impl Workload {
         self,
         store: &dyn EventStore,
         id: &ExecutionId,
-    ) -> Result<Sample, WorkloadError> {
+    ) -> Result<Sample, CliError> {
         let began = Instant::now();
         let resume = match self {
             Workload::Unfenced => {
@@ -157,7 +141,7 @@ async fn straight(
     store: &dyn EventStore,
     id: &ExecutionId,
     token: Option<u64>,
-) -> Result<(), WorkloadError> {
+) -> Result<(), CliError> {
     let stamp = |event: NewEvent| match token {
         Some(token) => event.with_fence(token),
         None => event,
@@ -183,7 +167,7 @@ async fn park_resume(
     store: &dyn EventStore,
     id: &ExecutionId,
     fencing: Option<Capability>,
-) -> Result<Duration, WorkloadError> {
+) -> Result<Duration, CliError> {
     let started = store
         .append(id, NewEvent::kernel(KernelKind::ExecutionStarted, now_ms()))
         .await?;
@@ -201,10 +185,14 @@ async fn park_resume(
 
     let resuming = Instant::now();
     let resumed: Resumed = match fencing {
-        None => resume_from(store, id, request.unfenced(), &held).await?,
+        None => resume_from(store, id, request.unfenced(), &held)
+            .await
+            .map_err(CliError::runtime("resume"))?,
         Some(capability) => {
             let mut machine = ResumeMachine::with_events(id.clone(), request, capability, &held)?;
-            run(store, &mut machine).await?
+            run(store, &mut machine)
+                .await
+                .map_err(CliError::runtime("resume"))?
         }
     };
     let resume = resuming.elapsed();

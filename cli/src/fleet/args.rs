@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::error::CliError;
 use crate::store_arg::StoreArg;
 
 /// `loomfence fleet`'s options.
@@ -63,27 +64,38 @@ pub(crate) struct FleetArgs {
 impl FleetArgs {
     /// The store, if the options make a fleet: a store the worker
     /// processes can share, at least one of each, faults that are more than
-    /// zero apart, and connection faults only on PostgreSQL. The error is
-    /// the message to print.
-    pub(crate) fn check(&self) -> Result<StoreArg, String> {
-        let store = match StoreArg::from_options(&self.store, None) {
-            Ok(store) if store.is_in_memory() => {
-                return Err("--store: a fleet's workers are separate processes; they share postgres:URL or sqlite:PATH, not a store in memory".to_owned());
-            }
-            Ok(store) => store,
-            Err(error) => return Err(format!("--store: {error}")),
-        };
-        if self.workers == 0 || self.parents == 0 || self.children == 0 {
-            return Err("--workers, --parents and --children must be at least 1".to_owned());
+    /// zero apart, and connection faults only on PostgreSQL.
+    pub(crate) fn check(&self) -> Result<StoreArg, CliError> {
+        let store = StoreArg::from_options(&self.store, None)?;
+        if store.is_in_memory() {
+            return Err(CliError::InMemory { command: "fleet" });
         }
-        if [self.kill_every, self.terminate_every].contains(&Some(Duration::ZERO)) {
-            return Err("--kill-every and --terminate-every must be longer than zero".to_owned());
+        for (option, count) in [
+            ("workers", self.workers),
+            ("parents", self.parents),
+            ("children", self.children),
+        ] {
+            if count == 0 {
+                return Err(CliError::zero(option));
+            }
+        }
+        for (option, every) in [
+            ("kill-every", self.kill_every),
+            ("terminate-every", self.terminate_every),
+        ] {
+            if every == Some(Duration::ZERO) {
+                return Err(CliError::OutOfRange {
+                    option,
+                    given: "0s".to_owned(),
+                    range: "longer than zero",
+                });
+            }
         }
         if self.terminate_every.is_some() && !store.is_postgres() {
-            return Err(
-                "--terminate-every ends PostgreSQL connections; it needs a postgres: store"
-                    .to_owned(),
-            );
+            return Err(CliError::OnlyForStore {
+                option: "terminate-every",
+                store: "postgres:URL",
+            });
         }
         Ok(store)
     }

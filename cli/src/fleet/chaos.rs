@@ -11,7 +11,8 @@ use loomfence_postgres::PostgresEventStore;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::workers::{APPLICATION_NAME, WorkerError, Workers};
+use super::workers::{APPLICATION_NAME, Workers};
+use crate::error::CliError;
 
 /// Mixed into the seed, so the faults do not draw the workload's numbers.
 const CHAOS_SEED_SALT: u64 = 0x6368_616f_735f_7365;
@@ -57,7 +58,7 @@ impl Chaos {
     }
 
     /// Makes the faults that are due.
-    pub(crate) async fn act(&mut self, workers: &mut Workers) -> Result<(), WorkerError> {
+    pub(crate) async fn act(&mut self, workers: &mut Workers) -> Result<(), CliError> {
         if let Some((at, every)) = self.next_kill
             && Instant::now() >= at
         {

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use loomfence_core::ExecutionId;
 use loomfence_store::EventStore;
 
-use super::FleetError;
 use super::plan::Plan;
 use super::workers::Workers;
+use crate::error::CliError;
 use crate::listing::list_all;
 
 /// Waits until every parent has been resumed and no parent's log changed
@@ -21,7 +21,7 @@ pub(super) async fn drain(
     plan: &Plan,
     timeout: Duration,
     workers: &mut Workers,
-) -> Result<bool, FleetError> {
+) -> Result<bool, CliError> {
     let parents: HashSet<&ExecutionId> = plan.families.iter().map(|f| &f.parent).collect();
     let deadline = Instant::now() + timeout;
     let mut last = None;

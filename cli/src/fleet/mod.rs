@@ -39,48 +39,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loomfence_store::StoreError;
-
 pub(crate) use self::args::FleetArgs;
 use self::chaos::Chaos;
 use self::children::end_children;
 use self::drain::drain;
-use self::plan::{Plan, PlanError, Shape};
+use self::plan::{Plan, Shape};
 use self::report::Report;
 use self::verdict::Verdict;
-use self::workers::{Launch, WorkerError, Workers, worker_options, worker_store};
+use self::workers::{Launch, Workers, worker_options, worker_store};
 use crate::clock::now_ms;
-use crate::interrupt::{self, until_interrupted};
-use crate::store_arg::{OpenError, OpenOptions, StoreArg};
-
-/// Why a fleet could not be run to its verdict.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum FleetError {
-    /// The store could not be opened or dropped.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// The workload could not be written.
-    #[error("setting up: {0}")]
-    Plan(#[from] PlanError),
-    /// Ending a child or reading a log failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// A worker could not be started or stopped.
-    #[error(transparent)]
-    Worker(#[from] WorkerError),
-    /// The log directory could not be made.
-    #[error("log directory {dir}: {source}")]
-    Logs {
-        /// Which.
-        dir: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Ctrl-C.
-    #[error("interrupted")]
-    Interrupted,
-}
+use crate::error::CliError;
+use crate::interrupt::until_interrupted;
+use crate::store_arg::{OpenOptions, OpenedStore, StoreArg};
 
 /// How long the workers are given to rebuild before the first child ends.
 const WARM_UP: Duration = Duration::from_secs(2);
@@ -92,10 +62,7 @@ const TICK: Duration = Duration::from_millis(10);
 pub(crate) async fn command(args: FleetArgs) -> ExitCode {
     let store = match args.check() {
         Ok(store) => store,
-        Err(usage) => {
-            eprintln!("error: {usage}");
-            return ExitCode::from(2);
-        }
+        Err(usage) => return usage.exit("the fleet failed"),
     };
     let seed = args.seed.unwrap_or_else(crate::settings::fresh_seed);
     let (logs, temporary) = match &args.logs {
@@ -107,16 +74,16 @@ pub(crate) async fn command(args: FleetArgs) -> ExitCode {
     };
     let report = match run(&args, store, seed, &logs).await {
         Ok(report) => report,
-        Err(FleetError::Interrupted) => {
-            eprintln!("interrupted (worker logs in {})", logs.display());
-            return ExitCode::from(interrupt::EXIT_CODE);
-        }
         Err(error) => {
-            eprintln!(
-                "error: the fleet failed: {error} (seed {seed}; worker logs in {})",
-                logs.display()
-            );
-            return ExitCode::FAILURE;
+            if matches!(error, CliError::Interrupted) {
+                eprintln!("interrupted (worker logs in {})", logs.display());
+            } else {
+                eprintln!(
+                    "error: the fleet failed: {error} (seed {seed}; worker logs in {})",
+                    logs.display()
+                );
+            }
+            return ExitCode::from(error.exit_code());
         }
     };
     if args.json {
@@ -145,11 +112,9 @@ async fn run(
     store: StoreArg,
     seed: u64,
     logs: &PathBuf,
-) -> Result<Report, FleetError> {
-    std::fs::create_dir_all(logs).map_err(|source| FleetError::Logs {
-        dir: logs.clone(),
-        source,
-    })?;
+) -> Result<Report, CliError> {
+    std::fs::create_dir_all(logs)
+        .map_err(CliError::io(format!("log directory {}", logs.display())))?;
     let opened = store
         .open(OpenOptions {
             prefix: "fleet",
@@ -166,7 +131,7 @@ async fn run(
     let chaos = Chaos::new(opened.postgres(), seed);
     let outcome = until_interrupted(fleet(args, &opened, launch, chaos, seed)).await;
     let closed = opened.close().await;
-    let report = outcome.ok_or(FleetError::Interrupted)??;
+    let report = outcome.ok_or(CliError::Interrupted)??;
     closed?;
     Ok(report)
 }
@@ -174,11 +139,11 @@ async fn run(
 /// The fleet itself, on an open store.
 async fn fleet(
     args: &FleetArgs,
-    opened: &crate::store_arg::OpenedStore,
+    opened: &OpenedStore,
     launch: Launch,
     mut chaos: Chaos,
     seed: u64,
-) -> Result<Report, FleetError> {
+) -> Result<Report, CliError> {
     let events = Arc::clone(&opened.store);
     // Set-up is timed so the children start ending once it and the
     // workers' rebuild are done: a generous estimate, checked below.
@@ -191,8 +156,7 @@ async fn fleet(
         spread: args.spread,
         beat: args.scan_every,
         seed,
-    })
-    .map_err(PlanError::from)?;
+    })?;
     plan.write(&*events, &*opened.timers, now_ms()).await?;
     let mut workers = Workers::start(launch, args.workers as usize)?;
     if now_ms() > start {

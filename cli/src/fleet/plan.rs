@@ -15,35 +15,29 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use loomfence_core::{
-    ExecutionId, InputError, KernelKind, NewEvent,
+    ExecutionId, KernelKind, NewEvent,
     lineage::started_child,
     park::{Wait, park_payload},
     timer::TimerRow,
 };
-use loomfence_store::{EventStore, StoreError, TimerStore};
+use loomfence_store::{EventStore, TimerStore};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+
+use crate::error::CliError;
 
 /// One in this many parents gets a deadline anywhere in the run rather
 /// than just after its last child.
 const LOOSE_DEADLINE_EVERY: usize = 5;
 
+/// What a store failure while writing the workload is reported as.
+const SETTING_UP: &str = "setting up: store";
+
+/// What a generated id the core refuses (a bug in the CLI) is reported as.
+const SETTING_UP_ID: &str = "setting up: execution id";
+
 /// Parents written at once while setting up.
 const SETUP_CONCURRENCY: usize = 8;
-
-/// Why the workload could not be written.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PlanError {
-    /// Writing a log failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// Scheduling a deadline failed.
-    #[error("timer store: {0}")]
-    Timers(StoreError),
-    /// A generated id was refused (a bug in the CLI).
-    #[error("execution id: {0}")]
-    Id(#[from] InputError),
-}
 
 /// One parent and its children.
 #[derive(Clone, Debug)]
@@ -83,17 +77,18 @@ pub(crate) struct Shape {
 
 impl Plan {
     /// Draws the workload from `shape`.
-    pub(crate) fn draw(shape: Shape) -> Result<Self, InputError> {
+    pub(crate) fn draw(shape: Shape) -> Result<Self, CliError> {
+        let id = |name: String| ExecutionId::new(name).map_err(CliError::input(SETTING_UP_ID));
         let mut rng = StdRng::seed_from_u64(shape.seed);
         let spread = millis(shape.spread).max(1);
         let beat = millis(shape.beat).max(1);
         let mut families = Vec::with_capacity(shape.parents as usize);
         for p in 0..shape.parents as usize {
-            let parent = ExecutionId::new(format!("parent-{p:06}"))?;
+            let parent = id(format!("parent-{p:06}"))?;
             let mut children = Vec::with_capacity(shape.children as usize);
             for c in 0..shape.children {
-                let id = ExecutionId::new(format!("child-{p:06}-{c:02}"))?;
-                children.push((id, shape.start + rng.random_range(0..spread)));
+                let child = id(format!("child-{p:06}-{c:02}"))?;
+                children.push((child, shape.start + rng.random_range(0..spread)));
             }
             let last = children
                 .iter()
@@ -132,7 +127,7 @@ impl Plan {
         events: &dyn EventStore,
         timers: &dyn TimerStore,
         at: i64,
-    ) -> Result<(), PlanError> {
+    ) -> Result<(), CliError> {
         stream::iter(&self.families)
             .map(Ok)
             .try_for_each_concurrent(SETUP_CONCURRENCY, |family| {
@@ -148,17 +143,22 @@ async fn write_family(
     timers: &dyn TimerStore,
     family: &Family,
     at: i64,
-) -> Result<(), PlanError> {
+) -> Result<(), CliError> {
     for (child, _) in &family.children {
         events
             .append(child, started_child(&family.parent, at))
-            .await?;
+            .await
+            .map_err(CliError::store(SETTING_UP))?;
     }
     let parent = &family.parent;
     events
         .append(parent, NewEvent::kernel(KernelKind::ExecutionStarted, at))
-        .await?;
-    let token = events.acquire_fence(parent).await?;
+        .await
+        .map_err(CliError::store(SETTING_UP))?;
+    let token = events
+        .acquire_fence(parent)
+        .await
+        .map_err(CliError::store(SETTING_UP))?;
     let group = Wait::Group(family.children.iter().map(|(id, _)| id.clone()).collect());
     let waits = [
         group,
@@ -173,11 +173,12 @@ async fn write_family(
                 .with_payload(park_payload(&waits))
                 .with_fence(token),
         )
-        .await?;
+        .await
+        .map_err(CliError::store(SETTING_UP))?;
     timers
         .schedule(&TimerRow::wake(parent.clone(), family.deadline))
         .await
-        .map_err(PlanError::Timers)?;
+        .map_err(CliError::store("setting up: timer store"))?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::FleetArgs;
+use super::args::FleetArgs;
 use super::verdict::Verdict;
 
 /// A finished fleet run.

@@ -11,7 +11,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 
-use super::FleetArgs;
+use super::args::FleetArgs;
+use crate::error::CliError;
 
 /// The application name the workers' PostgreSQL connections carry, by
 /// which the chaos monkey finds them.
@@ -29,28 +30,6 @@ pub(crate) struct Launch {
     /// Where each worker's log goes (`worker-<k>.log`, appended to by
     /// every incarnation).
     pub(crate) logs: PathBuf,
-}
-
-/// Why a worker could not be started or stopped.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum WorkerError {
-    /// Its log file, or the process, could not be created.
-    #[error("starting worker {index}: {source}")]
-    Start {
-        /// Which.
-        index: usize,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Waiting for it, or signalling it, failed.
-    #[error("stopping worker {index}: {reason}")]
-    Stop {
-        /// Which.
-        index: usize,
-        /// Why.
-        reason: String,
-    },
 }
 
 /// How the workers ended when they were stopped.
@@ -75,7 +54,7 @@ pub(crate) struct Workers {
 
 impl Workers {
     /// Starts `count` workers.
-    pub(crate) fn start(launch: Launch, count: usize) -> Result<Self, WorkerError> {
+    pub(crate) fn start(launch: Launch, count: usize) -> Result<Self, CliError> {
         let mut slots = Vec::with_capacity(count);
         for index in 0..count {
             slots.push((spawn(&launch, index, 0)?, 1));
@@ -93,9 +72,9 @@ impl Workers {
     }
 
     /// SIGKILLs worker `index` and starts it again at once.
-    pub(crate) async fn kill_and_restart(&mut self, index: usize) -> Result<(), WorkerError> {
+    pub(crate) async fn kill_and_restart(&mut self, index: usize) -> Result<(), CliError> {
         let (child, incarnation) = &mut self.slots[index];
-        child.kill().await.map_err(|e| WorkerError::Stop {
+        child.kill().await.map_err(|e| CliError::StopWorker {
             index,
             reason: e.to_string(),
         })?;
@@ -107,7 +86,7 @@ impl Workers {
     /// Restarts every worker that exited on its own, counting each in
     /// [`Workers::died`]: the run goes on with W workers, and the report
     /// says it happened.
-    pub(crate) fn restart_the_dead(&mut self) -> Result<(), WorkerError> {
+    pub(crate) fn restart_the_dead(&mut self) -> Result<(), CliError> {
         for index in 0..self.slots.len() {
             let (child, incarnation) = &mut self.slots[index];
             if let Ok(Some(status)) = child.try_wait() {
@@ -125,12 +104,12 @@ impl Workers {
 
     /// Sends SIGTERM to every worker and waits up to `patience` for each
     /// to exit; one still running then is killed and counted unclean.
-    pub(crate) async fn stop(self, patience: Duration) -> Result<Stopped, WorkerError> {
+    pub(crate) async fn stop(self, patience: Duration) -> Result<Stopped, CliError> {
         let mut slots = self.slots;
         for (index, (child, _)) in slots.iter().enumerate() {
             if let Some(pid) = child.id() {
                 let pid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
-                kill(pid, Signal::SIGTERM).map_err(|e| WorkerError::Stop {
+                kill(pid, Signal::SIGTERM).map_err(|e| CliError::StopWorker {
                     index,
                     reason: e.to_string(),
                 })?;
@@ -145,7 +124,7 @@ impl Workers {
                     stopped.unclean += 1;
                 }
                 Ok(Err(error)) => {
-                    return Err(WorkerError::Stop {
+                    return Err(CliError::StopWorker {
                         index,
                         reason: error.to_string(),
                     });
@@ -162,8 +141,11 @@ impl Workers {
 }
 
 /// Starts incarnation `incarnation` of worker `index`.
-fn spawn(launch: &Launch, index: usize, incarnation: u32) -> Result<Child, WorkerError> {
-    let failed = |source| WorkerError::Start { index, source };
+fn spawn(launch: &Launch, index: usize, incarnation: u32) -> Result<Child, CliError> {
+    let failed = |source| CliError::Io {
+        what: format!("starting worker {index}"),
+        source,
+    };
     let log = log_file(&launch.logs, index).map_err(failed)?;
     let exe = std::env::current_exe().map_err(failed)?;
     let mut command = Command::new(exe);

@@ -33,6 +33,7 @@ use self::options::{RetentionSettings, cutoff};
 use self::report::{Outcome, RetentionOutput};
 use self::stop::{StoppableArchive, stoppable, stopped_by_user};
 use crate::clock::now_ms;
+use crate::error::CliError;
 use crate::interrupt::{self, StopRequest, Stopped, until_stopped};
 use crate::progress;
 use crate::sqlite_file::SqliteTarget;
@@ -46,10 +47,7 @@ const POOL_SIZE: usize = 2;
 pub(crate) async fn command(raw: RawRetention) -> ExitCode {
     let settings = match raw.validate() {
         Ok(settings) => settings,
-        Err(usage) => {
-            eprintln!("error: {usage}");
-            return ExitCode::from(2);
-        }
+        Err(usage) => return usage.exit("the sweep failed"),
     };
     let store = match settings
         .store
@@ -57,10 +55,7 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
         .await
     {
         Ok(store) => store.events,
-        Err(failure) => {
-            eprintln!("error: could not open the store: {failure}");
-            return ExitCode::from(if failure.names_no_store() { 2 } else { 1 });
-        }
+        Err(failure) => return failure.exit("could not open the store"),
     };
     if in_memory(&settings.store) {
         eprintln!(
@@ -73,8 +68,7 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
         (Some(path), false) => match JsonLinesArchive::open(path) {
             Ok(archive) => Some(archive),
             Err(failure) => {
-                eprintln!("error: --archive: {failure}");
-                return ExitCode::from(2);
+                return CliError::bad_value("archive", &failure).exit("the sweep failed");
             }
         },
         _ => None,

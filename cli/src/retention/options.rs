@@ -6,13 +6,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use loomfence_core::{
-    InputError,
-    retention::{SweepOptions, check_page_limit},
-};
+use loomfence_core::retention::{SweepOptions, check_page_limit};
 use loomfence_postgres::Schema;
 
-use crate::store_arg::{StoreArg, StoreArgError};
+use crate::error::CliError;
+use crate::store_arg::StoreArg;
 
 /// The page size when `--page-limit` is not given: the core's default, as
 /// the npm package's `sweep` has it.
@@ -58,48 +56,22 @@ pub(crate) struct RetentionSettings {
     pub(crate) json: bool,
 }
 
-/// An option that is well-typed but unusable.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum RetentionUsageError {
-    /// `--older-than` is not a duration.
-    #[error(
-        "--older-than {given:?}: {reason}; give a duration such as 7d, 12h, 30m or 90s (units may be combined: 1d 12h)"
-    )]
-    OlderThan {
-        /// As typed.
-        given: String,
-        /// The parser's complaint.
-        reason: String,
-    },
-    /// `--page-limit` out of range.
-    #[error("--page-limit: {0}")]
-    PageLimit(InputError),
-    /// `--schema` that is not a schema name (the store's reason, as text).
-    #[error("--schema: {0}")]
-    Schema(String),
-    /// `--schema` with a store that has none.
-    #[error("--schema: only for --store postgres:URL")]
-    SchemaWithoutPostgres,
-    /// `--store` names nothing retention can open.
-    #[error(transparent)]
-    Store(#[from] StoreArgError),
-}
-
 impl RawRetention {
     /// Checks every option; the store must exist (see
     /// [`StoreArg::existing`]).
-    pub(crate) fn validate(self) -> Result<RetentionSettings, RetentionUsageError> {
+    pub(crate) fn validate(self) -> Result<RetentionSettings, CliError> {
         let older_than = parse_older_than(&self.older_than)?;
-        check_page_limit(self.page_limit).map_err(RetentionUsageError::PageLimit)?;
+        check_page_limit(self.page_limit).map_err(|e| CliError::bad_value("page-limit", &e))?;
         let store = StoreArg::existing(&self.store)?;
         let schema = match self.schema {
             None => None,
             Some(_) if !store.is_postgres() => {
-                return Err(RetentionUsageError::SchemaWithoutPostgres);
+                return Err(CliError::OnlyForStore {
+                    option: "schema",
+                    store: "postgres:URL",
+                });
             }
-            Some(name) => {
-                Some(Schema::new(name).map_err(|e| RetentionUsageError::Schema(e.to_string()))?)
-            }
+            Some(name) => Some(Schema::new(name).map_err(|e| CliError::bad_value("schema", &e))?),
         };
         Ok(RetentionSettings {
             store,
@@ -116,8 +88,8 @@ impl RawRetention {
 
 /// Reads a human duration (`7d`, `12h`, `30m`, `90s`, `1d 12h`) with
 /// `humantime`, which also knows `w`, `M` (30.44 days) and `y`.
-fn parse_older_than(given: &str) -> Result<Duration, RetentionUsageError> {
-    humantime::parse_duration(given).map_err(|e| RetentionUsageError::OlderThan {
+fn parse_older_than(given: &str) -> Result<Duration, CliError> {
+    humantime::parse_duration(given).map_err(|e| CliError::OlderThan {
         given: given.to_owned(),
         reason: e.to_string(),
     })
@@ -178,10 +150,7 @@ mod tests {
             }
             .validate()
             .unwrap_err();
-            assert!(
-                matches!(err, RetentionUsageError::OlderThan { .. }),
-                "{bad}: {err}"
-            );
+            assert!(matches!(err, CliError::OlderThan { .. }), "{bad}: {err}");
             assert!(err.to_string().contains("such as 7d"), "{err}");
         }
     }
@@ -195,7 +164,16 @@ mod tests {
             }
             .validate()
             .unwrap_err();
-            assert!(matches!(err, RetentionUsageError::PageLimit(_)), "{err}");
+            assert!(
+                matches!(
+                    err,
+                    CliError::BadValue {
+                        option: "page-limit",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
         }
         let err = RawRetention {
             schema: Some("app".to_owned()),
@@ -203,7 +181,7 @@ mod tests {
         }
         .validate()
         .unwrap_err();
-        assert_eq!(err, RetentionUsageError::SchemaWithoutPostgres);
+        assert_eq!(err.to_string(), "--schema: only for --store postgres:URL");
         let err = RawRetention {
             store: "postgres:postgres://u@127.0.0.1:1/db".to_owned(),
             schema: Some("Bad-Name".to_owned()),
@@ -211,7 +189,16 @@ mod tests {
         }
         .validate()
         .unwrap_err();
-        assert!(matches!(err, RetentionUsageError::Schema(_)), "{err}");
+        assert!(
+            matches!(
+                err,
+                CliError::BadValue {
+                    option: "schema",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let ok = RawRetention {
             store: "postgres:postgres://u@127.0.0.1:1/db".to_owned(),
             schema: Some("app".to_owned()),

@@ -5,8 +5,8 @@
 //! losing its report is an error from one of its calls, which it returns
 //! with the report of everything done before. So the sweep is given this
 //! store (and this archive): each call first looks at the [`StopRequest`]
-//! and, once Ctrl-C asked for a stop, fails with [`StoppedByUser`] instead
-//! of reaching the real store. The call under way when Ctrl-C came ends
+//! and, once Ctrl-C asked for a stop, fails with [`CliError::Interrupted`]
+//! instead of reaching the real store. The call under way when Ctrl-C came ends
 //! normally, so nothing is cut in half and the report is exact.
 
 use async_trait::async_trait;
@@ -15,19 +15,15 @@ use loomfence_runtime::{RuntimeError, retention::ArchiveSink};
 use loomfence_store::forwarding::Hooks;
 use loomfence_store::{BackendError, EventStore, Forwarding, StoreError};
 
+use crate::error::CliError;
 use crate::interrupt::StopRequest;
 
-/// The error a call fails with once a stop was requested.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("stopped by Ctrl-C before this step")]
-pub(crate) struct StoppedByUser;
-
-/// Whether `error` is the sweep stopping on [`StoppedByUser`] rather than a
-/// real failure.
-pub(crate) fn stopped_by_user(error: &RuntimeError) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+/// Whether `error` is the sweep stopping on [`CliError::Interrupted`]
+/// rather than a real failure.
+pub(crate) fn stopped_by_user(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
     while let Some(error) = cause {
-        if error.is::<StoppedByUser>() {
+        if matches!(error.downcast_ref(), Some(CliError::Interrupted)) {
             return true;
         }
         cause = error.source();
@@ -51,7 +47,9 @@ pub(crate) struct Stopping(StopRequest);
 impl Hooks for Stopping {
     async fn before(&self, _operation: &'static str) -> Result<(), StoreError> {
         if self.0.requested() {
-            Err(StoreError::Backend(BackendError::permanent(StoppedByUser)))
+            Err(StoreError::Backend(BackendError::permanent(
+                CliError::Interrupted,
+            )))
         } else {
             Ok(())
         }
@@ -83,7 +81,7 @@ impl ArchiveSink for StoppableArchive<'_> {
         events: &[Envelope],
     ) -> Result<(), RuntimeError> {
         if self.stop.requested() {
-            return Err(RuntimeError::Host(Box::new(StoppedByUser)));
+            return Err(RuntimeError::Host(Box::new(CliError::Interrupted)));
         }
         self.inner.archive(execution_id, events).await
     }
@@ -182,12 +180,9 @@ mod tests {
 
     #[test]
     fn other_failures_are_not_a_stop() {
-        let error = RuntimeError::Sweep {
-            report: Box::default(),
-            source: Box::new(RuntimeError::Store(StoreError::Backend(
-                BackendError::permanent("disk on fire"),
-            ))),
-        };
+        let error = StoreError::Backend(BackendError::permanent("disk on fire"));
         assert!(!stopped_by_user(&error));
+        let stopped = StoreError::Backend(BackendError::permanent(CliError::Interrupted));
+        assert!(stopped_by_user(&stopped));
     }
 }

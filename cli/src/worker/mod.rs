@@ -32,17 +32,16 @@
 //! the metrics endpoint cannot be served or SIGTERM cannot be watched; 2
 //! on bad options.
 
+mod args;
 mod bodies;
 mod fencing_only;
 mod logging;
 mod watch;
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use loomfence_runtime::{
     ChildSupervisor, Features, TimerService, supervise::SupervisorOptions,
     timer::TimerServiceOptions,
@@ -50,61 +49,15 @@ use loomfence_runtime::{
 use loomfence_store::EventStore;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use self::args::Checked;
+pub(crate) use self::args::WorkerArgs;
 use self::bodies::Bodies;
 use self::fencing_only::fencing_only;
 use self::watch::{Watcher, until_next_beat};
 use crate::clock::now_ms;
+use crate::error::CliError;
 use crate::redrive::POLICY;
-use crate::store_arg::{ExistingStore, OpenError, StoreArg};
-
-/// `loomfence worker`'s options.
-#[derive(Debug, Args)]
-pub(crate) struct WorkerArgs {
-    /// The shared store: `postgres:URL` or `sqlite:PATH` (an existing file;
-    /// several workers may share it). The store is opened as it is:
-    /// nothing is created, dropped or removed.
-    #[arg(long, value_name = "STORE")]
-    store: String,
-    /// PostgreSQL only: the schema the store's tables are in (default: the
-    /// adapter's).
-    #[arg(long, value_name = "NAME")]
-    schema: Option<String>,
-    /// Step events each resumed body appends before it completes.
-    #[arg(long, value_name = "K", default_value_t = 3)]
-    steps: u32,
-    /// How often the worker lists the store for ended children and new
-    /// parents, aligned to the wall clock.
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
-    scan_every: Duration,
-    /// How often the timer service polls for due rows.
-    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = humantime::parse_duration)]
-    poll_every: Duration,
-    /// How long the timer service's claims last: a killed worker's rows
-    /// are fired by another one after this.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
-    lease: Duration,
-    /// PostgreSQL connections in the worker's pool.
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pool: usize,
-    /// How long a shutdown waits for the bodies in flight.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
-    grace: Duration,
-    /// The negative control: resume with the unconditional acquire
-    /// (`acquire_fence`), which the conditional acquire replaced.
-    #[arg(long)]
-    unconditional: bool,
-    /// Log one JSON object per line instead of text.
-    #[arg(long)]
-    log_json: bool,
-    /// Serve the counters in the Prometheus text format at
-    /// `http://ADDR/metrics`.
-    #[arg(long, value_name = "ADDR")]
-    metrics: Option<SocketAddr>,
-    /// This worker's name in logs, completions and timer claims (default:
-    /// `worker-<pid>`).
-    #[arg(long, value_name = "NAME")]
-    node: Option<String>,
-}
+use crate::store_arg::{ExistingStore, StoreArg};
 
 /// Runs a worker until SIGTERM or Ctrl-C.
 pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
@@ -117,45 +70,15 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let node = args
-        .node
-        .clone()
-        .unwrap_or_else(|| format!("worker-{}", std::process::id()));
-    let Ok(node_id) = loomfence_core::timer::NodeId::new(node.clone()) else {
-        eprintln!("error: --node {node:?} is not a valid node id (1 to 255 bytes, no NUL)");
-        return ExitCode::from(2);
+    let Checked {
+        node,
+        node_id,
+        schema,
+        store: store_arg,
+    } = match args.check() {
+        Ok(checked) => checked,
+        Err(usage) => return usage.exit("the worker failed"),
     };
-    let schema = match args.schema.as_deref().map(loomfence_postgres::Schema::new) {
-        None => None,
-        Some(Ok(schema)) => Some(schema),
-        Some(Err(error)) => {
-            eprintln!("error: --schema: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    // The timer store's range for a lease; outside it every claim would be
-    // refused, poll after poll.
-    if !(Duration::from_millis(1)..=Duration::from_secs(86_400)).contains(&args.lease) {
-        eprintln!("error: --lease must be from 1ms to 1 day");
-        return ExitCode::from(2);
-    }
-    let store_arg = match StoreArg::existing(&args.store) {
-        Ok(store) => store,
-        Err(error) => {
-            eprintln!("error: --store: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    if store_arg.is_in_memory() {
-        eprintln!(
-            "error: --store: a worker shares its store with other processes: postgres:URL or sqlite:PATH, not a store in memory"
-        );
-        return ExitCode::from(2);
-    }
-    if schema.is_some() && !store_arg.is_postgres() {
-        eprintln!("error: --schema names a PostgreSQL schema; it needs a postgres: store");
-        return ExitCode::from(2);
-    }
     if let Some(addr) = args.metrics {
         let installed = metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(addr)
@@ -236,7 +159,7 @@ async fn open_with_retries(
     store: &StoreArg,
     schema: Option<&loomfence_postgres::Schema>,
     pool: usize,
-) -> Result<ExistingStore, OpenError> {
+) -> Result<ExistingStore, CliError> {
     let mut pause = Duration::from_millis(100);
     let mut tries = 1;
     loop {
