@@ -6,7 +6,7 @@
 //! crashed at that point; [`Actor::crashed`] makes a crash explicit for the
 //! random mode, where the scheduler decides it.
 
-use loomfence_core::Error as StepError;
+use loomfence_core::Error as CoreError;
 use loomfence_core::backend::decide_acquire_if;
 use loomfence_core::drive;
 use loomfence_core::{
@@ -465,7 +465,7 @@ fn machine_step(
     }
     match drive::step(store, machine) {
         Ok(_) => Ok(None),
-        Err(StepError::Contract(rejected)) => Ok(Some(rejected)),
+        Err(CoreError::Contract(rejected)) => Ok(Some(rejected)),
         Err(other) => Err(other.into()),
     }
 }

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use loomfence_core::{AppendError, Error as StepError, InputError};
+use loomfence_core::{AppendError, Error as CoreError, InputError};
 
 /// A simulation step that could not be performed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +16,7 @@ pub enum SimError {
     /// malformed. That is a core bug in this setting, so it stops the run
     /// loudly. (The machine rejecting the store's answer is a finding,
     /// [`crate::check::Breach::Rejected`], reported with its schedule.)
-    Step(StepError),
+    Step(CoreError),
     /// A store call made by a non-machine actor was refused as malformed.
     Input(InputError),
     /// An append was refused other than as stale: while the harness
@@ -78,8 +78,8 @@ impl std::error::Error for SimError {
     }
 }
 
-impl From<StepError> for SimError {
-    fn from(error: StepError) -> Self {
+impl From<CoreError> for SimError {
+    fn from(error: CoreError) -> Self {
         SimError::Step(error)
     }
 }

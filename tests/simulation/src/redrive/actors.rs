@@ -2,7 +2,7 @@
 //! every step is given ([`Env`]), and the one-step drive of a resume
 //! machine that records who moved a token.
 
-use loomfence_core::Error as StepError;
+use loomfence_core::Error as CoreError;
 use loomfence_core::drive;
 use loomfence_core::{
     AcquireOutcome, AppendError, Capability, ExecutionId, KernelKind, MemoryStore, NewEvent,
@@ -96,7 +96,7 @@ pub fn drive_one(
     let pending = machine.poll();
     match drive::step(env.store, machine) {
         Ok(_) => {}
-        Err(StepError::Contract(error)) => {
+        Err(CoreError::Contract(error)) => {
             env.ledger.findings.push(Finding::Rejected { run, error });
             env.ledger.end_run(run, RunEnd::Rejected);
             return Ok(Driven::Rejected);
