@@ -82,7 +82,7 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
 
     /// Hands every log to `sink` before its delete, and sets
     /// `SweepOptions::archive`. A sweep whose options ask for an archive
-    /// without a sink is refused ([`RuntimeError::SweepOptions`]).
+    /// without a sink is refused (a [`RuntimeError::Input`] in [`RuntimeError::Sweep`]).
     #[must_use]
     pub fn archive(mut self, sink: &'a dyn ArchiveSink) -> Self {
         self.options.archive = true;

@@ -47,7 +47,7 @@ pub struct SupervisorOptions {
     pub policy: RedrivePolicy,
     /// A draw in `[0, 1)` for the first row's jitter, called once per row
     /// written. A draw outside `[0, 1)` fails that supervision with
-    /// [`RuntimeError::Redrive`] around a [`RuntimeError::Draw`].
+    /// [`RuntimeError::Redrive`] around a [`RuntimeError::Input`].
     /// By default a non-cryptographic draw from the standard library's
     /// randomly keyed hasher; a test or a simulation passes a seeded one.
     pub random: Random,
