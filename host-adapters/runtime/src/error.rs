@@ -174,19 +174,6 @@ pub enum RuntimeError {
     },
 }
 
-impl From<loomfence_core::Error> for RuntimeError {
-    fn from(error: loomfence_core::Error) -> Self {
-        match error {
-            loomfence_core::Error::Input(input) => Self::Input(input),
-            loomfence_core::Error::Contract(contract) => Self::Contract(contract),
-            other => Self::Unsupported {
-                machine: "core",
-                detail: other.to_string(),
-            },
-        }
-    }
-}
-
 impl RuntimeError {
     /// Whether trying the same thing again may succeed: a contended resume,
     /// or a store failure its store calls retryable (looked for through

@@ -139,7 +139,9 @@ fn refused(parent: &ExecutionId, error: loomfence_core::Error) -> RuntimeError {
     use loomfence_core::{Error, InputError};
     match error {
         Error::Input(no_time @ InputError::NoWakeTime { .. }) => redrive(parent, no_time.into()),
-        other => other.into(),
+        Error::Input(input) => RuntimeError::Input(input),
+        Error::Contract(contract) => RuntimeError::Contract(contract),
+        other => unsupported(&other),
     }
 }
 
