@@ -183,10 +183,7 @@ impl RuntimeError {
         match self {
             RuntimeError::Resume(ResumeError::Contended(_)) => true,
             RuntimeError::Store(store) | RuntimeError::Timers(store) => store.is_retryable(),
-            RuntimeError::Redriver { source, .. }
-            | RuntimeError::Redrive { source, .. }
-            | RuntimeError::Sweep { source, .. } => source.is_retryable(),
-            _ => false,
+            _ => self.inner().is_some_and(Self::is_retryable),
         }
     }
 
@@ -221,10 +218,7 @@ impl RuntimeError {
     pub fn resume_error(&self) -> Option<&ResumeError> {
         match self {
             RuntimeError::Resume(answer) => Some(answer),
-            RuntimeError::Redriver { source, .. }
-            | RuntimeError::Redrive { source, .. }
-            | RuntimeError::Sweep { source, .. } => source.resume_error(),
-            _ => None,
+            _ => self.inner().and_then(Self::resume_error),
         }
     }
 
@@ -234,10 +228,7 @@ impl RuntimeError {
     pub fn store_error(&self) -> Option<&StoreError> {
         match self {
             RuntimeError::Store(store) | RuntimeError::Timers(store) => Some(store),
-            RuntimeError::Redriver { source, .. }
-            | RuntimeError::Redrive { source, .. }
-            | RuntimeError::Sweep { source, .. } => source.store_error(),
-            _ => None,
+            _ => self.inner().and_then(Self::store_error),
         }
     }
 
@@ -248,6 +239,17 @@ impl RuntimeError {
     pub fn partial_report(&self) -> Option<&SweepReport> {
         match self {
             RuntimeError::Sweep { report, .. } => Some(report),
+            _ => None,
+        }
+    }
+
+    /// The error a context variant (which re-driver, which re-drive,
+    /// which sweep) wraps; the queries above look through it.
+    fn inner(&self) -> Option<&RuntimeError> {
+        match self {
+            RuntimeError::Redriver { source, .. }
+            | RuntimeError::Redrive { source, .. }
+            | RuntimeError::Sweep { source, .. } => Some(source),
             _ => None,
         }
     }
