@@ -35,8 +35,9 @@ pub enum ContractError {
         /// The one in the answer.
         got: ExecutionId,
     },
-    /// An append acknowledgement that is not the one resume event asked for.
-    #[error("the store acknowledged {count} events ({kind}) for a one-event resume")]
+    /// An append acknowledgement that is not the resume's batch (the resume,
+    /// after the message it consumes if it delivers one).
+    #[error("the store acknowledged {count} events ({kind}) that are not the resume's batch")]
     WrongAppend {
         /// How many envelopes came back.
         count: usize,
@@ -142,4 +143,12 @@ pub enum ContractError {
     /// for.
     #[error("a fire needs a random draw")]
     NoDraw,
+    /// An inbox listing that breaks its contract: a message of another
+    /// execution or channel than asked for, more than the limit, or out of
+    /// arrival order.
+    #[error("the inbox answered out of its contract: {reason}")]
+    InboxOutOfContract {
+        /// What was wrong.
+        reason: &'static str,
+    },
 }

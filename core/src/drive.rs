@@ -29,8 +29,8 @@ pub fn step(store: &mut MemoryStore, machine: &mut ResumeMachine) -> Result<Step
             Err(input) => return Err(input.into()),
         },
         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
-        Action::AppendIfParked { park_seq, event } => {
-            match store.append_if_parked(&id, park_seq, vec![event]) {
+        Action::AppendIfParked { park_seq, events } => {
+            match store.append_if_parked(&id, park_seq, events) {
                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
                 Err(AppendError::Input(input)) if input.is_park_gone() => {

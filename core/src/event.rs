@@ -202,7 +202,7 @@ fn check_kind(kind: &str) -> Result<(), InputError> {
 
 /// Whether any key or string inside `object` holds a NUL. Iterative, so a
 /// deeply nested value from a host cannot overflow the stack.
-fn contains_nul(object: &JsonObject) -> bool {
+pub(crate) fn contains_nul(object: &JsonObject) -> bool {
     let mut pending: Vec<&Value> = Vec::new();
     let mut next = Some(object);
     loop {

@@ -158,8 +158,8 @@
 //!                     Poll::Act(Action::AcquireFenceIf(expect)) => {
 //!                         resume.handle_acquire_if(store.acquire_fence_if(&id, expect)?)?
 //!                     }
-//!                     Poll::Act(Action::AppendIfParked { park_seq, event }) => {
-//!                         match store.append_if_parked(&id, park_seq, vec![event])? {
+//!                     Poll::Act(Action::AppendIfParked { park_seq, events }) => {
+//!                         match store.append_if_parked(&id, park_seq, events)? {
 //!                             ConditionalAppend::Appended(written) => resume.handle_appended(written)?,
 //!                             ConditionalAppend::ParkAnswered => resume.handle_park_answered()?,
 //!                         }

@@ -417,6 +417,16 @@ pub enum InputError {
     /// deleting logs that were meant to be archived cannot be undone.
     #[error("the sweep's options ask for an archive, but no archive sink was given")]
     ArchiveWithoutSink,
+    /// A message's channel or id is empty, longer than
+    /// [`MAX_NAME_BYTES`](crate::inbox::MAX_NAME_BYTES), or holds a NUL byte:
+    /// a key every inbox could not store alike.
+    #[error("message {field} {problem}")]
+    MessageField {
+        /// `"channel"` or `"messageId"`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 // Draw values are never NaN (NaN is its own variant, without a value), so

@@ -38,6 +38,8 @@
 //! - [`retention`]: the pin, the guarded delete and the sweep, when you
 //!   delete finished executions;
 //! - [`supervise`]: resuming a parent parked on its children;
+//! - [`inbox`]: messages, and the delivery that resumes a park waiting on
+//!   one;
 //! - [`backend`]: the rules a storage adapter applies inside its own atomic
 //!   step, for adapter authors only.
 //!
@@ -86,8 +88,8 @@
 //!             Err(other) => return Err(other.into()),
 //!         },
 //!         Action::AcquireFence => machine.handle_acquire(store.acquire_fence(&id))?,
-//!         Action::AppendIfParked { park_seq, event } => {
-//!             match store.append_if_parked(&id, park_seq, vec![event]) {
+//!         Action::AppendIfParked { park_seq, events } => {
+//!             match store.append_if_parked(&id, park_seq, events) {
 //!                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
 //!                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
 //!                 Err(AppendError::Stale(stale)) => machine.handle_stale(stale)?,
@@ -149,6 +151,7 @@ mod event;
 mod fence;
 mod fire;
 mod fold;
+pub mod inbox;
 mod input;
 mod json;
 mod kind;
@@ -201,7 +204,8 @@ pub mod resume {
     //! or step the machine yourself; the root has the machine and its loop.
 
     pub use crate::resume_machine::{
-        Fencing, MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError, Stepped,
+        Consumed, Fencing, MAX_ATTEMPTS, RefusalReason, ResumeContendedError, ResumeRefusedError,
+        Stepped,
     };
 }
 

@@ -87,6 +87,20 @@ pub struct ResumeRequest {
     pub at: i64,
     /// Whether to take a token.
     pub fencing: Fencing,
+    /// The inbox message this resume delivers, if any: its
+    /// `MESSAGE_CONSUMED` is appended in the same batch, before the resume,
+    /// so the two land together or not at all.
+    pub consumes: Option<Consumed>,
+}
+
+/// The message a resume consumes: the `MESSAGE_CONSUMED` written in the
+/// resume's own batch (see [`crate::inbox`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Consumed {
+    /// The channel the message came on.
+    pub channel: String,
+    /// The sender's id for it.
+    pub message_id: String,
 }
 
 impl ResumeRequest {
@@ -98,7 +112,16 @@ impl ResumeRequest {
             answer,
             at,
             fencing: Fencing::ByCapability,
+            consumes: None,
         }
+    }
+
+    /// The same request, delivering `message`: the append becomes the
+    /// batch `[MESSAGE_CONSUMED, EXECUTION_RESUMED]`.
+    #[must_use]
+    pub fn consuming(mut self, message: Consumed) -> Self {
+        self.consumes = Some(message);
+        self
     }
 
     /// The same request, taking no token.
@@ -114,12 +137,14 @@ impl ResumeRequest {
     /// the append, it would leave the execution fenced one higher with
     /// nothing appended: a dead acquirer of the caller's own making.
     pub fn check(&self) -> Result<(), InputError> {
-        resume_event(&self.answer, self.at)
-            .check()
-            .map(drop)
-            .map_err(|source| InputError::Event {
-                index: 0,
-                source: Box::new(source),
+        batch(&self.answer, self.at, self.consumes.as_ref(), None)
+            .iter()
+            .enumerate()
+            .try_for_each(|(index, event)| {
+                event.check().map(drop).map_err(|source| InputError::Event {
+                    index,
+                    source: Box::new(source),
+                })
             })
     }
 }
@@ -132,6 +157,30 @@ fn resume_event(answer: &Value, at: i64) -> NewEvent {
     let mut payload = crate::JsonObject::new();
     payload.insert(ANSWER.to_owned(), answer.clone());
     NewEvent::kernel(KernelKind::ExecutionResumed, at).with_payload(payload)
+}
+
+/// The batch a resume appends: the message it consumes (if any), then the
+/// resume, each under `token` when one was taken.
+fn batch(
+    answer: &Value,
+    at: i64,
+    consumes: Option<&Consumed>,
+    token: Option<u64>,
+) -> Vec<NewEvent> {
+    let fenced = |event: NewEvent| match token {
+        Some(token) => event.with_fence(token),
+        None => event,
+    };
+    let mut events = Vec::with_capacity(2);
+    if let Some(message) = consumes {
+        events.push(fenced(crate::inbox::consumed_event(
+            &message.channel,
+            &message.message_id,
+            at,
+        )));
+    }
+    events.push(fenced(resume_event(answer, at)));
+    events
 }
 
 /// The first field in which `stored` is not `resume_event(answer, at)`
@@ -182,7 +231,7 @@ pub enum Action {
     AcquireFenceIf(ParkExpectation),
     /// `acquire_fence(id)`; answer with [`ResumeMachine::handle_acquire`].
     AcquireFence,
-    /// `append_if_parked(id, park_seq, [event])`; answer with
+    /// `append_if_parked(id, park_seq, events)`; answer with
     /// [`ResumeMachine::handle_appended`],
     /// [`ResumeMachine::handle_park_answered`],
     /// [`ResumeMachine::handle_park_gone`] or
@@ -190,8 +239,10 @@ pub enum Action {
     AppendIfParked {
         /// The park the append is conditional on.
         park_seq: u64,
-        /// The resume event, carrying the token when one was taken.
-        event: NewEvent,
+        /// The resume event, carrying the token when one was taken, after
+        /// the `MESSAGE_CONSUMED` of the message it delivers, if any: one
+        /// batch.
+        events: Vec<NewEvent>,
     },
 }
 
@@ -359,6 +410,8 @@ pub struct ResumeMachine {
     answer: Value,
     /// The resume's timestamp.
     at: i64,
+    /// The message the resume delivers, if any.
+    consumes: Option<Consumed>,
     /// How the fence is taken.
     path: Path,
     /// Everything read so far, folded.
@@ -385,6 +438,7 @@ impl ResumeMachine {
             park_seq: request.fence_if_parked_at,
             answer: request.answer,
             at: request.at,
+            consumes: request.consumes,
             path,
             view: ExecutionView::default(),
             attempts: 0,
@@ -460,7 +514,7 @@ impl ResumeMachine {
             },
             State::Append { token } => Action::AppendIfParked {
                 park_seq: self.park_seq,
-                event: self.resume_event(*token),
+                events: batch(&self.answer, self.at, self.consumes.as_ref(), *token),
             },
         };
         Poll::Act(action)
@@ -527,34 +581,57 @@ impl ResumeMachine {
     }
 
     /// Feeds the answer to an [`Action::AppendIfParked`] that landed: the
-    /// stored envelopes. It must be the one event sent, field by field
-    /// (kind, payload, metadata with the token, `at`), after the head read
-    /// so far; anything else is refused ([`ContractError::WrongAppend`],
+    /// stored envelopes. They must be the batch sent, field by field (kind,
+    /// payload, metadata with the token, `at`), after the head read so far;
+    /// anything else is refused ([`ContractError::WrongAppend`],
     /// [`ContractError::ForgedAppend`]) and the machine is unchanged.
     pub fn handle_appended(&mut self, envelopes: Vec<Envelope>) -> Result<(), ContractError> {
         let State::Append { token } = self.state else {
             return Err(self.unexpected("handle_appended"));
         };
-        let [resumed] = envelopes.as_slice() else {
-            return Err(ContractError::WrongAppend {
-                count: envelopes.len(),
-                kind: envelopes
-                    .first()
-                    .map_or_else(|| "none".to_owned(), |e| e.kind.clone()),
-            });
+        let sent = batch(&self.answer, self.at, self.consumes.as_ref(), token);
+        let wrong = || ContractError::WrongAppend {
+            count: envelopes.len(),
+            kind: envelopes
+                .first()
+                .map_or_else(|| "none".to_owned(), |e| e.kind.clone()),
         };
-        self.check_id(&resumed.execution_id)?;
-        let differs = resume_differs(resumed, &self.answer, self.at, token);
-        if differs == Some("kind") || resumed.sequence <= self.view.head {
-            return Err(ContractError::WrongAppend {
-                count: 1,
-                kind: resumed.kind.clone(),
-            });
+        let (Some(resumed), true) = (envelopes.last(), envelopes.len() == sent.len()) else {
+            return Err(wrong());
+        };
+        let first = envelopes[0].sequence;
+        for ((envelope, expected), offset) in envelopes.iter().zip(&sent).zip(0u64..) {
+            self.check_id(&envelope.execution_id)?;
+            // After everything read so far, one batch at contiguous
+            // sequences (ignorable events of others may sit in between).
+            if first <= self.view.head
+                || envelope.sequence != first + offset
+                || envelope.kind != expected.kind
+            {
+                return Err(wrong());
+            }
         }
-        if let Some(field) = differs {
+        if let Some(field) = resume_differs(resumed, &self.answer, self.at, token) {
             return Err(ContractError::ForgedAppend { field });
         }
-        self.view.apply(resumed);
+        if let Some(consumed) = envelopes.first().filter(|_| envelopes.len() == 2) {
+            let expected = &sent[0];
+            let field = if consumed.payload != expected.payload {
+                Some("payload")
+            } else if consumed.metadata != expected.metadata {
+                Some("metadata")
+            } else if consumed.at != expected.at {
+                Some("at")
+            } else {
+                None
+            };
+            if let Some(field) = field {
+                return Err(ContractError::ForgedAppend { field });
+            }
+        }
+        for envelope in &envelopes {
+            self.view.apply(envelope);
+        }
         self.state = State::Done(Ok(Resumed {
             execution_id: self.execution_id.clone(),
             fence: token,
@@ -629,11 +706,12 @@ impl ResumeMachine {
 
     /// Settles an append of unknown outcome from the tail read after it.
     fn settle(&mut self, token: Option<u64>, tail: &[Envelope]) {
-        let ours = self.resume_event(token);
+        let ours = resume_event(&self.answer, self.at);
         for event in tail {
             self.view.apply(event);
-            // Only this resume ever writes under its token, and it writes
-            // one event; a tokenless resume cannot tell its event from a
+            // Only this resume ever writes under its token, and its batch
+            // holds one resume (a consumed message lands with it, in the
+            // same atomic batch, or not at all); a tokenless resume cannot tell its event from a
             // rival's, so it never claims one.
             let landed =
                 token.is_some() && event.kind == ours.kind && event.fence().ok().flatten() == token;
@@ -698,15 +776,6 @@ impl ResumeMachine {
             park_seq: self.park_seq,
             reason: RefusalReason::NotSuspended,
         })))
-    }
-
-    /// The resume event, under `token` when one was taken.
-    fn resume_event(&self, token: Option<u64>) -> NewEvent {
-        let event = resume_event(&self.answer, self.at);
-        match token {
-            Some(token) => event.with_fence(token),
-            None => event,
-        }
     }
 
     /// Checks that `events` are this execution's, contiguous from `from`.

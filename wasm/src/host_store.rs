@@ -135,12 +135,12 @@ impl HostStore {
                 self.call("acquireFenceIf", &[id, out::expectation(*expect)])
             }
             Action::AcquireFence => self.call("acquireFence", &[id]),
-            Action::AppendIfParked { park_seq, event } => self.call(
+            Action::AppendIfParked { park_seq, events } => self.call(
                 "appendIfParked",
                 &[
                     id,
                     JsValue::from_f64(number(*park_seq)),
-                    Array::of1(&out::new_event(event)).into(),
+                    events.iter().map(out::new_event).collect::<Array>().into(),
                 ],
             ),
             // A newer core's action this binding cannot perform: stop
@@ -269,10 +269,13 @@ pub(crate) fn acquire_answer(settled: Settled) -> Result<u64, JsValue> {
 /// (`ResumeMachine::handle_appended`), the same for every host.
 pub(crate) fn append_answer(
     id: &ExecutionId,
-    event: &NewEvent,
+    events: &[NewEvent],
     settled: Settled,
 ) -> Result<Option<Vec<Envelope>>, Refusal> {
-    let token = fence_of(&event.metadata).ok().flatten();
+    // One batch is written under one token.
+    let token = events
+        .first()
+        .and_then(|event| fence_of(&event.metadata).ok().flatten());
     let answer = settled.map_err(|e| refusal(id, token, e))?;
     if crate::values::is_array(&answer) {
         return Ok(Some(envelopes(

@@ -147,9 +147,9 @@ impl ResumeMachineJs {
                 }
             }
             Action::AcquireFence => machine.handle_acquire(host_store::acquire_answer(settled)?),
-            Action::AppendIfParked { event, .. } => {
+            Action::AppendIfParked { events, .. } => {
                 let id = machine.execution_id().clone();
-                match host_store::append_answer(&id, &event, settled) {
+                match host_store::append_answer(&id, &events, settled) {
                     Ok(Some(stored)) => machine.handle_appended(stored),
                     Ok(None) => machine.handle_park_answered(),
                     Err(Refusal::Stale(stale)) => machine.handle_stale(stale),

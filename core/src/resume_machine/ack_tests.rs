@@ -28,7 +28,9 @@ fn at_the_append(capability: Capability) -> (ResumeMachine, NewEvent) {
     let mut machine = ResumeMachine::new(id(), request, capability);
     loop {
         match machine.poll() {
-            Poll::Act(Action::AppendIfParked { event, .. }) => return (machine, event),
+            Poll::Act(Action::AppendIfParked { mut events, .. }) => {
+                return (machine, events.pop().expect("a resume"));
+            }
             Poll::Act(_) => assert_eq!(
                 crate::drive::step(&mut store, &mut machine),
                 Ok(Stepped::Progressed)

@@ -373,7 +373,10 @@ fn is_append(action: &Action) -> bool {
 /// without performing it.
 fn step_to_append(store: &mut MemoryStore, machine: &mut ResumeMachine) -> (u64, NewEvent) {
     match step_until(store, machine, is_append) {
-        Action::AppendIfParked { park_seq, event } => (park_seq, event),
+        Action::AppendIfParked {
+            park_seq,
+            mut events,
+        } => (park_seq, events.pop().expect("a resume")),
         other => unreachable!("{other:?}"),
     }
 }

@@ -53,8 +53,8 @@ pub async fn perform<S: EventStore + ?Sized>(
             }
             Err(other) => return Err(RuntimeError::Store(other)),
         },
-        Action::AppendIfParked { park_seq, event } => {
-            match store.append_if_parked(&id, park_seq, vec![event]).await {
+        Action::AppendIfParked { park_seq, events } => {
+            match store.append_if_parked(&id, park_seq, events).await {
                 Ok(ConditionalAppend::Appended(envelopes)) => machine.handle_appended(envelopes)?,
                 Ok(ConditionalAppend::ParkAnswered) => machine.handle_park_answered()?,
                 Err(StoreError::Input(input)) if input.is_park_gone() => {

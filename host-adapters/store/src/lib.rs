@@ -1,6 +1,6 @@
-//! The async side of loomfence's storage: the [`EventStore`] and
-//! [`TimerStore`] traits that every adapter (memory, SQLite, PostgreSQL)
-//! implements, their one error type, the forwarding decorator, and the
+//! The async side of loomfence's storage: the [`EventStore`],
+//! [`TimerStore`] and [`InboxStore`] traits that every adapter (memory,
+//! SQLite, PostgreSQL) implements, their one error type, the forwarding decorator, and the
 //! in-memory adapters.
 //!
 //! The rules themselves (the append guard, the conditional acquire) live in
@@ -35,12 +35,14 @@ pub mod checks;
 mod decorator;
 mod error;
 pub mod forwarding;
+mod inbox;
 mod memory;
 mod store;
 mod timers;
 
 pub use decorator::Forwarding;
 pub use error::{BackendError, StoreError};
+pub use inbox::InboxStore;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
 pub use timers::{ClaimPage, MemoryTimerStore, TimerStore};

@@ -3,11 +3,13 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, TimerRow, TimerTable, UnreadableRow,
+use loomfence_core::{
+    ExecutionId,
+    inbox::{InboxEntry, InboxTable, Message, MessageKey, Sent, StoredMessage, check_pending},
+    timer::{Claim, Completed, DueFilter, Lease, TimerRow, TimerTable, UnreadableRow, check_row},
 };
 
-use crate::StoreError;
+use crate::{InboxStore, StoreError};
 
 /// What one [`TimerStore::claim_due`] answers: the rows it claimed, and
 /// the due rows it could not read.
@@ -101,12 +103,22 @@ pub trait TimerStore: Send + Sync {
     async fn release(&self, claim: &Claim) -> Result<Completed, StoreError>;
 }
 
-/// The core's [`TimerTable`] behind a mutex: a timer store for one process
-/// (tests, the simulation, a single-node host).
+/// The core's [`TimerTable`] and [`InboxTable`] behind one mutex: a timer
+/// store and inbox for one process (tests, the simulation, a single-node
+/// host). One lock, so a send and its intent row are one step.
 #[derive(Debug, Default)]
 pub struct MemoryTimerStore {
-    /// The table.
-    inner: Mutex<TimerTable>,
+    /// The tables.
+    inner: Mutex<Tables>,
+}
+
+/// What the mutex guards.
+#[derive(Debug, Default)]
+struct Tables {
+    /// The timer rows.
+    timers: TimerTable,
+    /// The messages.
+    inbox: InboxTable,
 }
 
 impl MemoryTimerStore {
@@ -116,23 +128,65 @@ impl MemoryTimerStore {
         Self::default()
     }
 
-    /// A copy of the table, for comparisons and snapshots.
+    /// A copy of the timer table, for comparisons and snapshots.
     #[must_use]
     pub fn snapshot(&self) -> TimerTable {
-        self.lock().clone()
+        self.tables().timers.clone()
     }
 
-    /// Locks the table; every table operation checks before it mutates, so
-    /// a poisoned lock is recovered.
-    fn lock(&self) -> MutexGuard<'_, TimerTable> {
+    /// A copy of the inbox, for comparisons and snapshots.
+    #[must_use]
+    pub fn inbox_snapshot(&self) -> InboxTable {
+        self.tables().inbox.clone()
+    }
+
+    /// Locks both tables; every table operation checks before it mutates,
+    /// so a poisoned lock is recovered.
+    fn tables(&self) -> MutexGuard<'_, Tables> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl InboxStore for MemoryTimerStore {
+    async fn send(&self, message: &Message, intent: &TimerRow) -> Result<Sent, StoreError> {
+        message.check()?;
+        check_row(intent)?;
+        let mut tables = self.tables();
+        let sent = tables.inbox.send(message)?;
+        if matches!(sent, Sent::Stored { .. }) {
+            tables.timers.schedule(intent)?;
+        }
+        Ok(sent)
+    }
+
+    async fn pending(
+        &self,
+        execution_id: &ExecutionId,
+        channels: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        check_pending(channels, limit)?;
+        Ok(self.tables().inbox.pending(execution_id, channels, limit)?)
+    }
+
+    async fn mark_consumed(&self, key: &MessageKey) -> Result<bool, StoreError> {
+        Ok(self.tables().inbox.mark_consumed(key)?)
+    }
+
+    async fn purge(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
+        Ok(self.tables().inbox.purge(execution_id) as u64)
+    }
+
+    async fn messages(&self, execution_id: &ExecutionId) -> Result<Vec<InboxEntry>, StoreError> {
+        Ok(self.tables().inbox.messages(execution_id))
     }
 }
 
 #[async_trait]
 impl TimerStore for MemoryTimerStore {
     async fn schedule(&self, row: &TimerRow) -> Result<(), StoreError> {
-        Ok(self.lock().schedule(row)?)
+        Ok(self.tables().timers.schedule(row)?)
     }
 
     async fn due(
@@ -141,7 +195,7 @@ impl TimerStore for MemoryTimerStore {
         limit: usize,
         filter: DueFilter,
     ) -> Result<Vec<TimerRow>, StoreError> {
-        Ok(self.lock().due(now, limit, filter)?)
+        Ok(self.tables().timers.due(now, limit, filter)?)
     }
 
     async fn claim_due(
@@ -150,18 +204,18 @@ impl TimerStore for MemoryTimerStore {
         limit: usize,
         filter: DueFilter,
     ) -> Result<ClaimPage, StoreError> {
-        Ok(self.lock().claim_due(lease, limit, filter)?.into())
+        Ok(self.tables().timers.claim_due(lease, limit, filter)?.into())
     }
 
     async fn complete(&self, claim: &Claim) -> Result<Completed, StoreError> {
-        Ok(self.lock().complete(claim)?)
+        Ok(self.tables().timers.complete(claim)?)
     }
 
     async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
-        Ok(self.lock().release(claim)?)
+        Ok(self.tables().timers.release(claim)?)
     }
 
     async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
-        Ok(self.lock().reschedule(claim, next)?)
+        Ok(self.tables().timers.reschedule(claim, next)?)
     }
 }

@@ -423,12 +423,14 @@ fn machine_step(
     mode: StoreMode,
 ) -> Result<Option<ContractError>, SimError> {
     if mode == StoreMode::PlainFencedAppend
-        && let Poll::Act(Action::AppendIfParked { event, .. }) = machine.poll()
-        && event.check().is_ok_and(|facts| facts.fence.is_some())
+        && let Poll::Act(Action::AppendIfParked { events, .. }) = machine.poll()
+        && events
+            .first()
+            .is_some_and(|event| event.check().is_ok_and(|facts| facts.fence.is_some()))
     {
         let id = machine.execution_id().clone();
-        let answered = match store.append(&id, event) {
-            Ok(envelope) => machine.handle_appended(vec![envelope]),
+        let answered = match store.append_many(&id, events) {
+            Ok(envelopes) => machine.handle_appended(envelopes),
             Err(AppendError::Stale(stale)) => machine.handle_stale(stale),
             Err(AppendError::Input(input)) => return Err(input.into()),
             Err(other) => return Err(SimError::Setup(other)),
@@ -445,13 +447,13 @@ fn machine_step(
                     return Ok(machine.handle_acquire_if(outcome).err());
                 }
             }
-            Action::AppendIfParked { park_seq, event } => {
+            Action::AppendIfParked { park_seq, events } => {
                 if let Some(answered) = answered_after_a_non_park(store, &id, park_seq)? {
                     let fed = if answered {
                         machine.handle_park_answered()
                     } else {
-                        match store.append(&id, event) {
-                            Ok(envelope) => machine.handle_appended(vec![envelope]),
+                        match store.append_many(&id, events) {
+                            Ok(envelopes) => machine.handle_appended(envelopes),
                             Err(AppendError::Stale(stale)) => machine.handle_stale(stale),
                             Err(AppendError::Input(input)) => return Err(input.into()),
                             Err(other) => return Err(SimError::Setup(other)),

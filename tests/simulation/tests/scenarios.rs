@@ -428,11 +428,16 @@ fn refused() -> ResumeError {
 fn a_delete_between_the_acquire_and_the_append_refuses_the_resume_and_writes_nothing() {
     let mut trace = trace(a_resumer_and_retention());
     trace.run_letters("AAA").expect("read, acquire, re-check");
-    let Action::AppendIfParked { park_seq, event } = pending(&trace, 'A') else {
+    let Action::AppendIfParked { park_seq, events } = pending(&trace, 'A') else {
         panic!("the resume's append is park-conditional");
     };
     assert_eq!(park_seq, PARK);
-    assert_eq!(event.metadata["fence"], json!(1), "and carries the token");
+    assert_eq!(events.len(), 1, "one resume, no message");
+    assert_eq!(
+        events[0].metadata["fence"],
+        json!(1),
+        "and carries the token"
+    );
     trace.run_letters("RA").expect("delete, then A's append");
     assert_eq!(result(&trace, 'A'), Err(refused()));
     assert_eq!(log(&trace), [], "nothing recreated");

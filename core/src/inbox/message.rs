@@ -1,0 +1,241 @@
+//! A message and its checks, the `MESSAGE_CONSUMED` event that records its
+//! delivery, and the answer a body receives.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::event::{Envelope, NewEvent};
+use crate::fire::TimerRow;
+use crate::input::{ExecutionId, InputError};
+use crate::json::JsonObject;
+use crate::kind::KernelKind;
+use crate::redrive_policy::MAX_TIMER_MS;
+
+/// The longest channel name and message id, in UTF-8 bytes: the id limit,
+/// so every backend's key columns hold them.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// The largest message payload, as serialized JSON bytes. A delivered
+/// payload is copied into the resume's event, so it is bounded where it
+/// enters: one message cannot grow a log (or a `jsonb` row) without limit.
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// How long after a send its intent row comes due by default, in ms: long
+/// enough that the sender's own delivery is normally over by then, so the
+/// row only finds work when the sender crashed or was contended.
+pub const DEFAULT_INTENT_DELAY_MS: i64 = 5_000;
+
+/// A message's key in the inbox: sending the same key twice stores it once,
+/// so a sender retries freely.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MessageKey {
+    /// The execution the message is for.
+    pub execution_id: ExecutionId,
+    /// The channel a park waits on (`{"kind":"MESSAGE","channel":…}`).
+    pub channel: String,
+    /// The sender's id for the message, unique per channel.
+    pub message_id: String,
+}
+
+impl MessageKey {
+    /// A key, checked: channel and id are 1 to [`MAX_NAME_BYTES`] bytes
+    /// with no NUL.
+    pub fn new(
+        execution_id: ExecutionId,
+        channel: impl Into<String>,
+        message_id: impl Into<String>,
+    ) -> Result<Self, InputError> {
+        let key = Self {
+            execution_id,
+            channel: channel.into(),
+            message_id: message_id.into(),
+        };
+        key.check()?;
+        Ok(key)
+    }
+
+    /// Checks the channel and the id, as every inbox does before it
+    /// touches anything.
+    pub fn check(&self) -> Result<(), InputError> {
+        check_name("channel", &self.channel)?;
+        check_name("messageId", &self.message_id)
+    }
+}
+
+/// Checks a channel name: 1 to [`MAX_NAME_BYTES`] bytes, no NUL.
+pub fn check_channel(channel: &str) -> Result<(), InputError> {
+    check_name("channel", channel)
+}
+
+/// Checks a channel name or message id.
+fn check_name(field: &'static str, name: &str) -> Result<(), InputError> {
+    let problem = if name.is_empty() {
+        "is empty".to_owned()
+    } else if name.len() > MAX_NAME_BYTES {
+        format!(
+            "is {} bytes long; the limit is {MAX_NAME_BYTES}",
+            name.len()
+        )
+    } else if let Some(at) = name.find('\0') {
+        format!("contains a NUL byte at byte {at}")
+    } else {
+        return Ok(());
+    };
+    Err(InputError::MessageField { field, problem })
+}
+
+/// A message as sent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Message {
+    /// Its key.
+    #[serde(flatten)]
+    pub key: MessageKey,
+    /// What the body receives, any JSON value.
+    pub payload: Value,
+    /// When it was sent, in ms since the epoch (`0..=2^53-1`).
+    pub sent_at: i64,
+}
+
+impl Message {
+    /// Checks the message as every inbox does before it stores it: the key,
+    /// `sent_at`, and a payload a log can hold (no NUL, at most
+    /// [`MAX_MESSAGE_BYTES`] serialized).
+    pub fn check(&self) -> Result<(), InputError> {
+        self.key.check()?;
+        if !(0..=MAX_TIMER_MS).contains(&self.sent_at) {
+            return Err(InputError::Time {
+                what: "sentAt",
+                value: self.sent_at,
+            });
+        }
+        let mut wrapped = JsonObject::new();
+        wrapped.insert(PAYLOAD.to_owned(), self.payload.clone());
+        if crate::event::contains_nul(&wrapped) {
+            return Err(InputError::Nul { field: "payload" });
+        }
+        let bytes = serialized_len(&self.payload);
+        if bytes > MAX_MESSAGE_BYTES {
+            return Err(InputError::Limit {
+                what: "message payload bytes",
+                value: bytes as u64,
+                max: MAX_MESSAGE_BYTES as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// The row that carries this send's intent to deliver: a re-drive row
+    /// (try 0) of the execution due `delay_ms` after the send, written in
+    /// the same atomic step as the message. If the sender dies before its
+    /// delivery, the inbox re-driver finishes it when the row comes due.
+    pub fn intent(&self, delay_ms: i64) -> Result<TimerRow, InputError> {
+        let wake_at = self.sent_at.saturating_add(delay_ms.max(1));
+        if wake_at > MAX_TIMER_MS {
+            return Err(InputError::NoWakeTime { now: self.sent_at });
+        }
+        Ok(TimerRow::redrive(self.key.execution_id.clone(), wake_at, 0))
+    }
+}
+
+/// The JSON bytes of `value`, counted without building them.
+fn serialized_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to an infallible writer cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// A stored message, as an inbox lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StoredMessage {
+    /// The message.
+    #[serde(flatten)]
+    pub message: Message,
+    /// Its place in the order messages arrived, from 1: increasing with
+    /// arrival on each channel of an execution (the order they are
+    /// consumed in), assigned by the inbox.
+    pub arrival: u64,
+}
+
+/// What a send answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Sent {
+    /// The message is stored (with its intent row).
+    Stored {
+        /// Its arrival number.
+        arrival: u64,
+    },
+    /// A message with this key was already there: nothing was written, and
+    /// the first payload stands.
+    Duplicate {
+        /// The stored message's arrival number.
+        arrival: u64,
+    },
+}
+
+/// The payload fields of `MESSAGE_CONSUMED`.
+const CHANNEL: &str = "channel";
+/// The payload fields of `MESSAGE_CONSUMED`.
+const MESSAGE_ID: &str = "messageId";
+/// The answer field holding the payload.
+const PAYLOAD: &str = "payload";
+
+/// The `MESSAGE_CONSUMED` of a delivery, without a token: payload
+/// `{"channel": …, "messageId": …}`. Ignorable: it never answers a park by
+/// itself, and it lands only in the same batch as the resume it delivers.
+#[must_use]
+pub fn consumed_event(channel: &str, message_id: &str, at: i64) -> NewEvent {
+    let mut payload = JsonObject::new();
+    payload.insert(CHANNEL.to_owned(), Value::String(channel.to_owned()));
+    payload.insert(MESSAGE_ID.to_owned(), Value::String(message_id.to_owned()));
+    NewEvent::kernel(KernelKind::MessageConsumed, at).with_payload(payload)
+}
+
+/// The `(channel, message_id)` of every message `events` record as
+/// consumed: the log's own account, which a delivery trusts over the
+/// inbox's flag.
+#[must_use]
+pub fn consumed_in(events: &[Envelope]) -> BTreeSet<(String, String)> {
+    events
+        .iter()
+        .filter(|event| event.kind == KernelKind::MessageConsumed.as_str())
+        .filter_map(|event| {
+            let text = |name| match event.payload.get(name) {
+                Some(Value::String(text)) => Some(text.clone()),
+                _ => None,
+            };
+            Some((text(CHANNEL)?, text(MESSAGE_ID)?))
+        })
+        .collect()
+}
+
+/// What the body of a delivered message receives as the resume's
+/// `payload.answer`: `{"wait": i, "message": {"channel", "messageId",
+/// "payload", "sentAt"}}`, where `i` is the MESSAGE wait it answers.
+#[must_use]
+pub fn message_answer(wait: usize, message: &Message) -> Value {
+    json!({
+        "wait": wait,
+        "message": {
+            "channel": message.key.channel,
+            "messageId": message.key.message_id,
+            "payload": message.payload,
+            "sentAt": message.sent_at,
+        }
+    })
+}
