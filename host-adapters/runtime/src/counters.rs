@@ -48,6 +48,13 @@ pub const UNREADABLE_ROWS: &str = "loomfence_timer_rows_unreadable_total";
 /// fence after their resume landed. Zero with the conditional acquire.
 pub const FENCED_OUT: &str = "loomfence_bodies_fenced_out_total";
 
+/// Messages stored by a send.
+pub const MESSAGES_STORED: &str = "loomfence_messages_stored_total";
+/// Sends of a message already stored (a sender's retry): nothing written.
+pub const MESSAGES_DUPLICATE: &str = "loomfence_messages_duplicate_total";
+/// Messages delivered: their `MESSAGE_CONSUMED` and resume landed.
+pub const MESSAGES_DELIVERED: &str = "loomfence_messages_delivered_total";
+
 /// Gives every counter its help text in the installed recorder (the
 /// `# HELP` lines of a Prometheus endpoint). A host calls it once, after
 /// installing its recorder; counting works without it.
@@ -80,6 +87,15 @@ pub fn describe() {
         (
             FENCED_OUT,
             "Bodies fenced out after their resume landed; zero with the conditional acquire.",
+        ),
+        (MESSAGES_STORED, "Messages stored by a send."),
+        (
+            MESSAGES_DUPLICATE,
+            "Sends of a message already stored (a retry): nothing written.",
+        ),
+        (
+            MESSAGES_DELIVERED,
+            "Messages delivered: consumed and resumed in one batch.",
         ),
     ] {
         metrics::describe_counter!(name, help);

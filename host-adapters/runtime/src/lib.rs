@@ -9,6 +9,8 @@
 //! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
 //!   [`TimerStore`](loomfence_store::TimerStore) (its options, handle and
 //!   report in [`timer`]), handing re-drive rows to each [`Redriver`];
+//! - [`Inbox`]: messages, sent with a notify, waited for by a park, and
+//!   re-driven when a sender dies (its answers and options in [`inbox`]);
 //! - [`Sweep`]: retention that deletes (or archives, then deletes) finished
 //!   executions, never a child its parent is parked on (its archives in
 //!   [`retention`]);
@@ -53,6 +55,7 @@ pub mod counters;
 mod driver;
 mod error;
 mod features;
+pub mod inbox;
 mod redriver;
 mod resumed_hook;
 pub mod retention;
@@ -68,6 +71,7 @@ pub use body::Body;
 pub use driver::{resume, resume_from};
 pub use error::RuntimeError;
 pub use features::Features;
+pub use inbox::Inbox;
 pub use redriver::Redriver;
 pub use resumed_hook::OnResumed;
 pub use supervisor::ChildSupervisor;

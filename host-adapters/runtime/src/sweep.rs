@@ -40,7 +40,7 @@ use loomfence_core::{
         SweepPoll, SweepReport,
     },
 };
-use loomfence_store::{EventStore, StoreError};
+use loomfence_store::{EventStore, InboxStore, StoreError};
 
 use self::archive::ArchiveSink;
 use crate::error::RuntimeError;
@@ -65,6 +65,8 @@ pub struct Sweep<'a, S: EventStore + ?Sized> {
     known_parents: Option<KnownParents<'a>>,
     /// Called after each page with the report so far.
     on_page: Option<OnPage<'a>>,
+    /// Where the deleted executions' messages are purged.
+    inbox: Option<&'a dyn InboxStore>,
 }
 
 impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
@@ -77,7 +79,20 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
             archive: None,
             known_parents: None,
             on_page: None,
+            inbox: None,
         }
+    }
+
+    /// Purges each deleted execution's messages from `inbox`, right after
+    /// its log's delete: its rows go with its retention. (The SQL stores
+    /// also delete them in the delete's own transaction; this purge is
+    /// what keeps the memory and third-party stores alike, and a crash
+    /// between the two leaves rows no park can ever consume.) A purge that
+    /// fails stops the sweep as a store failure does.
+    #[must_use]
+    pub fn inbox(mut self, inbox: &'a dyn InboxStore) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// Hands every log to `sink` before its delete, and sets
@@ -227,6 +242,14 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                     GuardedDelete::ParentMoved { parent } => Some(parent.clone()),
                     _ => None,
                 };
+                if matches!(outcome, GuardedDelete::Deleted)
+                    && let Some(inbox) = self.inbox
+                {
+                    inbox
+                        .purge(&execution_id)
+                        .await
+                        .map_err(RuntimeError::Timers)?;
+                }
                 machine.handle_deleted(outcome)?;
                 if let Some(parent) = moved {
                     tracing::info!(%execution_id, %parent, "kept: a parent moved after the pin check");

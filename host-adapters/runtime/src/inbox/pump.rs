@@ -1,0 +1,137 @@
+//! The inbox's pump: runs the core's [`DeliverMachine`] against the event
+//! store and the inbox. Every branch here is the machine's answer; this
+//! file only does the IO it names.
+
+use loomfence_core::{
+    ResumeError,
+    inbox::{DeliverAction, DeliverMachine, DeliverOutcome, DeliverPoll, NotDeliverable, Sent},
+    redrive::Draw,
+};
+use loomfence_store::{EventStore, InboxStore};
+
+use super::{Delivery, Inbox};
+use crate::counters;
+use crate::driver::resume_from;
+use crate::error::RuntimeError;
+
+/// How a delivery ended, for the entry points to shape.
+#[derive(Debug)]
+pub(super) enum Ended {
+    /// A notify stored nothing.
+    Refused(NotDeliverable),
+    /// What the delivery did.
+    Delivery(Delivery),
+}
+
+impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
+    /// Runs `machine` to its end; a store error stops it (whatever was
+    /// stored stays, and the intent row finishes the work). Answers the
+    /// end and, for a notify, what the send answered.
+    pub(super) async fn deliver(
+        &self,
+        mut machine: DeliverMachine,
+    ) -> Result<(Ended, Option<Sent>), RuntimeError> {
+        let id = machine.execution_id().clone();
+        loop {
+            let action = match machine.poll() {
+                DeliverPoll::Done(outcome) => {
+                    return Ok((ended(outcome)?, machine.sent()));
+                }
+                DeliverPoll::Act(action) => action,
+                other => return Err(unsupported(&other)),
+            };
+            tracing::trace!(execution_id = %id, ?action, "delivery step");
+            match action {
+                DeliverAction::ReadLog => {
+                    let log = self
+                        .store
+                        .read_range(&id, 1, None)
+                        .await
+                        .map_err(RuntimeError::Store)?;
+                    machine.handle_log(&log)?;
+                }
+                DeliverAction::Send { message, intent } => {
+                    let sent = self
+                        .inbox
+                        .send(&message, &intent)
+                        .await
+                        .map_err(RuntimeError::Timers)?;
+                    counters::one(match sent {
+                        Sent::Stored { .. } => counters::MESSAGES_STORED,
+                        Sent::Duplicate { .. } => counters::MESSAGES_DUPLICATE,
+                    });
+                    machine.handle_sent(sent)?;
+                }
+                DeliverAction::ReadPending { channels, limit } => {
+                    let pending = self
+                        .inbox
+                        .pending(&id, &channels, limit)
+                        .await
+                        .map_err(RuntimeError::Timers)?;
+                    machine.handle_pending(&pending, (self.options.now)())?;
+                }
+                DeliverAction::MarkConsumed(key) => {
+                    self.inbox
+                        .mark_consumed(&key)
+                        .await
+                        .map_err(RuntimeError::Timers)?;
+                    machine.handle_marked()?;
+                }
+                DeliverAction::Resume { request, log } => {
+                    let result = match resume_from(&*self.store, &id, request, &log).await {
+                        Ok(resumed) => Ok(resumed),
+                        Err(RuntimeError::Resume(error)) => Err(error),
+                        Err(other) => return Err(other),
+                    };
+                    if let Err(ResumeError::Refused(_)) = &result {
+                        tracing::debug!(execution_id = %id, "park answered first; reading again");
+                    }
+                    machine.handle_resumed(result.as_ref())?;
+                }
+                DeliverAction::Draw => {
+                    let draw = Draw::new((self.options.random)())?;
+                    machine.handle_draw(draw, (self.options.now)()).map_err(
+                        |error| match error {
+                            loomfence_core::Error::Input(input) => RuntimeError::Input(input),
+                            loomfence_core::Error::Contract(contract) => {
+                                RuntimeError::Contract(contract)
+                            }
+                            other => unsupported(&other),
+                        },
+                    )?;
+                }
+                DeliverAction::WriteRow(row) => {
+                    self.inbox
+                        .schedule(&row)
+                        .await
+                        .map_err(RuntimeError::Timers)?;
+                    counters::one(counters::REDRIVE_ROWS);
+                    machine.handle_written()?;
+                }
+                other => return Err(unsupported(&other)),
+            }
+        }
+    }
+}
+
+/// The machine's end as the entry points see it.
+fn ended(outcome: DeliverOutcome) -> Result<Ended, RuntimeError> {
+    Ok(match outcome {
+        DeliverOutcome::Refused(why) => Ended::Refused(why),
+        DeliverOutcome::Delivered { message, resumed } => {
+            counters::one(counters::MESSAGES_DELIVERED);
+            Ended::Delivery(Delivery::Delivered { message, resumed })
+        }
+        DeliverOutcome::Waiting => Ended::Delivery(Delivery::Waiting),
+        DeliverOutcome::Contended(contended) => Ended::Delivery(Delivery::Contended(contended)),
+        DeliverOutcome::RedriveScheduled(row) => Ended::Delivery(Delivery::RedriveScheduled {
+            wake_at: row.wake_at,
+        }),
+        other => return Err(unsupported(&other)),
+    })
+}
+
+/// Something of a newer core than this pump knows.
+fn unsupported(what: &dyn std::fmt::Debug) -> RuntimeError {
+    RuntimeError::unsupported("deliver", what)
+}
