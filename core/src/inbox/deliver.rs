@@ -277,8 +277,8 @@ pub struct DeliverMachine {
     execution_id: ExecutionId,
     /// Behaviour.
     options: DeliverOptions,
-    /// The message a notify sends, until it is sent.
-    message: Option<Message>,
+    /// The message a notify sends, with its intent row.
+    message: Option<(Message, TimerRow)>,
     /// What the send answered.
     sent: Option<Sent>,
     /// The log as last read.
@@ -303,9 +303,9 @@ impl DeliverMachine {
     /// before anything is read.
     pub fn notify(message: Message, options: DeliverOptions) -> Result<Self, InputError> {
         message.check()?;
-        message.intent(options.intent_delay_ms)?;
+        let intent = message.intent(options.intent_delay_ms)?;
         let mut machine = Self::check(message.key.execution_id.clone(), options);
-        machine.message = Some(message);
+        machine.message = Some((message, intent));
         Ok(machine)
     }
 
@@ -349,13 +349,11 @@ impl DeliverMachine {
             State::Done(outcome) => return DeliverPoll::Done(outcome.clone()),
             State::ReadLog => DeliverAction::ReadLog,
             State::Send => match &self.message {
-                Some(message) => DeliverAction::Send {
+                Some((message, intent)) => DeliverAction::Send {
                     message: message.clone(),
-                    // Checked when the machine was made.
-                    intent: message
-                        .intent(self.options.intent_delay_ms)
-                        .unwrap_or_else(|_| TimerRow::redrive(self.execution_id.clone(), 0, 0)),
+                    intent: intent.clone(),
                 },
+                // Only a notify, which holds its message, ever sends.
                 None => DeliverAction::ReadLog,
             },
             State::ReadPending => DeliverAction::ReadPending {
