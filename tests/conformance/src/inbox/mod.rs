@@ -41,12 +41,22 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use loomfence_store::InboxStore;
+use loomfence_store::forwarding::Forward;
+use loomfence_store::{Forwarding, InboxStore};
 
 use crate::{Report, panic_message};
 
 /// An inbox store shared by a case and the tasks it spawns.
 pub type Inbox = Arc<dyn InboxStore>;
+
+/// `store` behind a [`Forwarding`] decorator with hooks that change
+/// nothing, the inbox twin of [`forwarded`](crate::forwarded). Every
+/// adapter runs the inbox kit through it too, so the decorator the tests
+/// wrap inbox stores in is held to the same cases as the stores.
+#[must_use]
+pub fn forwarded(store: Inbox) -> Inbox {
+    Arc::new(Forwarding::new(store, Forward))
+}
 
 /// One case of the inbox kit.
 #[derive(Clone, Copy)]
