@@ -2,7 +2,7 @@
 //! the timer store's upsert rules.
 
 use loomfence_core::inbox::Sent;
-use loomfence_core::timer::{DueFilter, MAX_DUE_LIMIT, TimerRow};
+use loomfence_core::timer::{Completed, DueFilter, Lease, MAX_DUE_LIMIT, NodeId, TimerRow};
 use serde_json::json;
 
 use super::Inbox;
@@ -82,4 +82,46 @@ pub async fn an_intent_on_a_redrive_row_carries_its_own_attempt(store: Inbox) {
         .await
         .expect("schedules a wake");
     assert_eq!(timer_rows(&store).await, vec![row], "the flag stays");
+}
+
+/// A duplicate send touches no timer row: the first send's intent row,
+/// claimed by a re-driver, stays held by it (a second upsert would have
+/// ended the claim), and the claimer still retires it.
+pub async fn a_duplicate_send_leaves_a_claimed_intent_row_held(store: Inbox) {
+    let sent = message("a", "c", "m", json!(1));
+    stored(&store, &sent).await;
+    let row = intent(&sent);
+    let lease = Lease {
+        holder: NodeId::new("redriver").expect("a node id"),
+        now: row.wake_at,
+        duration_ms: 30_000,
+    };
+    let claims = store
+        .claim_due(&lease, 10, DueFilter::default())
+        .await
+        .expect("claims")
+        .claims;
+    assert_eq!(claims.iter().map(|c| &c.row).collect::<Vec<_>>(), [&row]);
+    assert!(matches!(
+        store.send(&sent, &row).await.expect("sends"),
+        Sent::Duplicate { .. }
+    ));
+    let rival = Lease {
+        holder: NodeId::new("rival").expect("a node id"),
+        ..lease
+    };
+    assert_eq!(
+        store
+            .claim_due(&rival, 10, DueFilter::default())
+            .await
+            .expect("claims")
+            .claims,
+        [],
+        "the row is still held"
+    );
+    assert_eq!(
+        store.complete(&claims[0]).await.expect("completes"),
+        Completed::Done
+    );
+    assert_eq!(timer_rows(&store).await, []);
 }

@@ -86,6 +86,7 @@ pub const ALL: &[InboxCase] = &[
     case!(intent::the_intent_row_is_written_with_the_send),
     case!(intent::an_intent_on_a_plain_row_of_its_key_flags_it),
     case!(intent::an_intent_on_a_redrive_row_carries_its_own_attempt),
+    case!(intent::a_duplicate_send_leaves_a_claimed_intent_row_held),
     case!(pending::pending_lists_only_the_executions_unconsumed_messages_on_its_channels),
     case!(pending::pending_comes_in_arrival_order_and_stops_at_the_limit),
     case!(consume::mark_consumed_answers_true_once_then_false),
