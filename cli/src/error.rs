@@ -366,7 +366,10 @@ impl CliError {
             | CliError::SqliteUnusable { .. } => true,
             CliError::Sqlite(open) => matches!(
                 open,
-                Sqlite::NotADatabase { .. } | Sqlite::Foreign { .. } | Sqlite::ForeignTimers { .. }
+                Sqlite::NotADatabase { .. }
+                    | Sqlite::Foreign { .. }
+                    | Sqlite::ForeignTimers { .. }
+                    | Sqlite::ForeignInbox { .. }
             ),
             _ => false,
         }
