@@ -53,8 +53,6 @@
 //! A store error is not an answer: the host stops and drops the machine.
 //! Whatever was stored stays, and the intent row finishes the work.
 
-use std::collections::BTreeSet;
-
 use crate::contract::ContractError;
 use crate::error::Error;
 use crate::event::Envelope;
@@ -283,8 +281,8 @@ pub struct DeliverMachine {
     sent: Option<Sent>,
     /// The log as last read.
     log: Vec<Envelope>,
-    /// The messages the log records as consumed.
-    consumed: BTreeSet<(String, String)>,
+    /// The messages the log records as consumed, sorted.
+    consumed: Vec<(String, String)>,
     /// The open park's sequence, once found.
     park: u64,
     /// The open park's MESSAGE waits: (wait index, channel), in wait order.
@@ -321,7 +319,7 @@ impl DeliverMachine {
             message: None,
             sent: None,
             log: Vec::new(),
-            consumed: BTreeSet::new(),
+            consumed: Vec::new(),
             park: 0,
             waits: Vec::new(),
             refused: 0,
@@ -454,7 +452,8 @@ impl DeliverMachine {
             messages.iter().partition(|stored| {
                 let key = &stored.message.key;
                 self.consumed
-                    .contains(&(key.channel.clone(), key.message_id.clone()))
+                    .binary_search(&(key.channel.clone(), key.message_id.clone()))
+                    .is_ok()
             });
         let stale: Vec<MessageKey> = stale.into_iter().map(|s| s.message.key.clone()).collect();
         let next = match fresh.first() {

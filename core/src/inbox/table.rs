@@ -2,10 +2,6 @@
 //! (memory, SQLite, PostgreSQL) does, stated once for the memory store and
 //! the simulation, and held against the SQL stores by the inbox kit.
 
-use std::collections::BTreeMap;
-
-use serde_json::Value;
-
 use super::message::{Message, MessageKey, Sent, StoredMessage, check_channel};
 use crate::input::{ExecutionId, InputError};
 
@@ -15,12 +11,8 @@ pub const MAX_PENDING_LIMIT: usize = 1_000;
 /// One stored message.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Row {
-    /// What the body receives.
-    payload: Value,
-    /// When it was sent.
-    sent_at: i64,
-    /// Its arrival number.
-    arrival: u64,
+    /// The message as sent, with its arrival number.
+    stored: StoredMessage,
     /// Whether a delivery marked it consumed.
     consumed: bool,
 }
@@ -45,10 +37,15 @@ pub struct InboxEntry {
 /// - A message stays until its execution's messages are purged (retention
 ///   deletes them with the log); consuming one only marks it, so a late
 ///   duplicate send is still recognised as one.
+///
+/// One vector sorted by execution, then arrival: an execution's rows are
+/// one run, already in arrival order, so a listing needs no sort, and a
+/// new row goes at the end of its run. (No B-tree or sort: the npm package
+/// carries this table, and each instance of those costs it kilobytes.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct InboxTable {
-    /// The rows.
-    rows: BTreeMap<MessageKey, Row>,
+    /// The rows, by execution, then arrival.
+    rows: Vec<Row>,
     /// The last arrival number handed out.
     last_arrival: u64,
 }
@@ -64,18 +61,23 @@ impl InboxTable {
     /// ([`Message::check`]); a refused message changes nothing.
     pub fn send(&mut self, message: &Message) -> Result<Sent, InputError> {
         message.check()?;
-        if let Some(row) = self.rows.get(&message.key) {
+        let run = self.run_of(&message.key.execution_id);
+        if let Some(row) = self.rows[run.clone()]
+            .iter()
+            .find(|row| row.stored.message.key == message.key)
+        {
             return Ok(Sent::Duplicate {
-                arrival: row.arrival,
+                arrival: row.stored.arrival,
             });
         }
         self.last_arrival += 1;
         self.rows.insert(
-            message.key.clone(),
+            run.end,
             Row {
-                payload: message.payload.clone(),
-                sent_at: message.sent_at,
-                arrival: self.last_arrival,
+                stored: StoredMessage {
+                    message: message.clone(),
+                    arrival: self.last_arrival,
+                },
                 consumed: false,
             },
         );
@@ -94,58 +96,50 @@ impl InboxTable {
         limit: usize,
     ) -> Result<Vec<StoredMessage>, InputError> {
         check_pending(channels, limit)?;
-        let mut found: Vec<StoredMessage> = self
-            .of(execution_id)
-            .filter(|(key, row)| !row.consumed && channels.contains(&key.channel))
-            .map(|(key, row)| stored(key, row))
-            .collect();
-        found.sort_by_key(|message| message.arrival);
-        found.truncate(limit);
-        Ok(found)
+        Ok(self.rows[self.run_of(execution_id)]
+            .iter()
+            .filter(|row| !row.consumed && channels.contains(&row.stored.message.key.channel))
+            .take(limit)
+            .map(|row| row.stored.clone())
+            .collect())
     }
 
     /// Marks the message consumed; whether it was there unmarked.
     pub fn mark_consumed(&mut self, key: &MessageKey) -> Result<bool, InputError> {
         key.check()?;
-        Ok(self
-            .rows
-            .get_mut(key)
+        let run = self.run_of(&key.execution_id);
+        Ok(self.rows[run]
+            .iter_mut()
+            .find(|row| row.stored.message.key == *key)
             .is_some_and(|row| !std::mem::replace(&mut row.consumed, true)))
     }
 
     /// Deletes every message of `execution_id`; how many there were.
     pub fn purge(&mut self, execution_id: &ExecutionId) -> usize {
-        let keys: Vec<MessageKey> = self.of(execution_id).map(|(key, _)| key.clone()).collect();
-        for key in &keys {
-            self.rows.remove(key);
-        }
-        keys.len()
+        self.rows.drain(self.run_of(execution_id)).count()
     }
 
     /// Every message of `execution_id`, consumed or not, in arrival order:
     /// for inspection and tests.
     #[must_use]
     pub fn messages(&self, execution_id: &ExecutionId) -> Vec<InboxEntry> {
-        let mut all: Vec<InboxEntry> = self
-            .of(execution_id)
-            .map(|(key, row)| InboxEntry {
-                message: stored(key, row),
+        self.rows[self.run_of(execution_id)]
+            .iter()
+            .map(|row| InboxEntry {
+                message: row.stored.clone(),
                 consumed: row.consumed,
             })
-            .collect();
-        all.sort_by_key(|entry| entry.message.arrival);
-        all
+            .collect()
     }
 
-    /// The rows of one execution.
-    fn of<'a>(
-        &'a self,
-        execution_id: &'a ExecutionId,
-    ) -> impl Iterator<Item = (&'a MessageKey, &'a Row)> + 'a {
-        self.rows
-            .iter()
-            .skip_while(move |(key, _)| &key.execution_id < execution_id)
-            .take_while(move |(key, _)| &key.execution_id == execution_id)
+    /// Where the rows of one execution are.
+    fn run_of(&self, execution_id: &ExecutionId) -> std::ops::Range<usize> {
+        fn id(row: &Row) -> &ExecutionId {
+            &row.stored.message.key.execution_id
+        }
+        let start = self.rows.partition_point(|row| id(row) < execution_id);
+        let len = self.rows[start..].partition_point(|row| id(row) == execution_id);
+        start..start + len
     }
 }
 
@@ -170,16 +164,4 @@ pub fn check_pending(channels: &[String], limit: usize) -> Result<(), InputError
         .iter()
         .try_for_each(|channel| check_channel(channel))?;
     Ok(())
-}
-
-/// A row as listed.
-fn stored(key: &MessageKey, row: &Row) -> StoredMessage {
-    StoredMessage {
-        message: Message {
-            key: key.clone(),
-            payload: row.payload.clone(),
-            sent_at: row.sent_at,
-        },
-        arrival: row.arrival,
-    }
 }
