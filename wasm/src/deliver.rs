@@ -17,7 +17,7 @@ use loomfence_core::{
         DeliverAction, DeliverMachine, DeliverOptions, DeliverOutcome, DeliverPoll, NotDeliverable,
         PENDING_PAGE,
     },
-    park::{park_payload, waits_of},
+    park::waits_of,
     supervise::OnContention,
     timer::MAX_TIMER_MS,
 };
@@ -287,7 +287,7 @@ impl DeliverMachineJs {
 }
 
 /// The park an `Inbox` writes: `EXECUTION_SUSPENDED` with payload `{ waits
-/// }` as the core writes it, stamped `at`, under the token `fence` when
+/// }`, waits the core's reader accepts, stamped `at`, under the token `fence` when
 /// one is given (`undefined` or `null`: none). Waits the core cannot read
 /// are an `InputError` `INVALID_PARK`, before anything is written.
 #[wasm_bindgen(js_name = parkEvent)]
@@ -300,17 +300,15 @@ pub fn park_event(waits: JsValue, at: JsValue, fence: JsValue) -> Result<JsValue
     let fence = values::optional_counter("fence", &fence)?;
     let mut payload = loomfence_core::JsonObject::new();
     payload.insert("waits".to_owned(), raw);
-    // Read by the core's own reader, as any park is: a parked execution
-    // whose waits nobody can read would never be resumed.
-    let probe = NewEvent::kernel(KernelKind::ExecutionSuspended, at)
-        .with_payload(payload)
-        .into_envelope(
-            ExecutionId::try_from("park").map_err(|e| js_errors::id(&e))?,
-            1,
-        );
-    let waits = waits_of(&probe).map_err(|e| js_errors::invalid(&e.to_string(), INVALID_PARK))?;
-    let mut event =
-        NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(park_payload(&waits));
+    let mut event = NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(payload);
+    // Read by the core's own reader, as every park is (it refuses a wait
+    // with a field it does not know): a parked execution whose waits nobody
+    // can read would never be resumed.
+    let probe = event.clone().into_envelope(
+        ExecutionId::try_from("park").map_err(|e| js_errors::id(&e))?,
+        1,
+    );
+    waits_of(&probe).map_err(|e| js_errors::invalid(&e.to_string(), INVALID_PARK))?;
     if let Some(fence) = fence {
         event = event.with_fence(fence);
     }
