@@ -184,6 +184,8 @@ describe('hostile input to the Inbox', () => {
     const cases = [
       [{ ...base, channel: 42 }, 'INVALID_MESSAGE', 'a channel that is not a string'],
       [{ ...base, channel: '' }, 'INVALID_MESSAGE', 'an empty channel'],
+      [{ ...base, channel: 'a\uD800' }, 'INVALID_MESSAGE', 'a channel with a lone surrogate'],
+      [{ ...base, messageId: ['m'] }, 'INVALID_MESSAGE', 'a message id that is an array'],
       [{ ...base, messageId: 'x'.repeat(256) }, 'INVALID_MESSAGE', 'a message id over 255 bytes'],
       [{ ...base, messageId: 'a\0b' }, 'INVALID_MESSAGE', 'a NUL in the id'],
       [{ ...base, payload: 'x'.repeat(300 * 1024) }, 'INVALID_LIMIT', 'a payload over 256 KiB'],
