@@ -525,7 +525,8 @@ export interface TimerStore {
  *   rejects with `TimerInputError` `INVALID_RESCHEDULE`.
  * Malformed input rejects with `TimerInputError` and changes nothing.
  * Its rows are the core's typed values, never unreadable, so `claimDue`
- * answers a plain array.
+ * answers a plain array. It is also an inbox (`InboxStore`, the core's
+ * `InboxTable`): a send and its intent row are one step with the timers.
  */
 export class MemoryTimerStore implements InboxStore {
   constructor();
