@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Inbox, InputError, MemoryEventStore, MemoryTimerStore, TimerInputError, TimerService } from 'loomfence';
+import { Inbox, InputError, MemoryEventStore, MemoryTimerStore, ResumeContendedError, TimerInputError, TimerService } from 'loomfence';
 
 import { PlainEventStore, PlainInbox } from './plain-store.js';
 import { AT, event } from './support.js';
@@ -227,4 +227,44 @@ describe('hostile input to the Inbox', () => {
     assert.throws(() => new Inbox({}, inbox), (e) => e instanceof TimerInputError && e.code === 'INVALID_OPTIONS');
     assert.throws(() => new Inbox(events, {}), (e) => e instanceof TimerInputError && e.code === 'INVALID_OPTIONS');
   });
+});
+
+describe('a contended delivery', () => {
+  /** The memory store behind a rival that takes a new token before every park-conditional append. */
+  function rivalled(inner) {
+    return {
+      readRange: (...args) => inner.readRange(...args),
+      append: (...args) => inner.append(...args),
+      acquireFenceIf: (...args) => inner.acquireFenceIf(...args),
+      acquireFence: (...args) => inner.acquireFence(...args),
+      appendIfParked: async (id, parkSeq, events) => {
+        await inner.acquireFence(id);
+        return inner.appendIfParked(id, parkSeq, events);
+      },
+    };
+  }
+
+  for (const redrive of [false, true]) {
+    test(`ends ${redrive ? 'writing the first re-drive row' : 'contended'} with the message kept${redrive ? ' (redrive: true)' : ''}`, async () => {
+      const events = new MemoryEventStore();
+      const inbox = new MemoryTimerStore();
+      const s = await setup({ events: rivalled(events), inbox, options: { redrive, random: () => 0.5 } });
+      await s.messages.park('e', [WAIT]);
+      const sent = await s.messages.notify({ executionId: 'e', channel: 'approval', messageId: 'm1', payload: 1 });
+      assert.equal(sent.result, 'stored', JSON.stringify(sent));
+      const log = await kinds(events, 'e');
+      assert.ok(!log.includes('MESSAGE_CONSUMED') && !log.includes('EXECUTION_RESUMED'), `nothing delivered: ${log}`);
+      assert.equal((await inbox.messages('e'))[0].consumed, false, 'the message waits');
+      const rows = await inbox.due(Number.MAX_SAFE_INTEGER, 100);
+      if (redrive) {
+        assert.equal(sent.outcome, 'redriveScheduled');
+        assert.deepEqual(sent.row.redrive, { attempt: 0 });
+        assert.ok(rows.some((row) => row.wakeAt === sent.row.wakeAt), 'the re-drive row is stored');
+      } else {
+        assert.equal(sent.outcome, 'contended');
+        assert.ok(sent.error instanceof ResumeContendedError, `got ${sent.error}`);
+      }
+      assert.ok(rows.some((row) => row.wakeAt === AT + INTENT_MS && row.redrive), 'the intent row stays either way');
+    });
+  }
 });
