@@ -107,6 +107,19 @@ for (const [label, make] of STORES) {
       assert.deepEqual([await witness(s, 'nobody'), await witness(s, 'done')], before, 'nothing stored, no intent row');
     });
 
+    test('concurrent notifies to one park: exactly one is delivered, the others wait', async () => {
+      const s = await setup(make());
+      await s.messages.park('e', [WAIT]);
+      const answers = await Promise.all(['m1', 'm2', 'm3', 'm4'].map((id) => s.messages.notify({ executionId: 'e', channel: 'approval', messageId: id, payload: id })));
+      assert.equal(answers.filter((a) => a.result === 'delivered').length, 1, JSON.stringify(answers.map((a) => a.result)));
+      const log = await kinds(s.events, 'e');
+      assert.equal(log.filter((k) => k === 'EXECUTION_RESUMED').length, 1, 'one resume per park');
+      assert.equal(log.filter((k) => k === 'MESSAGE_CONSUMED').length, 1, 'one message consumed');
+      const delivered = answers.find((a) => a.result === 'delivered').message.messageId;
+      assert.equal(delivered, 'm1', 'the channel is consumed in arrival order');
+      assert.deepEqual((await s.inbox.messages('e')).map((m) => [m.messageId, m.consumed]), [['m1', true], ['m2', false], ['m3', false], ['m4', false]]);
+    });
+
     test('each channel is consumed in arrival order, one message per park', async () => {
       const s = await setup(make());
       for (const id of ['m1', 'm2']) await s.messages.notify({ executionId: 'e', channel: 'approval', messageId: id, payload: id });
