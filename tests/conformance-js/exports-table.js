@@ -17,6 +17,7 @@ import * as pkg from 'loomfence';
 import {
   ChildSupervisor,
   FireMachine,
+  Inbox,
   MemoryEventStore,
   MemoryTimerStore,
   RedrivePolicy,
@@ -47,6 +48,7 @@ export async function setup() {
   await events.appendMany('done', [event('EXECUTION_STARTED'), event('EXECUTION_COMPLETED')]);
   await events.appendMany('p', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', { payload: { waits: [{ kind: 'CHILD_DONE', key: 'c' }] } })]);
   await events.append('c', startedChild('p', AT));
+  await events.append('i', event('EXECUTION_STARTED'));
   const timers = new MemoryTimerStore();
   await timers.schedule({ executionId: 'e', wakeAt: AT });
   await timers.schedule({ executionId: 'x', wakeAt: AT + 5 });
@@ -66,6 +68,7 @@ export async function setup() {
     fire: new FireMachine({ executionId: 'e', wakeAt: AT }, { now: AT, random: 0.5 }),
     service: new TimerService({ events, timers, node: 'n2', now: () => ctx.clock, random: () => 0.5, onError }),
     supervisor: new ChildSupervisor({ events, timers, onError: (error, parent) => reported.push({ error, parent }), now: () => AT }),
+    inbox: new Inbox(events, timers, { now: () => AT, random: () => 0.5, onError: (error, id) => reported.push({ error, id }) }),
     reported,
   };
   await ctx.supervisor.watch('p');
@@ -74,7 +77,7 @@ export async function setup() {
 
 /** Everything the context's instances expose, compared before and after each refused call. */
 export async function snapshot(ctx) {
-  const ids = ['e', 'done', 'p', 'c'];
+  const ids = ['e', 'done', 'p', 'c', 'i'];
   return {
     logs: await Promise.all(ids.map((id) => ctx.events.readRange(id))),
     fences: await Promise.all(ids.map((id) => ctx.events.currentFence(id))),
@@ -85,6 +88,7 @@ export async function snapshot(ctx) {
     fire: [ctx.fire.poll(), ctx.fire.row],
     service: [ctx.service.node, ctx.service.running, ctx.service.redrivers],
     supervisor: ctx.supervisor.parentsWaitingOn('c'),
+    messages: await Promise.all(ids.map((id) => ctx.timers.messages(id))),
   };
 }
 
@@ -100,6 +104,13 @@ const sweepOptions = () => ({ endedBefore: AT + 1, dryRun: true });
 const fireContext = () => ({ now: AT, random: 0.5, policy: { baseMs: 10 }, backoff: null, redrivers: 0 });
 const outcome = () => ({ outcome: 'backedOff', retired: false, entry: { wakeAt: AT, attempt: 0, nextTryAt: AT + 10 } });
 const serviceOptions = (ctx) => ({ events: ctx.events, timers: ctx.timers, node: 'n4', pollIntervalMs: 10, leaseMs: 10, batch: 1, policy: {}, backoffBound: 2, now: () => 0, random: () => 0.5, onError: () => {}, onResumed: () => {} });
+const message = () => ({ executionId: 'i', channel: 'c', messageId: 'm', payload: { n: 1 }, sentAt: AT });
+const MESSAGE_FIELDS = [['executionId'], ['channel'], ['messageId'], ['payload'], ['sentAt']];
+const intentRow = () => ({ executionId: 'i', wakeAt: AT + 5_000, redrive: { attempt: 0 } });
+const messageKey = () => ({ executionId: 'i', channel: 'c', messageId: 'm' });
+const note = () => ({ executionId: 'i', channel: 'c', messageId: 'n', payload: [1] });
+const wait = () => ({ kind: 'MESSAGE', channel: 'c' });
+const inboxOptions = () => ({ now: () => AT, random: () => 0.5, redrive: false, policy: {}, intentDelayMs: 10, onResumed: () => {}, onError: () => {} });
 const supervisorOptions = (ctx) => ({ events: ctx.events, timers: ctx.timers, redrive: false, conditionalTries: 1, policy: {}, now: () => AT, random: () => 0.5, onError: () => {}, onResumed: () => {} });
 
 /** `make(ctx)` with `value` at `path` (keys, outermost first). */
@@ -250,6 +261,33 @@ export const TABLE = {
           ...fields('claim', (ctx) => structuredClone(ctx.stale), CLAIM_FIELDS, (ctx, v) => ctx.timers.release(v)),
         },
       },
+      send: {
+        async: true,
+        slots: {
+          message: [(ctx, v) => ctx.timers.send(v, intentRow()), message],
+          ...fields('message', message, MESSAGE_FIELDS, (ctx, v) => ctx.timers.send(v, intentRow())),
+          intent: [(ctx, v) => ctx.timers.send(message(), v), intentRow],
+          ...fields('intent', intentRow, [...ROW_FIELDS, ['redrive', 'attempt']], (ctx, v) => ctx.timers.send(message(), v)),
+        },
+      },
+      pending: {
+        async: true,
+        slots: {
+          executionId: [(ctx, v) => ctx.timers.pending(v, ['c'], 10)],
+          channels: [(ctx, v) => ctx.timers.pending('i', v, 10), () => ['c']],
+          'channels[0]': [(ctx, v) => ctx.timers.pending('i', [v], 10)],
+          limit: [(ctx, v) => ctx.timers.pending('i', ['c'], v)],
+        },
+      },
+      markConsumed: {
+        async: true,
+        slots: {
+          key: [(ctx, v) => ctx.timers.markConsumed(v), messageKey],
+          ...fields('key', messageKey, [['executionId'], ['channel'], ['messageId']], (ctx, v) => ctx.timers.markConsumed(v)),
+        },
+      },
+      purge: { async: true, slots: { executionId: [(ctx, v) => ctx.timers.purge(v)] } },
+      messages: { async: true, slots: { executionId: [(ctx, v) => ctx.timers.messages(v)] } },
       reschedule: {
         async: true,
         slots: {
@@ -373,6 +411,43 @@ export const TABLE = {
       parentsWaitingOn: { async: false, slots: { child: [(ctx, v) => ctx.supervisor.parentsWaitingOn(v)] } },
       // The re-driver it returns is a promise-returning function.
       redriver: { async: false, slots: { 'redriver()(executionId)': [(ctx, v) => ctx.supervisor.redriver()(v), undefined, { async: true }] } },
+    },
+  },
+  Inbox: {
+    kind: 'class',
+    slots: {
+      store: [(ctx, v) => new Inbox(v, ctx.timers)],
+      inbox: [(ctx, v) => new Inbox(ctx.events, v)],
+      options: [(ctx, v) => new Inbox(ctx.events, ctx.timers, v), inboxOptions],
+      ...fields(
+        'options',
+        inboxOptions,
+        [['now'], ['random'], ['redrive'], ['policy'], ['intentDelayMs'], ['onResumed'], ['onError']],
+        (ctx, v) => new Inbox(ctx.events, ctx.timers, v),
+      ),
+    },
+    methods: {
+      notify: {
+        async: true,
+        slots: {
+          message: [(ctx, v) => ctx.inbox.notify(v), note],
+          ...fields('message', note, [['executionId'], ['channel'], ['messageId'], ['payload']], (ctx, v) => ctx.inbox.notify(v)),
+        },
+      },
+      park: {
+        async: true,
+        slots: {
+          executionId: [(ctx, v) => ctx.inbox.park(v, [wait()])],
+          waits: [(ctx, v) => ctx.inbox.park('i', v), () => [wait()]],
+          'waits[0]': [(ctx, v) => ctx.inbox.park('i', [v]), wait],
+          options: [(ctx, v) => ctx.inbox.park('i', [wait()], v), () => ({ at: AT })],
+          'options.fence': [(ctx, v) => ctx.inbox.park('i', [wait()], { fence: v })],
+          'options.at': [(ctx, v) => ctx.inbox.park('i', [wait()], { at: v })],
+        },
+      },
+      check: { async: true, slots: { executionId: [(ctx, v) => ctx.inbox.check(v)] } },
+      // The re-driver it returns is a promise-returning function.
+      redriver: { async: false, slots: { 'redriver()(executionId)': [(ctx, v) => ctx.inbox.redriver()(v), undefined, { async: true }] } },
     },
   },
   isAnsweringKind: {

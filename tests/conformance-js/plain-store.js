@@ -39,7 +39,7 @@
 // `appendIfParked` is refused by `resume`. `withCapability` below builds the
 // weaker variants from a full store.
 
-import { InputError, StaleFenceError, isAnsweringKind } from 'loomfence';
+import { InputError, StaleFenceError, TimerInputError, isAnsweringKind } from 'loomfence';
 
 /** The longest execution id and event kind, in UTF-8 bytes. */
 const MAX_ID_BYTES = 255;
@@ -436,4 +436,171 @@ export function withCapability(store, capability, { appendIfParked = true } = {}
     view[name] = store[name].bind(store);
   }
   return view;
+}
+
+// An inbox written in plain JavaScript, on the few timer-store methods the
+// inbox kit reads (`schedule`, `due`): the reference a host's inbox is
+// compared with, the second store the inbox kit runs against (the first is
+// the package's MemoryTimerStore). Messages are keyed (executionId, channel,
+// messageId); a send stores a key once and writes its intent row in the same
+// synchronous run, so the two are one step; arrival numbers increase with
+// every stored message; consuming only marks. Every input is checked before
+// anything changes, refused with the package's TimerInputError and the codes
+// the package uses.
+
+/** The longest channel or message id in UTF-8 bytes, the largest payload
+ * serialized, and the largest listing (the core's MAX_NAME_BYTES,
+ * MAX_MESSAGE_BYTES, MAX_PENDING_LIMIT). */
+const MAX_NAME_BYTES = 255;
+const MAX_MESSAGE_BYTES = 256 * 1024;
+const MAX_PENDING_LIMIT = 1_000;
+const MESSAGE_FIELDS = new Set(['executionId', 'channel', 'messageId', 'payload', 'sentAt']);
+const KEY_FIELDS = new Set(['executionId', 'channel', 'messageId']);
+const ROW_FIELDS = new Set(['executionId', 'wakeAt', 'redrive']);
+
+const timerError = (message, code) => new TimerInputError(message, code);
+
+/** A plain object with no field outside `allowed`, its fields read once. */
+function timerObject(value, allowed, what, code) {
+  if (!isPlainObject(value)) throw timerError(`${what} must be an object`, code);
+  const copy = { ...value };
+  const unknown = Object.keys(copy).filter((key) => !allowed.has(key));
+  if (unknown.length > 0) throw timerError(`${what}: unknown field ${unknown.join(', ')}`, code);
+  return copy;
+}
+
+function timerId(value) {
+  if (typeof value !== 'string' || !value.isWellFormed()) throw timerError('executionId must be a well-formed string', 'INVALID_ID');
+  try {
+    return checkId(value);
+  } catch (error) {
+    throw timerError(error.message, 'INVALID_ID');
+  }
+}
+
+function timerTime(name, value) {
+  if (!Number.isSafeInteger(value) || value < 0) throw timerError(`${name} must be an integer in 0..=2^53-1`, 'INVALID_TIME');
+  return value;
+}
+
+/** A channel or message id: 1 to 255 bytes of well-formed UTF-8, no NUL. */
+function messageName(name, value) {
+  if (typeof value !== 'string' || !value.isWellFormed()) throw timerError(`${name} must be a well-formed string`, 'INVALID_MESSAGE');
+  const bytes = utf8.encode(value).length;
+  if (bytes === 0 || bytes > MAX_NAME_BYTES || value.includes('\0')) throw timerError(`${name} must be 1 to ${MAX_NAME_BYTES} bytes with no NUL`, 'INVALID_MESSAGE');
+  return value;
+}
+
+function checkRow(value, what) {
+  const row = timerObject(value, ROW_FIELDS, what, 'INVALID_ROW');
+  const out = { executionId: timerId(row.executionId), wakeAt: timerTime(`${what}.wakeAt`, row.wakeAt) };
+  if (row.redrive !== undefined && row.redrive !== null) {
+    const { attempt } = timerObject(row.redrive, new Set(['attempt']), `${what}.redrive`, 'INVALID_ROW');
+    if (!Number.isSafeInteger(attempt) || attempt < 0 || attempt > 2 ** 31 - 1) throw timerError(`${what}.redrive.attempt must be in 0..=2^31-1`, 'INVALID_ATTEMPT');
+    out.redrive = { attempt };
+  }
+  return out;
+}
+
+function checkMessage(value) {
+  const message = timerObject(value, MESSAGE_FIELDS, 'message', 'INVALID_MESSAGE');
+  const executionId = timerId(message.executionId);
+  const channel = messageName('message.channel', message.channel);
+  const messageId = messageName('message.messageId', message.messageId);
+  let payload;
+  try {
+    payload = copyJson(message.payload, 'message.payload');
+  } catch (error) {
+    throw timerError(error.message, 'INVALID_MESSAGE');
+  }
+  const bytes = utf8.encode(JSON.stringify(payload)).length;
+  if (bytes > MAX_MESSAGE_BYTES) throw timerError(`message payload is ${bytes} bytes; the limit is ${MAX_MESSAGE_BYTES}`, 'INVALID_LIMIT');
+  return { executionId, channel, messageId, payload, sentAt: timerTime('message.sentAt', message.sentAt) };
+}
+
+function checkKey(value) {
+  const key = timerObject(value, KEY_FIELDS, 'key', 'INVALID_MESSAGE');
+  return { executionId: timerId(key.executionId), channel: messageName('key.channel', key.channel), messageId: messageName('key.messageId', key.messageId) };
+}
+
+/** The map key of a message key: its three strings, none holding a NUL. */
+const keyOf = ({ executionId, channel, messageId }) => `${executionId}\0${channel}\0${messageId}`;
+/** The map key of a timer row. */
+const rowKey = ({ executionId, wakeAt }) => `${executionId}\0${wakeAt}`;
+
+/** A plain-JavaScript inbox on its own timer rows. */
+export class PlainInbox {
+  /** message key -> { message, arrival, consumed } */
+  #messages = new Map();
+  #lastArrival = 0;
+  /** row key -> row */
+  #rows = new Map();
+
+  /** Writes `row`, or merges it into the row with its key: a re-drive flag is kept or added, never cleared. */
+  async schedule(row) {
+    this.#schedule(checkRow(row, 'row'));
+  }
+
+  /** Up to `limit` rows with `wakeAt <= now`, earliest first, then by id in byte order. */
+  async due(now, limit, options = {}) {
+    timerTime('now', now);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw timerError('limit must be in 1..=10000', 'INVALID_LIMIT');
+    return [...this.#rows.values()]
+      .filter((row) => row.wakeAt <= now && (options.redrive !== false || !row.redrive))
+      .sort((a, b) => a.wakeAt - b.wakeAt || compareIds(a.executionId, b.executionId))
+      .slice(0, limit)
+      .map((row) => structuredClone(row));
+  }
+
+  async send(message, intent) {
+    const checked = checkMessage(message);
+    const row = checkRow(intent, 'intent');
+    const stored = this.#messages.get(keyOf(checked));
+    if (stored) return { duplicate: true, arrival: stored.arrival };
+    const arrival = ++this.#lastArrival;
+    this.#messages.set(keyOf(checked), { message: checked, arrival, consumed: false });
+    this.#schedule(row);
+    return { duplicate: false, arrival };
+  }
+
+  async pending(executionId, channels, limit) {
+    const id = timerId(executionId);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PENDING_LIMIT) throw timerError(`limit must be in 1..=${MAX_PENDING_LIMIT}`, 'INVALID_LIMIT');
+    if (!Array.isArray(channels)) throw timerError('channels must be an array of strings', 'INVALID_MESSAGE');
+    if (channels.length > MAX_PENDING_LIMIT) throw timerError(`at most ${MAX_PENDING_LIMIT} channels`, 'INVALID_LIMIT');
+    const asked = new Set(channels.map((channel, i) => messageName(`channels[${i}]`, channel)));
+    return this.#of(id)
+      .filter((entry) => !entry.consumed && asked.has(entry.message.channel))
+      .slice(0, limit)
+      .map(({ message, arrival }) => ({ ...structuredClone(message), arrival }));
+  }
+
+  async markConsumed(key) {
+    const entry = this.#messages.get(keyOf(checkKey(key)));
+    if (!entry || entry.consumed) return false;
+    entry.consumed = true;
+    return true;
+  }
+
+  async purge(executionId) {
+    const entries = this.#of(timerId(executionId));
+    for (const entry of entries) this.#messages.delete(keyOf(entry.message));
+    return entries.length;
+  }
+
+  async messages(executionId) {
+    return this.#of(timerId(executionId)).map(({ message, arrival, consumed }) => ({ ...structuredClone(message), arrival, consumed }));
+  }
+
+  /** The entries of one execution, in arrival order. */
+  #of(id) {
+    return [...this.#messages.values()].filter((entry) => entry.message.executionId === id).sort((a, b) => a.arrival - b.arrival);
+  }
+
+  #schedule(row) {
+    const key = rowKey(row);
+    const old = this.#rows.get(key);
+    const redrive = row.redrive ?? old?.redrive;
+    this.#rows.set(key, redrive ? { ...row, redrive } : { executionId: row.executionId, wakeAt: row.wakeAt });
+  }
 }

@@ -525,11 +525,18 @@ export interface TimerStore {
  *   rejects with `TimerInputError` `INVALID_RESCHEDULE`.
  * Malformed input rejects with `TimerInputError` and changes nothing.
  * Its rows are the core's typed values, never unreadable, so `claimDue`
- * answers a plain array.
+ * answers a plain array. It is also an inbox (`InboxStore`, the core's
+ * `InboxTable`): a send and its intent row are one step with the timers.
  */
-export class MemoryTimerStore implements TimerStore {
+export class MemoryTimerStore implements InboxStore {
   constructor();
   free(): void;
+  /** Stores the message and schedules its intent row in one step, unless its key is there (then writes nothing). */
+  send(message: Message, intent: TimerRow): Promise<Sent>;
+  pending(executionId: string, channels: string[], limit: number): Promise<StoredMessage[]>;
+  markConsumed(key: MessageKey): Promise<boolean>;
+  purge(executionId: string): Promise<number>;
+  messages(executionId: string): Promise<InboxEntry[]>;
   schedule(row: TimerRow): Promise<void>;
   /** Due rows (`wakeAt <= now`), claimed or not: for inspection. */
   due(now: number, limit: number, options?: DueOptions): Promise<TimerRow[]>;
@@ -955,6 +962,153 @@ export class InputError extends TypeError {
   code: string;
 }
 
+/** A message's key: sending one key twice stores it once. `channel` and `messageId` are 1 to 255 bytes of UTF-8, no NUL. */
+export interface MessageKey {
+  executionId: string;
+  channel: string;
+  messageId: string;
+}
+
+/** A message as sent: what the body receives is `payload` (any JSON, at most 256 KiB serialized). */
+export interface Message extends MessageKey {
+  payload: unknown;
+  /** When it was sent, ms since the epoch (0..=2^53-1). */
+  sentAt: number;
+}
+
+/** A stored message, with its place in the order messages arrived (from 1, increasing on each channel). */
+export interface StoredMessage extends Message {
+  arrival: number;
+}
+
+/** A message as `messages` lists it: whether a delivery marked it consumed (the log's `MESSAGE_CONSUMED` is the truth). */
+export interface InboxEntry extends StoredMessage {
+  consumed: boolean;
+}
+
+/** What a send answers: `duplicate` when a message with its key was there (nothing written; the first payload stands). */
+export interface Sent {
+  duplicate: boolean;
+  arrival: number;
+}
+
+/**
+ * The inbox interface, on a timer store: messages keyed `(executionId,
+ * channel, messageId)` under the core's `InboxTable` rules (see
+ * `MemoryTimerStore`). `send` writes the message AND its intent row (a
+ * re-drive row of the execution, with `schedule`'s upsert rules) in one
+ * atomic step, only when the message is stored, so a sender that dies
+ * right after still leaves the row whose re-driver (`Inbox.redriver()`)
+ * finishes the delivery. `pending` lists up to `limit` (1..=1000) messages
+ * not marked consumed on any of `channels`, in arrival order, which is the
+ * order the sends committed in on each channel. Malformed input rejects
+ * with `TimerInputError` (`INVALID_MESSAGE`, `INVALID_ID`, `INVALID_TIME`,
+ * `INVALID_LIMIT`, `UNREADABLE`) and changes nothing.
+ * `tests/conformance-js/inbox-kit.js` holds a store to it.
+ */
+export interface InboxStore extends TimerStore {
+  send(message: Message, intent: TimerRow): Promise<Sent>;
+  pending(executionId: string, channels: string[], limit: number): Promise<StoredMessage[]>;
+  /** Whether it was there unmarked. */
+  markConsumed(key: MessageKey): Promise<boolean>;
+  /** Deletes every message of the execution (retention, with its log); how many there were. */
+  purge(executionId: string): Promise<number>;
+  messages(executionId: string): Promise<InboxEntry[]>;
+}
+
+/** Options of `new Inbox`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
+export interface InboxOptions {
+  /** The time (default `Date.now`): a message's `sentAt`, a park's `at`, a delivery's `at`. */
+  now?: () => number;
+  /** A draw in `[0, 1)` (default `Math.random`), called once per re-drive row written. */
+  random?: () => number;
+  /**
+   * A notify or check whose every resume was contended writes the
+   * execution's first re-drive row (try 0, `inbox.schedule`) instead of
+   * ending contended. Default false. Register `redriver()` on every node's
+   * `TimerService` either way: it finishes what a sender that died left.
+   */
+  redrive?: boolean;
+  /** The schedule of the first re-drive row's delay: the timer services' policy. */
+  policy?: RedrivePolicy | RedrivePolicyInit;
+  /** How long after a send its intent row comes due, ms (default 5 000, at least 1). */
+  intentDelayMs?: number;
+  /** Receives each resume the re-driver lands (no caller receives it); starts the body. */
+  onResumed?: (resumed: Resumed) => void | Promise<void>;
+  /** Receives what an `onResumed` threw or rejected with. */
+  onError?: (error: unknown, executionId: string) => void;
+}
+
+/**
+ * What the body of a delivered message receives as the resume's
+ * `payload.answer`: the MESSAGE wait it answers (its index in the park's
+ * waits) and the message.
+ */
+export interface MessageAnswer {
+  wait: number;
+  message: { channel: string; messageId: string; payload: unknown; sentAt: number };
+}
+
+/**
+ * What a notify or a check answers. `delivered`: a message's
+ * `MESSAGE_CONSUMED` and the resume landed in one append (`message` may be
+ * an older message of the channel than the one sent: a channel is consumed
+ * in arrival order). `refused` (a notify only): the execution has no log
+ * (`'unknown'`) or has ended (`'ended'`); nothing was stored. Otherwise
+ * nothing was delivered now: `stored` from a notify, `waiting` from a
+ * check, `outcome` saying why (`'waiting'`: no open park waits on the
+ * channel; `'contended'`, with its `error`; `'redriveScheduled'`, with the
+ * `row` written). A notify's answer says whether its send was a duplicate.
+ */
+export type Delivery =
+  | { result: 'delivered'; message: MessageKey; resumed: Resumed; duplicate?: boolean }
+  | { result: 'refused'; reason: 'unknown' | 'ended'; duplicate: false }
+  | {
+      result: 'stored' | 'waiting';
+      outcome: 'waiting' | 'contended' | 'redriveScheduled';
+      error?: ResumeContendedError;
+      row?: TimerRow;
+      duplicate?: boolean;
+    };
+
+/**
+ * Messages to parked executions: a pump over the core's delivery machine
+ * (the Rust runtime runs the same one). A park waits on a channel with
+ * `{ kind: 'MESSAGE', channel }`; a delivery appends `[MESSAGE_CONSUMED,
+ * EXECUTION_RESUMED]` as one park-conditional batch, so a message is
+ * consumed at most once, and the send's intent row makes sure it is
+ * consumed at least once.
+ */
+export class Inbox {
+  /** `store`: where every log lives (`readRange`, `appendIfParked`, `append`); `inbox`: an `InboxStore`. */
+  constructor(store: EventStore, inbox: Pick<InboxStore, 'send' | 'pending' | 'markConsumed'> & Partial<InboxStore>, options?: InboxOptions);
+  /**
+   * Sends a message (stamped `now()`) with its intent row, then delivers
+   * what the execution's open park can take. Malformed input rejects with
+   * `TimerInputError` (`INVALID_MESSAGE`, `INVALID_ID`, `INVALID_LIMIT` for
+   * a payload over 256 KiB, `UNREADABLE`) before anything is read or
+   * stored; a store failure rejects with what the store threw.
+   */
+  notify(message: { executionId: string; channel: string; messageId: string; payload?: unknown }): Promise<Delivery>;
+  /**
+   * Appends the park (`EXECUTION_SUSPENDED`, payload `{ waits }`, under the
+   * token `fence` when given, stamped `at` or `now()`), then checks the
+   * inbox: a message that came before the park is delivered at once.
+   * Waits the core cannot read reject with `InputError` `INVALID_PARK`
+   * before anything is written.
+   */
+  park(executionId: string, waits: unknown[], options?: { fence?: number; at?: number }): Promise<{ park: Envelope; delivered: { message: MessageKey; resumed: Resumed } | null }>;
+  /** Delivers what the execution's open park can take from the inbox. */
+  check(executionId: string): Promise<Delivery>;
+  /**
+   * This inbox as a re-driver for `TimerService.registerRedriver`: it
+   * checks the row's execution without writing a row and answers `'done'`
+   * (the resume goes to onResumed), `'noop'` or `'contended'`; it throws on
+   * a failure.
+   */
+  redriver(): (executionId: string) => Promise<RedriveAnswer>;
+}
+
 /** Options of `new ChildSupervisor`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
 export interface ChildSupervisorOptions {
   /** Where every log lives: `readRange` and `appendIfParked` (and `acquireFenceIf` or `acquireFence`, as for `resume`). */
@@ -1038,7 +1192,8 @@ export class ChildSupervisor {
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
  * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
  * or a store or re-driver answer a `TimerService` cannot use),
- * `'INVALID_OPTIONS'` (a `TimerService` or `ChildSupervisor` option),
+ * `'INVALID_OPTIONS'` (a `TimerService`, `ChildSupervisor` or `Inbox` option),
+ * `'INVALID_MESSAGE'` (a message, key or channel the inbox refuses),
  * `'UNREADABLE'` (a field of the input threw while read: a getter, a Proxy
  * trap, a revoked Proxy; what it threw is `cause`).
  */

@@ -18,7 +18,8 @@
 //! - a count out of its bounds (a listing's `limit`, a guard's number of
 //!   parents): `InputError` with code `INVALID_LIMIT`;
 //! - a timer call's input the core refuses (a row, claim, lease, listing,
-//!   policy, draw, backoff entry, or a fire machine answer that does not fit):
+//!   policy, draw, backoff entry, a message, key or channel list of the
+//!   inbox, or a machine's answer that does not fit):
 //!   `TimerInputError`, with a `code` naming the input (`timer_values.rs`);
 //! - a field of the caller's input that throws while it is read:
 //!   `InputError` (`TimerInputError` for a timer input) with code
@@ -152,6 +153,9 @@ pub(crate) fn timer(error: &InputError) -> JsValue {
         InputError::LeaseDuration { .. } => "INVALID_LEASE",
         InputError::Holder(_) => "INVALID_HOLDER",
         InputError::SameKey { .. } => "INVALID_RESCHEDULE",
+        InputError::MessageField { .. } | InputError::Nul { .. } => "INVALID_MESSAGE",
+        InputError::Limit { .. } => INVALID_LIMIT,
+        InputError::NoWakeTime { .. } => "INVALID_TIME",
         _ => "INVALID_INPUT",
     };
     timer_input(&error.to_string(), code)

@@ -1,5 +1,6 @@
-//! `MemoryTimerStore`: the core's `TimerTable` behind the async timer store
-//! interface, for JavaScript hosts (tests, a single-node service).
+//! `MemoryTimerStore`: the core's `TimerTable` and `InboxTable` behind the
+//! async timer store and inbox interfaces, for JavaScript hosts (tests, a
+//! single-node service).
 //!
 //! As with `MemoryEventStore`, each method does all its work synchronously
 //! and returns a promise already settled, so concurrent calls never overlap
@@ -9,18 +10,30 @@
 use std::cell::RefCell;
 
 use js_sys::Promise;
-use loomfence_core::timer::{Completed, TimerTable};
+use loomfence_core::inbox::{InboxTable, Sent};
+use loomfence_core::timer::{Completed, TimerTable, check_row};
 use wasm_bindgen::prelude::*;
 
+use crate::inbox_values as inbox;
 use crate::memory_store::settle;
 use crate::timer_values::{self as timer, core};
 
-/// The in-memory timer store.
+/// The in-memory timer store and inbox.
 #[wasm_bindgen(js_name = MemoryTimerStore)]
 #[derive(Debug, Default)]
 pub struct MemoryTimerStore {
+    /// Both tables behind one borrow: a send and its intent row are one
+    /// step, as the inbox interface requires of every store.
+    table: RefCell<Tables>,
+}
+
+/// What the store holds.
+#[derive(Debug, Default)]
+struct Tables {
     /// The rows, their flags and their claims.
-    table: RefCell<TimerTable>,
+    timers: TimerTable,
+    /// The messages.
+    inbox: InboxTable,
 }
 
 /// `'done'` or `'notHeld'`.
@@ -48,6 +61,7 @@ impl MemoryTimerStore {
             let row = timer::row("row", &row)?;
             self.table
                 .borrow_mut()
+                .timers
                 .schedule(&row)
                 .map_err(|e| core(&e))?;
             Ok(JsValue::UNDEFINED)
@@ -65,6 +79,7 @@ impl MemoryTimerStore {
             let rows = self
                 .table
                 .borrow()
+                .timers
                 .due(now, limit, filter)
                 .map_err(|e| core(&e))?;
             Ok(timer::list(&rows, timer::row_js))
@@ -83,6 +98,7 @@ impl MemoryTimerStore {
             let claims = self
                 .table
                 .borrow_mut()
+                .timers
                 .claim_due(&lease, limit, filter)
                 .map_err(|e| core(&e))?;
             Ok(timer::list(&claims, timer::claim_js))
@@ -97,6 +113,7 @@ impl MemoryTimerStore {
             let outcome = self
                 .table
                 .borrow_mut()
+                .timers
                 .complete(&claim)
                 .map_err(|e| core(&e))?;
             Ok(completed(outcome))
@@ -113,6 +130,7 @@ impl MemoryTimerStore {
             let outcome = self
                 .table
                 .borrow_mut()
+                .timers
                 .reschedule(&claim, &next)
                 .map_err(|e| core(&e))?;
             Ok(completed(outcome))
@@ -127,9 +145,82 @@ impl MemoryTimerStore {
             let outcome = self
                 .table
                 .borrow_mut()
+                .timers
                 .release(&claim)
                 .map_err(|e| core(&e))?;
             Ok(completed(outcome))
+        })())
+    }
+
+    /// Stores `message` and schedules its `intent` row (with `schedule`'s
+    /// upsert rules) in one step, unless a message with its key is there:
+    /// then nothing is written. Both are checked before either is touched.
+    /// Resolves to `{ duplicate, arrival }`.
+    pub fn send(&self, message: JsValue, intent: JsValue) -> Promise {
+        settle((|| {
+            let message = inbox::message("message", &message)?;
+            let intent = timer::row("intent", &intent)?;
+            message.check().map_err(|e| core(&e))?;
+            check_row(&intent).map_err(|e| core(&e))?;
+            let mut tables = self.table.borrow_mut();
+            let sent = tables.inbox.send(&message).map_err(|e| core(&e))?;
+            if matches!(sent, Sent::Stored { .. }) {
+                tables.timers.schedule(&intent).map_err(|e| core(&e))?;
+            }
+            Ok(inbox::sent_js(sent))
+        })())
+    }
+
+    /// Up to `limit` (1 to 1000) messages of `executionId` on any of
+    /// `channels` not marked consumed, in arrival order.
+    pub fn pending(&self, execution_id: JsValue, channels: JsValue, limit: JsValue) -> Promise {
+        settle((|| {
+            let id = inbox::execution_id(&execution_id)?;
+            let channels = inbox::channels(&channels)?;
+            let limit = inbox::limit(&limit)?;
+            let listed = self
+                .table
+                .borrow()
+                .inbox
+                .pending(&id, &channels, limit)
+                .map_err(|e| core(&e))?;
+            Ok(inbox::listing_js(&listed))
+        })())
+    }
+
+    /// Marks the message `key` names consumed; resolves to whether it was
+    /// there unmarked.
+    #[wasm_bindgen(js_name = markConsumed)]
+    pub fn mark_consumed(&self, key: JsValue) -> Promise {
+        settle((|| {
+            let key = inbox::key(&key)?;
+            let marked = self
+                .table
+                .borrow_mut()
+                .inbox
+                .mark_consumed(&key)
+                .map_err(|e| core(&e))?;
+            Ok(JsValue::from_bool(marked))
+        })())
+    }
+
+    /// Deletes every message of `executionId`; resolves to how many there
+    /// were.
+    pub fn purge(&self, execution_id: JsValue) -> Promise {
+        settle((|| {
+            let id = inbox::execution_id(&execution_id)?;
+            let purged = self.table.borrow_mut().inbox.purge(&id);
+            #[allow(clippy::cast_precision_loss)]
+            Ok(JsValue::from_f64(purged as f64))
+        })())
+    }
+
+    /// Every message of `executionId`, consumed or not, in arrival order,
+    /// each with `arrival` and `consumed`: for inspection and tests.
+    pub fn messages(&self, execution_id: JsValue) -> Promise {
+        settle((|| {
+            let id = inbox::execution_id(&execution_id)?;
+            Ok(inbox::entries_js(&self.table.borrow().inbox.messages(&id)))
         })())
     }
 }

@@ -5,6 +5,7 @@
 
 import { BODY_STEPS, Race, runRace } from './race.js';
 import { freshSeed } from './prng.js';
+import { startMessages } from './messages.js';
 
 const $ = (id) => document.getElementById(id);
 const form = $('controls');
@@ -190,6 +191,7 @@ $('new-seed').addEventListener('click', () => { $('seed').value = String(freshSe
 form.addEventListener('submit', run);
 try {
   pkg = await import('/pkg/browser.js');
+  await startMessages(pkg, $);
   setStatus('ready: set the sliders and run the race', 'ready');
   if (new URLSearchParams(location.search).has('seed')) run();
 } catch (error) {

@@ -166,6 +166,31 @@ test('re-drive: with three dead acquirers the racing resumes are contended and t
   await context.close();
 });
 
+test('messages: a click sends a message to the parked execution, and its log shows MESSAGE_CONSUMED then EXECUTION_RESUMED', async () => {
+  const { context, page, errors } = await openPage();
+  await page.goto(`${base}/`);
+  await page.waitForSelector('#send-message:not([disabled])', { timeout: 30_000 });
+  const kinds = () => page.locator('#message-log li').evaluateAll((items) => items.map((item) => item.dataset.kind));
+  assert.deepEqual(await kinds(), ['EXECUTION_STARTED', 'EXECUTION_SUSPENDED'], 'parked on the channel before any message');
+  await page.locator('#send-message').click();
+  await page.waitForFunction(() => document.querySelectorAll('#message-log li').length > 2, null, { timeout: 30_000 });
+  await page.waitForSelector('#send-message:not([disabled])');
+  const log = await kinds();
+  assert.deepEqual(log.slice(2, 4), ['MESSAGE_CONSUMED', 'EXECUTION_RESUMED'], `the delivery, adjacent: ${log}`);
+  assert.match(await page.locator('#message-status').textContent(), /m1: delivered/);
+  const answer = await page.locator('#message-log li[data-kind=EXECUTION_RESUMED]').first().textContent();
+  assert.match(answer, /"channel":"approval","messageId":"m1"/, 'the body receives the message');
+  // The body parked again; a second message is delivered the same way, once.
+  await page.locator('#send-message').click();
+  await page.waitForFunction(() => document.querySelectorAll('#message-log li[data-kind=MESSAGE_CONSUMED]').length === 2, null, { timeout: 30_000 });
+  await page.waitForSelector('#send-message:not([disabled])');
+  const twice = await kinds();
+  assert.deepEqual(twice.slice(5, 7), ['MESSAGE_CONSUMED', 'EXECUTION_RESUMED'], `the second delivery: ${twice}`);
+  assert.equal(twice.filter((k) => k === 'EXECUTION_RESUMED').length, 2);
+  assert.deepEqual(errors, [], 'no console or page errors');
+  await context.close();
+});
+
 test('no request left 127.0.0.1', () => {
   assert.deepEqual(offsite, []);
 });
