@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_sqlite::Durability;
-use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
+use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 use tokio_postgres::config::Host;
 
 use crate::error::CliError;
@@ -80,6 +80,10 @@ pub(crate) struct OpenedStore {
     /// PostgreSQL schema, which `connect` migrates), for the race's
     /// re-drive rows.
     pub(crate) timers: Arc<dyn TimerStore>,
+    /// The same timer store as an inbox (its messages are written with
+    /// their intent rows in one step, so the inbox is always the timer
+    /// store), for the race of messages.
+    pub(crate) inbox: Option<Arc<dyn InboxStore>>,
     /// What closing it does.
     cleanup: Cleanup,
 }
@@ -111,15 +115,20 @@ impl StoreArg {
     /// is the same for every backend.
     pub(crate) async fn open(&self, options: OpenOptions) -> Result<OpenedStore, CliError> {
         match self {
-            StoreArg::Memory => Ok(OpenedStore {
-                store: Arc::new(MemoryEventStore::new()),
-                timers: Arc::new(MemoryTimerStore::new()),
-                cleanup: Cleanup::Nothing,
-            }),
+            StoreArg::Memory => {
+                let timers = Arc::new(MemoryTimerStore::new());
+                Ok(OpenedStore {
+                    store: Arc::new(MemoryEventStore::new()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: Some(timers),
+                    cleanup: Cleanup::Nothing,
+                })
+            }
             StoreArg::Sqlite { target, durability } => {
                 let (store, file) = target.open(*durability).await?;
                 Ok(OpenedStore {
                     timers: Arc::new(store.timers()),
+                    inbox: None,
                     store: Arc::new(store),
                     cleanup: file.map_or(Cleanup::Nothing, Cleanup::RemoveFile),
                 })
@@ -143,6 +152,7 @@ impl StoreArg {
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
                     timers: Arc::new(store.timers()),
+                    inbox: None,
                     cleanup: Cleanup::DropSchema(store),
                 })
             }
@@ -307,11 +317,13 @@ impl OpenedStore {
         let OpenedStore {
             store,
             timers,
+            inbox,
             cleanup,
         } = self;
         // The last handles, once every run on the store has ended: dropping
         // them closes the SQLite connections (checkpointing the WAL) before
         // the files go.
+        drop(inbox);
         drop(timers);
         drop(store);
         let postgres = match cleanup {
