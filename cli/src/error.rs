@@ -373,7 +373,10 @@ impl CliError {
             | CliError::SqliteUnusable { .. } => true,
             CliError::Sqlite(open) => matches!(
                 open,
-                Sqlite::NotADatabase { .. } | Sqlite::Foreign { .. } | Sqlite::ForeignTimers { .. }
+                Sqlite::NotADatabase { .. }
+                    | Sqlite::Foreign { .. }
+                    | Sqlite::ForeignTimers { .. }
+                    | Sqlite::ForeignInbox { .. }
             ),
             _ => false,
         }

@@ -110,6 +110,12 @@ impl Db {
                     missing,
                 });
             }
+            Migrated::ForeignInbox(missing) => {
+                return Err(OpenError::ForeignInbox {
+                    path: path.to_path_buf(),
+                    missing,
+                });
+            }
         }
         let readers = if memory {
             Vec::new()

@@ -41,6 +41,16 @@ pub enum OpenError {
         /// The key column it lacks.
         missing: &'static str,
     },
+    /// The database holds an `inbox` table without a column loomfence's
+    /// inbox has: another application's table of that name, which must not
+    /// be altered. Nothing was written.
+    #[error("{} has an inbox table without the column {missing}: not an inbox loomfence can use; the file was left untouched", path.display())]
+    ForeignInbox {
+        /// The file.
+        path: PathBuf,
+        /// The column it lacks.
+        missing: &'static str,
+    },
     /// The database was written by a newer version of loomfence, whose
     /// schema this version must not touch.
     #[error("{} has schema version {found}, newer than this build's {supported}; upgrade loomfence", path.display())]

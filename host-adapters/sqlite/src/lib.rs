@@ -1,5 +1,6 @@
-//! The SQLite [`EventStore`](loomfence_store::EventStore) and
-//! [`TimerStore`](loomfence_store::TimerStore) of loomfence: the embedded,
+//! The SQLite [`EventStore`](loomfence_store::EventStore),
+//! [`TimerStore`](loomfence_store::TimerStore) and
+//! [`InboxStore`](loomfence_store::InboxStore) of loomfence: the embedded,
 //! durable default.
 //!
 //! The design's minimum lets SQLite skip fencing: a single node, the
@@ -35,6 +36,16 @@
 //!   [`TimerTable`](loomfence_core::timer::TimerTable) rules stated in SQL. A
 //!   `timers` table of the older shape (design: the re-drive) is brought up to
 //!   date on open, its rows kept as plain wakes.
+//! - **The inbox lives in the same file**, on the timer store
+//!   ([`SqliteTimerStore`] is the [`InboxStore`](loomfence_store::InboxStore)
+//!   too): a send stores its message and writes its intent row with the
+//!   timer store's own upsert as one job on the writer thread, so both
+//!   commit in one transaction or neither does. Arrival numbers are the
+//!   table's rowids, handed out under SQLite's one write lock, so arrival
+//!   order is commit order. An execution's messages go with its log: both
+//!   deletes remove them in the same transaction. A file from before the
+//!   inbox gains the `inbox` table on open; an `inbox` table that is not
+//!   ours is refused ([`OpenError::ForeignInbox`]), the file untouched.
 //!
 //! ```
 //! use loomfence_core::ExecutionId;
@@ -52,6 +63,9 @@
 
 mod db;
 mod error;
+mod inbox;
+mod inbox_ops;
+mod inbox_schema;
 mod ops;
 mod options;
 mod retention_ops;

@@ -19,6 +19,7 @@ use loomfence_store::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{self, corrupt};
+use crate::inbox_ops;
 
 /// A sequence or token as SQLite stores it (both are at most 2^53-1).
 fn to_i64(value: u64) -> i64 {
@@ -206,11 +207,14 @@ pub(crate) fn acquire_fence_if(
     Ok(outcome)
 }
 
-/// Deletes the log, and the fence row only if its token is 0.
+/// Deletes the log and the execution's messages, and the fence row only
+/// if its token is 0: in the caller's one savepoint, so the messages go
+/// with the log or not at all.
 pub(crate) fn delete_execution(conn: &Connection, id: &str) -> Result<bool, StoreError> {
     let deleted = conn
         .execute("DELETE FROM events WHERE execution_id = ?1", [id])
         .map_err(error::store)?;
+    inbox_ops::purge(conn, id)?;
     conn.execute(
         "DELETE FROM fences WHERE execution_id = ?1 AND token = 0",
         [id],

@@ -3,14 +3,15 @@
 //! The version lives in `PRAGMA user_version`. Creating the tables and
 //! setting the version happen in one `BEGIN IMMEDIATE` transaction, so two
 //! processes opening a new file at once queue on the write lock: the first
-//! creates, the second finds everything in place. The `timers` table and
-//! the retention listing's index are brought up to date in the same
-//! transaction, on every open (see [`crate::timer_schema`] and
-//! [`crate::retention_ops`]): both are additive, so neither changes the
-//! version.
+//! creates, the second finds everything in place. The `timers` and `inbox`
+//! tables and the retention listing's index are brought up to date in the
+//! same transaction, on every open (see [`crate::timer_schema`],
+//! [`crate::inbox_schema`] and [`crate::retention_ops`]): all are
+//! additive, so none changes the version.
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::inbox_schema::{self, InboxTable};
 use crate::retention_ops;
 use crate::timer_schema::{self, TimersTable};
 
@@ -45,10 +46,13 @@ pub(crate) enum Migrated {
     /// The file's `timers` table lacks this key column: not ours to alter;
     /// nothing was changed.
     ForeignTimers(&'static str),
+    /// The file's `inbox` table lacks this column: not ours to alter;
+    /// nothing was changed.
+    ForeignInbox(&'static str),
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`], and the `timers` table to its
-/// current shape, unless the file is newer.
+/// Brings the schema to [`SCHEMA_VERSION`], and the `timers` and `inbox`
+/// tables to their current shape, unless the file is newer.
 pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -62,11 +66,15 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     // Whatever the version: a file of an earlier build has no index of
     // terminal events (building it reads `events` once, on the first open by
     // this build) and no `timers` table, and one shared with the reference
-    // engine may hold its old one.
+    // engine may hold its old one; one of a build before the inbox has no
+    // `inbox` table.
     retention_ops::migrate(&tx)?;
     if let TimersTable::Foreign { missing } = timer_schema::migrate(&tx)? {
         // Dropping the transaction rolls back everything above.
         return Ok(Migrated::ForeignTimers(missing));
+    }
+    if let InboxTable::Foreign { missing } = inbox_schema::migrate(&tx)? {
+        return Ok(Migrated::ForeignInbox(missing));
     }
     tx.commit()?;
     Ok(Migrated::Current)

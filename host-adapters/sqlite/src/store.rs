@@ -38,8 +38,8 @@ impl SqliteEventStore {
     ///
     /// Idempotent, and safe when several processes open the same file at
     /// once. A file that is not an SQLite database, is damaged, carries a
-    /// newer schema or holds another application's `timers` table is
-    /// refused with an [`OpenError`] and left untouched.
+    /// newer schema or holds another application's `timers` or `inbox`
+    /// table is refused with an [`OpenError`] and left untouched.
     pub async fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         let db = Db::open_off_thread(path.clone(), options).await?;
@@ -60,8 +60,9 @@ impl SqliteEventStore {
         &self.path
     }
 
-    /// The timer store in the same database, on the same connections: its
-    /// writes queue on this store's writer thread and share its commits, so
+    /// The timer store and inbox in the same database, on the same
+    /// connections: its writes queue on this store's writer thread and
+    /// share its commits, so
     /// a host that keeps both in one file pays for one writer, and a
     /// `:memory:` database holds both. The handle keeps the database open
     /// after this store is dropped.

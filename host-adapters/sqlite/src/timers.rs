@@ -15,8 +15,14 @@ use crate::error::OpenError;
 use crate::options::SqliteOptions;
 use crate::timer_ops;
 
-/// The timer rows of one SQLite database, beside its event log, under the
-/// rules of the core's [`TimerTable`](loomfence_core::timer::TimerTable).
+/// The timer rows and the inbox of one SQLite database, beside its event
+/// log, under the rules of the core's
+/// [`TimerTable`](loomfence_core::timer::TimerTable) and
+/// [`InboxTable`](loomfence_core::inbox::InboxTable).
+///
+/// It is the [`InboxStore`](loomfence_store::InboxStore) as well as the
+/// timer store, because a send writes its message and its intent row (a
+/// timer row) in one transaction.
 ///
 /// It shares the event store's connections: every timer write is one job on
 /// the same writer thread, so it commits in the same groups as the event
@@ -85,6 +91,11 @@ impl SqliteTimerStore {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The connections, for the inbox on the same store.
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
     }
 
     /// Queues a timer write on the writer thread.

@@ -2,8 +2,10 @@
 //! through [hooks](crate::forwarding::Hooks) that may change any of them.
 
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
 use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
@@ -12,11 +14,11 @@ use loomfence_core::{
 };
 
 use crate::forwarding::{Forward, Hooks};
-use crate::{ClaimPage, EventStore, StoreError, TimerStore};
+use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerStore};
 
 /// A store that forwards every call to `inner`, through `hooks`: an
 /// [`EventStore`] when `inner` is one, a [`TimerStore`] when `inner` is
-/// one.
+/// one, an [`InboxStore`] (and so a timer store) when `inner` is one.
 ///
 /// Tests and tools that need a store "like that one, except …" (a rival
 /// placed in a race window, a yield before each call, a stop on Ctrl-C, a
@@ -24,10 +26,11 @@ use crate::{ClaimPage, EventStore, StoreError, TimerStore};
 /// whole store: a new trait method then reaches every decorator through
 /// the hooks' default, and cannot be forgotten by one of them. With the
 /// default [`Forward`] hooks it changes nothing, and it passes the whole
-/// conformance kit, events and timers, on every adapter.
+/// conformance kit, events, timers and inbox, on every adapter.
 ///
 /// `inner` is anything that borrows as a store: an
-/// `Arc<dyn EventStore>`, a `&dyn EventStore`, a `Box<dyn TimerStore>`…
+/// `Arc<dyn EventStore>`, a `&dyn EventStore`, a `Box<dyn TimerStore>`,
+/// an `Arc<dyn InboxStore>`…
 pub struct Forwarding<S, H = Forward> {
     /// The store every call reaches, unless a hook answers instead.
     pub inner: S,
@@ -154,5 +157,64 @@ where
     }
     async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.hooks.release(self.inner.borrow(), claim).await
+    }
+}
+
+#[async_trait]
+impl<'s, S, H> InboxStore for Forwarding<S, H>
+where
+    S: Borrow<dyn InboxStore + 's> + Borrow<dyn TimerStore + 's> + Send + Sync,
+    H: Hooks,
+{
+    async fn send(&self, message: &Message, intent: &TimerRow) -> Result<Sent, StoreError> {
+        let inner: &dyn InboxStore = self.inner.borrow();
+        self.hooks.send(inner, message, intent).await
+    }
+    async fn pending(
+        &self,
+        execution_id: &ExecutionId,
+        channels: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let inner: &dyn InboxStore = self.inner.borrow();
+        self.hooks
+            .pending(inner, execution_id, channels, limit)
+            .await
+    }
+    async fn mark_consumed(&self, key: &MessageKey) -> Result<bool, StoreError> {
+        let inner: &dyn InboxStore = self.inner.borrow();
+        self.hooks.mark_consumed(inner, key).await
+    }
+    async fn purge(&self, execution_id: &ExecutionId) -> Result<u64, StoreError> {
+        let inner: &dyn InboxStore = self.inner.borrow();
+        self.hooks.purge(inner, execution_id).await
+    }
+    async fn messages(&self, execution_id: &ExecutionId) -> Result<Vec<InboxEntry>, StoreError> {
+        let inner: &dyn InboxStore = self.inner.borrow();
+        self.hooks.messages(inner, execution_id).await
+    }
+}
+
+/// An inbox store seen as the timer store it is, so a [`Forwarding`]
+/// around an `Arc<dyn InboxStore>` is a timer store too (its timer calls
+/// reach the same store): what the inbox impl above needs of its inner
+/// store besides the inbox itself.
+impl<'s> Borrow<dyn TimerStore + 's> for Arc<dyn InboxStore + 's> {
+    fn borrow(&self) -> &(dyn TimerStore + 's) {
+        &**self
+    }
+}
+
+/// See the `Arc` impl: the same for a boxed inbox store.
+impl<'s> Borrow<dyn TimerStore + 's> for Box<dyn InboxStore + 's> {
+    fn borrow(&self) -> &(dyn TimerStore + 's) {
+        &**self
+    }
+}
+
+/// See the `Arc` impl: the same for a borrowed inbox store.
+impl<'s> Borrow<dyn TimerStore + 's> for &(dyn InboxStore + 's) {
+    fn borrow(&self) -> &(dyn TimerStore + 's) {
+        *self
     }
 }

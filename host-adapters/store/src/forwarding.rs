@@ -1,9 +1,10 @@
 //! The hooks of the one forwarding decorator,
 //! [`Forwarding`](crate::Forwarding): what runs in place of each call of an
-//! [`EventStore`] or a [`TimerStore`], and [`Forward`], the hooks that
-//! change nothing.
+//! [`EventStore`], a [`TimerStore`] or an [`InboxStore`], and [`Forward`],
+//! the hooks that change nothing.
 
 use async_trait::async_trait;
+use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
 use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
@@ -11,7 +12,7 @@ use loomfence_core::{
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
-use crate::{ClaimPage, EventStore, StoreError, TimerStore};
+use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerStore};
 
 /// Hooks that change nothing: every call reaches the inner store as made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,9 +25,11 @@ impl Hooks for Forward {}
 /// [`Hooks::before`] and then forwards the call unchanged, so a decorator
 /// implements only what it changes.
 ///
-/// One trait covers both store traits: the event hooks get a
-/// `&dyn EventStore`, the timer hooks a `&dyn TimerStore`, and a
-/// `Forwarding` is whichever store its inner one is. A hook sees only its
+/// One trait covers every store trait: the event hooks get a
+/// `&dyn EventStore`, the timer hooks a `&dyn TimerStore`, the inbox hooks
+/// a `&dyn InboxStore`, and a `Forwarding` is whichever store its inner one
+/// is (around an inbox store, its timer hooks see the same store as a
+/// timer store). A hook sees only its
 /// own call: [`EventStore::append`] forwards to the inner `append`, not
 /// through the `append_many` hook.
 #[async_trait]
@@ -212,5 +215,57 @@ pub trait Hooks: Send + Sync {
     ) -> Result<Completed, StoreError> {
         self.before("release").await?;
         inner.release(claim).await
+    }
+    /// In place of [`InboxStore::send`].
+    async fn send(
+        &self,
+        inner: &dyn InboxStore,
+        message: &Message,
+        intent: &TimerRow,
+    ) -> Result<Sent, StoreError> {
+        self.before("send").await?;
+        inner.send(message, intent).await
+    }
+
+    /// In place of [`InboxStore::pending`].
+    async fn pending(
+        &self,
+        inner: &dyn InboxStore,
+        execution_id: &ExecutionId,
+        channels: &[String],
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        self.before("pending").await?;
+        inner.pending(execution_id, channels, limit).await
+    }
+
+    /// In place of [`InboxStore::mark_consumed`].
+    async fn mark_consumed(
+        &self,
+        inner: &dyn InboxStore,
+        key: &MessageKey,
+    ) -> Result<bool, StoreError> {
+        self.before("mark_consumed").await?;
+        inner.mark_consumed(key).await
+    }
+
+    /// In place of [`InboxStore::purge`].
+    async fn purge(
+        &self,
+        inner: &dyn InboxStore,
+        execution_id: &ExecutionId,
+    ) -> Result<u64, StoreError> {
+        self.before("purge").await?;
+        inner.purge(execution_id).await
+    }
+
+    /// In place of [`InboxStore::messages`].
+    async fn messages(
+        &self,
+        inner: &dyn InboxStore,
+        execution_id: &ExecutionId,
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        self.before("messages").await?;
+        inner.messages(execution_id).await
     }
 }

@@ -38,6 +38,7 @@ use loomfence_store::forwarding::Forward;
 use loomfence_store::{EventStore, Forwarding};
 
 pub mod cases;
+pub mod inbox;
 pub mod mixed;
 pub mod support;
 pub mod timers;
