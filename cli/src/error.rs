@@ -166,13 +166,6 @@ pub(crate) enum CliError {
         schema: String,
     },
 
-    /// `--wait message` on a store whose adapter has no inbox.
-    #[error("--wait message: the {store} store has no inbox")]
-    NoInbox {
-        /// The store, as printed.
-        store: String,
-    },
-
     // Ctrl-C (exit 130).
     /// Ctrl-C stopped the command; its schema was dropped, its file
     /// removed. Inside a sweep, the error every store call fails with once

@@ -43,17 +43,13 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
         .await?;
     let store = Arc::clone(&opened.store);
     let timers = Arc::clone(&opened.timers);
-    let outcome = match (settings.wait, opened.inbox.clone()) {
-        (WaitOn::Resume, _) => {
-            until_interrupted(race(settings, store, timers, progress.clone())).await
-        }
-        (WaitOn::Message, Some(inbox)) => {
+    let outcome = match settings.wait {
+        WaitOn::Resume => until_interrupted(race(settings, store, timers, progress.clone())).await,
+        WaitOn::Message => {
+            let inbox = Arc::clone(&opened.inbox);
             let race = messages::race(settings, store, timers, inbox, progress.clone());
             until_interrupted(race).await
         }
-        (WaitOn::Message, None) => Some(Err(CliError::NoInbox {
-            store: settings.store.to_string(),
-        })),
     };
     // Cleared on failure too, so the error is not printed under a stale bar.
     progress.finish_and_clear();

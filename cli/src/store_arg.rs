@@ -83,7 +83,7 @@ pub(crate) struct OpenedStore {
     /// The same timer store as an inbox (its messages are written with
     /// their intent rows in one step, so the inbox is always the timer
     /// store), for the race of messages.
-    pub(crate) inbox: Option<Arc<dyn InboxStore>>,
+    pub(crate) inbox: Arc<dyn InboxStore>,
     /// What closing it does.
     cleanup: Cleanup,
 }
@@ -120,15 +120,16 @@ impl StoreArg {
                 Ok(OpenedStore {
                     store: Arc::new(MemoryEventStore::new()),
                     timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
-                    inbox: Some(timers),
+                    inbox: timers,
                     cleanup: Cleanup::Nothing,
                 })
             }
             StoreArg::Sqlite { target, durability } => {
                 let (store, file) = target.open(*durability).await?;
+                let timers = Arc::new(store.timers());
                 Ok(OpenedStore {
-                    timers: Arc::new(store.timers()),
-                    inbox: None,
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     store: Arc::new(store),
                     cleanup: file.map_or(Cleanup::Nothing, Cleanup::RemoveFile),
                 })
@@ -149,10 +150,11 @@ impl StoreArg {
                 .await
                 .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
+                let timers = Arc::new(store.timers());
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
-                    timers: Arc::new(store.timers()),
-                    inbox: None,
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     cleanup: Cleanup::DropSchema(store),
                 })
             }
