@@ -95,6 +95,9 @@ pub(crate) struct ExistingStore {
     /// Its timer rows (the same file's or schema's `timers` table; a fresh
     /// `MemoryTimerStore` beside a memory store).
     pub(crate) timers: Arc<dyn TimerStore>,
+    /// The same timer store as an inbox (a message and its intent row are
+    /// written in one step, so the inbox is the timer store).
+    pub(crate) inbox: Arc<dyn InboxStore>,
 }
 
 /// What is left to do when a run's store is closed.
@@ -190,14 +193,20 @@ impl StoreArg {
         pool_size: usize,
     ) -> Result<ExistingStore, CliError> {
         match self {
-            StoreArg::Memory => Ok(ExistingStore {
-                events: Arc::new(MemoryEventStore::new()),
-                timers: Arc::new(MemoryTimerStore::new()),
-            }),
+            StoreArg::Memory => {
+                let timers = Arc::new(MemoryTimerStore::new());
+                Ok(ExistingStore {
+                    events: Arc::new(MemoryEventStore::new()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                })
+            }
             StoreArg::Sqlite { target, durability } => {
                 let store = target.open_existing(*durability).await?;
+                let timers = Arc::new(store.timers());
                 Ok(ExistingStore {
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     events: Arc::new(store),
                 })
             }
@@ -225,8 +234,10 @@ impl StoreArg {
                     .await
                     .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
+                let timers = Arc::new(store.timers());
                 Ok(ExistingStore {
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     events: store,
                 })
             }
