@@ -84,7 +84,8 @@ struct Cli {
 enum Command {
     /// Race N resumers to resume each of M parked executions, with crashes,
     /// and check that every park is answered at most once and no winner's
-    /// body is fenced out.
+    /// body is fenced out; with --wait message, race senders to deliver
+    /// one message to each park instead.
     ///
     /// Each resumer walks all executions in its own random order, drives the
     /// real resume machine step by step, and runs a body (K step events and

@@ -1,7 +1,8 @@
 //! The race: park M executions, let N resumers loose on all of them at once
 //! (with re-drive on, a timer service re-drives the contended ones beside
 //! them until no re-drive row is left), then read every log to see what
-//! really happened.
+//! really happened. With `--wait message` the racers deliver a message
+//! instead of resuming (see [`crate::messages`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
