@@ -155,6 +155,16 @@ async fn a_duplicate_is_stored_once_with_the_first_payload() {
     // A consumed message is still recognised as sent.
     assert!(store.mark_consumed(&first.key).await.expect("marks"));
     assert_eq!(send(&store, &again).await, Sent::Duplicate { arrival });
+
+    // A duplicate draws no arrival number, as in the core's table: the
+    // next message takes the next number.
+    let next = message(&id, "c", "next", json!({"v": 3}), 950);
+    assert_eq!(
+        send(&store, &next).await,
+        Sent::Stored {
+            arrival: arrival + 1
+        }
+    );
 }
 
 /// Marking: true once, false after, false for a key never sent; a marked
