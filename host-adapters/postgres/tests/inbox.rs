@@ -101,7 +101,7 @@ async fn a_message_round_trips_with_its_intent_row() {
             .pending(&id, &["approvals".to_owned()], 10)
             .await
             .expect("lists"),
-        [expected.clone()]
+        std::slice::from_ref(&expected)
     );
     assert_eq!(
         store.messages(&id).await.expect("lists"),
@@ -111,7 +111,7 @@ async fn a_message_round_trips_with_its_intent_row() {
         }]
     );
     let intent = TimerRow::redrive(id.clone(), 1_000 + DELAY_MS, 0);
-    assert_eq!(all_due(&store).await, [intent.clone()]);
+    assert_eq!(all_due(&store).await, [intent]);
     assert!(
         store
             .due(1_000 + DELAY_MS - 1, 10, DueFilter::default())
@@ -408,7 +408,7 @@ async fn a_send_waits_for_an_earlier_send_of_its_channel_to_commit() {
     stored(send(&timers, &message(&id, "other", "free", json!(0), 30)).await);
     assert!(
         timers
-            .pending(&id, &[channel.clone()], 10)
+            .pending(&id, std::slice::from_ref(&channel), 10)
             .await
             .expect("lists")
             .is_empty(),
