@@ -13,7 +13,6 @@ use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{Json, ToSql};
 
-use crate::conn::Conn;
 use crate::timers::{PostgresTimerStore, roll_back};
 
 /// A row of the inbox that does not read back as a message (an invalid
@@ -92,15 +91,14 @@ fn limit_of(limit: usize) -> i64 {
 impl PostgresTimerStore {
     /// The send's transaction, on one connection, in two round trips:
     ///
-    /// 1. `BEGIN` (READ COMMITTED), the channel lock and the message's
-    ///    `INSERT … ON CONFLICT DO NOTHING RETURNING arrival`, pipelined.
-    ///    The lock comes before the insert draws its arrival, so the
-    ///    channel's sends draw and commit one at a time (see the lock's
+    /// 1. `BEGIN` (READ COMMITTED), the channel lock and the insert,
+    ///    pipelined. The lock comes before the insert draws its arrival, so
+    ///    the channel's sends draw and commit one at a time (see the lock's
     ///    SQL in `inbox_sql`), and a key sent before is seen by the insert
-    ///    (its statement's snapshot is taken after the lock was granted).
+    ///    (its statement's snapshot is taken after the lock was granted),
+    ///    which then answers that row's arrival and inserts nothing.
     /// 2. Inserted: the intent row with the timer store's own upsert and
-    ///    `COMMIT`, pipelined. Not inserted: the stored arrival is read and
-    ///    the transaction rolled back, having written nothing.
+    ///    `COMMIT`, pipelined. Found: `ROLLBACK`, having written nothing.
     ///
     /// Until `COMMIT` is sent nothing can commit, so a failure before it is
     /// a plain [`StoreError::Backend`] (the transaction is rolled back, or
@@ -133,12 +131,13 @@ impl PostgresTimerStore {
         let key = &message.key;
         let (id, channel) = (key.execution_id.as_str(), key.channel.as_str());
         let message_id = key.message_id.as_str();
+        let name = format!("({channel:?}, {message_id:?})");
         let payload = Json(&message.payload);
         let lock_params: [&(dyn ToSql + Sync); 2] = [&id, &channel];
         let insert_params: [&(dyn ToSql + Sync); 5] =
             [&id, &channel, &message_id, &payload, &message.sent_at];
         client.ready_to_write()?;
-        let (began, locked, inserted) = tokio::join!(
+        let (began, locked, answered) = tokio::join!(
             client.execute(&begin, &[]),
             client.query_one(&lock, &lock_params),
             client.query_opt(&insert, &insert_params)
@@ -147,31 +146,41 @@ impl PostgresTimerStore {
             // No transaction is open. Had `BEGIN` been refused by the server
             // while the connection lived, the insert would have run (and
             // committed) on its own: its outcome is then not what we think.
-            return Err(match inserted {
+            return Err(match answered {
                 Ok(_) => StoreError::OutcomeUnknown(client.backend(e)),
                 Err(_) => StoreError::Backend(client.backend(e)),
             });
         }
-        let inserted = match locked.and(inserted) {
-            Ok(inserted) => inserted,
-            Err(e) => {
-                let failed = client.store(e);
+        let answer = match locked.and(answered) {
+            Ok(Some(row)) => row
+                .try_get::<_, i64>(0)
+                .and_then(|arrival| Ok((arrival, row.try_get::<_, bool>(1)?)))
+                .map_err(|e| {
+                    corrupt_message(&key.execution_id, &name, format!("the send's answer: {e}"))
+                }),
+            Ok(None) => Err(StoreError::Backend(BackendError::retryable(format!(
+                "the inbox row {name} of {id:?} was inserted by a writer that did not take \
+                 the channel lock; nothing was written"
+            )))),
+            Err(e) => Err(client.store(e)),
+        };
+        let (arrival, inserted) = match answer {
+            Ok(answer) => answer,
+            Err(failed) => {
                 roll_back(&client).await;
                 return Err(failed);
             }
         };
-        let Some(row) = inserted else {
-            return self.duplicate(&client, key).await;
-        };
-        let arrival: i64 = match row.try_get(0) {
+        let arrival = arrival_of(&key.execution_id, &name, arrival);
+        if !inserted {
+            roll_back(&client).await;
+            return Ok(Sent::Duplicate { arrival: arrival? });
+        }
+        let arrival = match arrival {
             Ok(arrival) => arrival,
-            Err(e) => {
+            Err(failed) => {
                 roll_back(&client).await;
-                return Err(corrupt_message(
-                    &key.execution_id,
-                    &format!("({channel:?}, {:?})", key.message_id),
-                    format!("column arrival: {e}"),
-                ));
+                return Err(failed);
             }
         };
         let redrive = intent.redrive.map(Json);
@@ -182,49 +191,14 @@ impl PostgresTimerStore {
             client.execute(&commit, &[])
         );
         match (scheduled, committed) {
-            (Ok(_), Ok(_)) => {}
+            (Ok(_), Ok(_)) => Ok(Sent::Stored { arrival }),
             // The upsert failed at the server, so the transaction was aborted
             // and the `COMMIT` behind it rolled it back: nothing was written.
-            (Err(e), Ok(_)) if e.as_db_error().is_some() => return Err(client.store(e)),
+            (Err(e), Ok(_)) if e.as_db_error().is_some() => Err(client.store(e)),
             // No answer to `COMMIT` (or to the upsert before it): it may
             // have committed.
-            (_, Err(e)) | (Err(e), Ok(_)) => return Err(client.write_failed(e)),
+            (_, Err(e)) | (Err(e), Ok(_)) => Err(client.write_failed(e)),
         }
-        let name = format!("({channel:?}, {:?})", key.message_id);
-        Ok(Sent::Stored {
-            arrival: arrival_of(&key.execution_id, &name, arrival)?,
-        })
-    }
-
-    /// The duplicate's answer inside the send's transaction: the stored
-    /// arrival, then `ROLLBACK` (nothing was written).
-    async fn duplicate(&self, client: &Conn, key: &MessageKey) -> Result<Sent, StoreError> {
-        let found = client
-            .row_opt(
-                &self.inbox.arrival,
-                &[
-                    &key.execution_id.as_str(),
-                    &key.channel.as_str(),
-                    &key.message_id.as_str(),
-                ],
-            )
-            .await;
-        roll_back(client).await;
-        let name = format!("({:?}, {:?})", key.channel, key.message_id);
-        let row = found?.ok_or_else(|| {
-            // The insert found the key and the channel lock keeps every
-            // other send of it out, so only a delete in between removes it.
-            StoreError::Backend(BackendError::retryable(format!(
-                "the inbox row {name} of {:?} was deleted during the send",
-                key.execution_id.as_str()
-            )))
-        })?;
-        let arrival: i64 = row.try_get(0).map_err(|e| {
-            corrupt_message(&key.execution_id, &name, format!("column arrival: {e}"))
-        })?;
-        Ok(Sent::Duplicate {
-            arrival: arrival_of(&key.execution_id, &name, arrival)?,
-        })
     }
 
     /// TEST ONLY: the send's channel lock and insert statements (`$1` id,

@@ -82,12 +82,10 @@ pub(crate) fn delete_of_execution(s: &str) -> String {
 pub(crate) struct InboxSql {
     /// The channel lock of a send: `$1` execution id, `$2` channel.
     pub(crate) lock: String,
-    /// The insert: `$1` id, `$2` channel, `$3` message id, `$4` payload
-    /// (`jsonb`), `$5` sent_at. Answers the new row's arrival, or no row
-    /// when the key is there.
+    /// The insert, or the stored arrival of a key already there: `$1` id,
+    /// `$2` channel, `$3` message id, `$4` payload (`jsonb`), `$5`
+    /// sent_at. Answers one row, `arrival` and `inserted`.
     pub(crate) insert: String,
-    /// The stored arrival of a key: `$1`..`$3`.
-    pub(crate) arrival: String,
     /// Pending messages: `$1` id, `$2` channels (`text[]`), `$3` limit.
     /// Columns `channel`, `message_id`, `payload`, `sent_at`, `arrival`.
     pub(crate) pending: String,
@@ -106,16 +104,7 @@ impl InboxSql {
         let t = format!("{schema}.{TABLE}");
         Self {
             lock: lock(schema),
-            insert: format!(
-                "INSERT INTO {t} (execution_id, channel, message_id, payload, sent_at) \
-                 VALUES ($1, $2, $3, $4::jsonb, $5) \
-                 ON CONFLICT (execution_id, channel, message_id) DO NOTHING \
-                 RETURNING arrival"
-            ),
-            arrival: format!(
-                "SELECT arrival FROM {t} \
-                 WHERE execution_id = $1 AND channel = $2 AND message_id = $3"
-            ),
+            insert: insert(&t),
             pending: format!(
                 "SELECT channel, message_id, payload, sent_at, arrival FROM {t} \
                  WHERE execution_id = $1 AND channel = ANY($2::text[]) AND NOT consumed \
@@ -132,6 +121,35 @@ impl InboxSql {
             ),
         }
     }
+}
+
+/// The send's insert, run after the channel lock was granted: the stored
+/// row of the key if there is one, else a new row with the next arrival.
+///
+/// The insert draws its arrival only when the key is absent (an `INSERT …
+/// SELECT … WHERE NOT EXISTS`): a bare `INSERT … ON CONFLICT DO NOTHING`
+/// evaluates the identity default before it finds the conflict, so every
+/// duplicate would burn an arrival number, and the numbers would stop
+/// being the core's `InboxTable` numbering (a duplicate assigns none).
+/// The statement's snapshot is taken after the lock, so a send of the same
+/// key (same channel, same lock) that committed earlier is seen by
+/// `found`; `ON CONFLICT DO NOTHING` stays as the backstop for a writer
+/// that did not take the lock, whose conflicting row makes the statement
+/// answer no row.
+fn insert(t: &str) -> String {
+    format!(
+        "WITH found AS (\
+             SELECT arrival FROM {t} \
+             WHERE execution_id = $1 AND channel = $2 AND message_id = $3), \
+         inserted AS (\
+             INSERT INTO {t} (execution_id, channel, message_id, payload, sent_at) \
+             SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::bigint \
+             WHERE NOT EXISTS (SELECT 1 FROM found) \
+             ON CONFLICT (execution_id, channel, message_id) DO NOTHING \
+             RETURNING arrival) \
+         SELECT arrival, true AS inserted FROM inserted \
+         UNION ALL SELECT arrival, false FROM found"
+    )
 }
 
 /// The channel lock: a transaction-scoped advisory lock on the pair

@@ -101,7 +101,7 @@ async fn a_message_round_trips_with_its_intent_row() {
             .pending(&id, &["approvals".to_owned()], 10)
             .await
             .expect("lists"),
-        [expected.clone()]
+        std::slice::from_ref(&expected)
     );
     assert_eq!(
         store.messages(&id).await.expect("lists"),
@@ -111,7 +111,7 @@ async fn a_message_round_trips_with_its_intent_row() {
         }]
     );
     let intent = TimerRow::redrive(id.clone(), 1_000 + DELAY_MS, 0);
-    assert_eq!(all_due(&store).await, [intent.clone()]);
+    assert_eq!(all_due(&store).await, [intent]);
     assert!(
         store
             .due(1_000 + DELAY_MS - 1, 10, DueFilter::default())
@@ -155,6 +155,16 @@ async fn a_duplicate_is_stored_once_with_the_first_payload() {
     // A consumed message is still recognised as sent.
     assert!(store.mark_consumed(&first.key).await.expect("marks"));
     assert_eq!(send(&store, &again).await, Sent::Duplicate { arrival });
+
+    // A duplicate draws no arrival number, as in the core's table: the
+    // next message takes the next number.
+    let next = message(&id, "c", "next", json!({"v": 3}), 950);
+    assert_eq!(
+        send(&store, &next).await,
+        Sent::Stored {
+            arrival: arrival + 1
+        }
+    );
 }
 
 /// Marking: true once, false after, false for a key never sent; a marked
@@ -398,7 +408,7 @@ async fn a_send_waits_for_an_earlier_send_of_its_channel_to_commit() {
     stored(send(&timers, &message(&id, "other", "free", json!(0), 30)).await);
     assert!(
         timers
-            .pending(&id, &[channel.clone()], 10)
+            .pending(&id, std::slice::from_ref(&channel), 10)
             .await
             .expect("lists")
             .is_empty(),
