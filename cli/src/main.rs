@@ -9,7 +9,9 @@
 //! - 0: the race ran and the kernel held (or, with `--unconditional`, the
 //!   negative control ran; whatever it shows is expected);
 //! - 1: a kernel bug (a double resume or a fenced-out winner) on a
-//!   conditional run, a park lost to re-drive (its resume ended contended,
+//!   conditional run, a failed delivery with `--wait message` (a message
+//!   consumed twice, a message lost, a park left parked), a park lost to
+//!   re-drive (its resume ended contended,
 //!   and it is still parked after the timer service drained with no
 //!   exhaustion reported), or a store, machine or timer service failure
 //!   during the race;
@@ -43,6 +45,7 @@ mod error;
 mod fleet;
 mod interrupt;
 mod listing;
+mod messages;
 mod progress;
 mod race;
 mod redrive;
@@ -61,7 +64,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loomfence_sqlite::Durability;
 
-use crate::settings::RawSettings;
+use crate::settings::{RawSettings, WaitOn};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -81,7 +84,8 @@ struct Cli {
 enum Command {
     /// Race N resumers to resume each of M parked executions, with crashes,
     /// and check that every park is answered at most once and no winner's
-    /// body is fenced out.
+    /// body is fenced out; with --wait message, race senders to deliver
+    /// one message to each park instead.
     ///
     /// Each resumer walks all executions in its own random order, drives the
     /// real resume machine step by step, and runs a body (K step events and
@@ -280,6 +284,31 @@ struct RaceArgs {
     /// before live re-drive).
     #[arg(long)]
     no_redrive: bool,
+    /// What the parks wait on, and so what the racers do: `resume` (each
+    /// resumer resumes every park with the resume machine) or `message`
+    /// (each park waits on channel `go`, and every resumer sends every
+    /// park the same message, id `go-1`, through the inbox's notify, which
+    /// stores it once and delivers it: `[MESSAGE_CONSUMED,
+    /// EXECUTION_RESUMED]` as one conditional batch). In the race of
+    /// messages the dead acquirers strike each notify's first acquires; a
+    /// crash is a sender that dies right after its send stored the message,
+    /// before delivering it; the inbox's intent rows (due 250 ms after
+    /// their send, the short delay of a race) and, with re-drive on, its
+    /// re-drive rows are finished by the inbox's re-driver on the timer
+    /// service beside the race, and the race ends when no row is left.
+    /// It exits 1 on a double delivery (a message consumed twice, or a
+    /// park resumed twice), a lost message (stored, never consumed, its
+    /// execution still parked) or a park left parked. --no-redrive keeps
+    /// only the intent rows; --unconditional is refused.
+    #[arg(long, value_name = "WHAT", default_value = "resume")]
+    wait: WaitArg,
+    /// The negative control of --wait message: every sender stores the
+    /// message, then appends the delivery's pair under a plain
+    /// acquire_fence without the park condition, so the report must show
+    /// double deliveries and the run exits 1. Hidden: it shows the checker
+    /// bites, nothing more.
+    #[arg(long, hide = true)]
+    unguarded_delivery: bool,
     /// The store to race over: `memory`; `postgres:URL` (a fresh schema
     /// for the race, dropped at the end); `sqlite:PATH`, a new SQLite file
     /// for the race, removed at the end with its -wal and -shm (PATH must
@@ -293,8 +322,14 @@ struct RaceArgs {
     sqlite_durability: Option<DurabilityArg>,
     /// Print exactly one JSON object (parks, resumed, left_parked,
     /// redriven, double_resumes, fenced_out, contended, refused,
+    /// messages_sent, messages_consumed, double_deliveries, messages_lost,
     /// elapsed_ms) and nothing else on stdout. left_parked: parks with no
-    /// EXECUTION_RESUMED at the end, read from the logs; redriven: parks
+    /// EXECUTION_RESUMED at the end, read from the logs; messages_sent:
+    /// messages the inbox stored; messages_consumed: MESSAGE_CONSUMED
+    /// events in the logs; double_deliveries: messages consumed more than
+    /// once plus parks resumed more than once; messages_lost: messages
+    /// stored and never consumed while their execution is still parked
+    /// (the four are 0 with --wait resume, which sends nothing); redriven: parks
     /// resumed by the timer service's re-drive (their resume carries the
     /// re-driver's answer); fenced_out counts racing and re-driven bodies;
     /// elapsed_ms runs from the start of the race until the timer store
@@ -316,8 +351,22 @@ impl From<RaceArgs> for RawSettings {
             sqlite_durability: args.sqlite_durability.map(Durability::from),
             dead_acquirers: args.dead_acquirers,
             no_redrive: args.no_redrive,
+            wait: match args.wait {
+                WaitArg::Resume => WaitOn::Resume,
+                WaitArg::Message => WaitOn::Message,
+            },
+            unguarded_delivery: args.unguarded_delivery,
         }
     }
+}
+
+/// `--wait`'s values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WaitArg {
+    /// Resume every park.
+    Resume,
+    /// Deliver a message to every park.
+    Message,
 }
 
 /// `loomfence bench`'s options.
@@ -471,6 +520,17 @@ async fn race_command(args: RaceArgs) -> ExitCode {
         println!("{}", report.to_json());
     } else {
         println!("{}", report.human());
+    }
+    if report.delivery_failed() {
+        let m = &report.logs.messages;
+        eprintln!(
+            "error: delivery failed: {} double deliveries, {} lost messages, {} parks left parked (seed {})",
+            m.double_deliveries,
+            m.lost,
+            report.left_parked(),
+            report.settings.seed
+        );
+        return ExitCode::FAILURE;
     }
     if report.kernel_bug() {
         eprintln!(

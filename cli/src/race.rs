@@ -1,7 +1,8 @@
 //! The race: park M executions, let N resumers loose on all of them at once
 //! (with re-drive on, a timer service re-drives the contended ones beside
 //! them until no re-drive row is left), then read every log to see what
-//! really happened.
+//! really happened. With `--wait message` the racers deliver a message
+//! instead of resuming (see [`crate::messages`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,11 +21,13 @@ use tokio::task::JoinSet;
 use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::interrupt::until_interrupted;
-use crate::redrive::{RedriveRows, Service};
+use crate::messages;
+use crate::redrive::{RaceRedriver, RedriveRows, Service};
 use crate::report::{LogCounts, RedriveCounts, Report, Tally};
 use crate::resumer::{Arena, Parked, Resumer};
-use crate::settings::Settings;
+use crate::settings::{Settings, WaitOn};
 use crate::store_arg::OpenOptions;
+use loomfence_runtime::Redriver;
 
 /// Runs one race as `settings` say, ticking `progress` once per attempt,
 /// on a fresh store that is closed (a PostgreSQL schema dropped) at the end,
@@ -41,7 +44,14 @@ pub(crate) async fn run(settings: Settings, progress: ProgressBar) -> Result<Rep
         .await?;
     let store = Arc::clone(&opened.store);
     let timers = Arc::clone(&opened.timers);
-    let outcome = until_interrupted(race(settings, store, timers, progress.clone())).await;
+    let outcome = match settings.wait {
+        WaitOn::Resume => until_interrupted(race(settings, store, timers, progress.clone())).await,
+        WaitOn::Message => {
+            let inbox = Arc::clone(&opened.inbox);
+            let race = messages::race(settings, store, timers, inbox, progress.clone());
+            until_interrupted(race).await
+        }
+    };
     // Cleared on failure too, so the error is not printed under a stale bar.
     progress.finish_and_clear();
     let closed = opened.close().await;
@@ -57,7 +67,7 @@ async fn race(
     timers: Arc<dyn TimerStore>,
     progress: ProgressBar,
 ) -> Result<Report, CliError> {
-    let parked = park_all(&*store, settings.parks).await?;
+    let parked = park_all(&*store, settings.parks, "race").await?;
 
     // With re-drive on, the service runs beside the race from the start, as
     // it would in a fleet: a row is due within the policy's first delay.
@@ -65,12 +75,14 @@ async fn race(
         .redrive
         .then(|| Arc::new(RedriveRows::new(Arc::clone(&timers))));
     let service = settings.redrive.then(|| {
-        Service::spawn(
+        let redriver = Arc::new(RaceRedriver::new(Arc::clone(&store), settings.steps));
+        let service = Service::spawn(
             Arc::clone(&store),
             Arc::clone(&timers),
-            settings.steps,
+            Arc::clone(&redriver) as Arc<dyn Redriver>,
             settings.seed,
-        )
+        );
+        (service, redriver)
     });
 
     let arena = Arena {
@@ -105,9 +117,8 @@ async fn race(
     let mut exhausted = HashSet::new();
     let redrive = match service {
         None => None,
-        Some(service) => {
+        Some((service, redriver)) => {
             let raced = Instant::now();
-            let redriver = Arc::clone(&service.redriver);
             let errors = service
                 .drain()
                 .await
@@ -143,7 +154,9 @@ async fn race(
 
 /// Sums the resumers' tallies. The first failure ends the race: the
 /// caller drops the set, which aborts the other resumers.
-async fn join_all(tasks: &mut JoinSet<Result<Tally, CliError>>) -> Result<Tally, CliError> {
+pub(crate) async fn join_all(
+    tasks: &mut JoinSet<Result<Tally, CliError>>,
+) -> Result<Tally, CliError> {
     let mut tally = Tally::default();
     while let Some(joined) = tasks.join_next().await {
         tally += joined.map_err(CliError::task("resumer task"))??;
@@ -152,9 +165,13 @@ async fn join_all(tasks: &mut JoinSet<Result<Tally, CliError>>) -> Result<Tally,
 }
 
 /// Parks `count` executions: `EXECUTION_STARTED` then `EXECUTION_SUSPENDED`
-/// waiting for a message, unfenced (token 0), as a body parks before anyone
-/// has resumed it.
-async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, CliError> {
+/// waiting for a message on `channel`, unfenced (token 0), as a body parks
+/// before anyone has resumed it.
+pub(crate) async fn park_all(
+    store: &dyn EventStore,
+    count: u32,
+    channel: &str,
+) -> Result<Arc<[Parked]>, CliError> {
     let width = count.to_string().len();
     let mut parked = Vec::with_capacity(count as usize);
     for i in 0..count {
@@ -164,7 +181,7 @@ async fn park_all(store: &dyn EventStore, count: u32) -> Result<Arc<[Parked]>, C
         let park =
             NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(park_payload(&[
                 Wait::Message {
-                    channel: "race".to_owned(),
+                    channel: channel.to_owned(),
                 },
             ]));
         let written = store

@@ -198,8 +198,6 @@ pub(crate) struct ServiceErrors {
 pub(crate) struct Service {
     /// The loop.
     handle: TimerServiceHandle,
-    /// The re-driver registered with it.
-    pub(crate) redriver: Arc<RaceRedriver>,
     /// The timer store it claims from.
     timers: Arc<dyn TimerStore>,
     /// What it reported.
@@ -207,13 +205,14 @@ pub(crate) struct Service {
 }
 
 impl Service {
-    /// Starts a service over `store` and `timers` with a [`RaceRedriver`]
-    /// registered: the real clock, a random source seeded from `seed`,
+    /// Starts a service over `store` and `timers` with `redriver`
+    /// registered (a [`RaceRedriver`], or the inbox in a race of messages):
+    /// the real clock, a random source seeded from `seed`,
     /// [`POLL_INTERVAL`], [`POLICY`].
     pub(crate) fn spawn(
         store: Arc<dyn EventStore>,
         timers: Arc<dyn TimerStore>,
-        steps: u32,
+        redriver: Arc<dyn Redriver>,
         seed: u64,
     ) -> Self {
         let errors = Arc::new(Mutex::new(ServiceErrors::default()));
@@ -234,12 +233,10 @@ impl Service {
             }),
             ..TimerServiceOptions::default()
         };
-        let redriver = Arc::new(RaceRedriver::new(Arc::clone(&store), steps));
         let service = TimerService::new(store, Arc::clone(&timers), options);
-        service.register_redriver(Arc::clone(&redriver) as Arc<dyn Redriver>);
+        service.register_redriver(redriver);
         Self {
             handle: Arc::new(service).spawn(),
-            redriver,
             timers,
             errors,
         }

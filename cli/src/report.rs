@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::settings::Settings;
+use crate::settings::{Settings, WaitOn};
 
 /// What one resumer counted; summed over all resumers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub(crate) struct Tally {
     pub(crate) dead_acquires: u64,
     /// Re-drive rows written by contended resumes.
     pub(crate) redrive_rows: u64,
+    /// Sends (in a race of messages) whose sender died right after the
+    /// message was stored, before delivering it.
+    pub(crate) crashed_after_send: u64,
 }
 
 impl AddAssign for Tally {
@@ -52,6 +55,7 @@ impl AddAssign for Tally {
         self.crashed_before_append += other.crashed_before_append;
         self.dead_acquires += other.dead_acquires;
         self.redrive_rows += other.redrive_rows;
+        self.crashed_after_send += other.crashed_after_send;
     }
 }
 
@@ -71,6 +75,24 @@ pub(crate) struct LogCounts {
     /// row for them and the service reported no exhaustion: re-drive lost
     /// them. Always 0 with re-drive off.
     pub(crate) lost_to_redrive: u64,
+    /// What the logs and the inbox hold of the messages; all 0 in a race
+    /// of resumes, which sends none.
+    pub(crate) messages: MessageCounts,
+}
+
+/// The messages of a race of messages, from the logs and the inbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MessageCounts {
+    /// Distinct messages the inbox stored.
+    pub(crate) sent: u64,
+    /// `MESSAGE_CONSUMED` events in the logs.
+    pub(crate) consumed: u64,
+    /// Messages consumed more than once, plus parks resumed more than
+    /// once: what the conditional delivery exists to prevent.
+    pub(crate) double_deliveries: u64,
+    /// Messages stored and never consumed while their execution is still
+    /// parked: a delivery the intent row failed to finish.
+    pub(crate) lost: u64,
 }
 
 /// What the timer service did, with re-drive on.
@@ -136,13 +158,24 @@ impl Report {
         self.logs.lost_to_redrive > 0
     }
 
+    /// Whether a race of messages failed: a double delivery (always, the
+    /// `--unguarded-delivery` control included: showing it is that
+    /// control's job), a lost message, or a park left parked (a stored
+    /// message must reach its park: the intent row sees to it even when
+    /// the sender crashed or every try was contended).
+    pub(crate) fn delivery_failed(&self) -> bool {
+        let m = &self.logs.messages;
+        self.settings.wait == WaitOn::Message
+            && (m.double_deliveries > 0 || m.lost > 0 || self.left_parked() > 0)
+    }
+
     /// Milliseconds, whole, for the JSON.
     fn elapsed_ms(&self) -> u64 {
         u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// The `--json` object: exactly these nine keys, so scripts and tests
-    /// can rely on the shape.
+    /// The `--json` object: exactly these thirteen keys, in both modes, so
+    /// scripts and tests can rely on the shape.
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "parks": self.settings.parks,
@@ -153,6 +186,10 @@ impl Report {
             "fenced_out": self.fenced_out(),
             "contended": self.tally.contended,
             "refused": self.tally.refused,
+            "messages_sent": self.logs.messages.sent,
+            "messages_consumed": self.logs.messages.consumed,
+            "double_deliveries": self.logs.messages.double_deliveries,
+            "messages_lost": self.logs.messages.lost,
             "elapsed_ms": self.elapsed_ms(),
         })
     }
@@ -176,8 +213,13 @@ impl Report {
             "conditional acquire"
         };
         let crashes = t.crashed_after_acquire + t.crashed_before_append;
+        let what = match (s.wait, s.unguarded_delivery) {
+            (WaitOn::Resume, _) => "",
+            (WaitOn::Message, false) => "messages delivered by notify, ",
+            (WaitOn::Message, true) => "messages delivered WITHOUT the guard (negative control), ",
+        };
         let mut out = format!(
-            "loomfence race: {} parks, {} resumers, {} steps per body, crash rate {}, {acquire}, {} store, seed {}\n",
+            "loomfence race: {what}{} parks, {} resumers, {} steps per body, crash rate {}, {acquire}, {} store, seed {}\n",
             s.parks,
             s.resumers,
             s.steps,
@@ -195,6 +237,13 @@ impl Report {
             self.logs.double_resumes,
             self.fenced_out()
         );
+        if s.wait == WaitOn::Message {
+            let m = &self.logs.messages;
+            out += &format!(
+                "  messages: {} sent, {} consumed, {} double deliveries, {} lost; {} sends crashed before delivering\n",
+                m.sent, m.consumed, m.double_deliveries, m.lost, t.crashed_after_send
+            );
+        }
         out += &format!(
             "  {} attempts: {} refused, {} contended, {crashes} crashed ({} after acquire, {} before append); {} dead acquirers per resume, {} dead acquires\n",
             t.attempts,
@@ -249,6 +298,8 @@ mod tests {
                 store: StoreArg::Memory,
                 dead_acquirers: 0,
                 redrive: true,
+                wait: WaitOn::Resume,
+                unguarded_delivery: false,
             },
             tally: Tally {
                 fenced_out,
@@ -265,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn json_has_exactly_the_nine_keys() {
+    fn json_has_exactly_the_thirteen_keys() {
         let json = report(Capability::Conditional, 0).to_json();
         let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
         keys.sort();
@@ -273,10 +324,14 @@ mod tests {
             keys,
             [
                 "contended",
+                "double_deliveries",
                 "double_resumes",
                 "elapsed_ms",
                 "fenced_out",
                 "left_parked",
+                "messages_consumed",
+                "messages_lost",
+                "messages_sent",
                 "parks",
                 "redriven",
                 "refused",
@@ -286,6 +341,32 @@ mod tests {
         assert_eq!(json["elapsed_ms"], 5);
         assert_eq!(json["left_parked"], 1);
         assert_eq!(json["redriven"], 2);
+    }
+
+    #[test]
+    fn a_race_of_messages_fails_on_a_double_delivery_a_lost_message_or_a_park_left() {
+        let mut run = report(Capability::Conditional, 0);
+        run.logs.resumed = 10;
+        assert!(
+            !run.delivery_failed(),
+            "a race of resumes has no deliveries"
+        );
+        run.settings.wait = WaitOn::Message;
+        assert!(!run.delivery_failed());
+        for (double_deliveries, lost, resumed) in [(1, 0, 10), (0, 1, 10), (0, 0, 9)] {
+            let mut failed = run.clone();
+            failed.logs.messages.double_deliveries = double_deliveries;
+            failed.logs.messages.lost = lost;
+            failed.logs.resumed = resumed;
+            assert!(failed.delivery_failed(), "{:?}", failed.logs);
+        }
+        run.logs.messages.double_deliveries = 2;
+        assert_eq!(run.to_json()["double_deliveries"], 2);
+        assert!(
+            run.human().contains("2 double deliveries"),
+            "{}",
+            run.human()
+        );
     }
 
     #[test]

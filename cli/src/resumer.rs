@@ -254,7 +254,7 @@ impl Resumer {
 /// Resumer `index`'s seed. The index is spread over all 64 bits first, so
 /// that nearby seeds (42 and 43) do not give resumers swapped streams, as a
 /// plain `seed ^ index` would.
-fn resumer_seed(seed: u64, index: u32) -> u64 {
+pub(crate) fn resumer_seed(seed: u64, index: u32) -> u64 {
     seed ^ u64::from(index)
         .wrapping_add(1)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)

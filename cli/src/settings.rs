@@ -38,6 +38,26 @@ pub(crate) struct Settings {
     /// a timer service with the race's re-driver (off with `--no-redrive`,
     /// and in the `--unconditional` control).
     pub(crate) redrive: bool,
+    /// What the racers do to the parks: resume them, or deliver a message
+    /// to them (`--wait message`).
+    pub(crate) wait: WaitOn,
+    /// The negative control of the race of messages: each sender appends
+    /// the delivery's `[MESSAGE_CONSUMED, EXECUTION_RESUMED]` under a plain
+    /// `acquire_fence`, without the park condition, so the report must show
+    /// double deliveries (`--unguarded-delivery`, hidden; only with
+    /// `--wait message`).
+    pub(crate) unguarded_delivery: bool,
+}
+
+/// What the race's parks wait on, and so what the racers do to them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum WaitOn {
+    /// The racers resume the parks with the resume machine.
+    #[default]
+    Resume,
+    /// The racers send each park the same message through the inbox's
+    /// notify, which delivers it.
+    Message,
 }
 
 impl Settings {
@@ -71,6 +91,10 @@ pub(crate) struct RawSettings {
     pub(crate) dead_acquirers: u32,
     /// `--no-redrive`.
     pub(crate) no_redrive: bool,
+    /// `--wait`.
+    pub(crate) wait: WaitOn,
+    /// `--unguarded-delivery`.
+    pub(crate) unguarded_delivery: bool,
 }
 
 impl RawSettings {
@@ -88,6 +112,20 @@ impl RawSettings {
                 return Err(CliError::zero(option));
             }
         }
+        if self.unguarded_delivery && self.wait != WaitOn::Message {
+            return Err(CliError::OnlyWith {
+                option: "unguarded-delivery",
+                with: "--wait message",
+            });
+        }
+        if self.unconditional && self.wait == WaitOn::Message {
+            return Err(CliError::BadValue {
+                option: "unconditional",
+                reason: "not with --wait message: a delivery always resumes conditionally \
+                         (the control there is the delivery without its guard)"
+                    .to_owned(),
+            });
+        }
         let store = StoreArg::from_options(&self.store, self.sqlite_durability)?;
         Ok(Settings {
             parks: self.parks,
@@ -104,6 +142,8 @@ impl RawSettings {
             dead_acquirers: self.dead_acquirers,
             // Re-drive re-derives a conditional resume; the control has none.
             redrive: !self.no_redrive && !self.unconditional,
+            wait: self.wait,
+            unguarded_delivery: self.unguarded_delivery,
         })
     }
 }
@@ -133,7 +173,45 @@ mod tests {
             sqlite_durability: None,
             dead_acquirers: 0,
             no_redrive: false,
+            wait: WaitOn::Resume,
+            unguarded_delivery: false,
         }
+    }
+
+    #[test]
+    fn the_message_race_refuses_the_unconditional_control_and_its_own_control_needs_it() {
+        let message = RawSettings {
+            wait: WaitOn::Message,
+            ..raw()
+        };
+        assert_eq!(message.clone().validate().unwrap().wait, WaitOn::Message);
+        let unconditional = RawSettings {
+            unconditional: true,
+            ..message.clone()
+        };
+        assert!(matches!(
+            unconditional.validate(),
+            Err(CliError::BadValue {
+                option: "unconditional",
+                ..
+            })
+        ));
+        let unguarded = RawSettings {
+            unguarded_delivery: true,
+            ..raw()
+        };
+        assert!(matches!(
+            unguarded.validate(),
+            Err(CliError::OnlyWith {
+                option: "unguarded-delivery",
+                ..
+            })
+        ));
+        let control = RawSettings {
+            unguarded_delivery: true,
+            ..message
+        };
+        assert!(control.validate().unwrap().unguarded_delivery);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_sqlite::Durability;
-use loomfence_store::{EventStore, MemoryEventStore, MemoryTimerStore, TimerStore};
+use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore, TimerStore};
 use tokio_postgres::config::Host;
 
 use crate::error::CliError;
@@ -80,6 +80,10 @@ pub(crate) struct OpenedStore {
     /// PostgreSQL schema, which `connect` migrates), for the race's
     /// re-drive rows.
     pub(crate) timers: Arc<dyn TimerStore>,
+    /// The same timer store as an inbox (its messages are written with
+    /// their intent rows in one step, so the inbox is always the timer
+    /// store), for the race of messages.
+    pub(crate) inbox: Arc<dyn InboxStore>,
     /// What closing it does.
     cleanup: Cleanup,
 }
@@ -91,6 +95,9 @@ pub(crate) struct ExistingStore {
     /// Its timer rows (the same file's or schema's `timers` table; a fresh
     /// `MemoryTimerStore` beside a memory store).
     pub(crate) timers: Arc<dyn TimerStore>,
+    /// The same timer store as an inbox (a message and its intent row are
+    /// written in one step, so the inbox is the timer store).
+    pub(crate) inbox: Arc<dyn InboxStore>,
 }
 
 /// What is left to do when a run's store is closed.
@@ -111,15 +118,21 @@ impl StoreArg {
     /// is the same for every backend.
     pub(crate) async fn open(&self, options: OpenOptions) -> Result<OpenedStore, CliError> {
         match self {
-            StoreArg::Memory => Ok(OpenedStore {
-                store: Arc::new(MemoryEventStore::new()),
-                timers: Arc::new(MemoryTimerStore::new()),
-                cleanup: Cleanup::Nothing,
-            }),
+            StoreArg::Memory => {
+                let timers = Arc::new(MemoryTimerStore::new());
+                Ok(OpenedStore {
+                    store: Arc::new(MemoryEventStore::new()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                    cleanup: Cleanup::Nothing,
+                })
+            }
             StoreArg::Sqlite { target, durability } => {
                 let (store, file) = target.open(*durability).await?;
+                let timers = Arc::new(store.timers());
                 Ok(OpenedStore {
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     store: Arc::new(store),
                     cleanup: file.map_or(Cleanup::Nothing, Cleanup::RemoveFile),
                 })
@@ -140,9 +153,11 @@ impl StoreArg {
                 .await
                 .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
+                let timers = Arc::new(store.timers());
                 Ok(OpenedStore {
                     store: Arc::clone(&store) as Arc<dyn EventStore>,
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     cleanup: Cleanup::DropSchema(store),
                 })
             }
@@ -178,14 +193,20 @@ impl StoreArg {
         pool_size: usize,
     ) -> Result<ExistingStore, CliError> {
         match self {
-            StoreArg::Memory => Ok(ExistingStore {
-                events: Arc::new(MemoryEventStore::new()),
-                timers: Arc::new(MemoryTimerStore::new()),
-            }),
+            StoreArg::Memory => {
+                let timers = Arc::new(MemoryTimerStore::new());
+                Ok(ExistingStore {
+                    events: Arc::new(MemoryEventStore::new()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                })
+            }
             StoreArg::Sqlite { target, durability } => {
                 let store = target.open_existing(*durability).await?;
+                let timers = Arc::new(store.timers());
                 Ok(ExistingStore {
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     events: Arc::new(store),
                 })
             }
@@ -213,8 +234,10 @@ impl StoreArg {
                     .await
                     .map_err(CliError::postgres("PostgreSQL"))?;
                 let store = Arc::new(store);
+                let timers = Arc::new(store.timers());
                 Ok(ExistingStore {
-                    timers: Arc::new(store.timers()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
                     events: store,
                 })
             }
@@ -307,11 +330,13 @@ impl OpenedStore {
         let OpenedStore {
             store,
             timers,
+            inbox,
             cleanup,
         } = self;
         // The last handles, once every run on the store has ended: dropping
         // them closes the SQLite connections (checkpointing the WAL) before
         // the files go.
+        drop(inbox);
         drop(timers);
         drop(store);
         let postgres = match cleanup {

@@ -76,11 +76,42 @@ fn assert_held(report: &Value, parents: u64) {
         ("children_open", 0),
         ("workers_died", 0),
         ("unclean_shutdowns", 0),
+        ("double_deliveries", 0),
+        ("messages_lost", 0),
     ] {
         assert_eq!(report[field], expected, "{field}: {report}");
     }
     assert_eq!(report["drained"], true, "{report}");
     assert!(report["elapsed_ms"].as_u64().is_some(), "{report}");
+}
+
+/// The figures of the parents waiting on a message (one in four by
+/// default): no message stored twice, and every parent waiting on its
+/// message alone resumed by it (nothing else can resume it).
+fn assert_messages(report: &Value, parents: u64) {
+    // Parents 2, 6, 10, …; those 6, 14, 22, … wait on it alone.
+    let message_parents = (parents + 1) / 4;
+    let alone = (parents + 1) / 8;
+    assert_eq!(report["message_parents"], message_parents, "{report}");
+    // A parent its children answered, and whose body completed, before
+    // its message was sent refuses it (nothing stored): only the parents
+    // waiting on a message alone are sure to store theirs.
+    let sent = report["messages_sent"].as_u64().unwrap_or(0);
+    assert!((alone..=message_parents).contains(&sent), "{report}");
+    let by_message = report["resumed_by_message"].as_u64().unwrap_or(0);
+    assert!(
+        by_message >= alone,
+        "the parents waiting on a message alone: {report}"
+    );
+    assert!(
+        report["messages_consumed"].as_u64() == Some(by_message),
+        "each message consumed once, by the resume it delivered: {report}"
+    );
+    assert_eq!(
+        report["notifies"].as_u64(),
+        Some(2 * message_parents),
+        "every message sent twice: {report}"
+    );
 }
 
 #[test]
@@ -104,6 +135,7 @@ fn a_postgres_fleet_holds_under_kills_and_ended_connections() {
     );
     assert_eq!(code, Some(0), "{report}");
     assert_held(&report, 150);
+    assert_messages(&report, 150);
     assert!(
         report["kills"].as_u64() >= Some(3),
         "killed as asked: {report}"
@@ -156,6 +188,7 @@ fn an_sqlite_fleet_shares_one_file_and_holds_under_kills() {
     );
     assert_eq!(code, Some(0), "{report}");
     assert_held(&report, 60);
+    assert_messages(&report, 60);
     assert!(report["kills"].as_u64() >= Some(2), "{report}");
     assert!(
         scratch.files().is_empty(),

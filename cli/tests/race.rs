@@ -27,7 +27,7 @@ fn count(json: &Value, key: &str) -> u64 {
 }
 
 #[test]
-fn default_run_reports_the_nine_keys_and_no_bug() {
+fn default_run_reports_the_thirteen_keys_and_no_bug() {
     let json = race_json(&["--parks", "100"]);
     let mut keys: Vec<&str> = json
         .as_object()
@@ -40,16 +40,29 @@ fn default_run_reports_the_nine_keys_and_no_bug() {
         keys,
         [
             "contended",
+            "double_deliveries",
             "double_resumes",
             "elapsed_ms",
             "fenced_out",
             "left_parked",
+            "messages_consumed",
+            "messages_lost",
+            "messages_sent",
             "parks",
             "redriven",
             "refused",
             "resumed"
         ]
     );
+    // A race of resumes sends nothing.
+    for key in [
+        "messages_sent",
+        "messages_consumed",
+        "double_deliveries",
+        "messages_lost",
+    ] {
+        assert_eq!(count(&json, key), 0, "{key}: {json}");
+    }
     assert_eq!(count(&json, "parks"), 100);
     assert_eq!(
         count(&json, "left_parked"),
@@ -467,4 +480,135 @@ fn postgres_dead_acquirers_are_redriven() {
     ]);
     assert!(count(&off, "left_parked") > 0, "{off}");
     assert_eq!(count(&off, "redriven"), 0, "{off}");
+}
+
+/// Checks a race of messages that held: every park got its one message,
+/// consumed once, none lost, none left parked, no body fenced out.
+fn assert_delivered(json: &Value, parks: u64) {
+    assert_eq!(count(json, "parks"), parks, "{json}");
+    assert_eq!(count(json, "messages_sent"), parks, "{json}");
+    assert_eq!(count(json, "messages_consumed"), parks, "{json}");
+    assert_eq!(count(json, "double_deliveries"), 0, "{json}");
+    assert_eq!(count(json, "messages_lost"), 0, "{json}");
+    assert_eq!(count(json, "left_parked"), 0, "{json}");
+    assert_eq!(count(json, "resumed"), parks, "{json}");
+    assert_eq!(count(json, "double_resumes"), 0, "{json}");
+    assert_eq!(count(json, "fenced_out"), 0, "{json}");
+}
+
+/// `race --wait message --dead-acquirers 3` with `extra` arguments on
+/// `store`: every notify is contended by its dead acquirers, so the
+/// inbox's re-drive and intent rows deliver the messages.
+fn message_race(store: &str, parks: &str, extra: &[&str]) -> Value {
+    let args = [
+        &[
+            "--wait",
+            "message",
+            "--store",
+            store,
+            "--dead-acquirers",
+            "3",
+            "--parks",
+            parks,
+        ][..],
+        extra,
+    ]
+    .concat();
+    race_json(&args)
+}
+
+#[test]
+fn message_race_delivers_every_message_once_on_memory() {
+    let json = message_race("memory", "100", &[]);
+    assert_delivered(&json, 100);
+    // Three dead acquirers take every try of every racing delivery: the
+    // timer service's re-drives delivered them all.
+    assert!(count(&json, "contended") > 0, "{json}");
+    assert_eq!(count(&json, "redriven"), 100, "{json}");
+    // Without re-drive rows the intent rows alone deliver them.
+    let intents = message_race("memory", "50", &["--no-redrive"]);
+    assert_delivered(&intents, 50);
+    assert_eq!(count(&intents, "redriven"), 50, "{intents}");
+    // Every sender crashing right after its send: only the intent rows
+    // deliver.
+    let crashed = message_race("memory", "30", &["--crash-rate", "1"]);
+    assert_delivered(&crashed, 30);
+    assert_eq!(count(&crashed, "refused"), 0, "{crashed}");
+}
+
+#[test]
+fn message_race_delivers_every_message_once_on_sqlite() {
+    let scratch = Scratch::new("race-messages");
+    let json = message_race(&scratch.store("race.db"), "30", &["--resumers", "4"]);
+    assert_delivered(&json, 30);
+    assert_eq!(scratch.files(), Vec::<String>::new());
+    let json = message_race("sqlite::memory:", "30", &[]);
+    assert_delivered(&json, 30);
+}
+
+#[test]
+fn postgres_message_race_delivers_every_message_once() {
+    let Some(url) = common::postgres_url("the PostgreSQL races of messages") else {
+        return;
+    };
+    let json = message_race(&format!("postgres:{url}"), "30", &[]);
+    assert_delivered(&json, 30);
+}
+
+#[test]
+fn the_message_checker_bites_on_unguarded_deliveries() {
+    // Every sender appends the pair under a plain acquire_fence, with no
+    // look at the park: each message is consumed by more than one sender,
+    // and the race must say so and fail.
+    let out = race(&[
+        "--json",
+        "--wait",
+        "message",
+        "--unguarded-delivery",
+        "--parks",
+        "20",
+        "--resumers",
+        "4",
+        "--crash-rate",
+        "0",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert!(count(&json, "double_deliveries") > 0, "{json}");
+    assert!(
+        count(&json, "messages_consumed") > count(&json, "messages_sent"),
+        "{json}"
+    );
+    assert_eq!(count(&json, "messages_sent"), 20, "{json}");
+    assert!(stderr.contains("double deliveries"), "{stderr}");
+}
+
+#[test]
+fn message_race_summary_and_its_bad_options() {
+    let out = race(&["--wait", "message", "--seed", "9", "--parks", "20"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("messages delivered by notify"), "{stdout}");
+    assert!(
+        stdout.contains("messages: 20 sent, 20 consumed, 0 double deliveries, 0 lost"),
+        "{stdout}"
+    );
+    for (args, expect) in [
+        (
+            &["--wait", "message", "--unconditional"][..],
+            "--unconditional: not with --wait message",
+        ),
+        (
+            &["--unguarded-delivery"][..],
+            "--unguarded-delivery: only with --wait message",
+        ),
+        (&["--wait", "letter"][..], "letter"),
+    ] {
+        let out = race(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+    }
 }

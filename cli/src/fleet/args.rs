@@ -41,6 +41,14 @@ pub(crate) struct FleetArgs {
     /// resumed and every body to settle.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub(crate) drain_timeout: Duration,
+    /// One parent in N waits on a message instead of a deadline (in turn
+    /// beside its children's group, and alone), and this process sends
+    /// each its message (twice, with the same id) at a time drawn within
+    /// the spread; the verdict then also checks that no message was
+    /// consumed twice and none was lost (stored while its parent stays
+    /// parked). 0 for none.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub(crate) message_every: u32,
     /// The workers' beat (`worker --scan-every`).
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
     pub(crate) scan_every: Duration,

@@ -9,7 +9,8 @@
 //!    deadline;
 //! 2. W workers started as child processes ([`workers`]);
 //! 3. over `--spread`, the children end at their drawn times (this process
-//!    appends their completions, as the world outside the fleet would);
+//!    appends their completions, as the world outside the fleet would),
+//!    and the parents waiting on a message are sent it ([`sender`]);
 //!    meanwhile, every `--kill-every` a random worker is SIGKILLed and
 //!    started again, and with `--terminate-every` (PostgreSQL) a random
 //!    worker's database connection is ended with `pg_terminate_backend`;
@@ -31,6 +32,7 @@ mod children;
 mod drain;
 mod plan;
 mod report;
+mod sender;
 mod verdict;
 mod workers;
 
@@ -45,6 +47,7 @@ use self::children::end_children;
 use self::drain::drain;
 use self::plan::{Plan, Shape};
 use self::report::Report;
+use self::sender::Sender;
 use self::verdict::Verdict;
 use self::workers::{Launch, Workers, worker_options, worker_store};
 use crate::clock::now_ms;
@@ -156,6 +159,7 @@ async fn fleet(
         spread: args.spread,
         beat: args.scan_every,
         seed,
+        message_every: args.message_every,
     })?;
     plan.write(&*events, &*opened.timers, now_ms()).await?;
     let mut workers = Workers::start(launch, args.workers as usize)?;
@@ -173,8 +177,14 @@ async fn fleet(
     }
     let began = Instant::now();
     let mut endings = plan.endings().into_iter().peekable();
+    let mut sender = Sender::new(
+        Arc::clone(&events),
+        Arc::clone(&opened.inbox),
+        args.steps,
+        plan.sends(),
+    );
     chaos.schedule(args.kill_every, args.terminate_every);
-    while endings.peek().is_some() {
+    while endings.peek().is_some() || !sender.is_done() {
         let now = now_ms();
         let mut due = Vec::new();
         while let Some((at, _)) = endings.peek() {
@@ -184,15 +194,17 @@ async fn fleet(
             due.extend(endings.next().map(|(_, child)| child));
         }
         end_children(&*events, due).await?;
+        sender.act(now).await?;
         chaos.act(&mut workers).await?;
         workers.restart_the_dead()?;
         tokio::time::sleep(TICK).await;
     }
     let drained = drain(&*events, &plan, args.drain_timeout, &mut workers).await?;
+    let sent = sender.finish().await?;
     let elapsed = began.elapsed();
     let died = workers.died;
     let stopped = workers.stop(Duration::from_secs(20)).await?;
-    let verdict: Verdict = verdict::judge(&*events, &plan).await?;
+    let verdict: Verdict = verdict::judge(&*events, &*opened.inbox, &plan).await?;
     Ok(Report {
         args: args.clone(),
         seed,
@@ -202,6 +214,7 @@ async fn fleet(
         died,
         unclean: stopped.unclean,
         drained,
+        sent,
         elapsed,
     })
 }

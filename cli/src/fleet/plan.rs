@@ -10,6 +10,12 @@
 //! of the workers' beats), so a timer wake and the supervisors race for the
 //! same park; the rest fall anywhere in the run, some before the children
 //! end (a timeout). Every time is drawn from `--seed`.
+//!
+//! With `--message-every N`, one parent in N waits on a message instead of
+//! a deadline: in turn `[Group(children), Message{"poke"}]` (the message
+//! and the children race for the park) and `[Message{"poke"}]` alone (only
+//! the message can answer it; its children end unwatched). Each gets its
+//! message at a time drawn within the children's spread.
 
 use std::time::Duration;
 
@@ -46,9 +52,25 @@ pub(crate) struct Family {
     pub(crate) parent: ExecutionId,
     /// Its children, each with the time it ends (ms since the epoch).
     pub(crate) children: Vec<(ExecutionId, i64)>,
-    /// The parent's timer wait.
+    /// The parent's timer wait (not scheduled for a parent waiting on a
+    /// message).
     pub(crate) deadline: i64,
+    /// The message the parent waits on, if it waits on one.
+    pub(crate) message: Option<MessageWait>,
 }
+
+/// A parent's wait on a message, and when the fleet sends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MessageWait {
+    /// Whether the message is the park's only wait (otherwise it races the
+    /// children's group).
+    pub(crate) alone: bool,
+    /// When the fleet sends it, ms since the epoch.
+    pub(crate) send_at: i64,
+}
+
+/// The channel the fleet's messages go on.
+pub(crate) const MESSAGE_CHANNEL: &str = "poke";
 
 /// The whole workload.
 #[derive(Clone, Debug)]
@@ -73,6 +95,8 @@ pub(crate) struct Shape {
     pub(crate) beat: Duration,
     /// The seed.
     pub(crate) seed: u64,
+    /// One parent in this many waits on a message; 0 for none.
+    pub(crate) message_every: u32,
 }
 
 impl Plan {
@@ -100,13 +124,30 @@ impl Plan {
             } else {
                 last + rng.random_range(0..2 * beat)
             };
+            let every = shape.message_every as usize;
+            let message = (every > 0 && p % every == every / 2).then(|| MessageWait {
+                alone: (p / every) % 2 == 1,
+                send_at: shape.start + rng.random_range(0..spread),
+            });
             families.push(Family {
                 parent,
                 children,
                 deadline,
+                message,
             });
         }
         Ok(Self { families })
+    }
+
+    /// Every message the fleet sends, with when, earliest first.
+    pub(crate) fn sends(&self) -> Vec<(i64, ExecutionId)> {
+        let mut sends: Vec<(i64, ExecutionId)> = self
+            .families
+            .iter()
+            .filter_map(|f| f.message.map(|m| (m.send_at, f.parent.clone())))
+            .collect();
+        sends.sort();
+        sends
     }
 
     /// Every child with the time it ends, earliest first.
@@ -160,12 +201,19 @@ async fn write_family(
         .await
         .map_err(CliError::store(SETTING_UP))?;
     let group = Wait::Group(family.children.iter().map(|(id, _)| id.clone()).collect());
-    let waits = [
-        group,
-        Wait::Timer {
-            wake_at: family.deadline,
-        },
-    ];
+    let poke = Wait::Message {
+        channel: MESSAGE_CHANNEL.to_owned(),
+    };
+    let waits = match family.message {
+        None => vec![
+            group,
+            Wait::Timer {
+                wake_at: family.deadline,
+            },
+        ],
+        Some(MessageWait { alone: false, .. }) => vec![group, poke],
+        Some(MessageWait { alone: true, .. }) => vec![poke],
+    };
     events
         .append(
             parent,
@@ -175,10 +223,12 @@ async fn write_family(
         )
         .await
         .map_err(CliError::store(SETTING_UP))?;
-    timers
-        .schedule(&TimerRow::wake(parent.clone(), family.deadline))
-        .await
-        .map_err(CliError::store("setting up: timer store"))?;
+    if family.message.is_none() {
+        timers
+            .schedule(&TimerRow::wake(parent.clone(), family.deadline))
+            .await
+            .map_err(CliError::store("setting up: timer store"))?;
+    }
     Ok(())
 }
 
@@ -199,7 +249,28 @@ mod tests {
             spread: Duration::from_secs(10),
             beat: Duration::from_millis(200),
             seed,
+            message_every: 0,
         }
+    }
+
+    #[test]
+    fn one_parent_in_n_waits_on_a_message_alone_or_beside_its_children() {
+        let plan = Plan::draw(Shape {
+            message_every: 4,
+            ..shape(3)
+        })
+        .unwrap();
+        let waiting: Vec<MessageWait> = plan.families.iter().filter_map(|f| f.message).collect();
+        // Parents 2, 6, …, 46.
+        assert_eq!(waiting.len(), 12);
+        assert!(waiting.iter().any(|m| m.alone) && waiting.iter().any(|m| !m.alone));
+        assert!(
+            waiting
+                .iter()
+                .all(|m| (1_000_000..1_010_000).contains(&m.send_at))
+        );
+        assert_eq!(plan.sends().len(), waiting.len());
+        assert!(Plan::draw(shape(3)).unwrap().sends().is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::args::FleetArgs;
+use super::sender::SenderCounts;
 use super::verdict::Verdict;
 
 /// A finished fleet run.
@@ -27,6 +28,8 @@ pub(crate) struct Report {
     /// Whether every parent was resumed and the logs settled before the
     /// drain timeout.
     pub(crate) drained: bool,
+    /// What the fleet's sender did.
+    pub(crate) sent: SenderCounts,
     /// From the first child's end to the end of the drain.
     pub(crate) elapsed: Duration,
 }
@@ -43,12 +46,14 @@ impl Report {
         let mut failures = Vec::new();
         if v.violations() > 0 {
             failures.push(format!(
-                "{} violations: {} double resumes, {} fenced-out bodies, {} parents left parked, {} sequence faults",
+                "{} violations: {} double resumes, {} fenced-out bodies, {} parents left parked, {} sequence faults, {} double deliveries, {} lost messages",
                 v.violations(),
                 v.double_resumes,
                 v.fenced_out,
                 v.left_parked,
-                v.sequence_faults
+                v.sequence_faults,
+                v.double_deliveries,
+                v.messages_lost
             ));
         }
         if v.children_open > 0 {
@@ -90,6 +95,14 @@ impl Report {
             "sequence_faults": v.sequence_faults,
             "resumed_by_children": v.resumed_by_children,
             "resumed_by_timer": v.resumed_by_timer,
+            "resumed_by_message": v.resumed_by_message,
+            "message_parents": v.message_parents,
+            "messages_sent": v.messages_sent,
+            "messages_consumed": v.messages_consumed,
+            "double_deliveries": v.double_deliveries,
+            "messages_lost": v.messages_lost,
+            "notifies": self.sent.notifies,
+            "delivered_by_sender": self.sent.delivered,
             "completed": v.completed,
             "unfinished": v.unfinished,
             "children_open": v.children_open,
@@ -121,21 +134,32 @@ impl Report {
             self.kills, self.terminated, self.died
         );
         out += &format!(
-            "  resumed {} of {} ({} by children, {} by deadline), {} completed, {} unfinished (killed mid-body)\n",
+            "  resumed {} of {} ({} by children, {} by deadline, {} by message), {} completed, {} unfinished (killed mid-body)\n",
             v.resumed,
             v.parents,
             v.resumed_by_children,
             v.resumed_by_timer,
+            v.resumed_by_message,
             v.completed,
             v.unfinished
         );
         out += &format!(
-            "  violations {}: double resumes {}, fenced out {}, left parked {}, sequence faults {}\n",
+            "  messages: {} parents wait on one, {} sent ({} notifies, {} delivered by the sender), {} consumed\n",
+            v.message_parents,
+            v.messages_sent,
+            self.sent.notifies,
+            self.sent.delivered,
+            v.messages_consumed
+        );
+        out += &format!(
+            "  violations {}: double resumes {}, fenced out {}, left parked {}, sequence faults {}, double deliveries {}, lost messages {}\n",
             v.violations(),
             v.double_resumes,
             v.fenced_out,
             v.left_parked,
-            v.sequence_faults
+            v.sequence_faults,
+            v.double_deliveries,
+            v.messages_lost
         );
         out += &format!(
             "  {:.1} s, {:.1} parents resumed per second; shutdown: {} unclean",

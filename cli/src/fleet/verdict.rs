@@ -14,13 +14,21 @@
 //! - how it ended: completed by its body, or resumed and unfinished (its
 //!   worker was killed mid-body: a crash, not a kernel bug).
 //!
+//! For every parent waiting on a message, from its log and its inbox:
+//! **no message consumed twice** (`double_deliveries`: two
+//! `MESSAGE_CONSUMED` of one message), and **none lost**
+//! (`messages_lost`: stored, never consumed, and the parent still parked).
+//! A message that arrived after its children answered the park stays
+//! unconsumed, and that is no loss: the park it was for is gone.
+//!
 //! For every execution, parents and children: **sequences 1, 2, … n**, no
 //! gap and no duplicate (`sequence_faults`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
-use loomfence_core::{Envelope, ExecutionId, KernelKind};
-use loomfence_store::{EventStore, StoreError};
+use loomfence_core::{Envelope, ExecutionId, ExecutionView, KernelKind};
+use loomfence_store::{EventStore, InboxStore, StoreError};
+use serde_json::Value;
 
 use super::plan::Plan;
 use crate::listing::list_all;
@@ -37,6 +45,19 @@ pub(crate) struct Verdict {
     pub(crate) resumed_by_children: u64,
     /// Parents resumed by their deadline (a timer wake).
     pub(crate) resumed_by_timer: u64,
+    /// Parents resumed by a message (a delivery).
+    pub(crate) resumed_by_message: u64,
+    /// Parents waiting on a message.
+    pub(crate) message_parents: u64,
+    /// Messages the inbox stored for them.
+    pub(crate) messages_sent: u64,
+    /// `MESSAGE_CONSUMED` events in their logs.
+    pub(crate) messages_consumed: u64,
+    /// Messages consumed more than once.
+    pub(crate) double_deliveries: u64,
+    /// Messages stored and never consumed while their parent is still
+    /// parked.
+    pub(crate) messages_lost: u64,
     /// Parents with more than one resume of their park.
     pub(crate) double_resumes: u64,
     /// Resumed parents whose token moved after their resume landed.
@@ -57,14 +78,29 @@ pub(crate) struct Verdict {
 impl Verdict {
     /// Every violation of the kernel's guarantees.
     pub(crate) fn violations(&self) -> u64 {
-        self.double_resumes + self.fenced_out + self.left_parked + self.sequence_faults
+        self.double_resumes
+            + self.fenced_out
+            + self.left_parked
+            + self.sequence_faults
+            + self.double_deliveries
+            + self.messages_lost
     }
 }
 
 /// Reads every stored log once and judges it: the sequences of every
 /// execution, the parents' resumes, whether the children ended.
-pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict, StoreError> {
+pub(crate) async fn judge(
+    store: &dyn EventStore,
+    inbox: &dyn InboxStore,
+    plan: &Plan,
+) -> Result<Verdict, StoreError> {
     let parents: HashSet<&ExecutionId> = plan.families.iter().map(|f| &f.parent).collect();
+    let messaged: HashSet<&ExecutionId> = plan
+        .families
+        .iter()
+        .filter(|f| f.message.is_some())
+        .map(|f| &f.parent)
+        .collect();
     let children: HashSet<&ExecutionId> = plan
         .families
         .iter()
@@ -84,6 +120,13 @@ pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict
         if parents.contains(id) {
             let token = store.current_fence(id).await?;
             judge_parent(&log, token, &mut verdict);
+            if messaged.contains(id) {
+                let stored = inbox.messages(id).await?;
+                let ids = stored
+                    .iter()
+                    .map(|e| e.message.message.key.message_id.as_str());
+                judge_messages(&log, ids, &mut verdict);
+            }
         } else if children.contains(id) {
             children_stored += 1;
             verdict.children_open += u64::from(!log.iter().any(Envelope::is_terminal));
@@ -96,6 +139,33 @@ pub(crate) async fn judge(store: &dyn EventStore, plan: &Plan) -> Result<Verdict
     }
     verdict.children_open += (children.len() - children_stored) as u64;
     Ok(verdict)
+}
+
+/// Judges the messages of one parent waiting on one: `stored`, the ids of
+/// its inbox's messages, against its log.
+fn judge_messages<'a>(
+    log: &[Envelope],
+    stored: impl Iterator<Item = &'a str>,
+    verdict: &mut Verdict,
+) {
+    verdict.message_parents += 1;
+    let mut consumed: BTreeMap<&str, u64> = BTreeMap::new();
+    for event in log {
+        if event.kernel_kind() == Some(KernelKind::MessageConsumed) {
+            let id = match event.payload.get("messageId") {
+                Some(Value::String(id)) => id.as_str(),
+                _ => "",
+            };
+            *consumed.entry(id).or_default() += 1;
+        }
+    }
+    verdict.messages_consumed += consumed.values().sum::<u64>();
+    verdict.double_deliveries += consumed.values().filter(|&&n| n > 1).count() as u64;
+    let parked = ExecutionView::fold(log).open_park.is_some();
+    for id in stored {
+        verdict.messages_sent += 1;
+        verdict.messages_lost += u64::from(parked && !consumed.contains_key(id));
+    }
 }
 
 /// Judges one parent's log, `token` being its current fence.
@@ -116,6 +186,8 @@ fn judge_parent(log: &[Envelope], token: u64, verdict: &mut Verdict) {
         verdict.resumed_by_timer += 1;
     } else if answer.is_some_and(|a| a.get("children").is_some()) {
         verdict.resumed_by_children += 1;
+    } else if answer.is_some_and(|a| a.get("message").is_some()) {
+        verdict.resumed_by_message += 1;
     }
     // A fence that cannot be read counts as moved: the check must not pass
     // on what it cannot see.
@@ -195,6 +267,39 @@ mod tests {
         );
         assert_eq!((v.fenced_out, v.resumed_by_children), (1, 1), "{v:?}");
         assert_eq!(v.violations(), 1);
+    }
+
+    fn consumed(id: &str, fence: u64) -> NewEvent {
+        loomfence_core::inbox::consumed_event("poke", id, 3).with_fence(fence)
+    }
+
+    #[test]
+    fn a_message_consumed_twice_or_lost_is_a_violation_one_left_after_the_park_is_not() {
+        let mut once = Verdict::default();
+        let delivered = log(vec![consumed("m", 2), resumed(2, json!({"message": {}}))]);
+        judge_parent(&delivered, 2, &mut once);
+        judge_messages(&delivered, ["m"].into_iter(), &mut once);
+        assert_eq!((once.resumed_by_message, once.messages_consumed), (1, 1));
+        assert_eq!(once.violations(), 0, "{once:?}");
+
+        let mut twice = Verdict::default();
+        let doubled = log(vec![
+            consumed("m", 2),
+            resumed(2, json!({"message": {}})),
+            consumed("m", 2),
+        ]);
+        judge_messages(&doubled, ["m"].into_iter(), &mut twice);
+        assert_eq!((twice.double_deliveries, twice.violations()), (1, 1));
+
+        let mut lost = Verdict::default();
+        judge_messages(&log(vec![]), ["m"].into_iter(), &mut lost);
+        assert_eq!((lost.messages_lost, lost.violations()), (1, 1));
+
+        // The children answered first: the message waits for nobody.
+        let mut late = Verdict::default();
+        let by_children = log(vec![resumed(2, json!({"children": {}}))]);
+        judge_messages(&by_children, ["m"].into_iter(), &mut late);
+        assert_eq!((late.messages_sent, late.violations()), (1, 0));
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //!   waits and the re-drive rows of contended resumes (the supervisor's
 //!   re-driver is registered, and the supervisor writes the rows). Retries
 //!   follow the race's schedule, on a command line's time scale: 20 ms
-//!   doubling to 1 s, 8 tries.
+//!   doubling to 1 s, 8 tries. The inbox's re-driver is registered too:
+//!   a message's intent row, and the re-drive row of a contended delivery,
+//!   deliver what its sender left (a sender may be another process, the
+//!   fleet's).
 //! - **Bodies**: every resume the worker lands (the supervisor's, a timer
 //!   wake's, a re-drive's) runs a body that appends `--steps` steps under
 //!   its token and completes (see [`bodies`]).
@@ -43,8 +46,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loomfence_runtime::{
-    ChildSupervisor, Features, TimerService, supervise::SupervisorOptions,
-    timer::TimerServiceOptions,
+    ChildSupervisor, Features, Inbox, TimerService, inbox::InboxOptions,
+    supervise::SupervisorOptions, timer::TimerServiceOptions,
 };
 use loomfence_store::EventStore;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -104,7 +107,6 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
         opened.events
     };
     let timers = opened.timers;
-
     let bodies = Bodies::new(Arc::clone(&events), args.steps, node.clone());
     let supervisor = Arc::new(ChildSupervisor::new(
         Arc::clone(&events),
@@ -116,6 +118,20 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             ..SupervisorOptions::default()
         },
     ));
+    // The messages' intent and re-drive rows are re-drive rows of the
+    // shared timer store: every node registers the inbox, or a node whose
+    // re-drivers all answer noop would retire them undelivered.
+    let inbox = Arc::new(Inbox::new(
+        Arc::clone(&events),
+        opened.inbox,
+        InboxOptions {
+            features: Features::none().with_redrive(true),
+            policy: POLICY,
+            on_resumed: bodies.hook("message"),
+            ..InboxOptions::default()
+        },
+    ));
+
     let service = TimerService::new(
         Arc::clone(&events),
         timers,
@@ -129,6 +145,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
         },
     );
     service.register_redriver(supervisor.redriver());
+    service.register_redriver(inbox.redriver());
     let timer_loop = Arc::new(service).spawn();
     tracing::info!(%node, store = %store_arg, unconditional = args.unconditional, "worker started");
 

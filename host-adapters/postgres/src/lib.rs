@@ -40,7 +40,11 @@
 //! schema, under the core's `TimerTable` rules: an upsert that keeps the
 //! re-drive flag, due listings filtered before their limit, lease claims
 //! taken with `FOR UPDATE SKIP LOCKED` so two nodes never hold one row, and
-//! retirement only by the current claim.
+//! retirement only by the current claim. It is the fleet's inbox too
+//! (`InboxStore`): a send writes its message and its intent row in one
+//! transaction, after a per-channel advisory lock that makes a channel's
+//! arrival order its commit order; the deletes take an execution's
+//! messages with its log.
 //!
 //! Every value is a bound parameter; the only text spliced into SQL is the
 //! validated [`Schema`] name.
@@ -64,6 +68,9 @@ mod config;
 mod conn;
 mod ended_index;
 mod error;
+mod inbox;
+mod inbox_migrate;
+mod inbox_sql;
 mod migrate;
 pub mod migration;
 mod retention_sql;

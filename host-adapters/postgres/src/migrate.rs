@@ -10,6 +10,7 @@ use tokio_postgres::types::ToSql;
 use crate::config::{MigrateOptions, Schema};
 use crate::ended_index::{self, EndedIndex};
 use crate::error::{self, OpenError};
+use crate::inbox_migrate::migrate_inbox;
 use crate::sql::schema_ddl;
 use crate::timer_migrate::migrate_timers;
 use crate::version::{SCHEMA_VERSION, stored_version};
@@ -37,8 +38,9 @@ pub struct MigrationReport {
     pub ended_index: EndedIndex,
 }
 
-/// Creates or upgrades loomfence's schema (the event log, the fences and
-/// the timers table, see [`PostgresTimerStore`](crate::PostgresTimerStore)).
+/// Creates or upgrades loomfence's schema (the event log, the fences, the
+/// timers table and the inbox, see
+/// [`PostgresTimerStore`](crate::PostgresTimerStore)).
 /// Idempotent, and safe when several
 /// processes boot at once: they queue on a per-schema advisory lock, and the
 /// one that waits longer than `options.lock_timeout` fails with the
@@ -98,6 +100,9 @@ pub async fn migrate(
     // Before the backfill, which can be long: a timers table that stays
     // locked fails the boot before that work, not after it.
     let timer_columns_added = migrate_timers(&transaction, schema, options).await?;
+    // With the timers, whose store sends into it: a send writes its
+    // message and its intent row in one transaction.
+    migrate_inbox(&transaction, schema, options).await?;
     let ended_index = match built {
         Some(built) => built,
         None => ended_index::in_transaction(&transaction, schema, options).await?,

@@ -42,13 +42,18 @@ pub(crate) fn lock_fence_row(s: &str) -> String {
 
 /// The deletion itself, for `p_id`, once the locks are held: the log, then a
 /// token-0 fence row (inert, a park's); a real token is kept, so a zombie
-/// writer of a re-created id stays fenced out. Counts the deleted events
-/// into `v_deleted` (which the function declares). Shared by the plain and
-/// the guarded delete, so the two cannot delete differently.
+/// writer of a re-created id stays fenced out. Then the execution's inbox
+/// messages, which go with its log: a re-created id must not find the old
+/// one's messages pending, or a sender's new message refused as a
+/// duplicate of an old one. Counts the deleted events into `v_deleted`
+/// (which the function declares). Shared by the plain and the guarded
+/// delete, so the two cannot delete differently.
 pub(crate) fn delete_log(s: &str) -> String {
     format!(
         "DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
          GET DIAGNOSTICS v_deleted = ROW_COUNT; \
-         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0;"
+         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0; \
+         {inbox}",
+        inbox = crate::inbox_sql::delete_of_execution(s),
     )
 }

@@ -21,6 +21,7 @@ use tokio_postgres::types::{Json, ToSql};
 use crate::config::Schema;
 use crate::conn::Conn;
 use crate::error::{self, corrupt_timer};
+use crate::inbox_sql::InboxSql;
 use crate::timer_sql::TimerSql;
 
 /// The timer rows of a fleet on PostgreSQL, beside its event logs.
@@ -38,6 +39,11 @@ use crate::timer_sql::TimerSql;
 /// transaction, so that an answer of a shape this store did not ask for is
 /// refused with the claim rolled back, as the error's "nothing happened"
 /// promises.
+///
+/// It is the fleet's inbox too ([`InboxStore`](loomfence_store::InboxStore),
+/// the `inbox` table `migrate` creates beside `timers`): a send writes its
+/// message and its intent row in one transaction, which only a store that
+/// owns both tables can do.
 #[derive(Clone)]
 pub struct PostgresTimerStore {
     /// The connections, shared with the event store.
@@ -45,7 +51,9 @@ pub struct PostgresTimerStore {
     /// Where the table lives.
     schema: Schema,
     /// The statements, built for the schema.
-    sql: Arc<TimerSql>,
+    pub(crate) sql: Arc<TimerSql>,
+    /// The inbox's statements, built for the schema (see `inbox.rs`).
+    pub(crate) inbox: Arc<InboxSql>,
 }
 
 impl std::fmt::Debug for PostgresTimerStore {
@@ -61,6 +69,7 @@ impl PostgresTimerStore {
     pub(crate) fn new(pool: Pool, schema: Schema) -> Self {
         Self {
             sql: Arc::new(TimerSql::new(&schema)),
+            inbox: Arc::new(InboxSql::new(&schema)),
             pool,
             schema,
         }
@@ -74,7 +83,7 @@ impl PostgresTimerStore {
     }
 
     /// A pooled connection.
-    async fn client(&self) -> Result<Conn, StoreError> {
+    pub(crate) async fn client(&self) -> Result<Conn, StoreError> {
         let client = self
             .pool
             .get()
@@ -183,7 +192,7 @@ impl PostgresTimerStore {
 /// Ends the claim's transaction without committing it. A connection that
 /// cannot is not handed back to the pool, so no caller inherits the open
 /// transaction.
-async fn roll_back(client: &Conn) {
+pub(crate) async fn roll_back(client: &Conn) {
     if client.batch_execute("ROLLBACK").await.is_err() {
         client.discard();
     }

@@ -27,6 +27,15 @@ use crate::error::{self, OpenError};
 /// `delete_execution_if` function is new (an older build neither calls nor
 /// replaces it), and the index of terminal events is maintained by the
 /// server for every writer, old or new.
+///
+/// The `inbox` table did not bump it, for the first reason: an older build
+/// never reads or writes it. What an older build does change is the delete
+/// functions, which it replaces (same version, so its `migrate` runs) with
+/// its own, which leave an execution's messages behind; while it is the
+/// last to have migrated, a deleted execution's messages stay until the
+/// next purge, and `migrate` from this build puts the deleting functions
+/// back. A fleet that mixes the two builds should migrate with the newer
+/// one last.
 pub const SCHEMA_VERSION: i64 = 2;
 
 /// The schema version the ledger records, `None` when there is no ledger

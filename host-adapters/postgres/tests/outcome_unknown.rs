@@ -10,7 +10,8 @@
 //!
 //! The timer store's writes are held to the same rule; its claim, which
 //! commits only after its rows read back, is not an unknown outcome when
-//! the connection is lost before that commit.
+//! the connection is lost before that commit, and neither is an inbox send
+//! cut before its `COMMIT`.
 //!
 //! The proxy is the test's own (tokio): it relays bytes both ways and
 //! watches the client's requests for a pattern the test arms.
@@ -25,11 +26,12 @@ use std::time::{Duration, Instant};
 use common::{AT, kernel};
 use loomfence_core::{
     ConditionalAppend, ExecutionId, KernelKind, ParkExpectation, ResumeRequest,
+    inbox::{Message, MessageKey, Sent},
     timer::{Completed, DueFilter, TimerRow},
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_runtime::{RuntimeError, resume};
-use loomfence_store::{EventStore, StoreError, TimerStore};
+use loomfence_store::{EventStore, InboxStore, StoreError, TimerStore};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -630,4 +632,98 @@ async fn a_timer_claim_cut_before_its_commit_is_a_retryable_error_and_claimed_no
         };
         assert_eq!(claim.number, 1, "{cut:?}: the cut claim was rolled back");
     }
+}
+
+/// A send whose first round trip (`BEGIN`, the channel lock, the insert)
+/// is cut, forwarded or not, committed nothing: `COMMIT` was never sent, so
+/// it is a plain retryable backend error, and sending again stores the
+/// message once with its intent row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_cut_before_its_commit_is_a_retryable_error_and_stored_nothing() {
+    let Some((proxy, proxied, direct)) = setup().await else {
+        return;
+    };
+    for (round, cut) in [Cut::BeforeForward, Cut::AfterForward]
+        .into_iter()
+        .enumerate()
+    {
+        let marker = format!("send-cut-before-commit-{round}");
+        let message = Message {
+            key: MessageKey::new(common::id(&marker), "c", "m").expect("a valid key"),
+            payload: json!(marker),
+            sent_at: 1,
+        };
+        let intent = message.intent(10).expect("an intent row");
+        proxy.arm(cut, carrying(&marker));
+        let outcome = proxied.timers().send(&message, &intent).await;
+        assert_eq!(proxy.fired(), round + 1);
+        match &outcome {
+            Err(StoreError::Backend(backend)) if backend.retryable => {}
+            other => panic!("{cut:?}: expected a retryable backend error, got {other:?}"),
+        }
+        // The server may still hold the cut transaction until it notices
+        // the closed connection; the resend waits for its channel lock.
+        let sent = direct
+            .timers()
+            .send(&message, &intent)
+            .await
+            .expect("sends again");
+        assert!(
+            matches!(sent, Sent::Stored { .. }),
+            "{cut:?}: the cut send stored nothing, got {sent:?}"
+        );
+        assert_eq!(
+            direct
+                .timers()
+                .messages(&message.key.execution_id)
+                .await
+                .expect("lists")
+                .len(),
+            1
+        );
+    }
+}
+
+/// A send whose second round trip (the intent row's upsert and `COMMIT`)
+/// is cut may have committed: `OutcomeUnknown`. Sending again settles it:
+/// the message and its intent row are there exactly once, whichever way
+/// the cut fell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_whose_commit_answer_is_lost_is_outcome_unknown_and_settles_on_a_resend() {
+    let Some((proxy, proxied, direct)) = setup().await else {
+        return;
+    };
+    let marker = "send-commit-lost";
+    let id = common::id(marker);
+    let message = Message {
+        key: MessageKey::new(id.clone(), "c", "m").expect("a valid key"),
+        payload: json!(1),
+        sent_at: 1,
+    };
+    let intent = message.intent(10).expect("an intent row");
+    // The upsert's bind carries the id and the re-drive flag; the first
+    // round trip carries the id and the payload, never the flag.
+    let id_bytes = marker.as_bytes().to_vec();
+    proxy.arm(Cut::AfterForward, move |bytes| {
+        contains(bytes, &id_bytes) && contains(bytes, b"\"attempt\"")
+    });
+    let outcome = proxied.timers().send(&message, &intent).await;
+    assert_eq!(proxy.fired(), 1);
+    assert!(
+        matches!(outcome, Err(StoreError::OutcomeUnknown(_))),
+        "expected OutcomeUnknown, got {outcome:?}"
+    );
+    let again = direct
+        .timers()
+        .send(&message, &intent)
+        .await
+        .expect("sends again");
+    println!("the resend answered {again:?}");
+    assert_eq!(direct.timers().messages(&id).await.expect("lists").len(), 1);
+    let due = direct
+        .timers()
+        .due(1_000, 10, DueFilter::default())
+        .await
+        .expect("lists");
+    assert_eq!(due, [intent], "its intent row, once");
 }
