@@ -65,10 +65,12 @@ pub(crate) fn create_index(schema: &Schema) -> String {
     )
 }
 
-/// The deletion of `p_id`'s messages inside the delete functions, when the
-/// table exists: a schema migrated by a build without the inbox has the
-/// functions' callers but not the table, and PL/pgSQL plans the `DELETE`
-/// only when it runs.
+/// The deletion of `p_id`'s messages inside the delete functions, in their
+/// transaction, when the table exists. `migrate` creates the functions
+/// before the table, and a schema can lose the table (an operator drops
+/// it) while keeping its logs: the deletes must work there too. PL/pgSQL
+/// plans the `DELETE` only when it runs, so the function is valid either
+/// way.
 pub(crate) fn delete_of_execution(s: &str) -> String {
     format!(
         "IF to_regclass('{s}.{TABLE}') IS NOT NULL THEN \
@@ -192,6 +194,24 @@ mod tests {
         let sql = InboxSql::new(&Schema::default());
         assert!(sql.lock.contains("hashtext('loomfence.inbox.loomfence')"));
         assert!(!sql.lock.contains("hashtext('loomfence.loomfence')"));
+    }
+
+    #[test]
+    fn the_insert_draws_an_arrival_only_for_an_absent_key() {
+        let sql = InboxSql::new(&Schema::default());
+        let found = sql
+            .insert
+            .find("WITH found AS")
+            .expect("reads the key first");
+        let guarded = sql
+            .insert
+            .find("WHERE NOT EXISTS (SELECT 1 FROM found)")
+            .expect("inserts only when absent");
+        assert!(found < guarded);
+        assert!(
+            !sql.insert.contains("VALUES"),
+            "a VALUES row would draw always"
+        );
     }
 
     #[test]
