@@ -2,7 +2,7 @@
 //! delivery, and the answer a body receives.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::event::{Envelope, NewEvent};
 use crate::fire::TimerRow;
@@ -265,15 +265,18 @@ pub fn consumed_in(events: &[Envelope]) -> Vec<(String, String)> {
 /// "payload", "sentAt"}}`, where `i` is the MESSAGE wait it answers.
 #[must_use]
 pub fn message_answer(wait: usize, message: &Message) -> Value {
-    json!({
-        "wait": wait,
-        "message": {
-            "channel": message.key.channel,
-            "messageId": message.key.message_id,
-            "payload": message.payload,
-            "sentAt": message.sent_at,
-        }
-    })
+    // Built field by field rather than with `json!`, which would serialize
+    // each value into a new one (code the npm package need not carry).
+    let text = |text: &str| Value::String(text.to_owned());
+    let mut inner = JsonObject::new();
+    inner.insert(CHANNEL.to_owned(), text(&message.key.channel));
+    inner.insert(MESSAGE_ID.to_owned(), text(&message.key.message_id));
+    inner.insert(PAYLOAD.to_owned(), message.payload.clone());
+    inner.insert("sentAt".to_owned(), Value::from(message.sent_at));
+    let mut answer = JsonObject::new();
+    answer.insert("wait".to_owned(), Value::from(wait));
+    answer.insert("message".to_owned(), Value::Object(inner));
+    Value::Object(answer)
 }
 
 #[cfg(test)]
@@ -281,6 +284,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_answer_has_the_documented_shape() {
+        let message = Message {
+            key: MessageKey::new(ExecutionId::new("e").expect("id"), "c", "m").expect("key"),
+            payload: json!({ "n": 1.5 }),
+            sent_at: 9,
+        };
+        assert_eq!(
+            message_answer(2, &message),
+            json!({ "wait": 2, "message": {
+                "channel": "c", "messageId": "m", "payload": { "n": 1.5 }, "sentAt": 9
+            }})
+        );
+    }
 
     #[test]
     fn the_counted_length_is_the_json_texts_except_for_fractions() {
