@@ -18,7 +18,7 @@ use loomfence_sim::inbox::random::{run_many, run_one};
 use loomfence_sim::inbox::{Breach, Cast, CrashPoint, Drain, Mode, Start, World};
 
 /// Random schedules of the design per run.
-const SCHEDULES: u64 = 10_000;
+const SCHEDULES: u64 = 40_000;
 
 /// The cast of an exhaustive world: the design, `S` crashable.
 fn cast(start: Start, retry: bool, other: bool, dead: usize) -> Cast {
@@ -126,12 +126,9 @@ fn a_message_before_the_park_is_delivered_once_in_every_interleaving() {
 #[test]
 fn two_messages_on_one_channel_are_consumed_in_arrival_order() {
     let explored = sound(
-        "two messages: S, O, body parking twice; re-driver after",
-        &Cast {
-            crashable: Vec::new(),
-            ..cast(Start::Parked, false, true, 0)
-        },
-        &[],
+        "two messages: S (crashing), O, body parking twice; re-driver after",
+        &cast(Start::Parked, false, true, 0),
+        &POINTS,
     );
     assert!(explored.terminal_states > 100);
 }

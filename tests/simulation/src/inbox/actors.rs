@@ -287,54 +287,50 @@ impl Redriver {
             return Ok(());
         };
         env.now = *now;
-        loop {
-            match fire.poll() {
-                FirePoll::Done(outcome) => {
-                    if outcome.exhausted().is_some() {
-                        self.exhausted += 1;
-                    }
-                    return Ok(());
+        match fire.poll() {
+            FirePoll::Done(outcome) => {
+                if outcome.exhausted().is_some() {
+                    self.exhausted += 1;
                 }
-                FirePoll::Act(FireAction::Redrive { row, .. }) => {
-                    let check = self.check.get_or_insert_with(|| {
-                        Deliverer::new(DeliverMachine::check(
-                            row.execution_id.clone(),
-                            DeliverOptions {
-                                on_contention: OnContention::Answer,
-                                ..DeliverOptions::default()
-                            },
-                        ))
-                    });
-                    check.step(env)?;
-                    if check.rejected().is_some() {
-                        // Stopped on a finding: the fire stays in hand,
-                        // as a fire whose host failed would.
-                        self.fire = Some((claim, fire));
-                        return Ok(());
-                    }
-                    if let Some(outcome) = check.outcome() {
-                        fire.handle_redrive(outcome.redrive_answer())?;
-                        self.check = None;
-                    }
+                Ok(())
+            }
+            FirePoll::Act(FireAction::Redrive { row, .. }) => {
+                let check = self.check.get_or_insert_with(|| {
+                    Deliverer::new(DeliverMachine::check(
+                        row.execution_id.clone(),
+                        DeliverOptions {
+                            on_contention: OnContention::Answer,
+                            ..DeliverOptions::default()
+                        },
+                    ))
+                });
+                check.step(env)?;
+                if check.rejected().is_some() {
+                    // Stopped on a finding: the fire stays in hand,
+                    // as a fire whose host failed would.
                     self.fire = Some((claim, fire));
                     return Ok(());
                 }
-                FirePoll::Act(FireAction::Complete(_)) => {
-                    let _ = env.timers.complete(&claim)?;
-                    fire.handle_completed()?;
-                    self.finish(&fire);
-                    return Ok(());
+                if let Some(outcome) = check.outcome() {
+                    fire.handle_redrive(outcome.redrive_answer())?;
+                    self.check = None;
                 }
-                FirePoll::Act(FireAction::Reschedule(next)) => {
-                    let _ = env.timers.reschedule(&claim, &next)?;
-                    fire.handle_rescheduled()?;
-                    self.finish(&fire);
-                    return Ok(());
-                }
-                _ => {
-                    return Err(InboxSimError::UnknownAction("a re-drive fire's action"));
-                }
+                self.fire = Some((claim, fire));
+                Ok(())
             }
+            FirePoll::Act(FireAction::Complete(_)) => {
+                let _ = env.timers.complete(&claim)?;
+                fire.handle_completed()?;
+                self.finish(&fire);
+                Ok(())
+            }
+            FirePoll::Act(FireAction::Reschedule(next)) => {
+                let _ = env.timers.reschedule(&claim, &next)?;
+                fire.handle_rescheduled()?;
+                self.finish(&fire);
+                Ok(())
+            }
+            _ => Err(InboxSimError::UnknownAction("a re-drive fire's action")),
         }
     }
 

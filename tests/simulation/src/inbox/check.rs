@@ -25,8 +25,8 @@
 
 use loomfence_core::{ContractError, Envelope, KernelKind, inbox::InboxEntry};
 
-use super::actors::Body;
 use super::error::InboxSimError;
+use super::pump::Deliverer;
 use super::world::{Actor, World, execution_id};
 
 /// One thing wrong.
@@ -215,9 +215,7 @@ pub fn breaches(world: &World) -> Result<Vec<Breach>, InboxSimError> {
     for (actor, label) in world.actors.iter().zip(&world.labels) {
         let rejected = match actor {
             Actor::Sender(sender) => sender.delivery.rejected(),
-            Actor::Body(Body {
-                check: Some(check), ..
-            }) => check.rejected(),
+            Actor::Body(body) => body.check.as_ref().and_then(Deliverer::rejected),
             Actor::Redriver(redriver) => redriver.rejected(),
             _ => None,
         };

@@ -80,15 +80,15 @@ pub enum Drain {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Actor {
     /// A sender.
-    Sender(Sender),
+    Sender(Box<Sender>),
     /// The TIMER wait's wake.
-    Wake(Wake),
+    Wake(Box<Wake>),
     /// A dead acquirer.
     Dead(Dead),
     /// The execution's body.
-    Body(Body),
+    Body(Box<Body>),
     /// The inbox re-driver.
-    Redriver(Redriver),
+    Redriver(Box<Redriver>),
 }
 
 /// A move of a schedule.
@@ -166,16 +166,16 @@ impl World {
         }
         for (label, message_id, sent_at) in senders {
             let machine = DeliverMachine::notify(message(message_id, sent_at)?, options)?;
-            actors.push(Actor::Sender(Sender {
+            actors.push(Actor::Sender(Box::new(Sender {
                 label,
                 delivery: Deliverer::new(machine),
                 may_crash: cast.crashable.contains(&label),
                 crashed: None,
-            }));
+            })));
             labels.push(label);
         }
         if cast.start == Start::ParkedWithTimer {
-            actors.push(Actor::Wake(Wake::new(id.clone(), WAKE_AT)?));
+            actors.push(Actor::Wake(Box::new(Wake::new(id.clone(), WAKE_AT)?)));
             labels.push('T');
         }
         for label in ('P'..='W').take(cast.dead) {
@@ -184,16 +184,18 @@ impl World {
         }
         // Enough parks for every message, and one more for the timer.
         let parks = messages + u32::from(cast.start == Start::ParkedWithTimer);
-        actors.push(Actor::Body(Body {
+        actors.push(Actor::Body(Box::new(Body {
             parks_written: u32::from(cast.start != Start::ParksLater),
             parks,
             waits: vec![channel],
             check: None,
             options,
             fenced_out: false,
-        }));
+        })));
         labels.push('B');
-        actors.push(Actor::Redriver(Redriver::new(RedrivePolicy::default())));
+        actors.push(Actor::Redriver(Box::new(Redriver::new(
+            RedrivePolicy::default(),
+        ))));
         labels.push('X');
         Ok(Self {
             store,
