@@ -15,7 +15,7 @@ use std::time::{Instant, SystemTime};
 use loomfence_core::supervise::OnContention;
 use loomfence_sim::inbox::explore::{Exploration, explore};
 use loomfence_sim::inbox::random::{run_many, run_one};
-use loomfence_sim::inbox::{Breach, Cast, CrashPoint, Drain, Mode, Start, World};
+use loomfence_sim::inbox::{Breach, Cast, CrashPoint, Drain, Mode, Move, Start, World};
 
 /// Random schedules of the design per run.
 const SCHEDULES: u64 = 40_000;
@@ -29,6 +29,7 @@ fn cast(start: Start, retry: bool, other: bool, dead: usize) -> Cast {
         dead,
         crashable: vec!['S'],
         on_contention: OnContention::Answer,
+        park_check: OnContention::WriteRow,
         mode: Mode::Faithful,
         drain: Drain::AtTheEnd,
     }
@@ -143,6 +144,58 @@ fn contended_senders_writing_rows_still_deliver_once() {
         "contended: S (crashing), dead P and Q, rows on contention; re-driver after",
         &cast,
         &POINTS,
+    );
+}
+
+/// A message whose intent row fired before the park (nothing to deliver
+/// then, so the row was retired) has only the park-time check left. If
+/// three dead acquirers contend that check and it writes no row, the
+/// message waits for good; writing the first re-drive row (as every
+/// park-time check must) delivers it. The schedule, by label: `S` sends
+/// (no park yet), `X` fires the intent row (waiting, retired), `B` parks
+/// and checks while `P`, `Q`, `U` each bump the token just before one of
+/// its three acquisitions.
+#[test]
+fn a_contended_park_time_check_must_write_a_row() {
+    let mut seen = Vec::new();
+    for park_check in [OnContention::Answer, OnContention::WriteRow] {
+        let cast = Cast {
+            park_check,
+            drain: Drain::Racing,
+            crashable: Vec::new(),
+            ..cast(Start::ParksLater, false, false, 3)
+        };
+        let mut world = World::new(&cast).expect("a world");
+        let mut moves = Vec::new();
+        for label in "SSXXXBPBBBBQBBUB".chars() {
+            let index = world
+                .labels
+                .iter()
+                .position(|known| *known == label)
+                .expect("a label");
+            world.apply(Move::Step(index)).expect("steps");
+            moves.push(Move::Step(index));
+        }
+        while let Some(&next) = world.moves().expect("moves").first() {
+            world.apply(next).expect("steps");
+            moves.push(next);
+        }
+        let found = loomfence_sim::inbox::check::breaches(&world).expect("checks");
+        println!(
+            "park-time check {park_check:?}: {} -> {found:?}",
+            world.render(&moves)
+        );
+        seen.push(found);
+    }
+    assert!(
+        matches!(seen[0].as_slice(), [Breach::Undelivered { .. }]),
+        "without a row the message waits for good: {:?}",
+        seen[0]
+    );
+    assert!(
+        seen[1].is_empty(),
+        "with the row it is delivered: {:?}",
+        seen[1]
     );
 }
 

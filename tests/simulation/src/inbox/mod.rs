@@ -11,7 +11,7 @@
 //!   its mark.
 //! - **The timer wake** `T` of a park on `[MESSAGE, TIMER]`, a
 //!   [`FireMachine`](loomfence_core::timer::FireMachine) of the plain row.
-//! - **Dead acquirers** `P, Q, …`: each `acquire_fence_if`s the open park
+//! - **Dead acquirers** `P, Q, U, …`: each `acquire_fence_if`s the open park
 //!   once and dies.
 //! - **The body** `B`: after each resume it parks on the channel again (once
 //!   per message, once more for the timer) and runs the park-time check; in

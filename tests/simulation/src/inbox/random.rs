@@ -71,7 +71,7 @@ pub struct Summary {
 
 /// Draws a cast: any start, a retry and a second message each half the
 /// time, 0 to 3 dead acquirers, every sender crashable, either contention
-/// answer, in `mode`.
+/// answer for the senders (park-time checks write a row), in `mode`.
 fn cast(rng: &mut Xoshiro256PlusPlus, mode: Mode) -> Cast {
     let start = match rng.random_range(0..3) {
         0 => Start::Parked,
@@ -90,6 +90,7 @@ fn cast(rng: &mut Xoshiro256PlusPlus, mode: Mode) -> Cast {
         dead: rng.random_range(0..=3),
         crashable: vec!['S', 'R', 'O'],
         on_contention,
+        park_check: OnContention::WriteRow,
         mode,
         drain: Drain::Racing,
     }

@@ -51,12 +51,19 @@ pub struct Cast {
     pub retry: bool,
     /// `O`: a sender of `m2` on the same channel.
     pub other: bool,
-    /// Dead acquirers `P, Q, …`.
+    /// Dead acquirers `P, Q, U, V, W, Y` (at most six: letters that no
+    /// other actor uses).
     pub dead: usize,
     /// Which senders the search may crash, by label.
     pub crashable: Vec<char>,
-    /// What a contended sender or park-time check does.
+    /// What a contended sender does (its intent row covers it either
+    /// way).
     pub on_contention: OnContention,
+    /// What a contended park-time check does. It must write a row
+    /// ([`OnContention::WriteRow`]): a message whose intent row fired
+    /// before the park (and was retired, nothing to deliver then) has no
+    /// other row to carry it.
+    pub park_check: OnContention,
     /// How hosts perform resumes.
     pub mode: Mode,
     /// Whether the re-driver races the others ([`Drain::Racing`]) or
@@ -154,6 +161,10 @@ impl World {
             on_contention: cast.on_contention,
             ..DeliverOptions::default()
         };
+        let park_check = DeliverOptions {
+            on_contention: cast.park_check,
+            ..DeliverOptions::default()
+        };
         let messages = 1 + u32::from(cast.other);
         let mut actors = Vec::new();
         let mut labels = Vec::new();
@@ -178,7 +189,7 @@ impl World {
             actors.push(Actor::Wake(Box::new(Wake::new(id.clone(), WAKE_AT)?)));
             labels.push('T');
         }
-        for label in ('P'..='W').take(cast.dead) {
+        for label in ['P', 'Q', 'U', 'V', 'W', 'Y'].into_iter().take(cast.dead) {
             actors.push(Actor::Dead(Dead { took: None }));
             labels.push(label);
         }
@@ -189,7 +200,7 @@ impl World {
             parks,
             waits: vec![channel],
             check: None,
-            options,
+            options: park_check,
             fenced_out: false,
         })));
         labels.push('B');
