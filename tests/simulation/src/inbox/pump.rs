@@ -143,7 +143,14 @@ impl Deliverer {
             return Ok(());
         }
         match self.act(env) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // An end that needs no store is recorded with the step
+                // that led to it, so a finished delivery takes no step.
+                if let DeliverPoll::Done(outcome) = self.machine.poll() {
+                    self.outcome = Some(outcome);
+                }
+                Ok(())
+            }
             Err(Fault::Rejected(error)) => {
                 self.rejected = Some(error);
                 Ok(())
