@@ -30,3 +30,6 @@ pub use message::{
     StoredMessage, check_channel, consumed_event, consumed_in, message_answer,
 };
 pub use table::{InboxEntry, InboxTable, MAX_PENDING_LIMIT, check_pending};
+
+#[cfg(test)]
+mod tests;

@@ -33,6 +33,10 @@
 //! - [`redrive`]: live re-drive: supervisors, timer services,
 //!   dead acquirers and crashes over the event store and the timer table
 //!   under a virtual clock, seeded; its own world, checks and runner.
+//! - [`inbox`]: a notify crashing midway: senders, a retry, a timer wake,
+//!   dead acquirers and the inbox re-driver over the event store, the inbox
+//!   and the timer table; every interleaving of small worlds, seeded random
+//!   ones of bigger worlds, and two negative controls (`tests/inbox.rs`).
 //! - [`error`]: why a simulation could not go on (never an invariant
 //!   violation: those are results, see [`check::Violation`]).
 //!
@@ -56,6 +60,7 @@ pub mod check;
 pub mod enumerate;
 pub mod error;
 pub mod explore;
+pub mod inbox;
 pub mod random;
 pub mod redrive;
 pub mod trace;
