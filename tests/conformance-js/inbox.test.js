@@ -65,6 +65,16 @@ for (const [label, make] of STORES) {
       assert.equal((await s.inbox.messages('e'))[0].consumed, true);
     });
 
+    test('a park on a channel writes its intent row first; a park without one writes none', async () => {
+      const s = await setup(make());
+      await s.messages.park('e', [WAIT]);
+      const rows = await s.inbox.due(Number.MAX_SAFE_INTEGER, 10);
+      assert.deepEqual(rows, [{ executionId: 'e', wakeAt: AT + INTENT_MS, redrive: { attempt: 0 } }]);
+      const t = await setup(make());
+      await t.messages.park('e', [{ kind: 'TIMER', wakeAt: AT + 60_000 }]);
+      assert.deepEqual(await t.inbox.due(Number.MAX_SAFE_INTEGER, 10), []);
+    });
+
     test('a notify while parked delivers at once: the two events adjacent, the answer the message', async () => {
       const s = await setup(make());
       assert.equal((await s.messages.park('e', [{ kind: 'TIMER', wakeAt: AT + 60_000 }, WAIT])).delivered, null);

@@ -4,7 +4,8 @@
 // index.js and browser.js; it costs the .wasm nothing.
 //
 // It decides nothing: it performs the action the machine names and feeds the
-// answer back (readLog: store.readRange(id, 1); send: inbox.send(message,
+// answer back (readLog: store.readRange(id, 1); appendPark:
+// store.append(id, event); send: inbox.send(message,
 // intent); readPending: inbox.pending(id, channels, limit); markConsumed:
 // inbox.markConsumed(key); resume: the ResumeMachine the machine builds,
 // driven by the package's resume loop, which appends [MESSAGE_CONSUMED,
@@ -12,7 +13,7 @@
 // writeRow: inbox.schedule(row)), and hands the outcome on: to the caller,
 // or, from the re-driver, to onResumed and a TimerService.
 
-import { DeliverMachine, RedrivePolicy, errorClasses, parkEvent } from './dist/loomfence_wasm.js';
+import { DeliverMachine, RedrivePolicy, errorClasses } from './dist/loomfence_wasm.js';
 import { known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { drive } from './resume.js';
@@ -68,7 +69,7 @@ export class Inbox {
     const { redrive = false, policy, intentDelayMs = INTENT_DELAY_MS, now = Date.now, random = Math.random } = options;
     const { onResumed = () => {}, onError = (error, executionId) => console.error(`loomfence Inbox: ${executionId}:`, error) } = options;
     store('store', events, ['readRange', 'appendIfParked', 'append'], bad);
-    store('inbox', inbox, redrive ? ['send', 'pending', 'markConsumed', 'schedule'] : ['send', 'pending', 'markConsumed'], bad);
+    store('inbox', inbox, ['send', 'pending', 'markConsumed', 'schedule'], bad);
     for (const [name, f] of Object.entries({ now, random, onResumed, onError })) {
       if (typeof f !== 'function') throw bad(`options.${name} must be a function`);
     }
@@ -82,23 +83,24 @@ export class Inbox {
   async notify(message) {
     const { executionId, channel, messageId, payload } = fields(message, NOTIFY, 'notify(message)', 'INVALID_MESSAGE');
     const machine = DeliverMachine.notify({ executionId, channel, messageId, payload, sentAt: this.#now() }, ...this.#machine);
-    return answer(...(await this.#deliver(machine)), true);
+    const [done, sent] = await this.#deliver(machine);
+    return answer(done, sent, true);
   }
 
-  /** Writes the park, then delivers what it can take at once (the park-time check). */
+  /** Writes the park (after its intent row, when it waits on a channel), then delivers what it can take at once. */
   async park(executionId, waits, given = {}) {
     const { fence, at } = fields(given, PARK, 'park(executionId, waits, options)', 'INVALID_OPTIONS');
-    // Checked before anything is written: the check's machine refuses a bad id, parkEvent bad waits.
-    DeliverMachine.check(executionId, ...this.#machine).free();
-    const event = parkEvent(waits, at ?? this.#now(), fence);
-    const park = await this.#store.append(executionId, event);
-    const delivery = await this.check(executionId);
+    // Made (and so checked: the id, the waits) before anything is written.
+    const machine = DeliverMachine.park(executionId, waits, at ?? this.#now(), fence, ...this.#machine);
+    const [done, , park] = await this.#deliver(machine);
+    const delivery = answer(done, null, false);
     return { park, delivered: delivery.result === 'delivered' ? { message: delivery.message, resumed: delivery.resumed } : null };
   }
 
   /** Delivers what the execution's open park can take from the inbox. */
   async check(executionId) {
-    return answer(...(await this.#deliver(DeliverMachine.check(executionId, ...this.#machine))), false);
+    const [done, sent] = await this.#deliver(DeliverMachine.check(executionId, ...this.#machine));
+    return answer(done, sent, false);
   }
 
   /** This inbox as a TimerService re-driver (see index.d.ts). */
@@ -117,14 +119,19 @@ export class Inbox {
     };
   }
 
-  /** Runs one machine to its end: [its outcome, what its send answered]; a store failure rejects. */
+  /** Runs one machine to its end: [its outcome, what its send answered, the park it wrote]; a store failure rejects. */
   async #deliver(machine) {
     const id = machine.executionId;
+    let park = null;
     try {
       for (;;) {
         const step = machine.poll();
-        if ('done' in step) return [step.done, machine.sent];
+        if ('done' in step) return [step.done, machine.sent, park];
         if (step.act === 'readLog') machine.handleLog(await this.#store.readRange(id, 1));
+        else if (step.act === 'appendPark') {
+          park = await this.#store.append(id, step.event);
+          machine.handleParked(park);
+        }
         else if (step.act === 'send') machine.handleSent(await this.#inbox.send(step.message, step.intent));
         else if (step.act === 'readPending') machine.handlePending(await this.#inbox.pending(id, step.channels, step.limit), this.#now());
         else if (step.act === 'markConsumed') {

@@ -1080,8 +1080,8 @@ export type Delivery =
  * consumed at least once.
  */
 export class Inbox {
-  /** `store`: where every log lives (`readRange`, `appendIfParked`, `append`); `inbox`: an `InboxStore`. */
-  constructor(store: EventStore, inbox: Pick<InboxStore, 'send' | 'pending' | 'markConsumed'> & Partial<InboxStore>, options?: InboxOptions);
+  /** `store`: where every log lives (`readRange`, `appendIfParked`, `append`); `inbox`: an `InboxStore` (`send`, `pending`, `markConsumed`, `schedule` are called). */
+  constructor(store: EventStore, inbox: Pick<InboxStore, 'send' | 'pending' | 'markConsumed' | 'schedule'> & Partial<InboxStore>, options?: InboxOptions);
   /**
    * Sends a message (stamped `now()`) with its intent row, then delivers
    * what the execution's open park can take. Malformed input rejects with
@@ -1093,9 +1093,12 @@ export class Inbox {
   /**
    * Appends the park (`EXECUTION_SUSPENDED`, payload `{ waits }`, under the
    * token `fence` when given, stamped `at` or `now()`), then checks the
-   * inbox: a message that came before the park is delivered at once.
-   * Waits the core cannot read reject with `InputError` `INVALID_PARK`
-   * before anything is written.
+   * inbox: a message that came before the park is delivered at once. A
+   * park on a channel first writes its own intent row (`inbox.schedule`,
+   * due `intentDelayMs` after `at`), so a host that dies between the park
+   * and its check, or a contended check, leaves the delivery to the
+   * re-driver. Waits the core cannot read reject with `InputError`
+   * `INVALID_PARK` before anything is written.
    */
   park(executionId: string, waits: unknown[], options?: { fence?: number; at?: number }): Promise<{ park: Envelope; delivered: { message: MessageKey; resumed: Resumed } | null }>;
   /** Delivers what the execution's open park can take from the inbox. */

@@ -1,7 +1,6 @@
 //! `DeliverMachine` for JavaScript: the core's delivery of messages (a
 //! notify, the park-time check, the inbox's re-drive), sans-IO, which the
-//! package's `Inbox` (`npm/inbox.js`) pumps; and `parkEvent`, the park an
-//! `Inbox` writes.
+//! package's `Inbox` (`npm/inbox.js`) pumps, a park included.
 //!
 //! The host polls it for the next action as a plain object, performs it (a
 //! read, an inbox call, the resume it builds with `resumeOn`, a draw, a
@@ -12,12 +11,11 @@
 //! `UNEXPECTED_ANSWER`) and leaves the machine as it was.
 
 use loomfence_core::{
-    ContractError, Error, ExecutionId, InputError, KernelKind, NewEvent, Poll, ResumeMachine,
+    ContractError, Error, InputError, KernelKind, NewEvent, Poll, ResumeMachine,
     inbox::{
         DeliverAction, DeliverMachine, DeliverOptions, DeliverOutcome, DeliverPoll, NotDeliverable,
         PENDING_PAGE,
     },
-    park::waits_of,
     supervise::OnContention,
     timer::MAX_TIMER_MS,
 };
@@ -146,6 +144,28 @@ impl DeliverMachineJs {
         })
     }
 
+    /// A park of `executionId` on `waits` at `at` (under the token `fence`,
+    /// if given): its intent row when it waits on a channel, the park
+    /// (`appendPark`), then a check, as `check` does. Waits the core cannot
+    /// read are an `InputError` `INVALID_PARK`, before anything is written.
+    #[allow(clippy::too_many_arguments)]
+    pub fn park(
+        execution_id: JsValue,
+        waits: JsValue,
+        at: JsValue,
+        fence: JsValue,
+        intent_delay_ms: JsValue,
+        policy: &RedrivePolicyJs,
+        write_row: bool,
+    ) -> Result<DeliverMachineJs, JsValue> {
+        let id = inbox::execution_id(&execution_id)?;
+        let event = park_of(&waits, &at, &fence)?;
+        let options = options(&intent_delay_ms, policy, write_row)?;
+        let machine = DeliverMachine::park(id, event, options)
+            .map_err(|e| js_errors::invalid(&e.to_string(), INVALID_PARK))?;
+        Ok(Self { machine })
+    }
+
     /// The execution delivered to.
     #[wasm_bindgen(getter, js_name = executionId)]
     #[must_use]
@@ -194,6 +214,9 @@ impl DeliverMachineJs {
             DeliverPoll::Act(DeliverAction::Draw) => act("draw"),
             DeliverPoll::Act(DeliverAction::WriteRow(row)) => {
                 act("writeRow").set("row", &row_js(&row))
+            }
+            DeliverPoll::Act(DeliverAction::AppendPark(event)) => {
+                act("appendPark").set("event", &out::new_event(&event))
             }
             _ => return Err(js_errors::internal("an action this binding does not know")),
         }
@@ -279,6 +302,20 @@ impl DeliverMachineJs {
         })
     }
 
+    /// Answers `appendPark` with the envelope the event store's `append`
+    /// resolved to.
+    #[wasm_bindgen(js_name = handleParked)]
+    pub fn handle_parked(&mut self, park: JsValue) -> Result<(), JsValue> {
+        let parks = log_answer(&js_sys::Array::of1(&park).into())?;
+        let [park] = parks.as_slice() else {
+            return Err(refuse(
+                "appendPark() must resolve to one envelope",
+                UNEXPECTED_ANSWER,
+            ));
+        };
+        self.machine.handle_parked(park).map_err(|e| refused(&e))
+    }
+
     /// Acknowledges `writeRow`: the timer store's `schedule` resolved.
     #[wasm_bindgen(js_name = handleWritten)]
     pub fn handle_written(&mut self) -> Result<(), JsValue> {
@@ -286,32 +323,24 @@ impl DeliverMachineJs {
     }
 }
 
-/// The park an `Inbox` writes: `EXECUTION_SUSPENDED` with payload `{ waits
-/// }`, waits the core's reader accepts, stamped `at`, under the token `fence` when
-/// one is given (`undefined` or `null`: none). Waits the core cannot read
-/// are an `InputError` `INVALID_PARK`, before anything is written.
-#[wasm_bindgen(js_name = parkEvent)]
-pub fn park_event(waits: JsValue, at: JsValue, fence: JsValue) -> Result<JsValue, JsValue> {
-    let raw = json::value("waits", INVALID_PARK, &waits)?;
+/// The park `DeliverMachine.park` writes: `EXECUTION_SUSPENDED` with
+/// payload `{ waits }`, waits as given once the core's reader accepts them,
+/// stamped `at`, under the token `fence` when one is given (`undefined` or
+/// `null`: none).
+fn park_of(waits: &JsValue, at: &JsValue, fence: &JsValue) -> Result<NewEvent, JsValue> {
+    let raw = json::value("waits", INVALID_PARK, waits)?;
     if !matches!(raw, Value::Array(_)) {
         return Err(js_errors::invalid("waits must be an array", INVALID_PARK));
     }
-    let at = values::timestamp("at", "NOT_A_NUMBER", &at)?;
-    let fence = values::optional_counter("fence", &fence)?;
+    let at = values::timestamp("at", "NOT_A_NUMBER", at)?;
+    let fence = values::optional_counter("fence", fence)?;
     let mut payload = loomfence_core::JsonObject::new();
     payload.insert("waits".to_owned(), raw);
     let mut event = NewEvent::kernel(KernelKind::ExecutionSuspended, at).with_payload(payload);
-    // Read by the core's own reader, as every park is (it refuses a wait
-    // with a field it does not know): a parked execution whose waits nobody
-    // can read would never be resumed.
-    let probe = event.clone().into_envelope(
-        ExecutionId::try_from("park").map_err(|e| js_errors::id(&e))?,
-        1,
-    );
-    waits_of(&probe).map_err(|e| js_errors::invalid(&e.to_string(), INVALID_PARK))?;
+    // The core's `DeliverMachine::park` reads the waits with its own reader
+    // and checks the event, before anything is written.
     if let Some(fence) = fence {
         event = event.with_fence(fence);
     }
-    event.check().map_err(|e| js_errors::input(&e))?;
-    Ok(out::new_event(&event))
+    Ok(event)
 }

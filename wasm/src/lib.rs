@@ -43,10 +43,9 @@
 //!   `ChildSupervisor` (`npm/supervisor.js`) drives and does not export.
 //! - Messages: `MemoryTimerStore`'s inbox methods (`send`, `pending`,
 //!   `markConsumed`, `purge`, `messages`: the core's `InboxTable`, in the
-//!   same step as the timers), `DeliverMachine` (a notify, the park-time
-//!   check and the inbox's re-drive, polled like `FireMachine`) and
-//!   `parkEvent` (the park the package's `Inbox` writes), which `Inbox`
-//!   (`npm/inbox.js`) drives and does not export.
+//!   same step as the timers) and `DeliverMachine` (a notify, a park with
+//!   its check, and the inbox's re-drive, polled like `FireMachine`), which
+//!   `Inbox` (`npm/inbox.js`) drives and does not export.
 
 mod claim_page;
 mod deliver;
@@ -73,7 +72,7 @@ mod timer_values;
 mod values;
 mod wake_backoff;
 
-pub use deliver::{DeliverMachineJs, park_event};
+pub use deliver::DeliverMachineJs;
 pub use fire::FireMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};

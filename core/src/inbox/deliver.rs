@@ -19,6 +19,13 @@
 //!    sender dies before step 5, the row's re-driver finishes the delivery.
 //!    A second send of the same key stores nothing and still goes on, so a
 //!    sender that retries after a crash delivers at once.
+//!    A park ([`DeliverMachine::park`]) instead writes its own intent row
+//!    first, when it waits on a channel ([`DeliverAction::WriteRow`]), then
+//!    the park itself ([`DeliverAction::AppendPark`]), then goes on as a
+//!    check: a message that arrived before the park (whose own intent row
+//!    may have fired and found no park) is delivered now, and if the host
+//!    dies between the park and its check, or the check is contended, the
+//!    park's intent row finishes it.
 //! 3. **Find the open park's MESSAGE waits.** None (not parked, parked on
 //!    other things only, a wait this node cannot read): the message waits
 //!    in the inbox ([`DeliverOutcome::Waiting`]) for a park that names its
@@ -55,11 +62,12 @@
 
 use crate::contract::ContractError;
 use crate::error::Error;
-use crate::event::Envelope;
+use crate::event::{Envelope, NewEvent};
 use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::input::{ExecutionId, InputError};
 use crate::json::JsonObject;
+use crate::kind::KernelKind;
 use crate::park::{Wait, waits_in};
 use crate::redrive_policy::{Draw, RedrivePolicy};
 use crate::resume_machine::{
@@ -158,9 +166,15 @@ pub enum DeliverAction {
     /// Draw a number in `[0, 1)` for the re-drive row's jitter and read
     /// the clock; answer with [`DeliverMachine::handle_draw`].
     Draw,
-    /// Write this re-drive row to the timer store; answer with
+    /// Write this re-drive row to the timer store (a park's intent row, or
+    /// the first row of a contended delivery's chain); answer with
     /// [`DeliverMachine::handle_written`].
     WriteRow(TimerRow),
+    /// Append this park (`EXECUTION_SUSPENDED`, under the body's token if
+    /// it holds one) with a plain append; answer with
+    /// [`DeliverMachine::handle_parked`]. A stale fence is the body's
+    /// answer, not the machine's: the host stops.
+    AppendPark(NewEvent),
 }
 
 /// How a delivery ended.
@@ -231,6 +245,10 @@ enum AfterRepair {
 /// action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
+    /// Write a park's intent row, then the park.
+    ParkIntent(TimerRow),
+    /// Append the park.
+    AppendPark(NewEvent),
     /// Read the log.
     ReadLog,
     /// Store the message.
@@ -279,6 +297,10 @@ pub struct DeliverMachine {
     message: Option<(Message, TimerRow)>,
     /// What the send answered.
     sent: Option<Sent>,
+    /// The park a park writes.
+    park_event: Option<NewEvent>,
+    /// The park a park wrote.
+    parked: Option<Envelope>,
     /// The log as last read.
     log: Vec<Envelope>,
     /// The messages the log records as consumed, sorted.
@@ -318,6 +340,8 @@ impl DeliverMachine {
             options,
             message: None,
             sent: None,
+            park_event: None,
+            parked: None,
             log: Vec::new(),
             consumed: Vec::new(),
             park: 0,
@@ -326,6 +350,47 @@ impl DeliverMachine {
             repairs: 0,
             state: State::ReadLog,
         }
+    }
+
+    /// A park: write `park` (an `EXECUTION_SUSPENDED` whose waits the core
+    /// reads), after its intent row when it waits on a channel, then check
+    /// the inbox as [`DeliverMachine::check`] does. `park.at` is the time
+    /// the intent row is scheduled from. A park that is not one, or whose
+    /// waits cannot be read, is refused before anything is written.
+    pub fn park(
+        execution_id: ExecutionId,
+        park: NewEvent,
+        options: DeliverOptions,
+    ) -> Result<Self, InputError> {
+        if park.kind != KernelKind::ExecutionSuspended.as_str() {
+            return Err(InputError::NotParkEvent {
+                sequence: 0,
+                kind: park.kind,
+            });
+        }
+        park.check()?;
+        let waits = waits_in(&park.payload)?;
+        let mut machine = Self::check(execution_id, options);
+        machine.state = if waits
+            .iter()
+            .any(|wait| matches!(wait, Wait::Message { .. }))
+        {
+            State::ParkIntent(intent_row(
+                &machine.execution_id,
+                park.at,
+                options.intent_delay_ms,
+            )?)
+        } else {
+            State::AppendPark(park.clone())
+        };
+        machine.park_event = Some(park);
+        Ok(machine)
+    }
+
+    /// The park a [`DeliverMachine::park`] wrote, once it did.
+    #[must_use]
+    pub fn parked(&self) -> Option<&Envelope> {
+        self.parked.as_ref()
     }
 
     /// The execution delivered to.
@@ -345,6 +410,8 @@ impl DeliverMachine {
     pub fn poll(&self) -> DeliverPoll {
         let action = match &self.state {
             State::Done(outcome) => return DeliverPoll::Done(outcome.clone()),
+            State::ParkIntent(row) => DeliverAction::WriteRow(row.clone()),
+            State::AppendPark(event) => DeliverAction::AppendPark(event.clone()),
             State::ReadLog => DeliverAction::ReadLog,
             State::Send => match &self.message {
                 Some((message, intent)) => DeliverAction::Send {
@@ -576,10 +643,33 @@ impl DeliverMachine {
 
     /// Acknowledges [`DeliverAction::WriteRow`]: the row is stored.
     pub fn handle_written(&mut self) -> Result<(), ContractError> {
-        let State::WriteRow(row) = &self.state else {
-            return Err(self.unexpected("handle_written"));
+        self.state = match &self.state {
+            State::WriteRow(row) => State::Done(DeliverOutcome::RedriveScheduled(row.clone())),
+            State::ParkIntent(_) => match &self.park_event {
+                Some(park) => State::AppendPark(park.clone()),
+                None => return Err(self.unexpected("handle_written")),
+            },
+            _ => return Err(self.unexpected("handle_written")),
         };
-        self.state = State::Done(DeliverOutcome::RedriveScheduled(row.clone()));
+        Ok(())
+    }
+
+    /// Feeds the answer to [`DeliverAction::AppendPark`]: the stored park.
+    /// It must be the event sent, of this execution; anything else is the
+    /// store breaking its contract and changes nothing.
+    pub fn handle_parked(&mut self, park: &Envelope) -> Result<(), ContractError> {
+        let State::AppendPark(sent) = &self.state else {
+            return Err(self.unexpected("handle_parked"));
+        };
+        check_id(&self.execution_id, &park.execution_id)?;
+        if park.kind != sent.kind || park.payload != sent.payload || park.at != sent.at {
+            return Err(ContractError::WrongAppend {
+                count: 1,
+                kind: park.kind.clone(),
+            });
+        }
+        self.parked = Some(park.clone());
+        self.state = State::ReadLog;
         Ok(())
     }
 
@@ -616,6 +706,8 @@ impl DeliverMachine {
     fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.state {
             State::Done(_) => "nothing: the delivery is over",
+            State::ParkIntent(_) => "handle_written",
+            State::AppendPark(_) => "handle_parked",
             State::ReadLog => "handle_log",
             State::Send => "handle_sent",
             State::ReadPending => "handle_pending",
@@ -626,6 +718,20 @@ impl DeliverMachine {
         };
         ContractError::UnexpectedInput { expected, got }
     }
+}
+
+/// A re-drive row (try 0) of `execution_id` due `delay_ms` (at least 1)
+/// after `from`: the intent row of a send or of a park.
+pub(crate) fn intent_row(
+    execution_id: &ExecutionId,
+    from: i64,
+    delay_ms: i64,
+) -> Result<TimerRow, InputError> {
+    let wake_at = from.saturating_add(delay_ms.max(1));
+    if !(0..=crate::redrive_policy::MAX_TIMER_MS).contains(&wake_at) || from < 0 {
+        return Err(InputError::NoWakeTime { now: from });
+    }
+    Ok(TimerRow::redrive(execution_id.clone(), wake_at, 0))
 }
 
 /// The state that follows the repairs.

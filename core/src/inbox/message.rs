@@ -131,11 +131,7 @@ impl Message {
     /// the same atomic step as the message. If the sender dies before its
     /// delivery, the inbox re-driver finishes it when the row comes due.
     pub fn intent(&self, delay_ms: i64) -> Result<TimerRow, InputError> {
-        let wake_at = self.sent_at.saturating_add(delay_ms.max(1));
-        if wake_at > MAX_TIMER_MS {
-            return Err(InputError::NoWakeTime { now: self.sent_at });
-        }
-        Ok(TimerRow::redrive(self.key.execution_id.clone(), wake_at, 0))
+        super::deliver::intent_row(&self.key.execution_id, self.sent_at, delay_ms)
     }
 }
 

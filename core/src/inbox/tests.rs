@@ -19,6 +19,7 @@ use crate::timer_table::TimerTable;
 
 mod contract;
 mod delivery;
+mod park;
 
 /// The time a listing is answered with (a delivery is stamped with it).
 const NOW: i64 = 1_000;
@@ -193,6 +194,10 @@ impl Host {
             DeliverAction::WriteRow(row) => {
                 self.timers.schedule(&row).expect("a valid row");
                 machine.handle_written().expect("fits");
+            }
+            DeliverAction::AppendPark(event) => {
+                let park = self.store.append(&execution, event).expect("parks");
+                machine.handle_parked(&park).expect("fits");
             }
         }
         true

@@ -1,6 +1,6 @@
 //! Messages: a sender's notify, a park that checks the inbox, and the
 //! inbox's re-driver, all as one pump over the core's
-//! [`DeliverMachine`](loomfence_core::inbox::DeliverMachine), which holds
+//! [`DeliverMachine`], which holds
 //! every rule (its steps head `core/src/inbox/deliver.rs`). This module
 //! adds the IO (`pump.rs`), the clock and randomness, tracing and metrics.
 //!
@@ -158,7 +158,7 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
             sent_at: (self.options.now)(),
         };
         let machine = DeliverMachine::notify(message, self.deliver_options(true))?;
-        let (outcome, sent) = self.deliver(machine).await?;
+        let (outcome, sent, _) = self.deliver(machine).await?;
         Ok(match (sent, outcome) {
             (_, pump::Ended::Refused(why)) => Notified::Refused(why),
             (Some(sent), pump::Ended::Delivery(delivery)) => Notified::Sent { sent, delivery },
@@ -171,9 +171,12 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
     /// inbox for the park's channels: a message already waiting is
     /// delivered at once.
     ///
-    /// The park is an ordinary fenced append: a body fenced out by a rival
-    /// gets [`RuntimeError::Store`] with a stale fence, and nothing is
-    /// written.
+    /// A park on a channel writes an intent row first, as a send does: if
+    /// this process dies between the park and its check, or the check is
+    /// contended, the row finishes the delivery of a message that arrived
+    /// before the park. The park is an ordinary fenced append: a body
+    /// fenced out by a rival gets [`RuntimeError::Store`] with a stale
+    /// fence, and nothing more is done.
     pub async fn park(
         &self,
         execution_id: &ExecutionId,
@@ -185,13 +188,13 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
         if let Some(token) = fence {
             event = event.with_fence(token);
         }
-        let park = self
-            .store
-            .append(execution_id, event)
-            .await
-            .map_err(RuntimeError::Store)?;
-        let delivery = self.check(execution_id).await?;
-        Ok(Parked { park, delivery })
+        let machine =
+            DeliverMachine::park(execution_id.clone(), event, self.deliver_options(true))?;
+        let (ended, _, park) = self.deliver(machine).await?;
+        match (ended, park) {
+            (pump::Ended::Delivery(delivery), Some(park)) => Ok(Parked { park, delivery }),
+            (other, _) => Err(RuntimeError::unsupported("deliver", &other)),
+        }
     }
 
     /// Delivers whatever the execution's open park can take from the inbox.

@@ -562,3 +562,85 @@ async fn retention_purges_a_deleted_executions_messages() {
     );
     assert_eq!(world.timers.messages(&live).await.expect("lists").len(), 1);
 }
+
+#[tokio::test]
+async fn a_park_on_a_channel_leaves_an_intent_row_that_finishes_a_contended_check() {
+    let world = World::new(fenced_by_three(), Features::none());
+    let order = id("order-10");
+    world
+        .events
+        .append(
+            &order,
+            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        )
+        .await
+        .expect("starts");
+    // The message arrives before the park, and its intent row fires and
+    // finds no park: nothing but the park-time check is left to deliver it.
+    let _ = world
+        .inbox
+        .notify(key(&order, "approvals", "m-1"), json!(1))
+        .await
+        .expect("notifies");
+    world.clock.set(NOW + 10_000);
+    let service = world.service();
+    assert_eq!(service.poll_once().await.nothing_to_redrive, 1);
+    assert!(world.rows().await.is_empty());
+
+    // The park-time check is contended (three dead acquirers, re-drive
+    // off): the park's own intent row is what is left.
+    let parked = world
+        .inbox
+        .park(&order, &approvals(), None)
+        .await
+        .expect("parks");
+    assert!(
+        matches!(parked.delivery, Delivery::Contended(_)),
+        "{:?}",
+        parked.delivery
+    );
+    let [intent] = world
+        .rows()
+        .await
+        .try_into()
+        .expect("the park's intent row");
+    assert!(intent.is_redrive());
+
+    world
+        .events
+        .hooks
+        .fencing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    world.clock.set(intent.wake_at);
+    assert_eq!(service.poll_once().await.redriven, 1);
+    assert_eq!(
+        world.kinds(&order).await[2..],
+        ["MESSAGE_CONSUMED", "EXECUTION_RESUMED"]
+    );
+    assert_eq!(
+        *world.redriven.lock().expect("lock"),
+        std::slice::from_ref(&order)
+    );
+}
+
+#[tokio::test]
+async fn a_park_without_a_message_wait_writes_no_intent_row() {
+    let world = memory();
+    let order = id("order-11");
+    world
+        .events
+        .append(
+            &order,
+            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        )
+        .await
+        .expect("starts");
+    let parked = world
+        .inbox
+        .park(&order, &[Wait::Timer { wake_at: NOW * 2 }], None)
+        .await
+        .expect("parks");
+    assert_eq!(parked.delivery, Delivery::Waiting);
+    assert_eq!(parked.park.kind, "EXECUTION_SUSPENDED");
+    assert!(world.rows().await.is_empty());
+}

@@ -29,7 +29,8 @@ fn cast(start: Start, retry: bool, other: bool, dead: usize) -> Cast {
         dead,
         crashable: vec!['S'],
         on_contention: OnContention::Answer,
-        park_check: OnContention::WriteRow,
+        park_check: OnContention::Answer,
+        park_intent: true,
         mode: Mode::Faithful,
         drain: Drain::AtTheEnd,
     }
@@ -149,18 +150,22 @@ fn contended_senders_writing_rows_still_deliver_once() {
 
 /// A message whose intent row fired before the park (nothing to deliver
 /// then, so the row was retired) has only the park-time check left. If
-/// three dead acquirers contend that check and it writes no row, the
-/// message waits for good; writing the first re-drive row (as every
-/// park-time check must) delivers it. The schedule, by label: `S` sends
-/// (no park yet), `X` fires the intent row (waiting, retired), `B` parks
-/// and checks while `P`, `Q`, `U` each bump the token just before one of
-/// its three acquisitions.
+/// three dead acquirers contend that check, which writes no re-drive row
+/// of its own here, the park's intent row (written before the park)
+/// delivers it; a host that appends the park itself and runs a bare check
+/// (the control) leaves the message waiting for good. The schedule, by
+/// label: `S` sends (no park yet), `X` fires the intent row (waiting,
+/// retired), `B` parks and checks while `P`, `Q`, `U` each bump the token
+/// just before one of its three acquisitions.
 #[test]
-fn a_contended_park_time_check_must_write_a_row() {
+fn a_contended_park_time_check_is_finished_by_the_parks_intent_row() {
     let mut seen = Vec::new();
-    for park_check in [OnContention::Answer, OnContention::WriteRow] {
+    // The design (the park through the machine, with its intent row), then
+    // the control: the host appends the park itself and runs a bare check.
+    for park_intent in [true, false] {
         let cast = Cast {
-            park_check,
+            park_check: OnContention::Answer,
+            park_intent,
             drain: Drain::Racing,
             crashable: Vec::new(),
             ..cast(Start::ParksLater, false, false, 3)
@@ -182,19 +187,19 @@ fn a_contended_park_time_check_must_write_a_row() {
         }
         let found = loomfence_sim::inbox::check::breaches(&world).expect("checks");
         println!(
-            "park-time check {park_check:?}: {} -> {found:?}",
+            "park through the machine {park_intent}: {} -> {found:?}",
             world.render(&moves)
         );
         seen.push(found);
     }
     assert!(
-        matches!(seen[0].as_slice(), [Breach::Undelivered { .. }]),
-        "without a row the message waits for good: {:?}",
+        seen[0].is_empty(),
+        "the park's intent row delivers it: {:?}",
         seen[0]
     );
     assert!(
-        seen[1].is_empty(),
-        "with the row it is delivered: {:?}",
+        matches!(seen[1].as_slice(), [Breach::Undelivered { .. }]),
+        "without the park's row the message waits for good: {:?}",
         seen[1]
     );
 }

@@ -153,6 +153,7 @@ fn a_notify_while_parked_delivers_at_once_as_one_batch_answering_its_wait() {
             DeliverAction::Resume { .. } => "resume",
             DeliverAction::Draw => "draw",
             DeliverAction::WriteRow(_) => "row",
+            DeliverAction::AppendPark(_) => "park",
         })
         .collect();
     assert_eq!(kinds, ["read", "send", "pending", "resume", "mark"]);

@@ -3,7 +3,7 @@
 //! file only does the IO it names.
 
 use loomfence_core::{
-    ResumeError,
+    Envelope, ResumeError,
     inbox::{DeliverAction, DeliverMachine, DeliverOutcome, DeliverPoll, NotDeliverable, Sent},
     redrive::Draw,
 };
@@ -26,16 +26,16 @@ pub(super) enum Ended {
 impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
     /// Runs `machine` to its end; a store error stops it (whatever was
     /// stored stays, and the intent row finishes the work). Answers the
-    /// end and, for a notify, what the send answered.
+    /// end, what a notify's send answered, and the park a park wrote.
     pub(super) async fn deliver(
         &self,
         mut machine: DeliverMachine,
-    ) -> Result<(Ended, Option<Sent>), RuntimeError> {
+    ) -> Result<(Ended, Option<Sent>, Option<Envelope>), RuntimeError> {
         let id = machine.execution_id().clone();
         loop {
             let action = match machine.poll() {
                 DeliverPoll::Done(outcome) => {
-                    return Ok((ended(outcome)?, machine.sent()));
+                    return Ok((ended(outcome)?, machine.sent(), machine.parked().cloned()));
                 }
                 DeliverPoll::Act(action) => action,
                 other => return Err(unsupported(&other)),
@@ -99,6 +99,14 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
                             other => unsupported(&other),
                         },
                     )?;
+                }
+                DeliverAction::AppendPark(event) => {
+                    let park = self
+                        .store
+                        .append(&id, event)
+                        .await
+                        .map_err(RuntimeError::Store)?;
+                    machine.handle_parked(&park)?;
                 }
                 DeliverAction::WriteRow(row) => {
                     self.inbox

@@ -131,7 +131,7 @@ fn key(rng: &mut Rng) -> MessageKey {
     .expect("a valid key")
 }
 
-/// Runs [`STEPS`] seeded random calls on `store` and on an
+/// Runs `STEPS` seeded random calls on `store` and on an
 /// [`InboxTable`], comparing every answer, then every execution's
 /// messages and every intent row.
 pub async fn agrees_with_the_reference_table_call_for_call(store: Inbox) {

@@ -164,6 +164,9 @@ pub struct Body {
     pub check: Option<Deliverer>,
     /// The options of its checks.
     pub options: DeliverOptions,
+    /// Whether it parks through [`DeliverMachine::park`] (with its intent
+    /// row), or appends the park itself and runs a bare check (a control).
+    pub intent: bool,
     /// Whether a park of it was refused as stale (a breach).
     pub fenced_out: bool,
 }
@@ -187,7 +190,10 @@ impl Body {
     pub fn step(&mut self, env: &mut Env<'_>, id: &ExecutionId) -> Result<(), InboxSimError> {
         if let Some(check) = self.check.as_mut() {
             check.step(env)?;
-            if check.outcome().is_some() {
+            if check.stale_park() {
+                self.fenced_out = true;
+                self.check = None;
+            } else if check.outcome().is_some() {
                 self.check = None;
             }
             return Ok(());
@@ -202,6 +208,22 @@ impl Body {
             .with_payload(park_payload(&self.waits));
         if let Some(token) = token {
             park = park.with_fence(token);
+        }
+        if self.intent {
+            // The park's intent row and the park itself, in this one step
+            // (the body is not crashed; a rival between the two is no
+            // different from one before the row).
+            let mut check = Deliverer::new(DeliverMachine::park(id.clone(), park, self.options)?);
+            while !check.parked() && !check.finished() && !check.stale_park() {
+                check.step(env)?;
+            }
+            if check.stale_park() {
+                self.fenced_out = true;
+            } else {
+                self.parks_written += 1;
+                self.check = Some(check);
+            }
+            return Ok(());
         }
         match env.store.append(id, park) {
             Ok(_) => {

@@ -84,6 +84,8 @@ pub struct Deliverer {
     outcome: Option<DeliverOutcome>,
     /// What a machine rejected, if one did (the delivery stops there).
     rejected: Option<ContractError>,
+    /// Whether its park was refused as stale (the body was fenced out).
+    stale_park: bool,
 }
 
 impl Deliverer {
@@ -97,13 +99,27 @@ impl Deliverer {
             landed: false,
             outcome: None,
             rejected: None,
+            stale_park: false,
         }
+    }
+
+    /// Whether its park (a [`DeliverMachine::park`]) is written.
+    #[must_use]
+    pub fn parked(&self) -> bool {
+        self.machine.parked().is_some()
+    }
+
+    /// Whether its park was refused as stale: the body holding it was
+    /// fenced out, and the delivery stops.
+    #[must_use]
+    pub fn stale_park(&self) -> bool {
+        self.stale_park
     }
 
     /// Whether it is over (ended, or stopped on a rejection).
     #[must_use]
     pub fn finished(&self) -> bool {
-        self.outcome.is_some() || self.rejected.is_some()
+        self.outcome.is_some() || self.rejected.is_some() || self.stale_park
     }
 
     /// How it ended, once it has.
@@ -243,6 +259,14 @@ impl Deliverer {
                 DeliverAction::WriteRow(row) => {
                     env.timers.schedule(&row).map_err(harness)?;
                     self.machine.handle_written()?;
+                    return Ok(());
+                }
+                DeliverAction::AppendPark(park) => {
+                    match env.store.append(&id, park) {
+                        Ok(stored) => self.machine.handle_parked(&stored)?,
+                        Err(AppendError::Stale(_)) => self.stale_park = true,
+                        Err(other) => return Err(Fault::Harness(InboxSimError::Append(other))),
+                    }
                     return Ok(());
                 }
                 _ => {

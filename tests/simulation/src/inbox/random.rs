@@ -71,7 +71,8 @@ pub struct Summary {
 
 /// Draws a cast: any start, a retry and a second message each half the
 /// time, 0 to 3 dead acquirers, every sender crashable, either contention
-/// answer for the senders (park-time checks write a row), in `mode`.
+/// answer for the senders and for the park-time checks (the bodies park
+/// through the machine, with its intent row), in `mode`.
 fn cast(rng: &mut Xoshiro256PlusPlus, mode: Mode) -> Cast {
     let start = match rng.random_range(0..3) {
         0 => Start::Parked,
@@ -90,7 +91,12 @@ fn cast(rng: &mut Xoshiro256PlusPlus, mode: Mode) -> Cast {
         dead: rng.random_range(0..=3),
         crashable: vec!['S', 'R', 'O'],
         on_contention,
-        park_check: OnContention::WriteRow,
+        park_check: if rng.random_bool(0.5) {
+            OnContention::Answer
+        } else {
+            OnContention::WriteRow
+        },
+        park_intent: true,
         mode,
         drain: Drain::Racing,
     }
@@ -98,7 +104,7 @@ fn cast(rng: &mut Xoshiro256PlusPlus, mode: Mode) -> Cast {
 
 /// Generates and runs schedule `index` of the run seeded `seed`: at each
 /// move an enabled actor is picked uniformly; a sender at a crash point
-/// crashes instead with [`CRASH_CHANCE`].
+/// crashes instead with `CRASH_CHANCE`.
 pub fn run_one(mode: Mode, seed: u64, index: u64) -> Result<RandomRun, InboxSimError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(crate::random::schedule_seed(seed, index));
     let cast = cast(&mut rng, mode);

@@ -59,11 +59,14 @@ pub struct Cast {
     /// What a contended sender does (its intent row covers it either
     /// way).
     pub on_contention: OnContention,
-    /// What a contended park-time check does. It must write a row
-    /// ([`OnContention::WriteRow`]): a message whose intent row fired
-    /// before the park (and was retired, nothing to deliver then) has no
-    /// other row to carry it.
+    /// What a contended park-time check does (the park's intent row covers
+    /// it either way; [`OnContention::WriteRow`] only retries sooner).
     pub park_check: OnContention,
+    /// Whether the body parks through [`DeliverMachine::park`] (the
+    /// design: an intent row, then the park, then the check), or, as a
+    /// control, appends the park itself and runs a bare check, which
+    /// leaves no row behind a contended check.
+    pub park_intent: bool,
     /// How hosts perform resumes.
     pub mode: Mode,
     /// Whether the re-driver races the others ([`Drain::Racing`]) or
@@ -201,6 +204,7 @@ impl World {
             waits: vec![channel],
             check: None,
             options: park_check,
+            intent: cast.park_intent,
             fenced_out: false,
         })));
         labels.push('B');
