@@ -175,8 +175,10 @@ function copyObject(object, where) {
   const copy = {};
   for (const [key, item] of Object.entries(object)) {
     if (key.includes('\0')) throw new InputError(`${where}: a key contains a NUL character`, 'INVALID_EVENT');
-    // A property set to undefined is left out, as JSON.stringify does.
-    if (item !== undefined) copy[key] = copyJson(item, `${where}.${key}`);
+    // A property set to undefined is left out, as JSON.stringify does. A
+    // '__proto__' key is defined as a data property, as JSON.parse does: an
+    // assignment would set the copy's prototype and drop the key.
+    if (item !== undefined) Object.defineProperty(copy, key, { value: copyJson(item, `${where}.${key}`), enumerable: true, writable: true, configurable: true });
   }
   return copy;
 }
@@ -439,7 +441,7 @@ export function withCapability(store, capability, { appendIfParked = true } = {}
 }
 
 // An inbox written in plain JavaScript, on the few timer-store methods the
-// inbox kit reads (`schedule`, `due`): the reference a host's inbox is
+// inbox kit reads (`schedule`, `due`, `claimDue`, `complete`): the reference a host's inbox is
 // compared with, the second store the inbox kit runs against (the first is
 // the package's MemoryTimerStore). Messages are keyed (executionId, channel,
 // messageId); a send stores a key once and writes its intent row in the same
@@ -457,6 +459,11 @@ const MAX_PENDING_LIMIT = 1_000;
 const MESSAGE_FIELDS = new Set(['executionId', 'channel', 'messageId', 'payload', 'sentAt']);
 const KEY_FIELDS = new Set(['executionId', 'channel', 'messageId']);
 const ROW_FIELDS = new Set(['executionId', 'wakeAt', 'redrive']);
+const LEASE_FIELDS = new Set(['holder', 'now', 'durationMs']);
+const CLAIM_FIELDS = new Set(['row', 'holder', 'number', 'expiresAt']);
+/** The longest lease and the largest listing of rows (the core's MAX_LEASE_MS, MAX_DUE_LIMIT). */
+const MAX_LEASE_MS = 86_400_000;
+const MAX_DUE_LIMIT = 10_000;
 
 const timerError = (message, code) => new TimerInputError(message, code);
 
@@ -489,6 +496,43 @@ function messageName(name, value) {
   const bytes = utf8.encode(value).length;
   if (bytes === 0 || bytes > MAX_NAME_BYTES || value.includes('\0')) throw timerError(`${name} must be 1 to ${MAX_NAME_BYTES} bytes with no NUL`, 'INVALID_MESSAGE');
   return value;
+}
+
+/** A node id holding a lease: as an execution id, refused with INVALID_HOLDER. */
+function timerHolder(value) {
+  try {
+    return timerId(value);
+  } catch (error) {
+    throw timerError(`holder: ${error.message}`, 'INVALID_HOLDER');
+  }
+}
+
+function dueLimit(limit) {
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_DUE_LIMIT) throw timerError(`limit must be in 1..=${MAX_DUE_LIMIT}`, 'INVALID_LIMIT');
+  return limit;
+}
+
+/** A lease `{ holder, now, durationMs }` and a limit; the lease and when it ends. */
+function checkLease(value, limit) {
+  const lease = timerObject(value, LEASE_FIELDS, 'lease', 'INVALID_LEASE');
+  const holder = timerHolder(lease.holder);
+  const now = timerTime('lease.now', lease.now);
+  dueLimit(limit);
+  const { durationMs } = lease;
+  if (!Number.isSafeInteger(durationMs) || durationMs < 1 || durationMs > MAX_LEASE_MS || now + durationMs > Number.MAX_SAFE_INTEGER) {
+    throw timerError(`lease.durationMs must be in 1..=${MAX_LEASE_MS} and end by 2^53-1`, 'INVALID_LEASE');
+  }
+  return { holder, now, expiresAt: now + durationMs };
+}
+
+/** A claim as `claimDue` gave it. */
+function checkClaim(value) {
+  const claim = timerObject(value, CLAIM_FIELDS, 'claim', 'INVALID_CLAIM');
+  const row = checkRow(claim.row, 'claim.row');
+  const holder = timerHolder(claim.holder);
+  if (!Number.isSafeInteger(claim.number) || claim.number < 0) throw timerError('claim.number must be a safe non-negative integer', 'INVALID_CLAIM');
+  if (!Number.isSafeInteger(claim.expiresAt)) throw timerError('claim.expiresAt must be a safe integer', 'INVALID_TIME');
+  return { row, holder, number: claim.number };
 }
 
 function checkRow(value, what) {
@@ -533,7 +577,7 @@ export class PlainInbox {
   /** message key -> { message, arrival, consumed } */
   #messages = new Map();
   #lastArrival = 0;
-  /** row key -> row */
+  /** row key -> { row, held: { holder, expiresAt } | null, claims }: a row, who holds it, and how often it was claimed. */
   #rows = new Map();
 
   /** Writes `row`, or merges it into the row with its key: a re-drive flag is kept or added, never cleared. */
@@ -541,15 +585,36 @@ export class PlainInbox {
     this.#schedule(checkRow(row, 'row'));
   }
 
-  /** Up to `limit` rows with `wakeAt <= now`, earliest first, then by id in byte order. */
+  /** Up to `limit` rows with `wakeAt <= now`, claimed or not, earliest first, then by id in byte order. */
   async due(now, limit, options = {}) {
     timerTime('now', now);
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw timerError('limit must be in 1..=10000', 'INVALID_LIMIT');
-    return [...this.#rows.values()]
-      .filter((row) => row.wakeAt <= now && (options.redrive !== false || !row.redrive))
-      .sort((a, b) => a.wakeAt - b.wakeAt || compareIds(a.executionId, b.executionId))
+    dueLimit(limit);
+    return this.#due(now, options)
       .slice(0, limit)
-      .map((row) => structuredClone(row));
+      .map((slot) => structuredClone(slot.row));
+  }
+
+  /** Claims up to `limit` due rows no live lease holds, for `lease.holder` until the lease ends. */
+  async claimDue(lease, limit, options = {}) {
+    const { holder, now, expiresAt } = checkLease(lease, limit);
+    const claims = [];
+    for (const slot of this.#due(now, options)) {
+      if (claims.length === limit) break;
+      if (slot.held && slot.held.expiresAt > now) continue;
+      slot.claims += 1;
+      slot.held = { holder, expiresAt };
+      claims.push({ row: structuredClone(slot.row), holder, number: slot.claims, expiresAt });
+    }
+    return claims;
+  }
+
+  /** Retires the claimed row if `claim` is still its current claim: 'done', else 'notHeld'. */
+  async complete(claim) {
+    const { row, holder, number } = checkClaim(claim);
+    const slot = this.#rows.get(rowKey(row));
+    if (!slot || slot.claims !== number || slot.held?.holder !== holder) return 'notHeld';
+    this.#rows.delete(rowKey(row));
+    return 'done';
   }
 
   async send(message, intent) {
@@ -597,10 +662,19 @@ export class PlainInbox {
     return [...this.#messages.values()].filter((entry) => entry.message.executionId === id).sort((a, b) => a.arrival - b.arrival);
   }
 
+  /** The rows due at `now` that `options` admits, earliest first, then by id in byte order. */
+  #due(now, options) {
+    return [...this.#rows.values()]
+      .filter(({ row }) => row.wakeAt <= now && (options?.redrive !== false || !row.redrive))
+      .sort((a, b) => a.row.wakeAt - b.row.wakeAt || compareIds(a.row.executionId, b.row.executionId));
+  }
+
+  /** Writes `row`, or merges it into the row of its key: the re-drive flag kept or added, any claim ended. */
   #schedule(row) {
     const key = rowKey(row);
     const old = this.#rows.get(key);
-    const redrive = row.redrive ?? old?.redrive;
-    this.#rows.set(key, redrive ? { ...row, redrive } : { executionId: row.executionId, wakeAt: row.wakeAt });
+    const redrive = row.redrive ?? old?.row.redrive;
+    const merged = redrive ? { ...row, redrive } : { executionId: row.executionId, wakeAt: row.wakeAt };
+    this.#rows.set(key, { row: merged, held: null, claims: old?.claims ?? 0 });
   }
 }
