@@ -16,6 +16,8 @@
 //! - **A message that arrives before its park waits in the inbox**: a park
 //!   written with [`Inbox::park`] checks the inbox for its channels and,
 //!   if one holds a message, resumes at once (the park-time self-resume).
+//!   Its own intent row, written before the park, covers a crash between
+//!   the park and the check.
 
 mod options;
 mod pump;
@@ -58,10 +60,9 @@ pub enum Delivery {
     /// Nothing to deliver now: no open park waits on a channel that holds
     /// a message. What was sent waits in the inbox.
     Waiting,
-    /// Rivals kept the fence moving, and re-drive is off. After a notify,
-    /// the send's intent row tries again when it comes due; after a park,
-    /// nothing does until the next notify of the execution or a
-    /// [`check`](Inbox::check).
+    /// Rivals kept the fence moving, and re-drive is off. The send's or
+    /// the park's intent row tries again when it comes due (after a bare
+    /// [`check`](Inbox::check), whichever intent row is still due).
     Contended(ResumeContendedError),
     /// Rivals kept the fence moving, and re-drive is on: a re-drive row
     /// (try 0) was written, due at `wake_at`.
