@@ -16,7 +16,7 @@
 import { DeliverMachine, RedrivePolicy, errorClasses } from './dist/loomfence_wasm.js';
 import { known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
-import { drive } from './resume.js';
+import { resumeFor } from './resume.js';
 
 /** How long after a send its intent row comes due, unless told (the core's DEFAULT_INTENT_DELAY_MS). */
 const INTENT_DELAY_MS = 5_000;
@@ -137,7 +137,7 @@ export class Inbox {
         else if (step.act === 'markConsumed') {
           await this.#inbox.markConsumed(step.key);
           machine.handleMarked();
-        } else if (step.act === 'resume') await this.#resume(machine);
+        } else if (step.act === 'resume') await resumeFor(machine, this.#store);
         else if (step.act === 'draw') machine.handleDraw(this.#random(), this.#now());
         else if (step.act === 'writeRow') {
           await this.#inbox.schedule(step.row);
@@ -146,19 +146,6 @@ export class Inbox {
       }
     } finally {
       machine.free();
-    }
-  }
-
-  /** The resume the machine built; one that finished (landed, refused, contended) is an answer. */
-  async #resume(machine) {
-    const resume = machine.resumeOn(this.#store);
-    try {
-      await drive(resume).catch((error) => {
-        if (!resume.finished) throw error;
-      });
-      machine.handleResumed(resume);
-    } finally {
-      resume.free();
     }
   }
 

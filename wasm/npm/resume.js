@@ -57,6 +57,24 @@ export async function drive(machine) {
   }
 }
 
+/**
+ * Runs the resume a machine asks for (a SuperviseMachine's or a
+ * DeliverMachine's `resume` action) over `store`, and hands its end back
+ * to the machine: one that finished (landed, refused, contended, stale) is
+ * an answer; anything else (a store failure) rejects.
+ */
+export async function resumeFor(machine, store) {
+  const resume = machine.resumeOn(store);
+  try {
+    await drive(resume).catch((error) => {
+      if (!resume.finished) throw error;
+    });
+    machine.handleResumed(resume);
+  } finally {
+    resume.free();
+  }
+}
+
 /** The resume over a store's JavaScript methods. */
 async function resumeThroughMethods(store, executionId, options) {
   const machine = new ResumeMachine(store, executionId, options);

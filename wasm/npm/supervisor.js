@@ -13,7 +13,7 @@
 import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_wasm.js';
 import { checked, known, store } from './options.js';
 import { guardClass } from './receivers.js';
-import { drive } from './resume.js';
+import { resumeFor } from './resume.js';
 
 /** The most parents one `rebuild` takes: a list is read before anything is
  * forgotten, so it is bounded (a 2^32-1 hole array ran the process out of memory). */
@@ -143,7 +143,7 @@ export class ChildSupervisor {
         if ('done' in step) return step.done;
         if (step.act === 'readParent') machine.handleRead(await this.#events.readRange(parent, 1));
         else if (step.act === 'readChild') machine.handleRead(await this.#events.readRange(step.child, 1), this.#now());
-        else if (step.act === 'resume') await this.#resume(machine);
+        else if (step.act === 'resume') await resumeFor(machine, this.#events);
         else if (step.act === 'draw') machine.handleDraw(this.#random(), this.#now());
         else if (step.act === 'writeRow') {
           await this.#timers.schedule(step.row);
@@ -155,19 +155,6 @@ export class ChildSupervisor {
       }
     } finally {
       machine.free();
-    }
-  }
-
-  /** The resume the machine built; one that finished (landed, refused, contended, stale) is an answer. */
-  async #resume(machine) {
-    const resume = machine.resumeOn(this.#events);
-    try {
-      await drive(resume).catch((error) => {
-        if (!resume.finished) throw error;
-      });
-      machine.handleResumed(resume);
-    } finally {
-      resume.free();
     }
   }
 

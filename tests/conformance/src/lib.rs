@@ -155,6 +155,73 @@ where
     report
 }
 
+/// One case of a kit whose stores all take every case (the timer and inbox
+/// kits): its name and its body over a store of type `S`.
+pub struct KitCase<S> {
+    /// The case's function name, used in reports and to filter.
+    pub name: &'static str,
+    /// Runs the case against a store; panics on failure.
+    pub run: fn(S) -> Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+// Derived `Clone`/`Copy` would ask the same of `S`; a case is a name and
+// a function pointer whatever its store.
+impl<S> Clone for KitCase<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for KitCase<S> {}
+
+/// Runs each of `cases` against a fresh store from `make_store`, in its
+/// own task, prints a line per case headed `kit[label]`, and panics at the
+/// end with every case that failed. `LOOMFENCE_CASE` filters cases by
+/// substring, as for the event kit.
+pub(crate) async fn run_kit<S, F, Fut>(
+    kit: &str,
+    label: &str,
+    cases: &[KitCase<S>],
+    mut make_store: F,
+) -> Report
+where
+    S: Send + 'static,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let filter = std::env::var("LOOMFENCE_CASE").ok();
+    let mut report = Report::default();
+    for case in cases {
+        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
+            continue;
+        }
+        let store = make_store().await;
+        match tokio::spawn((case.run)(store)).await {
+            Ok(()) => {
+                println!("{kit}[{label}] ok   {}", case.name);
+                report.passed += 1;
+            }
+            Err(join) => {
+                let message = panic_message(join);
+                println!("{kit}[{label}] FAIL {}: {message}", case.name);
+                report.failed.push((case.name, message));
+            }
+        }
+    }
+    println!(
+        "{kit}[{label}]: {} passed, {} failed",
+        report.passed,
+        report.failed.len()
+    );
+    assert!(
+        report.failed.is_empty(),
+        "{kit}[{label}]: {} case(s) failed: {:#?}",
+        report.failed.len(),
+        report.failed
+    );
+    report
+}
+
 /// The text of a case task's panic.
 pub(crate) fn panic_message(join: tokio::task::JoinError) -> String {
     match join.try_into_panic() {

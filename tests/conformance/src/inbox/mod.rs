@@ -38,13 +38,12 @@ pub mod send;
 pub mod support;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use loomfence_store::forwarding::Forward;
 use loomfence_store::{Forwarding, InboxStore};
 
-use crate::{Report, panic_message};
+use crate::Report;
 
 /// An inbox store shared by a case and the tasks it spawns.
 pub type Inbox = Arc<dyn InboxStore>;
@@ -58,14 +57,8 @@ pub fn forwarded(store: Inbox) -> Inbox {
     Arc::new(Forwarding::new(store, Forward))
 }
 
-/// One case of the inbox kit.
-#[derive(Clone, Copy)]
-pub struct InboxCase {
-    /// The case's function name, used in reports and to filter.
-    pub name: &'static str,
-    /// Runs the case against a store; panics on failure.
-    pub run: fn(Inbox) -> Pin<Box<dyn Future<Output = ()> + Send>>,
-}
+/// One case of the kit.
+pub type InboxCase = crate::KitCase<Inbox>;
 
 /// Builds a table entry named after the case function.
 macro_rules! case {
@@ -106,40 +99,10 @@ pub const ALL: &[InboxCase] = &[
 ///
 /// `label` names the adapter in the printed lines; `LOOMFENCE_CASE` filters
 /// cases by substring, as for the event kit.
-pub async fn run_all<F, Fut>(label: &str, mut make_store: F) -> Report
+pub async fn run_all<F, Fut>(label: &str, make_store: F) -> Report
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Inbox>,
 {
-    let filter = std::env::var("LOOMFENCE_CASE").ok();
-    let mut report = Report::default();
-    for case in ALL {
-        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
-            continue;
-        }
-        let store = make_store().await;
-        match tokio::spawn((case.run)(store)).await {
-            Ok(()) => {
-                println!("inbox-conformance[{label}] ok   {}", case.name);
-                report.passed += 1;
-            }
-            Err(join) => {
-                let message = panic_message(join);
-                println!("inbox-conformance[{label}] FAIL {}: {message}", case.name);
-                report.failed.push((case.name, message));
-            }
-        }
-    }
-    println!(
-        "inbox-conformance[{label}]: {} passed, {} failed",
-        report.passed,
-        report.failed.len()
-    );
-    assert!(
-        report.failed.is_empty(),
-        "inbox-conformance[{label}]: {} case(s) failed: {:#?}",
-        report.failed.len(),
-        report.failed
-    );
-    report
+    crate::run_kit("inbox-conformance", label, ALL, make_store).await
 }

@@ -36,13 +36,12 @@ pub mod support;
 pub mod unreadable;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use loomfence_store::forwarding::Forward;
 use loomfence_store::{Forwarding, TimerStore};
 
-use crate::{Report, panic_message};
+use crate::Report;
 
 /// A timer store shared by a case and the tasks it spawns.
 pub type Timers = Arc<dyn TimerStore>;
@@ -56,14 +55,8 @@ pub fn forwarded(store: Timers) -> Timers {
     Arc::new(Forwarding::new(store, Forward))
 }
 
-/// One case of the timer kit.
-#[derive(Clone, Copy)]
-pub struct TimerCase {
-    /// The case's function name, used in reports and to filter.
-    pub name: &'static str,
-    /// Runs the case against a store; panics on failure.
-    pub run: fn(Timers) -> Pin<Box<dyn Future<Output = ()> + Send>>,
-}
+/// One case of the kit.
+pub type TimerCase = crate::KitCase<Timers>;
 
 /// Builds a table entry named after the case function.
 macro_rules! case {
@@ -119,40 +112,10 @@ pub const ALL: &[TimerCase] = &[
 ///
 /// `label` names the adapter in the printed lines; `LOOMFENCE_CASE` filters
 /// cases by substring, as for the event kit.
-pub async fn run_all<F, Fut>(label: &str, mut make_store: F) -> Report
+pub async fn run_all<F, Fut>(label: &str, make_store: F) -> Report
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Timers>,
 {
-    let filter = std::env::var("LOOMFENCE_CASE").ok();
-    let mut report = Report::default();
-    for case in ALL {
-        if filter.as_deref().is_some_and(|f| !case.name.contains(f)) {
-            continue;
-        }
-        let store = make_store().await;
-        match tokio::spawn((case.run)(store)).await {
-            Ok(()) => {
-                println!("timer-conformance[{label}] ok   {}", case.name);
-                report.passed += 1;
-            }
-            Err(join) => {
-                let message = panic_message(join);
-                println!("timer-conformance[{label}] FAIL {}: {message}", case.name);
-                report.failed.push((case.name, message));
-            }
-        }
-    }
-    println!(
-        "timer-conformance[{label}]: {} passed, {} failed",
-        report.passed,
-        report.failed.len()
-    );
-    assert!(
-        report.failed.is_empty(),
-        "timer-conformance[{label}]: {} case(s) failed: {:#?}",
-        report.failed.len(),
-        report.failed
-    );
-    report
+    crate::run_kit("timer-conformance", label, ALL, make_store).await
 }
