@@ -258,6 +258,7 @@ describe('a contended delivery', () => {
     return {
       readRange: (...args) => inner.readRange(...args),
       append: (...args) => inner.append(...args),
+      currentFence: (...args) => inner.currentFence(...args),
       acquireFenceIf: (...args) => inner.acquireFenceIf(...args),
       acquireFence: (...args) => inner.acquireFence(...args),
       appendIfParked: async (id, parkSeq, events) => {

@@ -4,7 +4,8 @@
 // index.js and browser.js; it costs the .wasm nothing.
 //
 // It decides nothing: it performs the action the machine names and feeds the
-// answer back (readLog: store.readRange(id, 1); appendPark:
+// answer back (readLog: store.readRange(id, 1); readFence:
+// store.currentFence(id); appendPark:
 // store.append(id, event); send: inbox.send(message,
 // intent); readPending: inbox.pending(id, channels, limit); markConsumed:
 // inbox.markConsumed(key); resume: the ResumeMachine the machine builds,
@@ -68,7 +69,7 @@ export class Inbox {
     const options = known(given, OPTIONS, '{ now, random, redrive, policy, intentDelayMs, onResumed, onError }', bad);
     const { redrive = false, policy, intentDelayMs = INTENT_DELAY_MS, now = Date.now, random = Math.random } = options;
     const { onResumed = () => {}, onError = (error, executionId) => console.error(`loomfence Inbox: ${executionId}:`, error) } = options;
-    store('store', events, ['readRange', 'appendIfParked', 'append'], bad);
+    store('store', events, ['readRange', 'appendIfParked', 'append', 'currentFence'], bad);
     store('inbox', inbox, ['send', 'pending', 'markConsumed', 'schedule'], bad);
     for (const [name, f] of Object.entries({ now, random, onResumed, onError })) {
       if (typeof f !== 'function') throw bad(`options.${name} must be a function`);
@@ -93,6 +94,7 @@ export class Inbox {
     // Made (and so checked: the id, the waits) before anything is written.
     const machine = DeliverMachine.park(executionId, waits, at ?? this.#now(), fence, ...this.#machine);
     const [done, , park] = await this.#deliver(machine);
+    if (done.outcome === 'fenced') throw done.error; // what the store's guard would have thrown: nothing written
     const delivery = answer(done, null, false);
     return { park, delivered: delivery.result === 'delivered' ? { message: delivery.message, resumed: delivery.resumed } : null };
   }
@@ -128,6 +130,7 @@ export class Inbox {
         const step = machine.poll();
         if ('done' in step) return [step.done, machine.sent, park];
         if (step.act === 'readLog') machine.handleLog(await this.#store.readRange(id, 1));
+        else if (step.act === 'readFence') machine.handleFence(await this.#store.currentFence(id));
         else if (step.act === 'appendPark') {
           park = await this.#store.append(id, step.event);
           machine.handleParked(park);

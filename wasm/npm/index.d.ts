@@ -1080,7 +1080,7 @@ export type Delivery =
  * consumed at least once.
  */
 export class Inbox {
-  /** `store`: where every log lives (`readRange`, `appendIfParked`, `append`); `inbox`: an `InboxStore` (`send`, `pending`, `markConsumed`, `schedule` are called). */
+  /** `store`: where every log lives (`readRange`, `appendIfParked`, `append`, `currentFence`); `inbox`: an `InboxStore` (`send`, `pending`, `markConsumed`, `schedule` are called). */
   constructor(store: EventStore, inbox: Pick<InboxStore, 'send' | 'pending' | 'markConsumed' | 'schedule'> & Partial<InboxStore>, options?: InboxOptions);
   /**
    * Sends a message (stamped `now()`) with its intent row, then delivers
@@ -1098,7 +1098,8 @@ export class Inbox {
    * due `intentDelayMs` after `at`), so a host that dies between the park
    * and its check, or a contended check, leaves the delivery to the
    * re-driver. Waits the core cannot read reject with `InputError`
-   * `INVALID_PARK` before anything is written.
+   * `INVALID_PARK`, and a stale `fence` with `StaleFenceError`, before
+   * anything is written.
    */
   park(executionId: string, waits: unknown[], options?: { fence?: number; at?: number }): Promise<{ park: Envelope; delivered: { message: MessageKey; resumed: Resumed } | null }>;
   /** Delivers what the execution's open park can take from the inbox. */

@@ -104,6 +104,7 @@ fn outcome_js(outcome: &DeliverOutcome) -> Result<JsValue, JsValue> {
             out("contended").set("error", &js_errors::contended(error))
         }
         DeliverOutcome::RedriveScheduled(row) => out("redriveScheduled").set("row", &row_js(row)),
+        DeliverOutcome::Fenced(stale) => out("fenced").set("error", &js_errors::stale(stale)),
         _ => return Err(js_errors::internal("an outcome this binding does not know")),
     }
     .done())
@@ -215,6 +216,7 @@ impl DeliverMachineJs {
             DeliverPoll::Act(DeliverAction::WriteRow(row)) => {
                 act("writeRow").set("row", &row_js(&row))
             }
+            DeliverPoll::Act(DeliverAction::ReadFence) => act("readFence"),
             DeliverPoll::Act(DeliverAction::AppendPark(event)) => {
                 act("appendPark").set("event", &out::new_event(&event))
             }
@@ -300,6 +302,19 @@ impl DeliverMachineJs {
             Error::Input(InputError::NoWakeTime { .. }) => refuse(&e.to_string(), INVALID_TIME),
             _ => refuse(&e.to_string(), UNEXPECTED_ANSWER),
         })
+    }
+
+    /// Answers `readFence` with what the event store's `currentFence`
+    /// resolved to.
+    #[wasm_bindgen(js_name = handleFence)]
+    pub fn handle_fence(&mut self, current: JsValue) -> Result<(), JsValue> {
+        let current = whole(
+            "currentFence()",
+            UNEXPECTED_ANSWER,
+            &current,
+            MAX_TIMER_MS.unsigned_abs(),
+        )?;
+        self.machine.handle_fence(current).map_err(|e| refused(&e))
     }
 
     /// Answers `appendPark` with the envelope the event store's `append`

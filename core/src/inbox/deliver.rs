@@ -22,7 +22,10 @@
 //!    A park ([`DeliverMachine::park`]) instead writes its own intent row
 //!    first, when it waits on a channel ([`DeliverAction::WriteRow`]), then
 //!    the park itself ([`DeliverAction::AppendPark`]), then goes on as a
-//!    check: a message that arrived before the park (whose own intent row
+//!    check. Before the row it reads the token ([`DeliverAction::ReadFence`])
+//!    and ends [`DeliverOutcome::Fenced`], writing nothing, when the append
+//!    guard would refuse the park (a body fenced out, a stale token given):
+//!    a refused park leaves no row behind. Then: a message that arrived before the park (whose own intent row
 //!    may have fired and found no park) is delivered now, and if the host
 //!    dies between the park and its check, or the check is contended, the
 //!    park's intent row finishes it.
@@ -62,7 +65,8 @@
 
 use crate::contract::ContractError;
 use crate::error::Error;
-use crate::event::{Envelope, NewEvent};
+use crate::event::{Envelope, NewEvent, fence_of};
+use crate::fence::{BatchFacts, StaleFenceError, guard_append};
 use crate::fire::{RedriveAnswer, TimerRow};
 use crate::fold::ExecutionView;
 use crate::input::{ExecutionId, InputError};
@@ -170,6 +174,9 @@ pub enum DeliverAction {
     /// the first row of a contended delivery's chain); answer with
     /// [`DeliverMachine::handle_written`].
     WriteRow(TimerRow),
+    /// Read the execution's current token, `current_fence(id)`; answer with
+    /// [`DeliverMachine::handle_fence`].
+    ReadFence,
     /// Append this park (`EXECUTION_SUSPENDED`, under the body's token if
     /// it holds one) with a plain append; answer with
     /// [`DeliverMachine::handle_parked`]. A stale fence is the body's
@@ -202,6 +209,10 @@ pub enum DeliverOutcome {
     /// Rivals kept the token moving and this first re-drive row was
     /// written ([`OnContention::WriteRow`]).
     RedriveScheduled(TimerRow),
+    /// A park's token is stale (the body was fenced out, or was given a
+    /// wrong token): the append guard would refuse the park, so nothing was
+    /// written, no intent row either.
+    Fenced(StaleFenceError),
 }
 
 impl DeliverOutcome {
@@ -216,7 +227,8 @@ impl DeliverOutcome {
             DeliverOutcome::Contended(_) => RedriveAnswer::Contended,
             DeliverOutcome::Refused(_)
             | DeliverOutcome::Waiting
-            | DeliverOutcome::RedriveScheduled(_) => RedriveAnswer::Noop,
+            | DeliverOutcome::RedriveScheduled(_)
+            | DeliverOutcome::Fenced(_) => RedriveAnswer::Noop,
         }
     }
 }
@@ -245,6 +257,8 @@ enum AfterRepair {
 /// action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
+    /// Read the token a park's append will be judged against.
+    ParkFence(TimerRow),
     /// Write a park's intent row, then the park.
     ParkIntent(TimerRow),
     /// Append the park.
@@ -375,7 +389,7 @@ impl DeliverMachine {
             .iter()
             .any(|wait| matches!(wait, Wait::Message { .. }))
         {
-            State::ParkIntent(intent_row(
+            State::ParkFence(intent_row(
                 &machine.execution_id,
                 park.at,
                 options.intent_delay_ms,
@@ -410,6 +424,7 @@ impl DeliverMachine {
     pub fn poll(&self) -> DeliverPoll {
         let action = match &self.state {
             State::Done(outcome) => return DeliverPoll::Done(outcome.clone()),
+            State::ParkFence(_) => DeliverAction::ReadFence,
             State::ParkIntent(row) => DeliverAction::WriteRow(row.clone()),
             State::AppendPark(event) => DeliverAction::AppendPark(event.clone()),
             State::ReadLog => DeliverAction::ReadLog,
@@ -654,6 +669,27 @@ impl DeliverMachine {
         Ok(())
     }
 
+    /// Feeds the answer to [`DeliverAction::ReadFence`]: the execution's
+    /// current token. The park goes on while the append guard would take
+    /// it; otherwise the delivery ends [`DeliverOutcome::Fenced`] with
+    /// nothing written. (A rival that acquires after this read is a race
+    /// the store's own guard settles: the park is refused then, and its
+    /// intent row, already written, only finds nothing to do.)
+    pub fn handle_fence(&mut self, current: u64) -> Result<(), ContractError> {
+        let (State::ParkFence(row), Some(park)) = (&self.state, &self.park_event) else {
+            return Err(self.unexpected("handle_fence"));
+        };
+        let facts = BatchFacts {
+            fence: fence_of(&park.metadata).ok().flatten(),
+            answering: true,
+        };
+        self.state = match guard_append(&self.execution_id, current, facts) {
+            Ok(()) => State::ParkIntent(row.clone()),
+            Err(stale) => State::Done(DeliverOutcome::Fenced(stale)),
+        };
+        Ok(())
+    }
+
     /// Feeds the answer to [`DeliverAction::AppendPark`]: the stored park.
     /// It must be the event sent, of this execution; anything else is the
     /// store breaking its contract and changes nothing.
@@ -706,6 +742,7 @@ impl DeliverMachine {
     fn unexpected(&self, got: &'static str) -> ContractError {
         let expected = match &self.state {
             State::Done(_) => "nothing: the delivery is over",
+            State::ParkFence(_) => "handle_fence",
             State::ParkIntent(_) => "handle_written",
             State::AppendPark(_) => "handle_parked",
             State::ReadLog => "handle_log",

@@ -195,6 +195,10 @@ impl Host {
                 self.timers.schedule(&row).expect("a valid row");
                 machine.handle_written().expect("fits");
             }
+            DeliverAction::ReadFence => {
+                let current = self.store.current_fence(&execution);
+                machine.handle_fence(current).expect("fits");
+            }
             DeliverAction::AppendPark(event) => {
                 let park = self.store.append(&execution, event).expect("parks");
                 machine.handle_parked(&park).expect("fits");

@@ -644,3 +644,46 @@ async fn a_park_without_a_message_wait_writes_no_intent_row() {
     assert_eq!(parked.park.kind, "EXECUTION_SUSPENDED");
     assert!(world.rows().await.is_empty());
 }
+
+#[tokio::test]
+async fn a_park_under_a_stale_token_is_refused_with_nothing_written() {
+    let world = memory();
+    let order = id("order-12");
+    world
+        .events
+        .append(
+            &order,
+            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        )
+        .await
+        .expect("starts");
+    assert_eq!(
+        world.events.acquire_fence(&order).await.expect("acquires"),
+        1
+    );
+    for stale in [None, Some(0)] {
+        let refused = world
+            .inbox
+            .park(&order, &approvals(), stale)
+            .await
+            .expect_err("fenced out");
+        assert!(
+            matches!(
+                refused.store_error(),
+                Some(loomfence_store::StoreError::StaleFence(_))
+            ),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(world.kinds(&order).await, ["EXECUTION_STARTED"]);
+    assert!(
+        world.rows().await.is_empty(),
+        "no intent row for a refused park"
+    );
+    let parked = world
+        .inbox
+        .park(&order, &approvals(), Some(1))
+        .await
+        .expect("parks");
+    assert_eq!(parked.delivery, Delivery::Waiting);
+}

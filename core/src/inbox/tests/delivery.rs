@@ -154,6 +154,7 @@ fn a_notify_while_parked_delivers_at_once_as_one_batch_answering_its_wait() {
             DeliverAction::Draw => "draw",
             DeliverAction::WriteRow(_) => "row",
             DeliverAction::AppendPark(_) => "park",
+            DeliverAction::ReadFence => "fence",
         })
         .collect();
     assert_eq!(kinds, ["read", "send", "pending", "resume", "mark"]);

@@ -28,9 +28,10 @@ fn a_park_on_a_channel_writes_its_intent_row_before_the_park_and_takes_a_waiting
         "{outcome:?}"
     );
     let intent = TimerRow::redrive(id("e"), NOW + DEFAULT_INTENT_DELAY_MS, 0);
-    assert_eq!(host.trace[0], DeliverAction::WriteRow(intent.clone()));
+    assert_eq!(host.trace[0], DeliverAction::ReadFence);
+    assert_eq!(host.trace[1], DeliverAction::WriteRow(intent.clone()));
     assert!(
-        matches!(&host.trace[1], DeliverAction::AppendPark(event) if event.kind == "EXECUTION_SUSPENDED")
+        matches!(&host.trace[2], DeliverAction::AppendPark(event) if event.kind == "EXECUTION_SUSPENDED")
     );
     assert!(
         host.timers
@@ -87,9 +88,11 @@ fn a_park_answered_out_of_turn_or_forged_changes_nothing() {
     let stray = host.log("e")[0].clone();
     assert!(
         machine.handle_parked(&stray).is_err(),
-        "the intent row comes first"
+        "the token is read first"
     );
+    assert!(machine.handle_written().is_err(), "the token is read first");
     assert_eq!(machine, before);
+    machine.handle_fence(0).expect("the token");
     machine.handle_written().expect("the intent row");
     let before = machine.clone();
     assert!(matches!(
@@ -97,6 +100,44 @@ fn a_park_answered_out_of_turn_or_forged_changes_nothing() {
         Err(ContractError::WrongAppend { .. })
     ));
     assert_eq!(machine, before);
+}
+
+#[test]
+fn a_park_under_a_stale_token_writes_nothing_not_even_its_intent_row() {
+    let mut host = Host::new();
+    host.start("e");
+    host.store.acquire_fence(&id("e"));
+    host.store.acquire_fence(&id("e"));
+    for token in [None, Some(1)] {
+        let mut event = park_event(&[on("c")]);
+        if let Some(token) = token {
+            event = event.with_fence(token);
+        }
+        let mut machine =
+            DeliverMachine::park(id("e"), event, DeliverOptions::default()).expect("a park");
+        let outcome = host.finish(&mut machine);
+        assert!(
+            matches!(&outcome, DeliverOutcome::Fenced(stale) if stale.current == 2 && stale.presented == token),
+            "{outcome:?}"
+        );
+        assert_eq!(outcome.redrive_answer(), crate::fire::RedriveAnswer::Noop);
+    }
+    assert_eq!(host.log("e").len(), 1, "no park");
+    assert!(
+        host.timers
+            .due(MAX_TIMER, 10, Default::default())
+            .expect("lists")
+            .is_empty()
+    );
+    let mut current = park_event(&[on("c")]).with_fence(2);
+    current.at = NOW;
+    let mut machine =
+        DeliverMachine::park(id("e"), current, DeliverOptions::default()).expect("a park");
+    assert_eq!(
+        host.finish(&mut machine),
+        DeliverOutcome::Waiting,
+        "the current token parks"
+    );
 }
 
 /// Later than every row of these tests.

@@ -100,6 +100,14 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
                         },
                     )?;
                 }
+                DeliverAction::ReadFence => {
+                    let current = self
+                        .store
+                        .current_fence(&id)
+                        .await
+                        .map_err(RuntimeError::Store)?;
+                    machine.handle_fence(current)?;
+                }
                 DeliverAction::AppendPark(event) => {
                     let park = self
                         .store
@@ -135,6 +143,12 @@ fn ended(outcome: DeliverOutcome) -> Result<Ended, RuntimeError> {
         DeliverOutcome::RedriveScheduled(row) => Ended::Delivery(Delivery::RedriveScheduled {
             wake_at: row.wake_at,
         }),
+        // What the store's guard would have said to the park.
+        DeliverOutcome::Fenced(stale) => {
+            return Err(RuntimeError::Store(
+                loomfence_store::StoreError::StaleFence(stale),
+            ));
+        }
         other => return Err(unsupported(&other)),
     })
 }

@@ -113,7 +113,7 @@ impl Deliverer {
     /// fenced out, and the delivery stops.
     #[must_use]
     pub fn stale_park(&self) -> bool {
-        self.stale_park
+        self.stale_park || matches!(self.outcome, Some(DeliverOutcome::Fenced(_)))
     }
 
     /// Whether it is over (ended, or stopped on a rejection).
@@ -259,6 +259,11 @@ impl Deliverer {
                 DeliverAction::WriteRow(row) => {
                     env.timers.schedule(&row).map_err(harness)?;
                     self.machine.handle_written()?;
+                    return Ok(());
+                }
+                DeliverAction::ReadFence => {
+                    let current = env.store.current_fence(&id);
+                    self.machine.handle_fence(current)?;
                     return Ok(());
                 }
                 DeliverAction::AppendPark(park) => {
