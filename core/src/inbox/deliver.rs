@@ -7,6 +7,20 @@
 //! until `poll` gives [`DeliverPoll::Done`] with a [`DeliverOutcome`]. The
 //! steps, and why:
 //!
+//! A park ([`DeliverMachine::park`]) takes three steps of its own first,
+//! then goes on as a check from step 1:
+//!
+//! - **Read the token** ([`DeliverAction::ReadFence`]) and end
+//!   [`DeliverOutcome::Fenced`], writing nothing, when the append guard
+//!   would refuse the park (a body fenced out, a stale token given): a
+//!   refused park leaves no row behind.
+//! - **Write the park's intent row** ([`DeliverAction::WriteRow`]), when
+//!   it waits on a channel: a message that arrived before the park has had
+//!   its own intent row fire and find no park, so if the host dies between
+//!   the park and its check, or the check is contended, this row is what
+//!   finishes the delivery.
+//! - **Append the park** ([`DeliverAction::AppendPark`]).
+//!
 //! 1. **Read the whole log** ([`DeliverAction::ReadLog`]). A notify is
 //!    refused, with nothing stored, when the execution has no log
 //!    ([`NotDeliverable::Unknown`]) or has ended
@@ -19,16 +33,6 @@
 //!    sender dies before step 5, the row's re-driver finishes the delivery.
 //!    A second send of the same key stores nothing and still goes on, so a
 //!    sender that retries after a crash delivers at once.
-//!    A park ([`DeliverMachine::park`]) instead writes its own intent row
-//!    first, when it waits on a channel ([`DeliverAction::WriteRow`]), then
-//!    the park itself ([`DeliverAction::AppendPark`]), then goes on as a
-//!    check. Before the row it reads the token ([`DeliverAction::ReadFence`])
-//!    and ends [`DeliverOutcome::Fenced`], writing nothing, when the append
-//!    guard would refuse the park (a body fenced out, a stale token given):
-//!    a refused park leaves no row behind. Then: a message that arrived before the park (whose own intent row
-//!    may have fired and found no park) is delivered now, and if the host
-//!    dies between the park and its check, or the check is contended, the
-//!    park's intent row finishes it.
 //! 3. **Find the open park's MESSAGE waits.** None (not parked, parked on
 //!    other things only, a wait this node cannot read): the message waits
 //!    in the inbox ([`DeliverOutcome::Waiting`]) for a park that names its
