@@ -21,6 +21,22 @@ pub(crate) fn attempts_bar(total: u64, json: bool) -> ProgressBar {
     ProgressBar::new(total).with_style(style)
 }
 
+/// A bar counting the fleet's history trees written, out of `total`;
+/// hidden unless stderr is a terminal. Like the bench's bar it shows with
+/// `--json` too (it is on stderr, and a large history takes minutes).
+pub(crate) fn history_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} history trees, eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let bar = ProgressBar::new(total).with_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    bar
+}
+
 /// A bar counting the bench's phases, `what` they are (`workload runs`;
 /// its length is set once the phases are known), naming the one under way;
 /// hidden unless stderr is a terminal. Unlike the race's bar it shows with

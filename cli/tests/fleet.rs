@@ -197,6 +197,38 @@ fn an_sqlite_fleet_shares_one_file_and_holds_under_kills() {
     );
 }
 
+/// A store in use: finished family trees written before the workers
+/// start weigh on every listing and every rebuild, and a correct worker
+/// lists them and touches none. The workers time their catch-up, and the
+/// report carries the slowest, with the offered rate beside the kept one.
+#[test]
+fn an_sqlite_fleet_over_a_history_leaves_it_untouched_and_times_its_rebuilds() {
+    let scratch = Scratch::new("fleet-history");
+    let store = scratch.store("fleet.db");
+    let (code, report) = fleet(
+        "history-fleet",
+        &store,
+        30,
+        &["--spread", "3s", "--kill-every", "1s", "--history", "200"],
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_held(&report, 30);
+    assert_eq!(report["history"], 200, "{report}");
+    assert_eq!(
+        report["history_touched"], 0,
+        "every history execution still ended, with the head it was written with: {report}"
+    );
+    // Three workers started, at least one restarted after a kill.
+    assert!(report["rebuilds"].as_u64() >= Some(4), "{report}");
+    assert!(report["rebuild_ms"].as_u64() > Some(0), "{report}");
+    // 30 parents over 3 s.
+    assert_eq!(report["offered_per_s"], 10.0, "{report}");
+    assert!(
+        report["parents_per_second"].as_f64() > Some(0.0),
+        "{report}"
+    );
+}
+
 #[test]
 fn fleets_refuse_stores_their_workers_cannot_share_and_bad_counts() {
     for args in [

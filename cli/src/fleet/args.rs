@@ -49,6 +49,12 @@ pub(crate) struct FleetArgs {
     /// parked). 0 for none.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub(crate) message_every: u32,
+    /// Finished family trees (a parent resumed and completed, its children
+    /// completed) written before the workers start and not timed: the
+    /// weight of a store in use, which every listing and every worker's
+    /// rebuild carries. The verdict checks that none was touched.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) history: u32,
     /// The workers' beat (`worker --scan-every`).
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
     pub(crate) scan_every: Duration,

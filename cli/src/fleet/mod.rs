@@ -4,7 +4,9 @@
 //!
 //! The run:
 //! 1. a fresh store (a PostgreSQL schema of its own, or a new SQLite file
-//!    the workers share), and the workload written into it ([`plan`]): P
+//!    the workers share); with `--history N`, N finished family trees
+//!    written first and not timed ([`history`]); the workload written into
+//!    it ([`plan`]): P
 //!    parents, each fenced and parked on a group of C children or a
 //!    deadline;
 //! 2. W workers started as child processes ([`workers`]);
@@ -17,8 +19,10 @@
 //! 4. the drain: no more faults; the run waits until every parent is
 //!    resumed and the logs stop changing, or `--drain-timeout`;
 //! 5. every worker gets SIGTERM and must exit 0;
-//! 6. the verdict, from the logs alone ([`verdict`]), and the store is
-//!    dropped (schema) or removed (file).
+//! 6. the verdict, from the logs alone ([`verdict`]), with the history
+//!    checked untouched and the workers' slowest catch-up read from their
+//!    logs ([`rebuilds`]), and the store is dropped (schema) or removed
+//!    (file).
 //!
 //! Exit codes: 0 when the kernel held (no double resume, no fenced-out
 //! body, no parent left parked, no sequence fault) and every worker
@@ -30,7 +34,9 @@ mod args;
 mod chaos;
 mod children;
 mod drain;
+mod history;
 mod plan;
+mod rebuilds;
 mod report;
 mod sender;
 mod verdict;
@@ -45,6 +51,7 @@ pub(crate) use self::args::FleetArgs;
 use self::chaos::Chaos;
 use self::children::end_children;
 use self::drain::drain;
+use self::history::History;
 use self::plan::{Plan, Shape};
 use self::report::Report;
 use self::sender::Sender;
@@ -148,6 +155,15 @@ async fn fleet(
     seed: u64,
 ) -> Result<Report, CliError> {
     let events = Arc::clone(&opened.store);
+    let history = History {
+        trees: args.history,
+        children: args.children,
+    };
+    if history.trees > 0 {
+        let bar = crate::progress::history_bar(u64::from(history.trees));
+        history.write(&*events, now_ms(), &bar).await?;
+        bar.finish_and_clear();
+    }
     // Set-up is timed so the children start ending once it and the
     // workers' rebuild are done: a generous estimate, checked below.
     let setup = Duration::from_millis(u64::from(args.parents) * 3) + WARM_UP;
@@ -162,6 +178,7 @@ async fn fleet(
         message_every: args.message_every,
     })?;
     plan.write(&*events, &*opened.timers, now_ms()).await?;
+    let launch_logs = launch.logs.clone();
     let mut workers = Workers::start(launch, args.workers as usize)?;
     if now_ms() > start {
         eprintln!(
@@ -205,6 +222,9 @@ async fn fleet(
     let died = workers.died;
     let stopped = workers.stop(Duration::from_secs(20)).await?;
     let verdict: Verdict = verdict::judge(&*events, &*opened.inbox, &plan).await?;
+    let listing = crate::listing::list_all(&*events).await?;
+    let history = history::untouched(&listing);
+    let rebuilds = rebuilds::read(&launch_logs)?;
     Ok(Report {
         args: args.clone(),
         seed,
@@ -216,5 +236,7 @@ async fn fleet(
         drained,
         sent,
         elapsed,
+        history,
+        rebuilds,
     })
 }

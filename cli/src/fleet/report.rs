@@ -5,6 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::args::FleetArgs;
+use super::history::{History, Untouched};
+use super::rebuilds::Rebuilds;
 use super::sender::SenderCounts;
 use super::verdict::Verdict;
 
@@ -32,6 +34,10 @@ pub(crate) struct Report {
     pub(crate) sent: SenderCounts,
     /// From the first child's end to the end of the drain.
     pub(crate) elapsed: Duration,
+    /// What the listing says of the history (`--history`) after the run.
+    pub(crate) history: Untouched,
+    /// The workers' rebuilds, every start and restart.
+    pub(crate) rebuilds: Rebuilds,
 }
 
 impl Report {
@@ -59,6 +65,23 @@ impl Report {
         if v.children_open > 0 {
             failures.push(format!("{} children never ended", v.children_open));
         }
+        if self.history.touched > 0 {
+            failures.push(format!(
+                "{} history executions were touched",
+                self.history.touched
+            ));
+        }
+        let expected = History {
+            trees: self.args.history,
+            children: self.args.children,
+        }
+        .executions();
+        if self.history.listed != expected {
+            failures.push(format!(
+                "{} history executions listed, {expected} written",
+                self.history.listed
+            ));
+        }
         if self.died > 0 {
             failures.push(format!("{} workers exited on their own", self.died));
         }
@@ -78,6 +101,15 @@ impl Report {
         #[allow(clippy::cast_precision_loss)]
         let resumed = self.verdict.resumed as f64;
         if secs > 0.0 { resumed / secs } else { 0.0 }
+    }
+
+    /// Parents offered per second: the parents over the spread their
+    /// children end in.
+    fn offered(&self) -> f64 {
+        let secs = self.args.spread.as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        let parents = self.verdict.parents as f64;
+        if secs > 0.0 { parents / secs } else { 0.0 }
     }
 
     /// One JSON object.
@@ -111,7 +143,12 @@ impl Report {
             "workers_died": self.died,
             "unclean_shutdowns": self.unclean,
             "drained": self.drained,
-            "parents_per_second": (self.rate() * 10.0).round() / 10.0,
+            "parents_per_second": tenths(self.rate()),
+            "offered_per_s": tenths(self.offered()),
+            "history": self.args.history,
+            "history_touched": self.history.touched,
+            "rebuilds": self.rebuilds.count,
+            "rebuild_ms": self.rebuilds.slowest_ms,
             "unconditional": self.args.unconditional,
             "seed": self.seed,
         })
@@ -162,11 +199,21 @@ impl Report {
             v.messages_lost
         );
         out += &format!(
-            "  {:.1} s, {:.1} parents resumed per second; shutdown: {} unclean",
+            "  history: {} finished trees written before the run, {} executions touched; slowest of {} worker rebuilds {} ms\n",
+            a.history, self.history.touched, self.rebuilds.count, self.rebuilds.slowest_ms
+        );
+        out += &format!(
+            "  {:.1} s, {:.1} parents offered and {:.1} resumed per second; shutdown: {} unclean",
             self.elapsed.as_secs_f64(),
+            self.offered(),
             self.rate(),
             self.unclean
         );
         out
     }
+}
+
+/// `value` rounded to tenths, as the JSON carries rates.
+fn tenths(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
 }

@@ -64,6 +64,9 @@ use crate::store_arg::{ExistingStore, StoreArg};
 
 /// Runs a worker until SIGTERM or Ctrl-C.
 pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
+    // A restarted worker is caught up when its rebuild is done: timed
+    // from here, so opening the store counts too.
+    let started = std::time::Instant::now();
     logging::init(args.log_json);
     // Watched from the start, so a SIGTERM during start-up is not lost.
     let mut terminate = match signal(SignalKind::terminate()) {
@@ -149,7 +152,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
     let timer_loop = Arc::new(service).spawn();
     tracing::info!(%node, store = %store_arg, unconditional = args.unconditional, "worker started");
 
-    let mut watcher = Watcher::new(events, supervisor, Arc::clone(&bodies));
+    let mut watcher = Watcher::new(events, supervisor, Arc::clone(&bodies), started);
     let stopped = beat_until_stopped(&mut watcher, args.scan_every, &mut terminate).await;
     tracing::info!(signal = stopped, "stopping");
     timer_loop.shutdown().await;

@@ -30,7 +30,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, stream};
 use loomfence_core::ExecutionId;
@@ -49,6 +49,11 @@ const SCANS: &str = "loomfence_worker_scans_total";
 /// connections busy, since each one is a few reads in a row.
 const CONCURRENCY: usize = 8;
 
+/// Whole milliseconds of `elapsed`, saturating.
+fn millis(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// What a worker knows from its last listing.
 pub(crate) struct Watcher {
     /// The worker's store.
@@ -65,14 +70,19 @@ pub(crate) struct Watcher {
     retry: HashSet<ExecutionId>,
     /// Whether the first listing (the rebuild) is done.
     rebuilt: bool,
+    /// When the worker started, from which its rebuild is timed.
+    started: Instant,
 }
 
 impl Watcher {
     /// A watcher that has listed nothing yet: its first beat rebuilds.
+    /// `started` is when the worker started: the rebuild's log line says
+    /// how long after it the worker was caught up.
     pub(crate) fn new(
         store: Arc<dyn EventStore>,
         supervisor: Arc<ChildSupervisor<dyn EventStore>>,
         bodies: Arc<Bodies>,
+        started: Instant,
     ) -> Self {
         Self {
             store,
@@ -82,6 +92,7 @@ impl Watcher {
             ended: HashSet::new(),
             retry: HashSet::new(),
             rebuilt: false,
+            started,
         }
     }
 
@@ -89,7 +100,7 @@ impl Watcher {
     /// listing is returned (the next beat lists again); failed
     /// supervisions are kept for the next beat.
     pub(crate) async fn beat(&mut self) -> Result<(), StoreError> {
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let listed = list_all(&*self.store).await?;
         metrics::counter!(SCANS).increment(1);
         let mut to_watch: BTreeSet<ExecutionId> = self.retry.drain().collect();
@@ -132,7 +143,8 @@ impl Watcher {
         }
         if !self.rebuilt {
             tracing::info!(
-                elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                elapsed_ms = millis(began.elapsed()),
+                since_start_ms = millis(self.started.elapsed()),
                 retry = self.retry.len(),
                 "rebuilt"
             );
@@ -304,7 +316,12 @@ mod tests {
             SupervisorOptions::default(),
         ));
         let bodies = Bodies::new(Arc::clone(&store), 2, "test".to_owned());
-        let mut watcher = Watcher::new(Arc::clone(&store), supervisor, Arc::clone(&bodies));
+        let mut watcher = Watcher::new(
+            Arc::clone(&store),
+            supervisor,
+            Arc::clone(&bodies),
+            Instant::now(),
+        );
 
         // The rebuild resumes the parent whose child ended before it.
         beat(&mut watcher, &bodies).await;
