@@ -6,11 +6,11 @@
 
 use deadpool_postgres::GenericClient;
 use loomfence_store::BackendError;
-use tokio_postgres::error::SqlState;
 
 use crate::config::{MigrateOptions, Schema};
-use crate::error::{self, OpenError};
+use crate::error::OpenError;
 use crate::inbox_sql::{COLUMNS, PENDING_INDEX, TABLE, create_index, create_table};
+use crate::table_ddl;
 
 /// Creates the table and its pending index where they are missing. An
 /// existing table is kept with its rows; one that lacks a column of
@@ -24,20 +24,16 @@ pub(crate) async fn migrate_inbox(
     schema: &Schema,
     options: &MigrateOptions,
 ) -> Result<(), OpenError> {
-    let existing: Vec<String> = client
-        .query(
-            "SELECT column_name::text FROM information_schema.columns \
-             WHERE table_schema = $1 AND table_name = $2",
-            &[&schema.as_str(), &TABLE],
-        )
-        .await
-        .map_err(error::backend)?
-        .iter()
-        .map(|row| row.try_get(0))
-        .collect::<Result<_, _>>()
-        .map_err(error::backend)?;
+    let existing = table_ddl::columns(client, schema, TABLE).await?;
     if existing.is_empty() {
-        run(client, &create_table(schema), schema, "create it", options).await?;
+        table_ddl::run(
+            client,
+            &create_table(schema),
+            (schema, TABLE),
+            "create it",
+            options,
+        )
+        .await?;
     } else if let Some(column) = COLUMNS
         .iter()
         .find(|column| !existing.iter().any(|found| found == *column))
@@ -48,44 +44,15 @@ pub(crate) async fn migrate_inbox(
             COLUMNS.join(", ")
         ))));
     }
-    let index: Option<String> = client
-        .query_one(
-            "SELECT to_regclass($1)::text",
-            &[&format!("{schema}.{PENDING_INDEX}")],
-        )
-        .await
-        .map_err(error::backend)?
-        .try_get(0)
-        .map_err(error::backend)?;
-    if index.is_none() {
-        run(
+    if !table_ddl::has_index(client, schema, PENDING_INDEX).await? {
+        table_ddl::run(
             client,
             &create_index(schema),
-            schema,
+            (schema, TABLE),
             "create its pending index",
             options,
         )
         .await?;
     }
     Ok(())
-}
-
-/// Runs one DDL statement on the table; a lock timeout names the table and
-/// what the boot was doing.
-async fn run(
-    client: &impl GenericClient,
-    statement: &str,
-    schema: &Schema,
-    action: &str,
-    options: &MigrateOptions,
-) -> Result<(), OpenError> {
-    match client.batch_execute(statement).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => Err(OpenError::TableLocked {
-            table: format!("{schema}.{TABLE}"),
-            action: action.to_owned(),
-            waited_ms: options.lock_timeout.as_millis(),
-        }),
-        Err(e) => Err(OpenError::Backend(error::backend(e))),
-    }
 }

@@ -77,6 +77,7 @@ mod retention_sql;
 mod sql;
 mod sql_parts;
 mod store;
+mod table_ddl;
 mod timer_migrate;
 mod timer_sql;
 mod timers;

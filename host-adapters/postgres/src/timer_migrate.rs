@@ -12,10 +12,10 @@
 
 use deadpool_postgres::GenericClient;
 use loomfence_store::BackendError;
-use tokio_postgres::error::SqlState;
 
 use crate::config::{MigrateOptions, Schema};
-use crate::error::{self, OpenError};
+use crate::error::OpenError;
+use crate::table_ddl;
 use crate::timer_sql::{
     ADDED_COLUMNS, DUE_INDEX, KEY_COLUMNS, TABLE, add_columns, create_index, create_table,
 };
@@ -31,21 +31,17 @@ pub(crate) async fn migrate_timers(
     schema: &Schema,
     options: &MigrateOptions,
 ) -> Result<Vec<String>, OpenError> {
-    let existing: Vec<String> = client
-        .query(
-            "SELECT column_name::text FROM information_schema.columns \
-             WHERE table_schema = $1 AND table_name = $2",
-            &[&schema.as_str(), &TABLE],
-        )
-        .await
-        .map_err(error::backend)?
-        .iter()
-        .map(|row| row.try_get(0))
-        .collect::<Result<_, _>>()
-        .map_err(error::backend)?;
+    let existing = table_ddl::columns(client, schema, TABLE).await?;
     let mut added = Vec::new();
     if existing.is_empty() {
-        run(client, &create_table(schema), schema, "create it", options).await?;
+        table_ddl::run(
+            client,
+            &create_table(schema),
+            (schema, TABLE),
+            "create it",
+            options,
+        )
+        .await?;
     } else {
         if let Some(key) = KEY_COLUMNS
             .iter()
@@ -63,10 +59,10 @@ pub(crate) async fn migrate_timers(
             .collect();
         if !missing.is_empty() {
             let action = format!("add the column(s) {}", missing.join(", "));
-            run(
+            table_ddl::run(
                 client,
                 &add_columns(schema, &missing),
-                schema,
+                (schema, TABLE),
                 &action,
                 options,
             )
@@ -74,44 +70,15 @@ pub(crate) async fn migrate_timers(
             added = missing.iter().map(|name| (*name).to_owned()).collect();
         }
     }
-    let index: Option<String> = client
-        .query_one(
-            "SELECT to_regclass($1)::text",
-            &[&format!("{schema}.{DUE_INDEX}")],
-        )
-        .await
-        .map_err(error::backend)?
-        .try_get(0)
-        .map_err(error::backend)?;
-    if index.is_none() {
-        run(
+    if !table_ddl::has_index(client, schema, DUE_INDEX).await? {
+        table_ddl::run(
             client,
             &create_index(schema),
-            schema,
+            (schema, TABLE),
             "create its due index",
             options,
         )
         .await?;
     }
     Ok(added)
-}
-
-/// Runs one DDL statement on the table; a lock timeout names the table and
-/// what the boot was doing.
-async fn run(
-    client: &impl GenericClient,
-    statement: &str,
-    schema: &Schema,
-    action: &str,
-    options: &MigrateOptions,
-) -> Result<(), OpenError> {
-    match client.batch_execute(statement).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => Err(OpenError::TableLocked {
-            table: format!("{schema}.{TABLE}"),
-            action: action.to_owned(),
-            waited_ms: options.lock_timeout.as_millis(),
-        }),
-        Err(e) => Err(OpenError::Backend(error::backend(e))),
-    }
 }
