@@ -1,8 +1,8 @@
 //! The resume driver: the core's drive loop, against any [`EventStore`].
 
 use loomfence_core::{
-    Action, ConditionalAppend, Envelope, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed,
-    resume::Stepped,
+    Action, ConditionalAppend, Envelope, ExecutionId, Poll, ResumeError, ResumeMachine,
+    ResumeRequest, Resumed, resume::Stepped,
 };
 use loomfence_store::{EventStore, StoreError};
 
@@ -102,6 +102,23 @@ pub async fn resume<S: EventStore + ?Sized>(
     request: ResumeRequest,
 ) -> Result<Resumed, RuntimeError> {
     resume_from(store, execution_id, request, &[]).await
+}
+
+/// [`resume_from`] for a machine that asked for the resume (a supervision,
+/// a delivery, a tick): the protocol's answer (landed, refused, contended,
+/// stale) is a value to feed back to it; only a failure underneath it (the
+/// store, a broken contract) is an error.
+pub(crate) async fn resume_answer<S: EventStore + ?Sized>(
+    store: &S,
+    execution_id: &ExecutionId,
+    request: ResumeRequest,
+    events: &[Envelope],
+) -> Result<Result<Resumed, ResumeError>, RuntimeError> {
+    match resume_from(store, execution_id, request, events).await {
+        Ok(resumed) => Ok(Ok(resumed)),
+        Err(RuntimeError::Resume(answer)) => Ok(Err(answer)),
+        Err(failure) => Err(failure),
+    }
 }
 
 /// Like [`resume`], starting from the log the caller already holds (from

@@ -20,7 +20,7 @@
 //! - `Claim` → [`TimerStore::claim_due`]; the unreadable rows beside the
 //!   claims go back with them;
 //! - `ReadLog` → `read_range(id, 1, None)`;
-//! - `Resume` → [`resume_from`] with the log just read; a landed resume is
+//! - `Resume` → [`resume_from`](crate::resume_from) with the log just read; a landed resume is
 //!   handed to `on_resumed`;
 //! - `Redrive` → the re-driver registered at that index; an `Err` is the
 //!   answer [`RedriveAnswer::Failed`] and goes to `on_error`;
@@ -107,7 +107,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::counters;
-use crate::driver::resume_from;
+use crate::driver::resume_answer;
 use crate::error::RuntimeError;
 use crate::redriver::Redriver;
 use crate::timer_service_options::TimerServiceOptions;
@@ -282,14 +282,13 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
             TickAction::Resume {
                 execution_id,
                 request,
-            } => match resume_from(&*self.events, &execution_id, request, log).await {
-                Ok(resumed) => {
-                    node().handle_resumed(Ok(&resumed))?;
+            } => {
+                let result = resume_answer(&*self.events, &execution_id, request, log).await?;
+                node().handle_resumed(result.as_ref())?;
+                if let Ok(resumed) = result {
                     (self.options.on_resumed)(resumed);
                 }
-                Err(RuntimeError::Resume(answer)) => node().handle_resumed(Err(&answer))?,
-                Err(failure) => return Err(failure),
-            },
+            }
             TickAction::Redrive { redriver, row } => {
                 let Some(redriver_at) = redrivers.get(redriver) else {
                     return Err(RuntimeError::Unsupported {

@@ -11,7 +11,7 @@ use loomfence_store::{EventStore, InboxStore};
 
 use super::{Delivery, Inbox};
 use crate::counters;
-use crate::driver::resume_from;
+use crate::driver::resume_answer;
 use crate::error::RuntimeError;
 
 /// How a delivery ended, for the entry points to shape.
@@ -78,11 +78,7 @@ impl<S: EventStore + ?Sized, I: InboxStore + ?Sized> Inbox<S, I> {
                     machine.handle_marked()?;
                 }
                 DeliverAction::Resume { request, log } => {
-                    let result = match resume_from(&*self.store, &id, request, &log).await {
-                        Ok(resumed) => Ok(resumed),
-                        Err(RuntimeError::Resume(error)) => Err(error),
-                        Err(other) => return Err(other),
-                    };
+                    let result = resume_answer(&*self.store, &id, request, &log).await?;
                     if let Err(ResumeError::Refused(_)) = &result {
                         tracing::debug!(execution_id = %id, "park answered first; reading again");
                     }

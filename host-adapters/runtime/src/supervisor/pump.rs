@@ -15,7 +15,7 @@ use loomfence_store::EventStore;
 
 use super::{ChildSupervisor, Supervised};
 use crate::counters;
-use crate::driver::resume_from;
+use crate::driver::resume_answer;
 use crate::error::RuntimeError;
 
 impl<S: EventStore + ?Sized> ChildSupervisor<S> {
@@ -75,11 +75,7 @@ impl<S: EventStore + ?Sized> ChildSupervisor<S> {
                         .map_err(loomfence_core::Error::from)
                 }
                 SuperviseAction::Resume { request, log } => {
-                    let result = match resume_from(&*self.store, parent, request, &log).await {
-                        Ok(resumed) => Ok(resumed),
-                        Err(RuntimeError::Resume(error)) => Err(error),
-                        Err(other) => return Err(other),
-                    };
+                    let result = resume_answer(&*self.store, parent, request, &log).await?;
                     if let Err(loomfence_core::ResumeError::StaleFence(stale)) = &result {
                         tracing::debug!(%parent, current = stale.current, "parent is fenced");
                     }
