@@ -11,7 +11,7 @@
 //! `UNEXPECTED_ANSWER`) and leaves the machine as it was.
 
 use loomfence_core::{
-    ContractError, Error, InputError, KernelKind, NewEvent, Poll, ResumeMachine,
+    ContractError, Error, InputError, KernelKind, NewEvent,
     inbox::{
         DeliverAction, DeliverMachine, DeliverOptions, DeliverOutcome, DeliverPoll, NotDeliverable,
         PENDING_PAGE,
@@ -23,7 +23,6 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::fire::{UNEXPECTED_ANSWER, log_answer, redrive_answer};
-use crate::host_store::HostStore;
 use crate::inbox_values as inbox;
 use crate::js_errors::{self, INVALID_PARK};
 use crate::json;
@@ -264,32 +263,19 @@ impl DeliverMachineJs {
     /// `appendIfParked` batch.
     #[wasm_bindgen(js_name = resumeOn)]
     pub fn resume_on(&self, store: JsValue) -> Result<ResumeMachineJs, JsValue> {
-        let DeliverPoll::Act(DeliverAction::Resume { request, log }) = self.machine.poll() else {
-            return Err(refuse(
-                "resumeOn() without a pending resume",
-                UNEXPECTED_ANSWER,
-            ));
+        let asked = match self.machine.poll() {
+            DeliverPoll::Act(DeliverAction::Resume { request, log }) => Some((request, log)),
+            _ => None,
         };
-        request.check().map_err(|e| js_errors::input(&e))?;
-        let host = HostStore::new(store)?;
-        let id = self.machine.execution_id().clone();
-        let machine = ResumeMachine::with_events(id, request, host.capability(), &log)
-            .map_err(|e| refuse(&e.to_string(), UNEXPECTED_ANSWER))?;
-        Ok(ResumeMachineJs::of(host, machine))
+        ResumeMachineJs::asked(store, self.machine.execution_id().clone(), asked)
     }
 
     /// Answers `resume` with the resume machine `resumeOn` gave, once its
     /// loop has finished it (its result is read from it).
     #[wasm_bindgen(js_name = handleResumed)]
     pub fn handle_resumed(&mut self, resume: &ResumeMachineJs) -> Result<(), JsValue> {
-        let Poll::Done(result) = resume.machine().poll() else {
-            return Err(refuse(
-                "handleResumed() with a resume that has not finished",
-                UNEXPECTED_ANSWER,
-            ));
-        };
         self.machine
-            .handle_resumed(result.as_ref())
+            .handle_resumed(resume.result()?.as_ref())
             .map_err(|e| refused(&e))
     }
 

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use js_sys::{Array, Promise};
 use loomfence_core::{
-    Action, Capability, ExecutionId, Poll, ResumeMachine, ResumeRequest, Resumed, Status, drive,
+    Action, Capability, Envelope, ExecutionId, Poll, ResumeError, ResumeMachine, ResumeRequest,
+    Resumed, Status, drive,
 };
 use wasm_bindgen::prelude::*;
 
@@ -58,20 +59,44 @@ pub struct ResumeMachineJs {
 }
 
 impl ResumeMachineJs {
-    /// A resume already built (a supervision's), over `host`.
-    pub(crate) fn of(host: HostStore, machine: ResumeMachine) -> Self {
-        Self {
+    /// The resume a machine asked for (a supervision's or a delivery's
+    /// `resume` action: `asked`, its request and log; `None` when it asked
+    /// for none), over `store`: checked, then started from the log already
+    /// read, for the package's resume loop to drive.
+    pub(crate) fn asked(
+        store: JsValue,
+        execution_id: ExecutionId,
+        asked: Option<(ResumeRequest, Vec<Envelope>)>,
+    ) -> Result<Self, JsValue> {
+        let Some((request, log)) = asked else {
+            return Err(unexpected("resumeOn() without a pending resume"));
+        };
+        request.check().map_err(|e| js_errors::input(&e))?;
+        let host = HostStore::new(store)?;
+        let machine = ResumeMachine::with_events(execution_id, request, host.capability(), &log)
+            .map_err(|e| unexpected(&e.to_string()))?;
+        Ok(Self {
             host,
             machine,
             pending: None,
             finished: false,
-        }
+        })
     }
 
-    /// The core's machine, for its result.
-    pub(crate) fn machine(&self) -> &ResumeMachine {
-        &self.machine
+    /// What a finished resume ended in, for the machine that asked for it.
+    pub(crate) fn result(&self) -> Result<Result<Resumed, ResumeError>, JsValue> {
+        match self.machine.poll() {
+            Poll::Done(result) => Ok(result),
+            _ => Err(unexpected(
+                "handleResumed() with a resume that has not finished",
+            )),
+        }
     }
+}
+
+/// An answer the asking machine cannot take (`UNEXPECTED_ANSWER`).
+fn unexpected(message: &str) -> JsValue {
+    crate::timer_values::refuse(message, crate::fire::UNEXPECTED_ANSWER)
 }
 
 #[wasm_bindgen(js_class = ResumeMachine)]

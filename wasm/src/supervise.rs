@@ -12,7 +12,7 @@
 //! was.
 
 use loomfence_core::{
-    Error, InputError, Poll, ResumeMachine,
+    Error, InputError,
     supervise::{
         OnContention, SuperviseAction, SuperviseMachine, SuperviseOptions, SuperviseOutcome,
         SupervisePoll,
@@ -21,7 +21,6 @@ use loomfence_core::{
 use wasm_bindgen::prelude::*;
 
 use crate::fire::{UNEXPECTED_ANSWER, log_answer, redrive_answer};
-use crate::host_store::HostStore;
 use crate::js_errors::{self, INVALID_PARK};
 use crate::out::Out;
 use crate::redrive::{self, RedrivePolicyJs};
@@ -156,33 +155,19 @@ impl SuperviseMachineJs {
     /// the parent's log already read.
     #[wasm_bindgen(js_name = resumeOn)]
     pub fn resume_on(&self, store: JsValue) -> Result<ResumeMachineJs, JsValue> {
-        let SupervisePoll::Act(SuperviseAction::Resume { request, log }) = self.machine.poll()
-        else {
-            return Err(refuse(
-                "resumeOn() without a pending resume",
-                UNEXPECTED_ANSWER,
-            ));
+        let asked = match self.machine.poll() {
+            SupervisePoll::Act(SuperviseAction::Resume { request, log }) => Some((request, log)),
+            _ => None,
         };
-        request.check().map_err(|e| js_errors::input(&e))?;
-        let host = HostStore::new(store)?;
-        let id = self.machine.parent().clone();
-        let machine = ResumeMachine::with_events(id, request, host.capability(), &log)
-            .map_err(|e| refuse(&e.to_string(), UNEXPECTED_ANSWER))?;
-        Ok(ResumeMachineJs::of(host, machine))
+        ResumeMachineJs::asked(store, self.machine.parent().clone(), asked)
     }
 
     /// Answers `resume` with the resume machine `resumeOn` gave, once its
     /// loop has finished it (its result is read from it).
     #[wasm_bindgen(js_name = handleResumed)]
     pub fn handle_resumed(&mut self, resume: &ResumeMachineJs) -> Result<(), JsValue> {
-        let Poll::Done(result) = resume.machine().poll() else {
-            return Err(refuse(
-                "handleResumed() with a resume that has not finished",
-                UNEXPECTED_ANSWER,
-            ));
-        };
         self.machine
-            .handle_resumed(result.as_ref())
+            .handle_resumed(resume.result()?.as_ref())
             .map_err(|e| refused(&e.into()))
     }
 
