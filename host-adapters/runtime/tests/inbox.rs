@@ -96,6 +96,17 @@ impl<S: EventStore + 'static> World<S> {
             .expect("rows")
     }
 
+    /// Starts `execution`: running, no park.
+    async fn start(&self, execution: &ExecutionId) {
+        self.events
+            .append(
+                execution,
+                loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+            )
+            .await
+            .expect("starts");
+    }
+
     async fn kinds(&self, execution: &ExecutionId) -> Vec<String> {
         self.events
             .read_range(execution, 1, None)
@@ -115,14 +126,7 @@ fn memory() -> World<MemoryEventStore> {
 async fn a_message_sent_before_the_park_waits_and_the_park_takes_it_at_once() {
     let world = memory();
     let order = id("order-1");
-    world
-        .events
-        .append(
-            &order,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&order).await;
 
     let sent = world
         .inbox
@@ -379,14 +383,7 @@ async fn a_park_on_a_message_and_a_timer_is_answered_once_by_whichever_lands_fir
 async fn messages_of_one_channel_are_delivered_in_the_order_they_arrived() {
     let world = memory();
     let order = id("order-6");
-    world
-        .events
-        .append(
-            &order,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&order).await;
     for n in ["b", "a", "c"] {
         let _ = world
             .inbox
@@ -516,14 +513,7 @@ async fn bad_input_is_refused_before_anything_is_read_or_written() {
 async fn retention_purges_a_deleted_executions_messages() {
     let world = memory();
     let (done, live) = (id("done"), id("live"));
-    world
-        .events
-        .append(
-            &done,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&done).await;
     park_on(&*world.events, &live, &[Wait::Timer { wake_at: NOW * 3 }]).await;
     for target in [&done, &live] {
         let _ = world
@@ -567,14 +557,7 @@ async fn retention_purges_a_deleted_executions_messages() {
 async fn a_park_on_a_channel_leaves_an_intent_row_that_finishes_a_contended_check() {
     let world = World::new(fenced_by_three(), Features::none());
     let order = id("order-10");
-    world
-        .events
-        .append(
-            &order,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&order).await;
     // The message arrives before the park, and its intent row fires and
     // finds no park: nothing but the park-time check is left to deliver it.
     let _ = world
@@ -627,14 +610,7 @@ async fn a_park_on_a_channel_leaves_an_intent_row_that_finishes_a_contended_chec
 async fn a_park_without_a_message_wait_writes_no_intent_row() {
     let world = memory();
     let order = id("order-11");
-    world
-        .events
-        .append(
-            &order,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&order).await;
     let parked = world
         .inbox
         .park(&order, &[Wait::Timer { wake_at: NOW * 2 }], None)
@@ -649,14 +625,7 @@ async fn a_park_without_a_message_wait_writes_no_intent_row() {
 async fn a_park_under_a_stale_token_is_refused_with_nothing_written() {
     let world = memory();
     let order = id("order-12");
-    world
-        .events
-        .append(
-            &order,
-            loomfence_core::NewEvent::kernel(KernelKind::ExecutionStarted, 0),
-        )
-        .await
-        .expect("starts");
+    world.start(&order).await;
     assert_eq!(
         world.events.acquire_fence(&order).await.expect("acquires"),
         1
