@@ -151,4 +151,12 @@ pub enum ContractError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// A feed read or an open-parks page that breaks its contract: more
+    /// than the limit, or out of order (a cursor that does not move
+    /// forward would read the same events forever, or skip some).
+    #[error("the feed answered out of its contract: {reason}")]
+    FeedOutOfContract {
+        /// What was wrong.
+        reason: &'static str,
+    },
 }

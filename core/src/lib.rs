@@ -38,6 +38,8 @@
 //! - [`retention`]: the pin, the guarded delete and the sweep, when you
 //!   delete finished executions;
 //! - [`supervise`]: resuming a parent parked on its children;
+//! - [`feed`]: the change feed's cursor and contract, and the follower
+//!   that turns it into the supervisor's work;
 //! - [`inbox`]: messages, and the delivery that resumes a park waiting on
 //!   one;
 //! - [`backend`]: the rules a storage adapter applies inside its own atomic
@@ -148,6 +150,7 @@ mod contract;
 pub mod drive;
 mod error;
 mod event;
+pub mod feed;
 mod fence;
 mod fire;
 mod fold;

@@ -5,11 +5,14 @@
 //! that snapshots it between steps) gets atomicity for free. The simulation
 //! relies on it being `Clone + Eq + Hash`.
 
+mod feed;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
+use crate::feed::{ParkChange, park_change};
 use crate::fence::{
     self, AcquireOutcome, BatchFacts, ConditionalAppend, ParkExpectation, StaleFenceError,
     check_batch, check_is_park, check_park_seq, check_safe, decide_acquire_if, guard_append,
@@ -42,6 +45,8 @@ struct Record {
     event: NewEvent,
     /// Whether it answers a park.
     answering: bool,
+    /// Its position in the store's change feed.
+    feed: u64,
 }
 
 /// Logs and fence tokens for any number of executions.
@@ -55,6 +60,8 @@ pub struct MemoryStore {
     /// would cost the npm package about 9 KB of WebAssembly. An entry
     /// exists while the execution has a log or a token above 0.
     entries: BTreeMap<ExecutionId, Entry>,
+    /// The change feed's counter and index.
+    feed: feed::FeedIndex,
 }
 
 /// One execution's state.
@@ -64,6 +71,9 @@ struct Entry {
     log: Vec<Record>,
     /// Its token, 0 if nobody ever acquired.
     fence: u64,
+    /// The sequence of its open park, as the open-parks index keeps it
+    /// ([`park_change`]).
+    open_park: Option<u64>,
 }
 
 impl MemoryStore {
@@ -177,16 +187,25 @@ impl MemoryStore {
             return Ok(self.head(id) + 1);
         }
         guard_append(id, self.current_token(id), batch)?;
-        let log = match self.entries.get_mut(id) {
-            Some(entry) => &mut entry.log,
-            None => &mut self.entries.entry(id.clone()).or_default().log,
+        let entry = match self.entries.get_mut(id) {
+            Some(entry) => entry,
+            None => self.entries.entry(id.clone()).or_default(),
         };
-        let first = to_u64(log.len()) + 1;
+        let first = to_u64(entry.log.len()) + 1;
         check_safe("sequence", first + to_u64(events.len()) - 1)?;
-        for (event, facts) in events.into_iter().zip(facts) {
-            log.push(Record {
+        match park_change(
+            first,
+            events.iter().map(|event| (&*event.kind, &event.metadata)),
+        ) {
+            ParkChange::Unchanged => {}
+            ParkChange::Opens(sequence) => entry.open_park = Some(sequence),
+            ParkChange::Closes => entry.open_park = None,
+        }
+        for ((event, facts), sequence) in events.into_iter().zip(facts).zip(first..) {
+            entry.log.push(Record {
                 event,
                 answering: facts.class == KindClass::Answering,
+                feed: self.feed.next(id, sequence),
             });
         }
         Ok(first)
@@ -296,13 +315,16 @@ impl MemoryStore {
         let Some(entry) = self.entries.get_mut(execution_id) else {
             return false;
         };
-        let existed = !entry.log.is_empty();
+        let records = entry.log.len();
         if entry.fence == 0 {
             self.entries.remove(execution_id);
         } else {
             entry.log = Vec::new();
+            entry.open_park = None;
         }
-        existed
+        self.feed.forget(records);
+        self.compact_feed();
+        records > 0
     }
 
     /// Up to `limit` executions with a log whose ids follow `after` (from the
@@ -389,8 +411,8 @@ impl MemoryStore {
             Some(entry) => entry.fence = token,
             None => {
                 let entry = Entry {
-                    log: Vec::new(),
                     fence: token,
+                    ..Entry::default()
                 };
                 self.entries.insert(execution_id.clone(), entry);
             }

@@ -5,6 +5,7 @@ use std::borrow::Borrow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use loomfence_core::feed::{FeedCursor, FeedEntry};
 use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
 use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
@@ -118,6 +119,24 @@ where
     ) -> Result<Vec<ExecutionSummary>, StoreError> {
         let inner = self.inner.borrow();
         self.hooks.list_executions(inner, after, limit).await
+    }
+    async fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, StoreError> {
+        self.hooks.feed(self.inner.borrow(), after, limit).await
+    }
+    async fn feed_head(&self) -> Result<FeedCursor, StoreError> {
+        self.hooks.feed_head(self.inner.borrow()).await
+    }
+    async fn open_parks(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        self.hooks
+            .open_parks(self.inner.borrow(), after, limit)
+            .await
+    }
+    async fn wait_for_feed(&self, after: FeedCursor) -> Result<(), StoreError> {
+        self.hooks.wait_for_feed(self.inner.borrow(), after).await
     }
 }
 

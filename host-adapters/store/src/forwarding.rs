@@ -4,6 +4,7 @@
 //! the hooks that change nothing.
 
 use async_trait::async_trait;
+use loomfence_core::feed::{FeedCursor, FeedEntry};
 use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
 use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
@@ -154,6 +155,44 @@ pub trait Hooks: Send + Sync {
     ) -> Result<Vec<ExecutionSummary>, StoreError> {
         self.before("list_executions").await?;
         inner.list_executions(after, limit).await
+    }
+
+    /// In place of [`EventStore::feed`].
+    async fn feed(
+        &self,
+        inner: &dyn EventStore,
+        after: FeedCursor,
+        limit: u32,
+    ) -> Result<Vec<FeedEntry>, StoreError> {
+        self.before("feed").await?;
+        inner.feed(after, limit).await
+    }
+
+    /// In place of [`EventStore::feed_head`].
+    async fn feed_head(&self, inner: &dyn EventStore) -> Result<FeedCursor, StoreError> {
+        self.before("feed_head").await?;
+        inner.feed_head().await
+    }
+
+    /// In place of [`EventStore::open_parks`].
+    async fn open_parks(
+        &self,
+        inner: &dyn EventStore,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        self.before("open_parks").await?;
+        inner.open_parks(after, limit).await
+    }
+
+    /// In place of [`EventStore::wait_for_feed`].
+    async fn wait_for_feed(
+        &self,
+        inner: &dyn EventStore,
+        after: FeedCursor,
+    ) -> Result<(), StoreError> {
+        self.before("wait_for_feed").await?;
+        inner.wait_for_feed(after).await
     }
 
     /// In place of [`TimerStore::schedule`].

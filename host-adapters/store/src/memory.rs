@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, MemoryStore, NewEvent,
     ParkExpectation,
+    feed::{FeedCursor, FeedEntry},
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
@@ -26,6 +27,8 @@ pub struct MemoryEventStore {
     inner: Mutex<MemoryStore>,
     /// What this instance advertises and allows.
     capability: Capability,
+    /// Woken after every write, for [`EventStore::wait_for_feed`].
+    written: tokio::sync::Notify,
 }
 
 impl Default for MemoryEventStore {
@@ -56,6 +59,7 @@ impl MemoryEventStore {
         Self {
             inner: Mutex::new(store),
             capability,
+            written: tokio::sync::Notify::new(),
         }
     }
 
@@ -96,7 +100,9 @@ impl EventStore for MemoryEventStore {
         execution_id: &ExecutionId,
         events: Vec<NewEvent>,
     ) -> Result<Vec<Envelope>, StoreError> {
-        Ok(self.lock().append_many(execution_id, events)?)
+        let written = self.lock().append_many(execution_id, events)?;
+        self.written.notify_waiters();
+        Ok(written)
     }
 
     async fn append_if_parked(
@@ -105,9 +111,11 @@ impl EventStore for MemoryEventStore {
         park_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<ConditionalAppend, StoreError> {
-        Ok(self
+        let answer = self
             .lock()
-            .append_if_parked(execution_id, park_seq, events)?)
+            .append_if_parked(execution_id, park_seq, events)?;
+        self.written.notify_waiters();
+        Ok(answer)
     }
 
     async fn read_range(
@@ -155,5 +163,33 @@ impl EventStore for MemoryEventStore {
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, StoreError> {
         Ok(self.lock().list_executions(after, limit)?)
+    }
+
+    async fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, StoreError> {
+        Ok(self.lock().feed(after, limit)?)
+    }
+
+    async fn feed_head(&self) -> Result<FeedCursor, StoreError> {
+        Ok(self.lock().feed_head()?)
+    }
+
+    async fn open_parks(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        Ok(self.lock().open_parks(after, limit)?)
+    }
+
+    async fn wait_for_feed(&self, after: FeedCursor) -> Result<(), StoreError> {
+        // Registered before the head is read, so a write in between wakes it.
+        let written = self.written.notified();
+        let mut written = std::pin::pin!(written);
+        written.as_mut().enable();
+        if self.lock().feed_head()? > after {
+            return Ok(());
+        }
+        written.await;
+        Ok(())
     }
 }

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
+    feed::{FeedCursor, FeedEntry},
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
 };
 
@@ -139,4 +140,60 @@ pub trait EventStore: Send + Sync {
         after: Option<&ExecutionId>,
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, StoreError>;
+
+    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`](loomfence_core::feed::MAX_FEED_LIMIT))
+    /// events committed after `after`, in feed order: the change feed a
+    /// follower keeps a cursor into instead of listing the store.
+    ///
+    /// The contract (no skip, order, deletes drop out; see
+    /// [`loomfence_core::feed`]) is what the kit's feed cases check. The
+    /// default answers [`StoreError::Unsupported`].
+    async fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, StoreError> {
+        let _ = (after, limit);
+        Err(StoreError::Unsupported {
+            operation: "feed",
+            capability: self.capability(),
+        })
+    }
+
+    /// The cursor of the last event a feed read could list now
+    /// ([`FeedCursor::START`] on an empty store). It never goes back, so
+    /// a follower that reads it before listing the open parks misses
+    /// nothing committed in between. The default answers
+    /// [`StoreError::Unsupported`].
+    async fn feed_head(&self) -> Result<FeedCursor, StoreError> {
+        Err(StoreError::Unsupported {
+            operation: "feed_head",
+            capability: self.capability(),
+        })
+    }
+
+    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`](loomfence_core::feed::MAX_FEED_LIMIT))
+    /// executions after `after` (from the first when `None`), in the
+    /// order of [`EventStore::list_executions`], whose last answering event
+    /// is a park: what a restarted follower watches, read from an index
+    /// kept by the appends (see [`park_change`](loomfence_core::feed::park_change))
+    /// rather than from every log. The default answers
+    /// [`StoreError::Unsupported`].
+    async fn open_parks(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        let _ = (after, limit);
+        Err(StoreError::Unsupported {
+            operation: "open_parks",
+            capability: self.capability(),
+        })
+    }
+
+    /// Returns once the feed may hold something after `after` (at once if
+    /// it already does). A wake is a hint, never the truth: it may come
+    /// with nothing new, and a follower also reads on its own interval in
+    /// case one was lost. The default never returns, for a store that
+    /// cannot notify: its followers read on their interval alone.
+    async fn wait_for_feed(&self, after: FeedCursor) -> Result<(), StoreError> {
+        let _ = after;
+        std::future::pending().await
+    }
 }

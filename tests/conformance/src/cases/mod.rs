@@ -8,6 +8,7 @@ pub mod append_if_parked;
 pub mod bad_input;
 pub mod concurrency;
 pub mod delete;
+pub mod feed;
 pub mod forged_ack;
 pub mod guard;
 pub mod hostile;
@@ -159,6 +160,15 @@ pub const ALL: &[Case] = &[
         Any,
         forged_ack::a_forged_append_acknowledgement_fails_the_resume_and_nothing_lands
     ),
+    case!(Any, feed::the_feed_lists_every_event_once_in_order),
+    case!(Any, feed::a_follower_racing_appenders_skips_nothing),
+    case!(
+        Any,
+        feed::deleted_logs_drop_out_and_the_head_never_goes_back
+    ),
+    case!(Any, feed::open_parks_list_the_parked_executions),
+    case!(Any, feed::feed_limits_are_checked),
+    case!(Any, feed::a_wait_returns_once_something_is_committed),
     case!(Any, retention::listing_pages_through_every_execution_once),
     case!(Any, retention::listing_reports_the_first_terminal_event),
     case!(Any, retention::listing_leaves_out_executions_without_a_log),
