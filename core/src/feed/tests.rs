@@ -83,7 +83,7 @@ fn a_batch_changes_the_open_parks_by_its_last_answering_event() {
         )
     };
     let note = NewEvent::new("app.note", 1);
-    assert_eq!(change(&[note.clone()]), ParkChange::Unchanged);
+    assert_eq!(change(std::slice::from_ref(&note)), ParkChange::Unchanged);
     assert_eq!(
         change(&[started(), park_on(&[]), note]),
         ParkChange::Opens(5)
