@@ -48,6 +48,14 @@ pub const UNREADABLE_ROWS: &str = "loomfence_timer_rows_unreadable_total";
 /// fence after their resume landed. Zero with the conditional acquire.
 pub const FENCED_OUT: &str = "loomfence_bodies_fenced_out_total";
 
+/// Notices a follower handed its supervisor (parks to watch, ends to
+/// report): the work the feed brought.
+pub const NOTICES: &str = "loomfence_follower_notices_total";
+/// Reads of the change feed by a follower.
+pub const FEED_READS: &str = "loomfence_follower_feed_reads_total";
+/// Store errors a follower paused on before trying the step again.
+pub const FOLLOWER_STORE_ERRORS: &str = "loomfence_follower_store_errors_total";
+
 /// Messages stored by a send.
 pub const MESSAGES_STORED: &str = "loomfence_messages_stored_total";
 /// Sends of a message already stored (a sender's retry): nothing written.
@@ -87,6 +95,12 @@ pub fn describe() {
         (
             FENCED_OUT,
             "Bodies fenced out after their resume landed; zero with the conditional acquire.",
+        ),
+        (NOTICES, "Notices a follower handed its supervisor."),
+        (FEED_READS, "Reads of the change feed by a follower."),
+        (
+            FOLLOWER_STORE_ERRORS,
+            "Store errors a follower paused on before trying again.",
         ),
         (MESSAGES_STORED, "Messages stored by a send."),
         (

@@ -6,6 +6,9 @@
 //! - [`Body`]: what a resumed body appends through, under its token;
 //! - [`ChildSupervisor`]: resumes parents parked on their children (its
 //!   options and answers in [`supervise`]);
+//! - [`Follower`]: hands the supervisor its work from the store's change
+//!   feed (its options, handle and rebuild report in [`follower`]), so a
+//!   worker never lists the store;
 //! - [`TimerService`]: fires due timer rows (timer wakes, re-drives) from a
 //!   [`TimerStore`](loomfence_store::TimerStore) (its options, handle and
 //!   report in [`timer`]), handing re-drive rows to each [`Redriver`];
@@ -55,6 +58,7 @@ pub mod counters;
 mod driver;
 mod error;
 mod features;
+pub mod follower;
 pub mod inbox;
 mod redriver;
 mod resumed_hook;
@@ -71,6 +75,7 @@ pub use body::Body;
 pub use driver::{resume, resume_from};
 pub use error::RuntimeError;
 pub use features::Features;
+pub use follower::Follower;
 pub use inbox::Inbox;
 pub use redriver::Redriver;
 pub use resumed_hook::OnResumed;
