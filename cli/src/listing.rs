@@ -1,5 +1,5 @@
 //! Every execution of a store, for the commands that look at all of them
-//! at once (a worker's beat, the fleet's drain and verdict).
+//! at once (the fleet's drain and verdict).
 
 use loomfence_core::retention::{ExecutionSummary, MAX_PAGE_LIMIT};
 use loomfence_store::{EventStore, StoreError};

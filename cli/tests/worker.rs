@@ -144,7 +144,7 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
         .args(["worker", "--store", &format!("sqlite:{}", path.display())])
         .args(["--log-json", "--metrics", &format!("127.0.0.1:{port}")])
         .args([
-            "--scan-every",
+            "--feed-poll",
             "50ms",
             "--poll-every",
             "20ms",
@@ -239,9 +239,10 @@ async fn a_worker_refuses_bad_options_and_a_missing_store() {
         (vec!["--store", &store, "--node", ""], "--node"),
         (vec!["--store", &store, "--lease", "0s"], "--lease"),
         (
-            vec!["--store", &store, "--scan-every", "soon"],
-            "--scan-every",
+            vec!["--store", &store, "--feed-poll", "soon"],
+            "--feed-poll",
         ),
+        (vec!["--store", &store, "--feed-poll", "0s"], "--feed-poll"),
     ] {
         let out = loomfence("worker", &args);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -55,9 +55,10 @@ pub(crate) struct FleetArgs {
     /// rebuild carries. The verdict checks that none was touched.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) history: u32,
-    /// The workers' beat (`worker --scan-every`).
+    /// The workers' own read of the change feed when no wake comes
+    /// (`worker --feed-poll`).
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
-    pub(crate) scan_every: Duration,
+    pub(crate) feed_poll: Duration,
     /// The seed of the workload and of the faults (default: a fresh one,
     /// printed).
     #[arg(long, value_name = "S")]

@@ -1,13 +1,13 @@
 //! `--history N`: N finished family trees written before the workers
-//! start, so a worker's rebuild and every beat's listing carry the weight
-//! of a store that has been in use, and the fleet can measure what that
-//! weight costs.
+//! start, so a worker's rebuild carries the weight of a store that has
+//! been in use, and the fleet can measure what that weight costs (with the
+//! change feed, nothing: a rebuild reads the open parks only).
 //!
 //! Each tree is left as a real engine leaves one: every child started with
 //! the parent edge and completed; the parent started, parked under its
 //! first token on its children's group, resumed under a second token with
 //! the answer the supervisor would have written, and completed. Nothing in
-//! it is open, so a correct worker only lists it and never touches it; the
+//! it is open, so a correct worker never reads or touches it; the
 //! fleet checks afterwards that none was touched ([`untouched`]).
 //!
 //! The ids (`history-…`) cannot collide with the live families'

@@ -173,7 +173,7 @@ async fn fleet(
         children: args.children,
         start,
         spread: args.spread,
-        beat: args.scan_every,
+        beat: args.feed_poll,
         seed,
         message_every: args.message_every,
     })?;

@@ -7,7 +7,7 @@
 //! first answers the park. The children are started with the parent edge.
 //!
 //! Most deadlines fall just after the parent's last child ends (within two
-//! of the workers' beats), so a timer wake and the supervisors race for the
+//! of the workers' feed polls), so a timer wake and the supervisors race for the
 //! same park; the rest fall anywhere in the run, some before the children
 //! end (a timeout). Every time is drawn from `--seed`.
 //!
@@ -90,8 +90,8 @@ pub(crate) struct Shape {
     pub(crate) start: i64,
     /// Over how long the children end.
     pub(crate) spread: Duration,
-    /// The workers' beat: tight deadlines fall within two of them after
-    /// the last child.
+    /// The workers' feed poll: tight deadlines fall within two of them
+    /// after the last child.
     pub(crate) beat: Duration,
     /// The seed.
     pub(crate) seed: u64,

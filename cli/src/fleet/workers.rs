@@ -201,8 +201,8 @@ pub(super) fn worker_options(args: &FleetArgs) -> Vec<String> {
     let mut options = vec![
         "--steps".to_owned(),
         args.steps.to_string(),
-        "--scan-every".to_owned(),
-        format!("{}ms", args.scan_every.as_millis()),
+        "--feed-poll".to_owned(),
+        format!("{}ms", args.feed_poll.as_millis()),
         "--log-json".to_owned(),
     ];
     if args.unconditional {

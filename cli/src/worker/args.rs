@@ -26,10 +26,12 @@ pub(crate) struct WorkerArgs {
     /// Step events each resumed body appends before it completes.
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub(crate) steps: u32,
-    /// How often the worker lists the store for ended children and new
-    /// parents, aligned to the wall clock.
+    /// The longest a caught-up worker waits before reading the change feed
+    /// without a wake from the store, aligned to the wall clock: the whole
+    /// latency when the store cannot wake it (another process writing the
+    /// same SQLite file), and what a lost wake costs otherwise.
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = humantime::parse_duration)]
-    pub(crate) scan_every: Duration,
+    pub(crate) feed_poll: Duration,
     /// How often the timer service polls for due rows.
     #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = humantime::parse_duration)]
     pub(crate) poll_every: Duration,
@@ -72,6 +74,10 @@ pub(crate) struct Checked {
     pub(crate) store: StoreArg,
 }
 
+/// The longest `--feed-poll`: a longer one would leave a worker whose
+/// store cannot wake it deaf for longer than any deployment would accept.
+const MAX_FEED_POLL: Duration = Duration::from_secs(3_600);
+
 /// The longest `--lease` the timer store takes; outside 1 ms to this,
 /// every claim would be refused, poll after poll.
 const MAX_LEASE: Duration = Duration::from_secs(86_400);
@@ -96,6 +102,13 @@ impl WorkerArgs {
             Some(Ok(schema)) => Some(schema),
             Some(Err(error)) => return Err(CliError::bad_value("schema", &error)),
         };
+        if !(Duration::from_millis(1)..=MAX_FEED_POLL).contains(&self.feed_poll) {
+            return Err(CliError::OutOfRange {
+                option: "feed-poll",
+                given: humantime::format_duration(self.feed_poll).to_string(),
+                range: "from 1ms to 1 hour",
+            });
+        }
         if !(Duration::from_millis(1)..=MAX_LEASE).contains(&self.lease) {
             return Err(CliError::OutOfRange {
                 option: "lease",

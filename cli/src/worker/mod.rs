@@ -2,9 +2,17 @@
 //! workflow engine does with this kernel, on a store it shares with the
 //! other nodes, until SIGTERM.
 //!
-//! - **The child supervisor**, watching parents through the store (see
-//!   [`watch`]): rebuilt from the logs when the worker starts, so a
-//!   restarted worker picks up what a killed one left.
+//! - **The child supervisor**, driven by the store's change feed through
+//!   the runtime's [`Follower`]: a park on a child is watched, an end is
+//!   reported to its parents, and nothing lists the store. When the worker
+//!   starts, the follower rebuilds from the store's open parks (not from
+//!   its history), so a restarted worker picks up what a killed one left
+//!   and pays for the parks that are open, not for the store. It logs one
+//!   `rebuilt` line when it is caught up. A caught-up follower reads when
+//!   the store wakes it (PostgreSQL's `LISTEN`; a SQLite file's writers
+//!   in this process), and on its own every `--feed-poll`, aligned to the
+//!   wall clock, so that workers in several processes read in the same
+//!   instant and race for the same parents.
 //! - **A timer service with re-drive on**: it fires the parents' timer
 //!   waits and the re-drive rows of contended resumes (the supervisor's
 //!   re-driver is registered, and the supervisor writes the rows). Retries
@@ -23,7 +31,8 @@
 //! ([`loomfence_runtime::counters`]) and the worker's own, served in the
 //! Prometheus text format at `http://ADDR/metrics` with `--metrics ADDR`.
 //!
-//! **Shutdown.** SIGTERM (or Ctrl-C) stops the beat, stops the timer
+//! **Shutdown.** SIGTERM (or Ctrl-C) stops the follower (the supervisions
+//! in hand finish), stops the timer
 //! service (its tick in hand finishes the fire it is making and hands its
 //! other claims back), waits up to `--grace` for the bodies in flight, and
 //! exits 0. SIGKILL leaves claims to expire after `--lease` and bodies
@@ -39,14 +48,14 @@ mod args;
 mod bodies;
 mod fencing_only;
 mod logging;
-mod watch;
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use loomfence_runtime::follower::{FollowerHandle, FollowerOptions};
 use loomfence_runtime::{
-    ChildSupervisor, Features, Inbox, TimerService, inbox::InboxOptions,
+    ChildSupervisor, Features, Follower, Inbox, TimerService, inbox::InboxOptions,
     supervise::SupervisorOptions, timer::TimerServiceOptions,
 };
 use loomfence_store::EventStore;
@@ -56,7 +65,6 @@ use self::args::Checked;
 pub(crate) use self::args::WorkerArgs;
 use self::bodies::Bodies;
 use self::fencing_only::fencing_only;
-use self::watch::{Watcher, until_next_beat};
 use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::redrive::POLICY;
@@ -152,8 +160,24 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
     let timer_loop = Arc::new(service).spawn();
     tracing::info!(%node, store = %store_arg, unconditional = args.unconditional, "worker started");
 
-    let mut watcher = Watcher::new(events, supervisor, Arc::clone(&bodies), started);
-    let stopped = beat_until_stopped(&mut watcher, args.scan_every, &mut terminate).await;
+    let follower = Follower::new(
+        Arc::clone(&events),
+        supervisor,
+        FollowerOptions {
+            poll_interval: args.feed_poll,
+            aligned_to: Some(Arc::new(now_ms)),
+            on_resumed: bodies.hook("supervisor"),
+            ..FollowerOptions::default()
+        },
+    );
+    let follower = match follower {
+        Ok(follower) => follower.spawn(),
+        Err(error) => {
+            tracing::error!(%error, "cannot follow the store");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stopped = follow_until_stopped(follower, started, &mut terminate).await;
     tracing::info!(signal = stopped, "stopping");
     timer_loop.shutdown().await;
     let abandoned = bodies.drain(args.grace).await;
@@ -195,22 +219,40 @@ async fn open_with_retries(
     }
 }
 
-/// Beats until SIGTERM (`terminate`) or Ctrl-C; answers which. A beat in
-/// hand is finished first, so no supervision is cut in half by a clean
-/// stop.
-async fn beat_until_stopped(
-    watcher: &mut Watcher,
-    every: Duration,
+/// Follows until SIGTERM (`terminate`) or Ctrl-C; answers which. Logs the
+/// `rebuilt` line once the follower is first caught up, with the time
+/// since the worker started. The supervisions in hand finish before it
+/// returns, so no supervision is cut in half by a clean stop.
+async fn follow_until_stopped(
+    mut follower: FollowerHandle,
+    started: std::time::Instant,
     terminate: &mut Signal,
 ) -> &'static str {
-    loop {
+    let mut caught_up = false;
+    let stopped = loop {
         tokio::select! {
-            _ = terminate.recv() => return "SIGTERM",
-            _ = tokio::signal::ctrl_c() => return "SIGINT",
-            () = tokio::time::sleep(until_next_beat(now_ms(), every)) => {}
+            _ = terminate.recv() => break "SIGTERM",
+            _ = tokio::signal::ctrl_c() => break "SIGINT",
+            rebuilt = follower.rebuilt(), if !caught_up => {
+                caught_up = true;
+                if let Some(rebuilt) = rebuilt {
+                    tracing::info!(
+                        elapsed_ms = millis(rebuilt.elapsed),
+                        since_start_ms = millis(started.elapsed()),
+                        watched = rebuilt.watched,
+                        "rebuilt"
+                    );
+                }
+            }
         }
-        if let Err(error) = watcher.beat().await {
-            tracing::warn!(%error, "listing the store failed; trying again next beat");
-        }
+    };
+    if let Err(error) = follower.shutdown().await {
+        tracing::error!(%error, "the follower stopped on a broken store contract");
     }
+    stopped
+}
+
+/// Whole milliseconds of `elapsed`, saturating.
+fn millis(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }

@@ -146,7 +146,7 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
                     let woken = tokio::select! {
                         () = stop.notify.notified() => break,
                         woken = self.store.wait_for_feed(after) => woken,
-                        () = tokio::time::sleep(self.options.poll_interval) => Ok(()),
+                        () = tokio::time::sleep(self.options.poll_delay()) => Ok(()),
                     };
                     machine.handle_woken()?;
                     woken

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use loomfence_core::feed::FollowOptions;
 
+use crate::clock::Clock;
 use crate::resumed_hook::{OnResumed, no_body};
 
 /// A follower's behaviour.
@@ -25,6 +26,27 @@ pub struct FollowerOptions {
     /// Receives each resume a supervision landed, to start the parent's
     /// body. Default: a debug trace, no body.
     pub on_resumed: OnResumed,
+    /// When set, a caught-up follower's own reads fall on the multiples of
+    /// `poll_interval` on this clock, so followers in several processes
+    /// read in the same instant and race for the same parents: what a
+    /// fleet whose store cannot wake across processes (SQLite) needs for
+    /// its race to happen on every parent, not by chance. Default: none,
+    /// each waits `poll_interval` from its own last read.
+    pub aligned_to: Option<Clock>,
+}
+
+impl FollowerOptions {
+    /// How long a caught-up follower waits before reading on its own.
+    pub(crate) fn poll_delay(&self) -> Duration {
+        let Some(clock) = &self.aligned_to else {
+            return self.poll_interval;
+        };
+        let interval = i64::try_from(self.poll_interval.as_millis())
+            .unwrap_or(i64::MAX)
+            .max(1);
+        let wait = interval - clock().rem_euclid(interval);
+        Duration::from_millis(u64::try_from(wait).unwrap_or(0))
+    }
 }
 
 impl Default for FollowerOptions {
@@ -37,6 +59,7 @@ impl Default for FollowerOptions {
             concurrency: 8,
             error_pause: Duration::from_millis(100),
             on_resumed: no_body(),
+            aligned_to: None,
         }
     }
 }
@@ -48,6 +71,28 @@ impl fmt::Debug for FollowerOptions {
             .field("poll_interval", &self.poll_interval)
             .field("concurrency", &self.concurrency)
             .field("error_pause", &self.error_pause)
+            .field("aligned", &self.aligned_to.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn aligned_polls_fall_on_multiples_of_the_interval() {
+        let at = |now: i64| FollowerOptions {
+            poll_interval: Duration::from_millis(200),
+            aligned_to: Some(Arc::new(move || now)),
+            ..FollowerOptions::default()
+        };
+        assert_eq!(at(1_000).poll_delay(), Duration::from_millis(200));
+        assert_eq!(at(1_050).poll_delay(), Duration::from_millis(150));
+        assert_eq!(at(-50).poll_delay(), Duration::from_millis(50));
+        let free = FollowerOptions::default();
+        assert_eq!(free.poll_delay(), free.poll_interval);
     }
 }
