@@ -198,8 +198,8 @@ fn an_sqlite_fleet_shares_one_file_and_holds_under_kills() {
 }
 
 /// A store in use: finished family trees written before the workers
-/// start weigh on every listing and every rebuild, and a correct worker
-/// lists them and touches none. The workers time their catch-up, and the
+/// start, which a correct worker never reads (its rebuild reads the open
+/// parks) and touches none of. The workers time their catch-up, and the
 /// report carries the slowest, with the offered rate beside the kept one.
 #[test]
 fn an_sqlite_fleet_over_a_history_leaves_it_untouched_and_times_its_rebuilds() {
@@ -223,6 +223,7 @@ fn an_sqlite_fleet_over_a_history_leaves_it_untouched_and_times_its_rebuilds() {
     assert!(report["rebuild_ms"].as_u64() > Some(0), "{report}");
     // 30 parents over 3 s.
     assert_eq!(report["offered_per_s"], 10.0, "{report}");
+    assert!(report["drain_after_ms"].is_u64(), "{report}");
     assert!(
         report["parents_per_second"].as_f64() > Some(0.0),
         "{report}"

@@ -112,6 +112,13 @@ impl Report {
         if secs > 0.0 { parents / secs } else { 0.0 }
     }
 
+    /// How long the fleet took to drain after the last child's end (the
+    /// end of the spread): the measure of whether it kept pace with the
+    /// offered rate.
+    fn drain_after(&self) -> Duration {
+        self.elapsed.saturating_sub(self.args.spread)
+    }
+
     /// One JSON object.
     pub(crate) fn to_json(&self) -> Value {
         let v = &self.verdict;
@@ -145,6 +152,7 @@ impl Report {
             "drained": self.drained,
             "parents_per_second": tenths(self.rate()),
             "offered_per_s": tenths(self.offered()),
+            "drain_after_ms": u64::try_from(self.drain_after().as_millis()).unwrap_or(u64::MAX),
             "history": self.args.history,
             "history_touched": self.history.touched,
             "rebuilds": self.rebuilds.count,
@@ -203,8 +211,9 @@ impl Report {
             a.history, self.history.touched, self.rebuilds.count, self.rebuilds.slowest_ms
         );
         out += &format!(
-            "  {:.1} s, {:.1} parents offered and {:.1} resumed per second; shutdown: {} unclean",
+            "  {:.1} s ({:.1} s after the last child's end), {:.1} parents offered and {:.1} resumed per second; shutdown: {} unclean",
             self.elapsed.as_secs_f64(),
+            self.drain_after().as_secs_f64(),
             self.offered(),
             self.rate(),
             self.unclean
