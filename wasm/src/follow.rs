@@ -24,7 +24,7 @@ use crate::events;
 use crate::feed::{self, cursor_js};
 use crate::fire::UNEXPECTED_ANSWER;
 use crate::host_store::{STORE_CONTRACT, contract};
-use crate::js_errors::{self, number};
+use crate::js_errors;
 use crate::out::Out;
 use crate::timer_values::refuse;
 use crate::values::{self, NotList, answered_id, list, property_as};
@@ -181,19 +181,5 @@ impl FollowMachineJs {
     #[must_use]
     pub fn rebuilt(&self) -> bool {
         self.machine.is_rebuilt()
-    }
-
-    /// Whether the last read reached the end of the feed.
-    #[wasm_bindgen(getter, js_name = caughtUp)]
-    #[must_use]
-    pub fn caught_up(&self) -> bool {
-        self.machine.is_caught_up()
-    }
-
-    /// How many parents wait to be watched again.
-    #[wasm_bindgen(getter)]
-    #[must_use]
-    pub fn retrying(&self) -> f64 {
-        number(self.machine.retrying() as u64)
     }
 }

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 
 use js_sys::{Array, Promise};
+use loomfence_core::feed::FeedCursor;
 use loomfence_core::{AcquireOutcome, AppendError, MemoryStore, ParkExpectation};
 use wasm_bindgen::prelude::*;
 
@@ -54,21 +55,30 @@ impl MemoryEventStore {
     /// Runs `f` on the logs, as one synchronous step; a step that moved
     /// the feed's head ends the wait `waitForFeed` handed out.
     pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut MemoryStore) -> T) -> T {
-        let (before, done, after) = {
-            let mut store = self.store.borrow_mut();
-            let before = store.feed_head().ok();
-            let done = f(&mut store);
-            (before, done, store.feed_head().ok())
-        };
-        if before != after {
-            // Taken before it is woken: a waiter that waits again at once
-            // gets a fresh wait, not this settled one.
-            let waiter = self.waiter.borrow_mut().take();
-            if let Some(waiter) = waiter {
-                feed::wake(&waiter);
-            }
-        }
+        let before = self.head();
+        let done = f(&mut self.store.borrow_mut());
+        self.woken(before);
         done
+    }
+
+    /// The feed's head.
+    fn head(&self) -> Option<FeedCursor> {
+        self.store.borrow().feed_head().ok()
+    }
+
+    /// Ends the wait `waitForFeed` handed out if the head moved from
+    /// `before`. Not generic, so each write pays one call for it.
+    #[inline(never)]
+    fn woken(&self, before: Option<FeedCursor>) {
+        if self.head() == before {
+            return;
+        }
+        // Taken before it is woken: a waiter that waits again at once gets
+        // a fresh wait, not this settled one.
+        let waiter = self.waiter.borrow_mut().take();
+        if let Some(waiter) = waiter {
+            feed::wake(&waiter);
+        }
     }
 }
 
