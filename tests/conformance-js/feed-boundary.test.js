@@ -130,3 +130,65 @@ test('hostile cursors and limits are refused with a typed error and change nothi
   );
   assert.deepEqual(await store.feedHead(), after[0].cursor);
 });
+
+test('a store answering the Follower hostile values: each refused to onError, the same read made again, then it follows', async () => {
+  const { ChildSupervisor, Follower } = await import('loomfence');
+  const store = new MemoryEventStore();
+  const waits = (child) => ({ payload: { waits: [{ kind: 'CHILD_DONE', key: child }] } });
+  await store.appendMany('fh-parent', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', waits('fh-child'))]);
+  const RUNS = 60;
+  const queues = {};
+  const sampled = {};
+  for (const [offset, method] of ['feedHead', 'openParks', 'feed'].entries()) {
+    sampled[method] = fc.sample(hostile, { seed: SEED + offset, numRuns: RUNS });
+    queues[method] = [...sampled[method]];
+  }
+  const real = { feedHead: () => store.feedHead(), openParks: (...a) => store.openParks(...a), feed: (...a) => store.feed(...a) };
+  const view = {
+    readRange: (...a) => store.readRange(...a),
+    appendIfParked: (...a) => store.appendIfParked(...a),
+    acquireFenceIf: (...a) => store.acquireFenceIf(...a),
+    acquireFence: (...a) => store.acquireFence(...a),
+    waitForFeed: (...a) => store.waitForFeed(...a),
+  };
+  for (const method of Object.keys(real)) {
+    view[method] = async (...args) => {
+      const description = queues[method].shift();
+      return description === undefined ? real[method](...args) : build(description, method === 'feedHead' ? { ...START } : []);
+    };
+  }
+  const errors = [];
+  const supervisor = new ChildSupervisor({ events: view, onError: (error, parent) => errors.push({ error, parent }) });
+  const follower = new Follower({ events: view, supervisor, pollIntervalMs: 0, onError: (error, info) => errors.push({ error, info }) });
+  follower.start();
+  try {
+    const until = Date.now() + 20_000;
+    // The feed is read once the rebuild is over: an answer that is one (an
+    // empty list of open parks) ends it, and the rest of its queue is unread.
+    while (queues.feed.length > 0) {
+      assert.ok(Date.now() < until, `not drained within 20 s: ${JSON.stringify(Object.values(queues).map((q) => q.length))}`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await store.appendMany('fh-late', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', waits('fh-late-child'))]);
+    await store.appendMany('fh-late-child', [event('EXECUTION_STARTED'), event('EXECUTION_COMPLETED')]);
+    while ((await store.readRange('fh-late')).at(-1).kind !== 'EXECUTION_RESUMED') {
+      assert.ok(Date.now() < until, 'a parent parked after the hostile answers is resumed');
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  } finally {
+    await follower.stop();
+  }
+  const stages = new Set(['readHead', 'listOpenParks', 'readFeed']);
+  let refusedByTheStore = 0;
+  for (const { error, info, parent } of errors) {
+    assert.equal(parent, undefined, `the supervisor failed on ${parent}: ${error}`);
+    assert.ok(stages.has(info.stage), `a failure at ${info.stage}`);
+    // An answer whose `then` throws (a getter, a trap) rejects the store's own
+    // promise before the package sees it: the store failed, handed on as is.
+    if (isDocumented(error)) assert.equal(error.code, 'STORE_CONTRACT', `${info.stage}: ${error}`);
+    else refusedByTheStore++;
+  }
+  const read = 3 * RUNS - queues.feedHead.length - queues.openParks.length;
+  console.log(`feed-boundary.test.js: ${errors.length} of ${read} hostile answers refused to onError (${refusedByTheStore} by the store's own promise)`);
+  assert.ok(errors.length - refusedByTheStore >= RUNS / 2, 'the hostile answers were refused');
+});
