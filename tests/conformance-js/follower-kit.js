@@ -186,6 +186,25 @@ kase('follower::stop_ends_the_reads', async (store) => {
   await follower.stop();
 });
 
+kase('follower::a_quiet_store_is_asked_to_wait_once', async (store) => {
+  // Caught up on a store nothing writes to, the follower wakes every poll
+  // interval and reads the feed again, but joins the store's wait it already
+  // has instead of asking for another; a write ends it.
+  const { view, calls } = counted(store);
+  const { follower, errors } = following(view, { pollIntervalMs: 1 });
+  follower.start();
+  try {
+    await eventually(() => (calls.feed ?? 0) >= 20, 'twenty reads of a quiet feed');
+    assert.equal(calls.waitForFeed, 1, 'one wait asked for');
+    await store.append('fw-one', event('EXECUTION_STARTED'));
+    await eventually(() => follower.cursor.position > 0 || follower.cursor.epoch > 0, 'the write is read');
+    await eventually(() => calls.waitForFeed === 2, 'a wait after the new cursor');
+  } finally {
+    await follower.stop();
+  }
+  assert.deepEqual(errors, []);
+});
+
 kase('follower::bad_options_are_refused', async (store) => {
   // Options are refused before anything is read (TimerInputError
   // INVALID_OPTIONS, as every pump's); the page limit is the core's check

@@ -38,11 +38,15 @@ export class Follower {
   #onError;
   /** The notices being handled. */
   #inFlight = new Set();
-  /** The loop of the current run, and what ends its waits early. */
+  /** The loop of the current run, and the run's identity. */
   #loop = Promise.resolve();
-  #stopSignal = null;
+  #currentRun = null;
   #running = false;
   #stopping = null;
+  /** The store's wait in hand, `{ key }`, until it ends. */
+  #waiting = null;
+  /** Ends the sleep in hand: a wake of the store, or stop(). */
+  #wakeNow = null;
 
   // A method or getter called on another object: WRONG_RECEIVER (receivers.js).
   static {
@@ -80,19 +84,16 @@ export class Follower {
     if (this.#stopping) throw new Error('Follower.start(): a stop() is in progress; await it first');
     if (this.#running) return;
     this.#running = true;
-    let stop;
-    const signal = new Promise((resolve) => {
-      stop = resolve;
-    });
-    this.#stopSignal = { signal, stop };
-    this.#loop = this.#run(this.#stopSignal);
+    const run = {};
+    this.#currentRun = run;
+    this.#loop = this.#run(run);
   }
 
   stop() {
     if (this.#stopping) return this.#stopping;
     if (!this.#running) return Promise.resolve();
     this.#running = false;
-    this.#stopSignal.stop();
+    this.#wakeNow?.();
     this.#stopping = this.#loop
       .then(() => Promise.all(this.#inFlight))
       .then(() => {
@@ -103,7 +104,7 @@ export class Follower {
 
   async #run(run) {
     const machine = this.#machine;
-    while (this.#stopSignal === run && this.#running) {
+    while (this.#currentRun === run && this.#running) {
       const step = machine.poll();
       if ('notice' in step) {
         // Handed out even while stopping: the machine has let go of it.
@@ -140,30 +141,45 @@ export class Follower {
     }
   }
 
-  /** Until the store says something was committed after `after`, the poll interval passes, or stop(). */
+  /** Until the store says something was committed after `after`, the poll
+   * interval passes, or stop(). The store's wait is asked for once per
+   * cursor and joined again while it lasts, and every wake goes through one
+   * slot (`#wakeNow`): a quiet store is not handed one more waiter, nor a
+   * pending promise one more reaction, every interval. */
   async #wait(after, run) {
-    let timer;
-    const interval = new Promise((resolve) => {
-      timer = setTimeout(resolve, this.#pollIntervalMs);
-    });
-    const woken = (async () => this.#events.waitForFeed(after))().catch((error) => {
-      // The interval is the fallback: a lost wake costs latency, never an event.
-      this.#notify(error, { stage: 'wait' });
-      return interval;
-    });
-    try {
-      await Promise.race([woken, interval, run.signal]);
-    } finally {
-      clearTimeout(timer);
+    const key = `${after.epoch}.${after.position}`;
+    if (this.#waiting?.key !== key) {
+      const waiting = { key };
+      this.#waiting = waiting;
+      const done = () => {
+        if (this.#waiting === waiting) this.#waiting = null;
+      };
+      (async () => this.#events.waitForFeed(after))().then(
+        () => {
+          done();
+          this.#wakeNow?.();
+        },
+        (error) => {
+          // The interval is the fallback: a lost wake costs latency, never an event.
+          done();
+          this.#notify(error, { stage: 'wait' });
+        },
+      );
     }
+    await this.#sleep(run);
   }
 
-  /** The poll interval, or until stop(). */
+  /** The poll interval, or until a wake or stop(). */
   async #sleep(run) {
     let timer;
     try {
-      await Promise.race([new Promise((resolve) => (timer = setTimeout(resolve, this.#pollIntervalMs))), run.signal]);
+      await new Promise((resolve) => {
+        this.#wakeNow = resolve;
+        timer = setTimeout(resolve, this.#pollIntervalMs);
+        if (this.#currentRun !== run || !this.#running) resolve();
+      });
     } finally {
+      this.#wakeNow = null;
       clearTimeout(timer);
     }
   }
