@@ -86,7 +86,12 @@ export class Follower {
     this.#running = true;
     const run = {};
     this.#currentRun = run;
-    this.#loop = this.#run(run);
+    // Only a bug of the machine or its binding ends the loop: reported, and
+    // the follower stops.
+    this.#loop = this.#run(run).catch((error) => {
+      if (this.#currentRun === run) this.#running = false;
+      this.#notify(error, { stage: 'poll' });
+    });
   }
 
   stop() {

@@ -1188,7 +1188,7 @@ export class Inbox {
 
 /** Where a `Follower` met a failure, for `onError`. */
 export interface FollowerErrorInfo {
-  /** The step: `'readHead'`, `'listOpenParks'`, `'readFeed'`, `'wait'`, `'ended'` (a `childEnded` that threw) or `'failed'`. */
+  /** The step: `'readHead'`, `'listOpenParks'`, `'readFeed'`, `'wait'`, `'ended'` (a `childEnded` that threw), `'failed'`, or `'poll'` (a bug of the follow machine, which stops the follower). */
   stage: string;
   /** The execution concerned, when there is one. */
   id?: string;
