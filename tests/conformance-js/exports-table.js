@@ -17,6 +17,7 @@ import * as pkg from 'loomfence';
 import {
   ChildSupervisor,
   FireMachine,
+  Follower,
   Inbox,
   MemoryEventStore,
   MemoryTimerStore,
@@ -68,10 +69,13 @@ export async function setup() {
     fire: new FireMachine({ executionId: 'e', wakeAt: AT }, { now: AT, random: 0.5 }),
     service: new TimerService({ events, timers, node: 'n2', now: () => ctx.clock, random: () => 0.5, onError }),
     supervisor: new ChildSupervisor({ events, timers, onError: (error, parent) => reported.push({ error, parent }), now: () => AT }),
+    follower: undefined,
     inbox: new Inbox(events, timers, { now: () => AT, random: () => 0.5, onError: (error, id) => reported.push({ error, id }) }),
     reported,
   };
   await ctx.supervisor.watch('p');
+  // Never started: its methods are called on it, its loop never runs.
+  ctx.follower = new Follower({ events, supervisor: ctx.supervisor, pollIntervalMs: 10, onError: (error, info) => reported.push({ error, info }) });
   return ctx;
 }
 
@@ -88,6 +92,8 @@ export async function snapshot(ctx) {
     fire: [ctx.fire.poll(), ctx.fire.row],
     service: [ctx.service.node, ctx.service.running, ctx.service.redrivers],
     supervisor: ctx.supervisor.parentsWaitingOn('c'),
+    feed: [await ctx.events.feed(START, 10_000), await ctx.events.feedHead(), await ctx.events.openParks(null, 10_000)],
+    follower: [ctx.follower.running, ctx.follower.cursor, ctx.follower.rebuilt],
     messages: await Promise.all(ids.map((id) => ctx.timers.messages(id))),
   };
 }
@@ -111,6 +117,9 @@ const messageKey = () => ({ executionId: 'i', channel: 'c', messageId: 'm' });
 const note = () => ({ executionId: 'i', channel: 'c', messageId: 'n', payload: [1] });
 const wait = () => ({ kind: 'MESSAGE', channel: 'c' });
 const inboxOptions = () => ({ now: () => AT, random: () => 0.5, redrive: false, policy: {}, intentDelayMs: 10, onResumed: () => {}, onError: () => {} });
+const START = { epoch: 0, position: 0 };
+const cursor = () => ({ ...START });
+const followerOptions = (ctx) => ({ events: ctx.events, supervisor: ctx.supervisor, pageLimit: 1, concurrency: 1, pollIntervalMs: 10, onError: () => {} });
 const supervisorOptions = (ctx) => ({ events: ctx.events, timers: ctx.timers, redrive: false, conditionalTries: 1, policy: {}, now: () => AT, random: () => 0.5, onError: () => {}, onResumed: () => {} });
 
 /** `make(ctx)` with `value` at `path` (keys, outermost first). */
@@ -213,6 +222,30 @@ export const TABLE = {
           executionId: [(ctx, v) => ctx.events.deleteExecutionIf(v, guard())],
           guard: [(ctx, v) => ctx.events.deleteExecutionIf('e', v), guard],
           ...fields('guard', guard, [['head'], ['parents'], ['parents', 0], ['parents', 0, 'parent'], ['parents', 0, 'seen']], (ctx, v) => ctx.events.deleteExecutionIf('e', v)),
+        },
+      },
+      feed: {
+        async: true,
+        slots: {
+          after: [(ctx, v) => ctx.events.feed(v, 10), cursor],
+          ...fields('after', cursor, [['epoch'], ['position']], (ctx, v) => ctx.events.feed(v, 10)),
+          limit: [(ctx, v) => ctx.events.feed(cursor(), v)],
+        },
+      },
+      feedHead: { async: true, slots: {} },
+      openParks: {
+        async: true,
+        slots: {
+          after: [(ctx, v) => ctx.events.openParks(v, 10)],
+          limit: [(ctx, v) => ctx.events.openParks(null, v)],
+        },
+      },
+      // Behind the head: a cursor it accepts resolves at once.
+      waitForFeed: {
+        async: true,
+        slots: {
+          after: [(ctx, v) => ctx.events.waitForFeed(v), cursor],
+          ...fields('after', cursor, [['epoch'], ['position']], (ctx, v) => ctx.events.waitForFeed(v)),
         },
       },
       free: { async: false, slots: {} },
@@ -385,6 +418,25 @@ export const TABLE = {
       node: { getter: true, slots: {} },
       running: { getter: true, slots: {} },
       redrivers: { getter: true, slots: {} },
+    },
+  },
+  Follower: {
+    kind: 'class',
+    slots: {
+      options: [(ctx, v) => new Follower(v), followerOptions],
+      ...fields(
+        'options',
+        followerOptions,
+        [['events'], ['supervisor'], ['pageLimit'], ['concurrency'], ['pollIntervalMs'], ['onError']],
+        (ctx, v) => new Follower(v),
+      ),
+    },
+    methods: {
+      start: { async: false, slots: {} },
+      stop: { async: true, slots: {} },
+      running: { getter: true, slots: {} },
+      cursor: { getter: true, slots: {} },
+      rebuilt: { getter: true, slots: {} },
     },
   },
   ChildSupervisor: {

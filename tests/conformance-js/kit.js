@@ -19,6 +19,8 @@
 //   conditional     the store has acquireFenceIf (implies fencing)
 //   appendIfParked  the store has the park-conditional append, which
 //                   `resume` requires of every store it drives
+//   feed            the store has the change feed (feed, feedHead,
+//                   openParks, waitForFeed), which a Follower reads
 //
 // Each case gets a fresh store from the factory.
 
@@ -48,6 +50,8 @@ import { SWEEP_CASES } from './sweep-kit.js';
 import { SWEEP_CONTRACT_CASES } from './sweep-contract-kit.js';
 import { SWEEP_UNDECIDED_CASES } from './sweep-undecided-kit.js';
 import { SUPERVISOR_CASES } from './supervisor-kit.js';
+import { FEED_CASES } from './feed-kit.js';
+import { FOLLOWER_CASES } from './follower-kit.js';
 
 /** What a case needs of a store. */
 const needs = {
@@ -65,6 +69,10 @@ const needs = {
     label: 'conditional and appendIfParked (resume refuses a store without it)',
   },
   notResumable: { admits: (c) => !c.appendIfParked, label: 'a store without appendIfParked' },
+  feed: { admits: (c) => c.feed, label: 'the change feed' },
+  // A Follower hands its notices to a ChildSupervisor, whose resumes need
+  // appendIfParked.
+  followable: { admits: (c) => c.feed && c.appendIfParked, label: 'the change feed and appendIfParked' },
 };
 
 /** Every case: [name, needs, run(store, capabilities)]. */
@@ -173,6 +181,9 @@ kase('append::capability_is_honest', needs.any, async (store, caps) => {
   assert.equal(has('acquireFence'), caps.fencing, 'acquireFence() present exactly when the store fences');
   assert.equal(has('acquireFenceIf'), caps.conditional, 'acquireFenceIf() present exactly when the store is conditional');
   assert.equal(has('appendIfParked'), caps.appendIfParked, 'appendIfParked() present exactly when declared');
+  for (const name of ['feed', 'feedHead', 'openParks', 'waitForFeed']) {
+    assert.equal(has(name), caps.feed, `${name}() present exactly when the store has the change feed`);
+  }
   if (caps.conditional) assert.ok(caps.fencing, 'a conditional store also fences');
   if (caps.fencing) assert.equal(await store.acquireFence(id), 1);
   if (caps.conditional) {
@@ -1289,6 +1300,12 @@ for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES, ...SWEEP_UNDECIDE
 
 for (const [name, need, run] of SUPERVISOR_CASES) kase(name, needs[need], run);
 
+// feed.rs: the change feed, the open parks and the wait, in their own file;
+// and the package's Follower over the store, which reads nothing else.
+
+for (const [name, run] of FEED_CASES) kase(name, needs.feed, run);
+for (const [name, run] of FOLLOWER_CASES) kase(name, needs.followable, run);
+
 // ---------------------------------------------------------------------------
 
 /** The names of every case, in order (for reports and comparisons with the
@@ -1304,6 +1321,7 @@ export function conformance(label, makeStore, capabilities) {
     fencing: Boolean(capabilities.fencing || capabilities.conditional),
     conditional: Boolean(capabilities.conditional),
     appendIfParked: Boolean(capabilities.appendIfParked),
+    feed: Boolean(capabilities.feed),
   };
   describe(`conformance[${label}]`, () => {
     for (const { name, need, run } of CASES) {

@@ -1,6 +1,6 @@
 // The conformance kit against the package's own MemoryEventStore (the Rust
 // core's in-memory store, compiled to WebAssembly). It has the conditional
-// acquire and the park-conditional append.
+// acquire, the park-conditional append and the change feed.
 
 import { MemoryEventStore } from 'loomfence';
 
@@ -10,7 +10,7 @@ import { wrap } from './support.js';
 conformance(
   'memory',
   () => new MemoryEventStore(),
-  { fencing: true, conditional: true, appendIfParked: true },
+  { fencing: true, conditional: true, appendIfParked: true, feed: true },
 );
 
 // The same store behind a forwarding view: `resume` then drives it through
@@ -19,5 +19,5 @@ conformance(
 conformance(
   'memory, driven through its methods',
   () => wrap(new MemoryEventStore()),
-  { fencing: true, conditional: true, appendIfParked: true },
+  { fencing: true, conditional: true, appendIfParked: true, feed: true },
 );

@@ -21,6 +21,11 @@
 //   first terminal event), and `deleteExecutionIf`, the guarded delete that
 //   re-checks, in the same step as the delete, that the log and every parent
 //   the sweep read are as it read them;
+// - what a Follower needs: the change feed (`feed`, `feedHead`), a position
+//   stamped on every event as it is written, never reused, so a reader's
+//   cursor stays good across deletes; the open parks (`openParks`), the
+//   executions whose last answering event is a park and that never ended;
+//   and `waitForFeed`, resolved by the next write;
 // - the same typed errors as the package on bad input, thrown before anything
 //   changes: `InputError` (a TypeError) for a bad id or a malformed event,
 //   `RangeError` for a number out of range, `TypeError` for a value that is
@@ -119,6 +124,14 @@ function checkLimit(limit) {
     throw new InputError(`limit = ${limit} is out of bounds: at most ${MAX_PAGE_LIMIT}, and a limit is at least 1`, 'INVALID_LIMIT');
   }
   return limit;
+}
+
+/** A feed cursor: an object (else TypeError NOT_AN_OBJECT) of two counters. */
+function checkCursor(cursor) {
+  if (typeof cursor !== 'object' || cursor === null) {
+    throw typeError('a feed cursor must be an object { epoch, position }', 'NOT_AN_OBJECT');
+  }
+  return { epoch: checkCounter('cursor.epoch', cursor.epoch), position: checkCounter('cursor.position', cursor.position) };
 }
 
 /** A delete guard `{ head, parents: [{ parent, seen }] }` (`parents` omitted:
@@ -249,6 +262,10 @@ export class PlainEventStore {
   #logs = new Map();
   /** id -> token; absent means 0 */
   #fences = new Map();
+  /** The feed position of the last event written; one writer, so the epoch is always 0. */
+  #position = 0;
+  /** What `waitForFeed` resolves on the next write. */
+  #waiters = [];
 
   #token(id) {
     return this.#fences.get(id) ?? 0;
@@ -287,11 +304,13 @@ export class PlainEventStore {
     }
     let log = this.#logs.get(id);
     if (!log) this.#logs.set(id, (log = []));
-    return batch.checked.map(({ event, answering }) => {
+    const written = batch.checked.map(({ event, answering }) => {
       const envelope = { executionId: id, sequence: log.length + 1, ...event };
-      log.push({ envelope, answering });
+      log.push({ envelope, answering, position: ++this.#position });
       return structuredClone(envelope);
     });
+    for (const wake of this.#waiters.splice(0)) wake();
+    return written;
   }
 
   async append(executionId, event) {
@@ -413,7 +432,52 @@ export class PlainEventStore {
     this.#delete(id);
     return { deleted: true };
   }
+
+  /** Up to `limit` events written after `after`, in the order they were
+   * written: `[{ cursor, event }]`. A deleted log's events are gone with it. */
+  async feed(after, limit) {
+    const cursor = checkCursor(after);
+    limit = checkLimit(limit);
+    if (cursor.epoch > 0) return [];
+    const records = [];
+    for (const log of this.#logs.values()) {
+      for (const record of log) if (record.position > cursor.position) records.push(record);
+    }
+    records.sort((a, b) => a.position - b.position);
+    return records.slice(0, limit).map((record) => ({ cursor: { epoch: 0, position: record.position }, event: structuredClone(record.envelope) }));
+  }
+
+  /** The cursor of the last event written, deleted or not: it never goes back. */
+  async feedHead() {
+    return { epoch: 0, position: this.#position };
+  }
+
+  /** Up to `limit` executions with ids after `after` (null or omitted: from
+   * the first), in UTF-8 byte order, whose last answering event is a park and
+   * that never ended (an end is final: a park after it is not open). */
+  async openParks(after, limit) {
+    const cursor = after == null ? null : checkId(after);
+    limit = checkLimit(limit);
+    const ids = [];
+    for (const [id, log] of this.#logs) {
+      if (cursor !== null && compareIds(id, cursor) <= 0) continue;
+      if (log.some((record) => TERMINAL_KINDS.has(record.envelope.kind))) continue;
+      const last = log.findLast((record) => record.answering);
+      if (last?.envelope.kind === PARK_KIND) ids.push(id);
+    }
+    return ids.sort(compareIds).slice(0, limit);
+  }
+
+  /** Resolves at once when an event was written after `after`, else on the next write. */
+  async waitForFeed(after) {
+    const cursor = checkCursor(after);
+    if (cursor.epoch === 0 && this.#position > cursor.position) return;
+    await new Promise((resolve) => this.#waiters.push(resolve));
+  }
 }
+
+/** The change feed's methods, which every capability keeps. */
+const FEED_METHODS = ['feed', 'feedHead', 'openParks', 'waitForFeed'];
 
 /** The methods of each capability, beyond reading and appending. */
 const OPTIONAL = {
@@ -433,7 +497,7 @@ export function withCapability(store, capability, { appendIfParked = true } = {}
   const optional = OPTIONAL[capability];
   if (!optional) throw new TypeError(`unknown capability ${capability}`);
   const view = {};
-  for (const name of ['append', 'appendMany', 'readRange', 'currentFence', 'deleteExecution', 'listExecutions', 'deleteExecutionIf', ...optional]) {
+  for (const name of ['append', 'appendMany', 'readRange', 'currentFence', 'deleteExecution', 'listExecutions', 'deleteExecutionIf', ...FEED_METHODS, ...optional]) {
     if (name === 'appendIfParked' && !appendIfParked) continue;
     view[name] = store[name].bind(store);
   }

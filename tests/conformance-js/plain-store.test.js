@@ -8,22 +8,24 @@
 import { PlainEventStore, withCapability } from './plain-store.js';
 import { conformance } from './kit.js';
 
-conformance('plain', () => new PlainEventStore(), { fencing: true, conditional: true, appendIfParked: true });
+conformance('plain', () => new PlainEventStore(), { fencing: true, conditional: true, appendIfParked: true, feed: true });
 
 conformance('plain fencing-only', () => withCapability(new PlainEventStore(), 'fencing-only'), {
   fencing: true,
   conditional: false,
   appendIfParked: true,
+  feed: true,
 });
 
 conformance('plain non-fencing', () => withCapability(new PlainEventStore(), 'non-fencing'), {
   fencing: false,
   conditional: false,
   appendIfParked: true,
+  feed: true,
 });
 
 conformance(
   'plain non-fencing, no appendIfParked',
   () => withCapability(new PlainEventStore(), 'non-fencing', { appendIfParked: false }),
-  { fencing: false, conditional: false, appendIfParked: false },
+  { fencing: false, conditional: false, appendIfParked: false, feed: true },
 );

@@ -181,6 +181,10 @@ export function wrap(inner, overrides = {}) {
     'acquireFenceIf',
     'listExecutions',
     'deleteExecutionIf',
+    'feed',
+    'feedHead',
+    'openParks',
+    'waitForFeed',
   ]) {
     if (typeof inner[name] === 'function') view[name] = inner[name].bind(inner);
   }

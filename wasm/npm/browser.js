@@ -21,11 +21,12 @@ export const MemoryTimerStore = wasm.MemoryTimerStore;
 export const startedChild = wasm.startedChild;
 export const parentOf = wasm.parentOf;
 export const pinParkedChildren = wasm.pinParkedChildren;
-// JavaScript around the glue (resume.js, timer-service.js, retention.js, supervisor.js, inbox.js), not in the .wasm.
+// JavaScript around the glue (resume.js, timer-service.js, retention.js, supervisor.js, follower.js, inbox.js), not in the .wasm.
 export { resume } from './resume.js';
 export { TimerService } from './timer-service.js';
 export { sweep } from './retention.js';
 export { ChildSupervisor } from './supervisor.js';
+export { Follower } from './follower.js';
 export { Inbox } from './inbox.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
 export const StaleFenceError = classes.StaleFenceError;

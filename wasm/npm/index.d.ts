@@ -101,6 +101,63 @@ export interface EventStore {
   listExecutions?(after: string | null | undefined, limit: number): Promise<ExecutionSummary[]>;
   /** Retention's guarded delete; see `RetentionStore`. */
   deleteExecutionIf?(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
+  /** The change feed; see `FeedStore`. */
+  feed?(after: FeedCursor, limit: number): Promise<FeedEntry[]>;
+  /** The feed's head; see `FeedStore`. */
+  feedHead?(): Promise<FeedCursor>;
+  /** The open parks; see `FeedStore`. */
+  openParks?(after: string | null | undefined, limit: number): Promise<string[]>;
+  /** The wait for the next commit; see `FeedStore`. */
+  waitForFeed?(after: FeedCursor): Promise<void>;
+}
+
+/**
+ * A place in a store's change feed: everything at or before it has been read.
+ * Compared `epoch` first, then `position`; both safe non-negative integers.
+ * `{ epoch: 0, position: 0 }` is before every event. A store with one writer
+ * keeps `epoch` 0; a store whose commits interleave (PostgreSQL) uses it for
+ * the committing transaction.
+ */
+export interface FeedCursor {
+  epoch: number;
+  position: number;
+}
+
+/** One event of the feed, with the cursor a follower holds once it has read it. */
+export interface FeedEntry {
+  cursor: FeedCursor;
+  event: Envelope;
+}
+
+/**
+ * What a `Follower` needs of a store: its change feed, every committed event
+ * once, in an order a cursor can keep. In the store's words:
+ * - `feed(after, limit)`: up to `limit` (1 to 10 000) events committed after
+ *   `after`, cursors strictly increasing, each execution's events in sequence
+ *   order. **No skip**: an event committed after a reader reached cursor `c`
+ *   is listed by a later read after `c` (never hand out a cursor past an
+ *   event not yet visible). An event whose log was deleted is not listed;
+ *   a cursor is never reused.
+ * - `feedHead()`: the cursor of the last event a read could list now; it
+ *   never goes back.
+ * - `openParks(after, limit)`: up to `limit` (1 to 10 000) executions with
+ *   ids after `after` (`null` for the first page), in id order, whose last
+ *   answering event (`isAnsweringKind`) is an `EXECUTION_SUSPENDED`, kept in
+ *   the same atomic step as the appends. It may list one whose park is no
+ *   longer open, never omit one that is.
+ * - `waitForFeed(after)`: resolves once the feed may hold something after
+ *   `after`: at once when the head is past it, else on a commit (a wake that
+ *   is lost costs the follower its poll interval, never an event).
+ * A limit out of bounds rejects (`InputError` `INVALID_LIMIT`); a follower
+ * checks every answer (the core's checks, the Rust runtime's too): one
+ * outside this interface is an `InputError` `STORE_CONTRACT`, handed to its
+ * `onError`, and the same read is tried again after its poll interval.
+ */
+export interface FeedStore {
+  feed(after: FeedCursor, limit: number): Promise<FeedEntry[]>;
+  feedHead(): Promise<FeedCursor>;
+  openParks(after: string | null | undefined, limit: number): Promise<string[]>;
+  waitForFeed(after: FeedCursor): Promise<void>;
 }
 
 /**
@@ -108,7 +165,7 @@ export interface EventStore {
  * never overlap inside it. Malformed input rejects with `InputError`,
  * `RangeError` or `TypeError` and changes nothing.
  */
-export class MemoryEventStore implements EventStore {
+export class MemoryEventStore implements EventStore, FeedStore {
   constructor();
   free(): void;
   /** Rejects with `StaleFenceError` when the event's token is older than the current one. */
@@ -147,6 +204,22 @@ export class MemoryEventStore implements EventStore {
    * `InputError` `INVALID_ID` for a bad id.
    */
   deleteExecutionIf(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
+  /**
+   * Up to `limit` (1 to 10 000) events written after `after`, in the order
+   * they were written; every cursor's `epoch` is 0. A cursor that is not an
+   * object rejects with a `TypeError` `NOT_AN_OBJECT`, a part that is not a
+   * number with a `TypeError` `NOT_A_NUMBER`, one that is not a safe
+   * non-negative integer with a `RangeError` `OUT_OF_RANGE`; a limit that is
+   * not a number with a `TypeError` `NOT_A_NUMBER`, any other out of bounds
+   * with an `InputError` `INVALID_LIMIT`.
+   */
+  feed(after: FeedCursor, limit: number): Promise<FeedEntry[]>;
+  /** The cursor of the last event written (deleted or not), `{ epoch: 0, position: 0 }` before any. */
+  feedHead(): Promise<FeedCursor>;
+  /** Up to `limit` (1 to 10 000) parked executions, ids after `after`, in id order. Refuses a bad limit as `feed` does. */
+  openParks(after: string | null | undefined, limit: number): Promise<string[]>;
+  /** Resolves at once when the head is past `after`, else on the next append. Refuses a bad cursor as `feed` does. */
+  waitForFeed(after: FeedCursor): Promise<void>;
 }
 
 // ---------------------------------------------------------------------------
@@ -1113,6 +1186,54 @@ export class Inbox {
   redriver(): (executionId: string) => Promise<RedriveAnswer>;
 }
 
+/** Where a `Follower` met a failure, for `onError`. */
+export interface FollowerErrorInfo {
+  /** The step: `'readHead'`, `'listOpenParks'`, `'readFeed'`, `'wait'`, `'ended'` (a `childEnded` that threw), `'failed'`, or `'poll'` (a bug of the follow machine, which stops the follower). */
+  stage: string;
+  /** The execution concerned, when there is one. */
+  id?: string;
+}
+
+/** Options of `new Follower`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
+export interface FollowerOptions {
+  /** The store whose feed is followed. */
+  events: FeedStore;
+  /** Who is told: a `ChildSupervisor`, or anything with its `watch` and `childEnded`. */
+  supervisor: Pick<ChildSupervisor, 'watch' | 'childEnded'>;
+  /** Entries per read of the feed or of the open parks, 1 to 10 000 (`InputError` `INVALID_LIMIT`). Default 256. */
+  pageLimit?: number;
+  /** Notices handled at once, 1 to 1 024. Default 8. */
+  concurrency?: number;
+  /** The longest wait for a commit the store did not signal, and the pause after a failed read, in ms. Default 1 000. */
+  pollIntervalMs?: number;
+  /** Told of every failed read (the same read is tried again after the poll interval). Default: `console.error`. */
+  onError?: (error: unknown, info: FollowerErrorInfo) => void;
+}
+
+/**
+ * Follows a store's change feed and hands the child supervisor its work: a
+ * pump over the core's follow machine, the one the Rust runtime pumps. On
+ * `start()` it reads the feed's head, then watches every open park (the
+ * rebuild, what a restart costs), then follows the feed from that head: a
+ * park on a child is `watch`ed, an end is `childEnded`. Caught up, it waits
+ * for `waitForFeed` or its poll interval, whichever is first. A parent whose
+ * supervision failed (a `watch` that rejects, a `childEnded` result with an
+ * `error`) is watched again after the next wake. Nothing lists the store.
+ */
+export class Follower {
+  constructor(options: FollowerOptions);
+  /** Whether it is started. */
+  readonly running: boolean;
+  /** Everything up to this cursor has been read. */
+  readonly cursor: FeedCursor;
+  /** Whether the rebuild (the head and every open park) is done. */
+  readonly rebuilt: boolean;
+  /** Starts following; a no-op when running. Throws while a `stop()` is in progress. */
+  start(): void;
+  /** Stops following; resolves once the read in hand and every notice handed out are done. */
+  stop(): Promise<void>;
+}
+
 /** Options of `new ChildSupervisor`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
 export interface ChildSupervisorOptions {
   /** Where every log lives: `readRange` and `appendIfParked` (and `acquireFenceIf` or `acquireFence`, as for `resume`). */
@@ -1196,7 +1317,7 @@ export class ChildSupervisor {
  * `'INVALID_CONTEXT'`, `'INVALID_OUTCOME'`, `'NOT_DUE'` (a fire before its
  * row's time), `'UNEXPECTED_ANSWER'` (a fire machine answer that does not fit,
  * or a store or re-driver answer a `TimerService` cannot use),
- * `'INVALID_OPTIONS'` (a `TimerService`, `ChildSupervisor` or `Inbox` option),
+ * `'INVALID_OPTIONS'` (a `TimerService`, `ChildSupervisor`, `Follower` or `Inbox` option),
  * `'INVALID_MESSAGE'` (a message, key or channel the inbox refuses),
  * `'UNREADABLE'` (a field of the input threw while read: a getter, a Proxy
  * trap, a revoked Proxy; what it threw is `cause`).

@@ -41,6 +41,11 @@
 //!   its children, polled like `FireMachine`; its resume is a
 //!   `ResumeMachine` it builds over the host's store), which the package's
 //!   `ChildSupervisor` (`npm/supervisor.js`) drives and does not export.
+//! - The change feed: `MemoryEventStore.feed`, `feedHead`, `openParks`
+//!   and `waitForFeed` (cursors as `{ epoch, position }`), and
+//!   `FollowMachine` (the core's follower of a feed, polled like
+//!   `FireMachine`), which the package's `Follower` (`npm/follower.js`)
+//!   drives and does not export.
 //! - Messages: `MemoryTimerStore`'s inbox methods (`send`, `pending`,
 //!   `markConsumed`, `purge`, `messages`: the core's `InboxTable`, in the
 //!   same step as the timers) and `DeliverMachine` (a notify, a park with
@@ -50,7 +55,9 @@
 mod claim_page;
 mod deliver;
 mod events;
+mod feed;
 mod fire;
+mod follow;
 mod heap;
 mod host_store;
 mod inbox_values;
@@ -74,6 +81,7 @@ mod wake_backoff;
 
 pub use deliver::DeliverMachineJs;
 pub use fire::FireMachineJs;
+pub use follow::FollowMachineJs;
 pub use js_errors::error_classes;
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
 pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};

@@ -9,11 +9,13 @@
 
 use std::cell::RefCell;
 
-use js_sys::Promise;
+use js_sys::{Array, Promise};
+use loomfence_core::feed::FeedCursor;
 use loomfence_core::{AcquireOutcome, AppendError, MemoryStore, ParkExpectation};
 use wasm_bindgen::prelude::*;
 
 use crate::events;
+use crate::feed;
 use crate::js_errors;
 use crate::json_text;
 use crate::out::{self, Out};
@@ -26,6 +28,8 @@ use crate::values::{self, counter, optional_counter, property};
 pub struct MemoryEventStore {
     /// The logs and tokens.
     store: RefCell<MemoryStore>,
+    /// The wait `waitForFeed` handed out, until a write moves the head.
+    waiter: RefCell<Option<JsValue>>,
 }
 
 /// Settles `result` into a promise, after giving the memory room to grow
@@ -48,9 +52,33 @@ fn append_error(error: &AppendError) -> JsValue {
 }
 
 impl MemoryEventStore {
-    /// Runs `f` on the logs, as one synchronous step.
+    /// Runs `f` on the logs, as one synchronous step; a step that moved
+    /// the feed's head ends the wait `waitForFeed` handed out.
     pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut MemoryStore) -> T) -> T {
-        f(&mut self.store.borrow_mut())
+        let before = self.head();
+        let done = f(&mut self.store.borrow_mut());
+        self.woken(before);
+        done
+    }
+
+    /// The feed's head.
+    fn head(&self) -> Option<FeedCursor> {
+        self.store.borrow().feed_head().ok()
+    }
+
+    /// Ends the wait `waitForFeed` handed out if the head moved from
+    /// `before`. Not generic, so each write pays one call for it.
+    #[inline(never)]
+    fn woken(&self, before: Option<FeedCursor>) {
+        if self.head() == before {
+            return;
+        }
+        // Taken before it is woken: a waiter that waits again at once gets
+        // a fresh wait, not this settled one.
+        let waiter = self.waiter.borrow_mut().take();
+        if let Some(waiter) = waiter {
+            feed::wake(&waiter);
+        }
     }
 }
 
@@ -71,9 +99,7 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let (event, text) = events::event(&event)?;
             let first = self
-                .store
-                .borrow_mut()
-                .append_many_from(&id, vec![event])
+                .with_store(|store| store.append_many_from(&id, vec![event]))
                 .map_err(|e| append_error(&e))?;
             Ok(out::stored(&execution_id, first, &text))
         })())
@@ -87,9 +113,7 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let (events, lines) = events::events(&events)?;
             let first = self
-                .store
-                .borrow_mut()
-                .append_many_from(&id, events)
+                .with_store(|store| store.append_many_from(&id, events))
                 .map_err(|e| append_error(&e))?;
             Ok(out::stored_batch(&execution_id, first, &lines))
         })())
@@ -111,9 +135,7 @@ impl MemoryEventStore {
             let park_seq = counter("parkSeq", &park_seq)?;
             let (events, lines) = events::events(&events)?;
             let outcome = self
-                .store
-                .borrow_mut()
-                .append_if_parked_from(&id, park_seq, events)
+                .with_store(|store| store.append_if_parked_from(&id, park_seq, events))
                 .map_err(|e| append_error(&e))?;
             match outcome {
                 Some(first) => Ok(out::stored_batch(&execution_id, first, &lines)),
@@ -247,6 +269,81 @@ impl MemoryEventStore {
                 .delete_execution_if(&id, &guard)
                 .map_err(|e| js_errors::input(&e))?;
             Ok(retention_values::outcome_js(&outcome))
+        })())
+    }
+
+    /// Up to `limit` (1 to 10 000) events written after the cursor `after`
+    /// (`{ epoch, position }`), in feed order: `[{ cursor, event }]`, the
+    /// event as `readRange` gives it. Every cursor's epoch is 0 here.
+    pub fn feed(&self, after: JsValue, limit: JsValue) -> Promise {
+        settle((|| {
+            let after = feed::cursor(&after)?;
+            let limit = feed::limit("limit", &limit)?;
+            let mut text = String::from("[");
+            self.store
+                .borrow()
+                .visit_feed(after, limit, |cursor, id, sequence, event| {
+                    if text.len() > 1 {
+                        text.push(',');
+                    }
+                    feed::write_entry(&mut text, cursor, id, sequence, event);
+                })
+                .map_err(|e| js_errors::input(&e))?;
+            text.push(']');
+            Ok(out::parse_json(&text))
+        })())
+    }
+
+    /// The cursor of the last event written (deleted or not), or
+    /// `{ epoch: 0, position: 0 }`: it never goes back.
+    #[wasm_bindgen(js_name = feedHead)]
+    pub fn feed_head(&self) -> Promise {
+        settle(
+            self.store
+                .borrow()
+                .feed_head()
+                .map(feed::cursor_js)
+                .map_err(|e| js_errors::input(&e)),
+        )
+    }
+
+    /// Up to `limit` (1 to 10 000) executions with ids after `after`
+    /// (`null` or omitted for the first page), in id order, whose last
+    /// answering event is a park: what a follower watches when it starts.
+    #[wasm_bindgen(js_name = openParks)]
+    pub fn open_parks(&self, after: JsValue, limit: JsValue) -> Promise {
+        settle((|| {
+            let after = retention_values::after(&after)?;
+            let limit = feed::limit("limit", &limit)?;
+            let ids = self
+                .store
+                .borrow()
+                .open_parks(after.as_ref(), limit)
+                .map_err(|e| js_errors::input(&e))?;
+            Ok(ids
+                .iter()
+                .map(|id| JsValue::from_str(id.as_str()))
+                .collect::<Array>()
+                .into())
+        })())
+    }
+
+    /// Resolves once the feed holds something after `after`: at once when
+    /// the head is already past it, else on the next write.
+    #[wasm_bindgen(js_name = waitForFeed)]
+    pub fn wait_for_feed(&self, after: JsValue) -> Promise {
+        settle((|| {
+            let after = feed::cursor(&after)?;
+            let head = self
+                .store
+                .borrow()
+                .feed_head()
+                .map_err(|e| js_errors::input(&e))?;
+            if head > after {
+                return Ok(JsValue::UNDEFINED);
+            }
+            let mut waiter = self.waiter.borrow_mut();
+            Ok(feed::waiting(waiter.get_or_insert_with(feed::waiter)))
         })())
     }
 }

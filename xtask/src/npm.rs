@@ -38,7 +38,7 @@ const BENCH_DIR: &str = "wasm/bench";
 /// engine compiles). The one statement of the budget: `wasm/README.md` and
 /// "The npm package" in `docs/decisions.md` quote it (a test checks), and
 /// the latter says where the bytes go and why each raise was taken.
-const BUDGET: u64 = 292_000;
+const BUDGET: u64 = 310_700;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
@@ -460,7 +460,7 @@ mod tests {
         assert_eq!(verdict(BUDGET + 1), "NOT met, 1 over");
     }
 
-    /// The docs quote [`BUDGET`] as `292,000 B`: a raise that forgets them
+    /// The docs quote [`BUDGET`] as `310,700 B`: a raise that forgets them
     /// fails here, so no stale figure survives it.
     #[test]
     fn the_docs_quote_the_budget() {

@@ -15,6 +15,7 @@ import {
   TimerInputError,
   TimerService,
   ChildSupervisor,
+  Follower,
   sweep,
   startedChild,
   parentOf,
@@ -94,6 +95,23 @@ await trips.appendMany('trip-1/hotel', [{ kind: 'EXECUTION_STARTED', at: 0 }, { 
 const supervised = await new ChildSupervisor({ events: trips, now: () => 50 }).watch('trip-1');
 assert.equal(supervised.outcome, 'resumed');
 assert.equal(supervised.resumed.resumed.payload.answer.children['trip-1/hotel'].status, 'completed');
+
+// The follower (follower.js, shipped beside the glue): a parent parked on a
+// child is resumed once the child ends, found through the store's change feed.
+const flights = new MemoryEventStore();
+await flights.appendMany('flight-1', [
+  { kind: 'EXECUTION_STARTED', at: 0 },
+  { kind: 'EXECUTION_SUSPENDED', at: 1, payload: { waits: [{ kind: 'CHILD_DONE', key: 'flight-1/seat' }] } },
+]);
+const follower = new Follower({ events: flights, supervisor: new ChildSupervisor({ events: flights, now: () => 50 }) });
+follower.start();
+await flights.appendMany('flight-1/seat', [{ kind: 'EXECUTION_STARTED', at: 0 }, { kind: 'EXECUTION_COMPLETED', at: 2 }]);
+for (let turns = 0; (await flights.readRange('flight-1')).length < 3; turns++) {
+  assert.ok(turns < 1_000, 'the follower resumes the parent');
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
+await follower.stop();
+assert.equal((await flights.readRange('flight-1', 3))[0].kind, 'EXECUTION_RESUMED');
 
 // Retention (retention.js, shipped beside the glue): a finished child is kept
 // while its parent is parked on it, and swept once the park is answered.

@@ -21,6 +21,7 @@ import {
   MemoryTimerStore,
   TimerService,
   ChildSupervisor,
+  Follower,
   sweep,
   startedChild,
   parentOf,
@@ -57,6 +58,11 @@ import {
   type Pinned,
   type Kept,
   type Undecided,
+  type FeedCursor,
+  type FeedEntry,
+  type FeedStore,
+  type FollowerOptions,
+  type FollowerErrorInfo,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -351,4 +357,31 @@ async function supervision(events: EventStore, timerStore: TimerStore): Promise<
   void answer, parents;
 }
 
-void main, timers, service, retention, supervision;
+// The change feed of the package's store, a host's feed store, and a
+// follower handing a child supervisor its work.
+async function following(host: FeedStore, supervisor: ChildSupervisor): Promise<void> {
+  const store = new MemoryEventStore();
+  const head: FeedCursor = await store.feedHead();
+  const entries: FeedEntry[] = await store.feed({ epoch: 0, position: 0 }, 100);
+  const events: Envelope[] = entries.map((entry) => entry.event);
+  const parked: string[] = await store.openParks(null, 100);
+  await store.waitForFeed(head);
+  const mine: FeedStore = store;
+  const next: FeedEntry[] = await host.feed(head, 10);
+  const options: FollowerOptions = {
+    events: host,
+    supervisor,
+    pageLimit: 64,
+    concurrency: 4,
+    pollIntervalMs: 500,
+    onError: (error: unknown, info: FollowerErrorInfo) => void [error, info.stage, info.id],
+  };
+  const follower = new Follower(options);
+  follower.start();
+  const at: FeedCursor = follower.cursor;
+  const state: [boolean, boolean] = [follower.running, follower.rebuilt];
+  await follower.stop();
+  void events, parked, mine, next, at, state;
+}
+
+void main, timers, service, retention, supervision, following;
