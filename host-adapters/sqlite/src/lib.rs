@@ -63,6 +63,8 @@
 
 mod db;
 mod error;
+mod feed_ops;
+mod feed_schema;
 mod inbox;
 mod inbox_ops;
 mod inbox_schema;
