@@ -22,7 +22,7 @@ use crate::ops::{object, to_i64, to_u64};
 
 /// The last position handed out: the largest still in `events`, or the
 /// mark a delete kept, whichever is larger; 0 on a feed with none.
-const HEAD: &str = "SELECT max( \
+pub(crate) const HEAD: &str = "SELECT max( \
          COALESCE((SELECT MAX(feed) FROM events WHERE feed IS NOT NULL), 0), \
          COALESCE((SELECT last FROM feed_mark WHERE one = 1), 0))";
 
@@ -32,12 +32,12 @@ const MARK: &str = "INSERT INTO feed_mark (one, last) VALUES (1, ?1) \
 
 /// Events after position `?1`, in feed order, at most `?2`. `feed > ?1`
 /// implies the partial index's `feed IS NOT NULL`, so the index serves it.
-const PAGE: &str = "SELECT feed, execution_id, sequence, kind, payload, metadata, at \
+pub(crate) const PAGE: &str = "SELECT feed, execution_id, sequence, kind, payload, metadata, at \
      FROM events WHERE feed > ?1 ORDER BY feed LIMIT ?2";
 
 /// Open parks after `?1` (the empty string for the first page: every id is
 /// longer), in byte order, at most `?2`.
-const OPEN_PARKS: &str = "SELECT execution_id FROM open_parks \
+pub(crate) const OPEN_PARKS: &str = "SELECT execution_id FROM open_parks \
      WHERE execution_id > ?1 COLLATE BINARY ORDER BY execution_id COLLATE BINARY LIMIT ?2";
 
 /// Marks an execution parked at `?2`.

@@ -216,17 +216,34 @@ mod tests {
         assert_eq!(open_parks(&conn).len(), 2);
     }
 
+    /// The plan of `sql`, its rows joined.
+    fn plan(conn: &Connection, sql: &str) -> String {
+        let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let blanks = vec![rusqlite::types::Value::Null; statement.parameter_count()];
+        let rows: Vec<String> = statement
+            .query_map(rusqlite::params_from_iter(blanks), |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows.join("; ")
+    }
+
+    /// The feed page and the head (every append reads it) are seeks on the
+    /// partial index, and the open-parks page a walk of its key: none scans
+    /// `events`.
     #[test]
-    fn a_feed_read_uses_the_partial_index() {
+    fn the_feed_statements_use_their_indexes() {
         let conn = old_file();
         migrate(&conn).unwrap();
-        let plan: String = conn
-            .query_row(
-                "EXPLAIN QUERY PLAN SELECT execution_id FROM events WHERE feed > 0 ORDER BY feed LIMIT 5",
-                [],
-                |row| row.get(3),
-            )
-            .unwrap();
-        assert!(plan.contains("events_feed"), "{plan}");
+        let page = plan(&conn, crate::feed_ops::PAGE);
+        assert!(page.contains("USING INDEX events_feed"), "{page}");
+        assert!(!page.contains("TEMP B-TREE"), "{page}");
+        let head = plan(&conn, crate::feed_ops::HEAD);
+        assert!(head.contains("events_feed"), "{head}");
+        assert!(!head.contains("SCAN events"), "{head}");
+        let parks = plan(&conn, crate::feed_ops::OPEN_PARKS);
+        assert!(parks.contains("open_parks"), "{parks}");
+        assert!(!parks.contains("TEMP B-TREE"), "{parks}");
+        println!("page: {page}\nhead: {head}\nparks: {parks}");
     }
 }

@@ -1,0 +1,60 @@
+//! Times single appends on a file store, one after another, so each is a
+//! transaction of its own: what one append costs the writer.
+//!
+//! `cargo run --release -p loomfence-sqlite --example append_cost -- [N]
+//! [full|normal]` (N defaults to 20,000, durability to `normal`, where the
+//! fsync no longer hides the statements). The appends cycle over 100
+//! executions, eight application steps then a park and its resume, so the
+//! park bookkeeping is paid at a realistic rate. It prints one line: the
+//! count, the durability, the total and the cost per append.
+
+use std::time::Instant;
+
+use loomfence_core::{ExecutionId, KernelKind, NewEvent};
+use loomfence_sqlite::{Durability, SqliteEventStore, SqliteOptions};
+use loomfence_store::EventStore;
+
+/// Executions the appends cycle over.
+const EXECUTIONS: usize = 100;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let count: usize = args.next().map_or(Ok(20_000), |n| n.parse())?;
+    let durability = match args.next().as_deref() {
+        Some("full") => Durability::Full,
+        _ => Durability::Normal,
+    };
+    let dir = std::env::temp_dir().join(format!("loomfence-append-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let store = SqliteEventStore::open(
+        dir.join("cost.db"),
+        SqliteOptions {
+            durability,
+            ..SqliteOptions::default()
+        },
+    )
+    .await?;
+    let ids: Vec<ExecutionId> = (0..EXECUTIONS)
+        .map(|n| ExecutionId::try_from(format!("cost-{n}").as_str()))
+        .collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    for n in 0..count {
+        let round = n / EXECUTIONS;
+        let event = match round % 10 {
+            8 => NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
+            9 => NewEvent::kernel(KernelKind::ExecutionResumed, 0),
+            _ => NewEvent::new("app.step", 0),
+        };
+        store.append(&ids[n % EXECUTIONS], event).await?;
+    }
+    let elapsed = started.elapsed();
+    drop(store);
+    std::fs::remove_dir_all(&dir)?;
+    println!(
+        "{count} appends ({durability:?}): {:.3} s, {:.1} us each",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1e6 / count as f64
+    );
+    Ok(())
+}
