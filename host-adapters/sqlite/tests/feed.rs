@@ -292,4 +292,14 @@ async fn a_feed_value_the_store_cannot_have_written_fails_with_a_typed_error() {
         store.feed_head().await.expect("reads the head").position(),
         2
     );
+
+    // The open-parks index: an id that is not text, or not a valid id.
+    for (bad, needle) in [("x'ff'", "not text"), ("'a' || char(0) || 'b'", "not a valid id")] {
+        let conn = raw(&path);
+        conn.execute_batch("DELETE FROM open_parks WHERE execution_id <> 'hostile'")
+            .expect("clears the hostile rows");
+        conn.execute_batch(&format!("INSERT INTO open_parks VALUES ({bad}, 1)"))
+            .expect("writes a hostile row");
+        assert_corrupt(store.open_parks(None, 10).await, needle);
+    }
 }
