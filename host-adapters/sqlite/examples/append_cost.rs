@@ -2,8 +2,9 @@
 //! transaction of its own: what one append costs the writer.
 //!
 //! `cargo run --release -p loomfence-sqlite --example append_cost -- [N]
-//! [full|normal]` (N defaults to 20,000, durability to `normal`, where the
-//! fsync no longer hides the statements). The appends cycle over 100
+//! [full|normal|memory]` (N defaults to 20,000; `normal`, the default, is a
+//! file whose commits are not fsynced, so the fsync does not hide the
+//! statements; `memory` is `:memory:`, the statements alone). The appends cycle over 100
 //! executions, eight application steps then a park and its resume, so the
 //! park bookkeeping is paid at a realistic rate. It prints one line: the
 //! count, the durability, the total and the cost per append.
@@ -21,14 +22,20 @@ const EXECUTIONS: usize = 100;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let count: usize = args.next().map_or(Ok(20_000), |n| n.parse())?;
-    let durability = match args.next().as_deref() {
-        Some("full") => Durability::Full,
+    let mode = args.next().unwrap_or_else(|| "normal".to_owned());
+    let durability = match mode.as_str() {
+        "full" => Durability::Full,
         _ => Durability::Normal,
     };
     let dir = std::env::temp_dir().join(format!("loomfence-append-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
+    let path = if mode == "memory" {
+        std::path::PathBuf::from(":memory:")
+    } else {
+        dir.join("cost.db")
+    };
     let store = SqliteEventStore::open(
-        dir.join("cost.db"),
+        path,
         SqliteOptions {
             durability,
             ..SqliteOptions::default()
@@ -52,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(store);
     std::fs::remove_dir_all(&dir)?;
     println!(
-        "{count} appends ({durability:?}): {:.3} s, {:.1} us each",
+        "{count} appends ({mode}): {:.3} s, {:.1} us each",
         elapsed.as_secs_f64(),
         elapsed.as_secs_f64() * 1e6 / count as f64
     );
