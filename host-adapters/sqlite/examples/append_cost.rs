@@ -2,9 +2,11 @@
 //! transaction of its own: what one append costs the writer.
 //!
 //! `cargo run --release -p loomfence-sqlite --example append_cost -- [N]
-//! [full|normal|memory]` (N defaults to 20,000; `normal`, the default, is a
-//! file whose commits are not fsynced, so the fsync does not hide the
-//! statements; `memory` is `:memory:`, the statements alone). The appends cycle over 100
+//! [full|normal|memory] [callers]` (N defaults to 20,000; `normal`, the
+//! default, is a file whose commits are not fsynced, so the fsync does not
+//! hide the statements; `memory` is `:memory:`, the statements alone).
+//! With `callers` (a divisor of 100, default 1) that many tasks append at
+//! once, each to its own executions, so their appends share commits. The appends cycle over 100
 //! executions, eight application steps then a park and its resume, so the
 //! park bookkeeping is paid at a realistic rate. It prints one line: the
 //! count, the durability, the total and the cost per append.
@@ -42,26 +44,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )
     .await?;
+    let callers: usize = args.next().map_or(Ok(1), |n| n.parse())?;
+    if callers == 0 || EXECUTIONS % callers != 0 {
+        return Err(format!("callers must divide {EXECUTIONS}").into());
+    }
     let ids: Vec<ExecutionId> = (0..EXECUTIONS)
         .map(|n| ExecutionId::try_from(format!("cost-{n}").as_str()))
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
-    for n in 0..count {
-        let round = n / EXECUTIONS;
-        let event = match round % 10 {
-            8 => NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
-            9 => NewEvent::kernel(KernelKind::ExecutionResumed, 0),
-            _ => NewEvent::new("app.step", 0),
-        };
-        store.append(&ids[n % EXECUTIONS], event).await?;
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let (store, ids) = (store.clone(), ids.clone());
+            // Each caller owns the executions `caller` mod `callers`, so
+            // every log still gets its appends in the cycle's order.
+            tokio::spawn(async move {
+                for n in (caller..count).step_by(callers) {
+                    store.append(&ids[n % EXECUTIONS], event(n)).await?;
+                }
+                Ok::<_, loomfence_store::StoreError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
     }
     let elapsed = started.elapsed();
     drop(store);
     std::fs::remove_dir_all(&dir)?;
     println!(
-        "{count} appends ({mode}): {:.3} s, {:.1} us each",
+        "{count} appends ({mode}, {callers} callers): {:.3} s, {:.1} us each",
         elapsed.as_secs_f64(),
         elapsed.as_secs_f64() * 1e6 / count as f64
     );
     Ok(())
+}
+
+/// The `n`th append's event: per execution, eight steps, a park, a resume.
+fn event(n: usize) -> NewEvent {
+    match (n / EXECUTIONS) % 10 {
+        8 => NewEvent::kernel(KernelKind::ExecutionSuspended, 0),
+        9 => NewEvent::kernel(KernelKind::ExecutionResumed, 0),
+        _ => NewEvent::new("app.step", 0),
+    }
 }
