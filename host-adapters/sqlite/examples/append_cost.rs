@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await?;
     let callers: usize = args.next().map_or(Ok(1), |n| n.parse())?;
-    if callers == 0 || EXECUTIONS % callers != 0 {
+    if callers == 0 || !EXECUTIONS.is_multiple_of(callers) {
         return Err(format!("callers must divide {EXECUTIONS}").into());
     }
     let ids: Vec<ExecutionId> = (0..EXECUTIONS)

@@ -214,11 +214,17 @@ async fn two_writers_on_one_file_hand_out_every_position_once() {
     let write = |store: SqliteEventStore, name: &'static str| {
         tokio::spawn(async move {
             for _ in 0..EACH {
-                store.append(&id(name), event("app.tick")).await.expect("appends");
+                store
+                    .append(&id(name), event("app.tick"))
+                    .await
+                    .expect("appends");
             }
         })
     };
-    let (a, b) = (write(first.clone(), "from-first"), write(second, "from-second"));
+    let (a, b) = (
+        write(first.clone(), "from-first"),
+        write(second, "from-second"),
+    );
     a.await.expect("the first writer finishes");
     b.await.expect("the second writer finishes");
     let feed = whole_feed(&first).await;
@@ -271,10 +277,7 @@ async fn a_feed_value_the_store_cannot_have_written_fails_with_a_typed_error() {
                 "UPDATE events SET feed = {bad} WHERE execution_id = 'hostile' AND sequence = 2"
             ))
             .expect("writes a hostile value");
-        assert_corrupt(
-            store.feed(FeedCursor::START, 10).await,
-            "(\"hostile\", 2)",
-        );
+        assert_corrupt(store.feed(FeedCursor::START, 10).await, "(\"hostile\", 2)");
         assert_corrupt(store.feed(FeedCursor::START, 10).await, needle);
     }
     // A largest value that is not a position stops the head and the
@@ -294,7 +297,10 @@ async fn a_feed_value_the_store_cannot_have_written_fails_with_a_typed_error() {
     );
 
     // The open-parks index: an id that is not text, or not a valid id.
-    for (bad, needle) in [("x'ff'", "not text"), ("'a' || char(0) || 'b'", "not a valid id")] {
+    for (bad, needle) in [
+        ("x'ff'", "not text"),
+        ("'a' || char(0) || 'b'", "not a valid id"),
+    ] {
         let conn = raw(&path);
         conn.execute_batch("DELETE FROM open_parks WHERE execution_id <> 'hostile'")
             .expect("clears the hostile rows");
