@@ -106,11 +106,14 @@ impl SqliteEventStore {
             )
             .await;
         // A wake is a hint: one after a write of unknown outcome costs a
-        // follower one read, and one after a refusal is not worth sending.
-        if matches!(
-            written,
-            Ok(ConditionalAppend::Appended(_)) | Err(StoreError::OutcomeUnknown(_))
-        ) {
+        // follower one read, and one after a refusal (or an empty batch)
+        // is not worth sending.
+        let landed = match &written {
+            Ok(ConditionalAppend::Appended(events)) => !events.is_empty(),
+            Err(StoreError::OutcomeUnknown(_)) => true,
+            _ => false,
+        };
+        if landed {
             self.db.appended().notify_waiters();
         }
         written
