@@ -157,6 +157,29 @@ async fn a_version_1_file_gains_the_feed_with_its_open_parks_indexed() {
     );
 }
 
+/// Two openers of one version-1 file at once (two connections, as two
+/// processes have) both boot: the migration and the version it raises
+/// commit together, so the second finds the file migrated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_openers_of_one_version_1_file_both_boot() {
+    let dir = TempDir::new("feed-v1-race");
+    for round in 0..10 {
+        let path = dir.file(&format!("race-{round}.db"));
+        version_1_file(&path);
+        let (first, second) = tokio::join!(
+            SqliteEventStore::open(&path, SqliteOptions::default()),
+            SqliteEventStore::open(&path, SqliteOptions::default()),
+        );
+        let (first, second) = (first.expect("opens"), second.expect("opens"));
+        assert_eq!(open_parks(&first).await, ["old-child", "old-parked"]);
+        common::park(&second, &id("new")).await;
+        assert_eq!(
+            whole_feed(&first).await,
+            [("new".to_owned(), 1, 1), ("new".to_owned(), 2, 2)]
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_newest_log_never_lends_its_positions_again_even_after_a_reopen() {
     let dir = TempDir::new("feed-delete");
