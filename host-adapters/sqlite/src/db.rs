@@ -32,6 +32,10 @@ pub(crate) struct Db {
     writer: Writer,
     /// Round-robin over `readers`.
     next_reader: AtomicUsize,
+    /// Woken after every append this process committed, for the change
+    /// feed's waits. Appends by other processes writing the same file do
+    /// not wake it: their followers' read interval covers them.
+    appended: tokio::sync::Notify,
 }
 
 impl Db {
@@ -140,6 +144,7 @@ impl Db {
             readers,
             writer,
             next_reader: AtomicUsize::new(0),
+            appended: tokio::sync::Notify::new(),
         })
     }
 
@@ -156,6 +161,11 @@ impl Db {
         T: Send + 'static,
     {
         self.writer.run(prepare, apply).await
+    }
+
+    /// What an append signals once committed and a feed wait awaits.
+    pub(crate) fn appended(&self) -> &tokio::sync::Notify {
+        &self.appended
     }
 
     /// The writer thread's handle, for tests that queue jobs beside the

@@ -46,6 +46,18 @@
 //!   deletes remove them in the same transaction. A file from before the
 //!   inbox gains the `inbox` table on open; an `inbox` table that is not
 //!   ours is refused ([`OpenError::ForeignInbox`]), the file untouched.
+//! - **The change feed is a column**: each appended event takes the next
+//!   `feed` position inside its append's transaction, under the one write
+//!   lock, so positions are taken in commit order and a reader never sees
+//!   one without every smaller one (every cursor's epoch is 0). A delete
+//!   keeps the last position in a one-row mark first, so no position is
+//!   handed out twice. The open parks are a table the appends keep with
+//!   the core's `park_change`, in the same transaction. A wait is woken by
+//!   this process's appends; another process's are seen by the follower's
+//!   next read on its interval. A file of schema version 1 gains the feed
+//!   on open: its feed starts there (older events are never listed) and its
+//!   open parks are indexed from the logs once, so a follower still watches
+//!   what was parked before.
 //!
 //! ```
 //! use loomfence_core::ExecutionId;
@@ -63,6 +75,8 @@
 
 mod db;
 mod error;
+mod feed_ops;
+mod feed_schema;
 mod inbox;
 mod inbox_ops;
 mod inbox_schema;

@@ -13,16 +13,18 @@ use loomfence_core::backend::{
 use loomfence_core::{
     AcquireOutcome, ConditionalAppend, Envelope, ExecutionId, JsonObject, KernelKind, NewEvent,
     ParkExpectation,
+    feed::{FeedCursor, park_change},
     log::{KindClass, is_answering},
 };
 use loomfence_store::StoreError;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{self, corrupt};
-use crate::inbox_ops;
+use crate::{feed_ops, inbox_ops};
 
-/// A sequence or token as SQLite stores it (both are at most 2^53-1).
-fn to_i64(value: u64) -> i64 {
+/// A sequence, token or feed position as SQLite stores it (all are at most
+/// 2^53-1).
+pub(crate) fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
@@ -126,7 +128,9 @@ impl Encoded {
 }
 
 /// The append: guard, optional park condition and insert, in one write
-/// transaction.
+/// transaction. Each event takes the next feed position, and the open
+/// parks change as the core's [`park_change`] says, in the same
+/// savepoint, so neither can disagree with the log.
 pub(crate) fn append(
     conn: &Connection,
     id: &ExecutionId,
@@ -145,14 +149,17 @@ pub(crate) fn append(
         return Ok(ConditionalAppend::Appended(Vec::new()));
     }
     guard_append(id, token(conn, id.as_str())?, batch)?;
+    let first_position = feed_ops::last_position(conn)? + 1;
+    // Refuses (as bad input) a batch that would take a position past 2^53-1.
+    FeedCursor::new(0, first_position + events.len() as u64 - 1)?;
     {
         let mut insert = conn
             .prepare_cached(
-                "INSERT INTO events (execution_id, sequence, kind, payload, metadata, at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (execution_id, sequence, kind, payload, metadata, at, feed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .map_err(error::store)?;
-        for (sequence, encoded) in (head + 1..).zip(&events) {
+        for ((sequence, position), encoded) in (head + 1..).zip(first_position..).zip(&events) {
             insert
                 .execute(params![
                     id.as_str(),
@@ -160,11 +167,19 @@ pub(crate) fn append(
                     encoded.event.kind,
                     encoded.payload,
                     encoded.metadata,
-                    encoded.event.at
+                    encoded.event.at,
+                    to_i64(position)
                 ])
                 .map_err(error::store)?;
         }
     }
+    let change = park_change(
+        head + 1,
+        events
+            .iter()
+            .map(|encoded| (&*encoded.event.kind, &encoded.event.metadata)),
+    );
+    feed_ops::apply_park_change(conn, id.as_str(), change)?;
     Ok(ConditionalAppend::Appended(
         events
             .into_iter()
@@ -207,13 +222,20 @@ pub(crate) fn acquire_fence_if(
     Ok(outcome)
 }
 
-/// Deletes the log and the execution's messages, and the fence row only
-/// if its token is 0: in the caller's one savepoint, so the messages go
-/// with the log or not at all.
+/// Deletes the log, its open park and the execution's messages, and the
+/// fence row only if its token is 0: in the caller's one savepoint, so the
+/// messages go with the log or not at all. The feed's mark keeps the last
+/// position as it was before, so the log's positions are never handed out
+/// again.
 pub(crate) fn delete_execution(conn: &Connection, id: &str) -> Result<bool, StoreError> {
+    let last = feed_ops::last_position(conn)?;
+    feed_ops::close_park(conn, id).map_err(error::store)?;
     let deleted = conn
         .execute("DELETE FROM events WHERE execution_id = ?1", [id])
         .map_err(error::store)?;
+    if deleted > 0 {
+        feed_ops::hold_mark(conn, last)?;
+    }
     inbox_ops::purge(conn, id)?;
     conn.execute(
         "DELETE FROM fences WHERE execution_id = ?1 AND token = 0",
@@ -261,6 +283,6 @@ pub(crate) fn current_fence(conn: &Connection, id: &str) -> Result<u64, StoreErr
 }
 
 /// Parses a stored JSON column that must hold an object.
-fn object(text: &str, column: &str) -> Result<JsonObject, StoreError> {
+pub(crate) fn object(text: &str, column: &str) -> Result<JsonObject, StoreError> {
     serde_json::from_str(text).map_err(|e| corrupt(format!("{column} is not a JSON object: {e}")))
 }

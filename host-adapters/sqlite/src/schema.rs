@@ -7,19 +7,25 @@
 //! tables and the retention listing's index are brought up to date in the
 //! same transaction, on every open (see [`crate::timer_schema`],
 //! [`crate::inbox_schema`] and [`crate::retention_ops`]): all are
-//! additive, so none changes the version.
+//! additive, so none changes the version. The change feed is not (see
+//! [`crate::feed_schema`]): version 2 added it, and a file of version 1
+//! gains it on its first open by this build, in the same transaction.
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::feed_schema;
 use crate::inbox_schema::{self, InboxTable};
 use crate::retention_ops;
 use crate::timer_schema::{self, TimersTable};
 
-/// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes and understands: 2 since the
+/// change feed (1 had no feed; a file of 1 is brought up to 2 on open).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The tables: the same logical shape as the PostgreSQL store's. Payload and
-/// metadata are JSON text, stored exactly as serialised.
+/// metadata are JSON text, stored exactly as serialised; `feed` is the
+/// event's position in the change feed (`NULL` for events written before
+/// the file had a feed).
 const DDL: &str = "
     CREATE TABLE IF NOT EXISTS events (
         execution_id TEXT NOT NULL,
@@ -28,6 +34,7 @@ const DDL: &str = "
         payload TEXT NOT NULL,
         metadata TEXT NOT NULL,
         at INTEGER NOT NULL,
+        feed INTEGER NULL,
         PRIMARY KEY (execution_id, sequence)
     ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS fences (
@@ -61,6 +68,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
     }
     if found < SCHEMA_VERSION {
         tx.execute_batch(DDL)?;
+        feed_schema::migrate(&tx)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     }
     // Whatever the version: a file of an earlier build has no index of

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
+    feed::{FeedCursor, FeedEntry, check_feed_limit},
     retention::{DeleteGuard, ExecutionSummary, GuardedDelete, check_guard, check_page_limit},
 };
 use loomfence_store::checks::{
@@ -16,6 +17,7 @@ use loomfence_store::{BackendError, EventStore, StoreError};
 
 use crate::db::Db;
 use crate::error::OpenError;
+use crate::feed_ops;
 use crate::ops::{self, Encoded};
 use crate::options::SqliteOptions;
 use crate::retention_ops;
@@ -94,14 +96,27 @@ impl SqliteEventStore {
             return Ok(ConditionalAppend::Appended(Vec::new()));
         };
         let id = execution_id.clone();
-        self.db
+        let written = self
+            .db
             .write(
                 move || events.into_iter().map(Encoded::new).collect(),
                 move |writer, encoded: Vec<Encoded>| {
                     ops::append(writer, &id, batch, encoded, park_seq)
                 },
             )
-            .await
+            .await;
+        // A wake is a hint: one after a write of unknown outcome costs a
+        // follower one read, and one after a refusal (or an empty batch)
+        // is not worth sending.
+        let landed = match &written {
+            Ok(ConditionalAppend::Appended(events)) => !events.is_empty(),
+            Err(StoreError::OutcomeUnknown(_)) => true,
+            _ => false,
+        };
+        if landed {
+            self.db.appended().notify_waiters();
+        }
+        written
     }
 }
 
@@ -214,5 +229,43 @@ impl EventStore for SqliteEventStore {
         self.db
             .read(move |reader| retention_ops::list_executions(reader, after.as_ref(), limit))
             .await
+    }
+
+    async fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, StoreError> {
+        let limit = check_feed_limit(limit)?;
+        self.db
+            .read(move |reader| feed_ops::feed(reader, after, limit))
+            .await
+    }
+
+    async fn feed_head(&self) -> Result<FeedCursor, StoreError> {
+        self.db.read(feed_ops::head).await
+    }
+
+    async fn open_parks(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        let limit = check_feed_limit(limit)?;
+        let after = after.cloned();
+        self.db
+            .read(move |reader| feed_ops::open_parks(reader, after.as_ref(), limit))
+            .await
+    }
+
+    /// Woken by this process's appends only: another process appending to
+    /// the same file is seen by the follower's next read on its interval.
+    async fn wait_for_feed(&self, after: FeedCursor) -> Result<(), StoreError> {
+        // Registered before the head is read, so an append committed in
+        // between wakes it.
+        let appended = self.db.appended().notified();
+        let mut appended = std::pin::pin!(appended);
+        appended.as_mut().enable();
+        if self.feed_head().await? > after {
+            return Ok(());
+        }
+        appended.await;
+        Ok(())
     }
 }
