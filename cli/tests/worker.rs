@@ -208,7 +208,7 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
         .collect();
     for expected in [
         "worker started",
-        "rebuilding from the store",
+        "rebuilt",
         "stopping",
         "stopped",
     ] {
