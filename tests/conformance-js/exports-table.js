@@ -93,7 +93,7 @@ export async function snapshot(ctx) {
     service: [ctx.service.node, ctx.service.running, ctx.service.redrivers],
     supervisor: ctx.supervisor.parentsWaitingOn('c'),
     feed: [await ctx.events.feed(START, 10_000), await ctx.events.feedHead(), await ctx.events.openParks(null, 10_000)],
-    follower: [ctx.follower.running, ctx.follower.cursor, ctx.follower.rebuilt],
+    follower: [ctx.follower.running, ctx.follower.cursor, ctx.follower.rebuilt, ctx.follower.rebuild],
     messages: await Promise.all(ids.map((id) => ctx.timers.messages(id))),
   };
 }
@@ -437,6 +437,7 @@ export const TABLE = {
       running: { getter: true, slots: {} },
       cursor: { getter: true, slots: {} },
       rebuilt: { getter: true, slots: {} },
+      rebuild: { getter: true, slots: {} },
     },
   },
   ChildSupervisor: {

@@ -47,6 +47,12 @@ export class Follower {
   #waiting = null;
   /** Ends the sleep in hand: a wake of the store, or stop(). */
   #wakeNow = null;
+  /** When the first start() was called (performance.now()), and the watch
+   * notices handed out since; null from the first wait on, which ends the count. */
+  #startedAt = null;
+  #watched = 0;
+  /** `{ elapsedMs, watched }` once first caught up, the Rust `Rebuilt`. */
+  #rebuild = null;
 
   // A method or getter called on another object: WRONG_RECEIVER (receivers.js).
   static {
@@ -80,10 +86,16 @@ export class Follower {
     return this.#machine.rebuilt;
   }
 
+  /** What the rebuild took, once the follower was first caught up; null before. */
+  get rebuild() {
+    return this.#rebuild;
+  }
+
   start() {
     if (this.#stopping) throw new Error('Follower.start(): a stop() is in progress; await it first');
     if (this.#running) return;
     this.#running = true;
+    this.#startedAt ??= performance.now();
     const run = {};
     this.#currentRun = run;
     // Only a bug of the machine or its binding ends the loop: reported, and
@@ -139,11 +151,24 @@ export class Follower {
       case 'readFeed':
         return machine.handleFeed(await events.feed(step.after, step.limit));
       case 'wait':
+        if (this.#watched !== null) this.#caughtUp();
         await this.#wait(step.after, run);
         return machine.handleWoken();
       default:
         throw new Error(`Follower: the machine asked for ${JSON.stringify(step)}, which this pump does not know`);
     }
+  }
+
+  /** The first wait: the count stops there, the report is made once the
+   * notices in hand are done (as the Rust pump joins them before any wait),
+   * so `elapsedMs` covers the supervision of every open park. The pump does
+   * not wait for them: a slow supervision delays the report, never the feed. */
+  #caughtUp() {
+    const watched = this.#watched;
+    this.#watched = null;
+    Promise.allSettled([...this.#inFlight]).then(() => {
+      this.#rebuild = Object.freeze({ elapsedMs: performance.now() - this.#startedAt, watched });
+    });
   }
 
   /** Until the store says something was committed after `after`, the poll
@@ -190,6 +215,7 @@ export class Follower {
   }
 
   #hand({ notice, id }) {
+    if (notice === 'watch' && this.#watched !== null) this.#watched++;
     const task = (notice === 'watch' ? this.#watch(id) : this.#ended(id)).finally(() => this.#inFlight.delete(task));
     this.#inFlight.add(task);
   }

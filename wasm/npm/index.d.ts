@@ -1194,6 +1194,14 @@ export interface FollowerErrorInfo {
   id?: string;
 }
 
+/** What a `Follower`'s rebuild took: the Rust runtime's `Rebuilt`. */
+export interface FollowerRebuild {
+  /** From the first `start()` until it was caught up and had supervised what it watched, in ms. */
+  readonly elapsedMs: number;
+  /** The parents watched before it was first caught up: the open parks, and the parks the feed brought meanwhile (a parent watched again counts again). */
+  readonly watched: number;
+}
+
 /** Options of `new Follower`; any other key is refused (`TimerInputError`, `INVALID_OPTIONS`). */
 export interface FollowerOptions {
   /** The store whose feed is followed. */
@@ -1228,6 +1236,8 @@ export class Follower {
   readonly cursor: FeedCursor;
   /** Whether the rebuild (the head and every open park) is done. */
   readonly rebuilt: boolean;
+  /** What the rebuild took, once the follower was first caught up (its first wait, every notice handed out before it done); `null` before. */
+  readonly rebuild: FollowerRebuild | null;
   /** Starts following; a no-op when running. Throws while a `stop()` is in progress. */
   start(): void;
   /** Stops following; resolves once the read in hand and every notice handed out are done. */

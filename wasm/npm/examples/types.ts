@@ -63,6 +63,7 @@ import {
   type FeedStore,
   type FollowerOptions,
   type FollowerErrorInfo,
+  type FollowerRebuild,
 } from 'loomfence';
 
 async function main(): Promise<void> {
@@ -380,8 +381,10 @@ async function following(host: FeedStore, supervisor: ChildSupervisor): Promise<
   follower.start();
   const at: FeedCursor = follower.cursor;
   const state: [boolean, boolean] = [follower.running, follower.rebuilt];
+  const took: FollowerRebuild | null = follower.rebuild;
+  if (took !== null) void [took.elapsedMs + took.watched];
   await follower.stop();
-  void events, parked, mine, next, at, state;
+  void events, parked, mine, next, at, state, took;
 }
 
 void main, timers, service, retention, supervision, following;
