@@ -206,12 +206,7 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
         .iter()
         .filter_map(|line| line["fields"]["message"].as_str())
         .collect();
-    for expected in [
-        "worker started",
-        "rebuilt",
-        "stopping",
-        "stopped",
-    ] {
+    for expected in ["worker started", "rebuilt", "stopping", "stopped"] {
         assert!(messages.contains(&expected), "{expected}: {log}");
     }
 }
