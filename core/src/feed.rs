@@ -168,6 +168,19 @@ pub fn park_change<'a>(
     change
 }
 
+/// Refuses a feed or open-parks limit outside 1 to [`MAX_FEED_LIMIT`];
+/// answers it as a count. Every store checks its limits with this one rule.
+pub fn check_feed_limit(limit: u32) -> Result<usize, InputError> {
+    if limit == 0 || limit > MAX_FEED_LIMIT {
+        return Err(InputError::Limit {
+            what: "limit",
+            value: u64::from(limit),
+            max: u64::from(MAX_FEED_LIMIT),
+        });
+    }
+    Ok(limit as usize)
+}
+
 /// Checks one feed page against its read: at most `limit` entries, every
 /// cursor after `after` and after the one before it.
 pub(crate) fn check_page(

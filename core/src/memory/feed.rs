@@ -3,7 +3,7 @@
 //! it left off instead of walking every log.
 
 use crate::event::NewEvent;
-use crate::feed::{FeedCursor, FeedEntry, MAX_FEED_LIMIT};
+use crate::feed::{FeedCursor, FeedEntry, check_feed_limit};
 use crate::input::{ExecutionId, InputError};
 
 use super::{MemoryStore, to_index};
@@ -50,20 +50,8 @@ impl FeedIndex {
     }
 }
 
-/// Refuses a feed or open-parks limit outside 1 to [`MAX_FEED_LIMIT`].
-pub(crate) fn check_feed_limit(limit: u32) -> Result<usize, InputError> {
-    if limit == 0 || limit > MAX_FEED_LIMIT {
-        return Err(InputError::Limit {
-            what: "limit",
-            value: u64::from(limit),
-            max: u64::from(MAX_FEED_LIMIT),
-        });
-    }
-    Ok(limit as usize)
-}
-
 impl MemoryStore {
-    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`]) events committed after
+    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`](crate::feed::MAX_FEED_LIMIT)) events committed after
     /// `after`, in feed order: the store's change feed (see
     /// [`feed`](crate::feed) for its contract). Every cursor's epoch is 0.
     pub fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, InputError> {
@@ -116,7 +104,7 @@ impl MemoryStore {
         FeedCursor::new(0, self.feed.last)
     }
 
-    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`]) executions after `after`
+    /// Up to `limit` (1 to [`MAX_FEED_LIMIT`](crate::feed::MAX_FEED_LIMIT)) executions after `after`
     /// (from the first when `None`), in id order, whose last answering
     /// event is a park: the rebuild's list of what to watch.
     pub fn open_parks(

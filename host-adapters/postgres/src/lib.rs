@@ -64,10 +64,13 @@
 //! ```
 
 mod backfill;
+mod concurrent_index;
 mod config;
 mod conn;
-mod ended_index;
 mod error;
+mod feed_migrate;
+mod feed_sql;
+mod feed_wake;
 mod inbox;
 mod inbox_migrate;
 mod inbox_sql;
