@@ -30,12 +30,29 @@ pub(crate) async fn migrate_feed_columns(
     schema: &Schema,
     options: &MigrateOptions,
 ) -> Result<bool, OpenError> {
-    let existing = table_ddl::columns(client, schema, "events").await?;
+    // Straight from `pg_attribute` and `pg_attrdef`: `information_schema`
+    // renders defaults with `pg_get_expr`, which opens the table and so
+    // waits for whoever holds it.
+    let found = client
+        .query(
+            "SELECT a.attname::text, d.adbin IS NOT NULL FROM pg_attribute a \
+             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+             WHERE a.attrelid = to_regclass($1) AND a.attname = ANY($2::text[]) \
+               AND NOT a.attisdropped",
+            &[&format!("{schema}.events"), &COLUMNS.as_slice()],
+        )
+        .await
+        .map_err(error::backend)?;
+    let mut columns = 0;
+    let mut defaults = 0;
+    for row in &found {
+        columns += 1;
+        if row.try_get::<_, bool>(1).map_err(error::backend)? {
+            defaults += 1;
+        }
+    }
     let mut altered = false;
-    if COLUMNS
-        .iter()
-        .any(|column| !existing.iter().any(|found| found == column))
-    {
+    if columns < COLUMNS.len() {
         let action = "add the feed's columns (txid, feed_seq)";
         table_ddl::run(
             client,
@@ -47,18 +64,7 @@ pub(crate) async fn migrate_feed_columns(
         .await?;
         altered = true;
     }
-    let defaults: i64 = client
-        .query_one(
-            "SELECT count(*) FROM information_schema.columns \
-             WHERE table_schema = $1 AND table_name = 'events' \
-               AND column_name = ANY($2::text[]) AND column_default IS NOT NULL",
-            &[&schema.as_str(), &COLUMNS.as_slice()],
-        )
-        .await
-        .map_err(error::backend)?
-        .try_get(0)
-        .map_err(error::backend)?;
-    if defaults < COLUMNS.len() as i64 {
+    if defaults < COLUMNS.len() {
         let action = "set the defaults of the feed's columns";
         table_ddl::run(
             client,

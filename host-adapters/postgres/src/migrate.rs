@@ -123,8 +123,6 @@ pub async fn migrate(
         Some(built) => Some(built),
         None => concurrent_index::in_transaction(&transaction, schema, ENDED, options).await?,
     };
-    let feed_columns_added = migrate_feed_columns(&transaction, schema, options).await?;
-    let feed_index = concurrent_index::in_transaction(&transaction, schema, FEED, options).await?;
     transaction
         .execute(
             &format!(
@@ -157,6 +155,11 @@ pub async fn migrate(
             backfilled = Some(written);
         }
     }
+    // Last: altering `events` holds its ACCESS EXCLUSIVE lock until the
+    // commit, so nothing that takes time (the backfill above) comes after
+    // it, and the fleet's appends wait for an instant only.
+    let feed_columns_added = migrate_feed_columns(&transaction, schema, options).await?;
+    let feed_index = concurrent_index::in_transaction(&transaction, schema, FEED, options).await?;
     transaction.commit().await.map_err(error::backend)?;
     let open_parks_backfilled = feed_migrate::backfill(&mut client, schema).await?;
     drop(client);
