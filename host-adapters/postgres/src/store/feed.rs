@@ -41,7 +41,9 @@ fn cursor(row: &Row) -> Result<FeedCursor, StoreError> {
 /// cluster, and a busy one always has a few short ones in flight. Only
 /// freshness rides on it, never the order: a read that gives up lists less,
 /// and a later one lists the rest.
-async fn settle(client: &Conn, pending_sql: &str) -> Result<(), StoreError> {
+///
+/// Answers whether there was anything to wait for.
+async fn settle(client: &Conn, pending_sql: &str) -> Result<bool, StoreError> {
     let pending: Option<i64> = client
         .rows(pending_sql, &[])
         .await?
@@ -51,7 +53,7 @@ async fn settle(client: &Conn, pending_sql: &str) -> Result<(), StoreError> {
         .map_err(error::store)?
         .flatten();
     let Some(pending) = pending else {
-        return Ok(());
+        return Ok(false);
     };
     let deadline = tokio::time::Instant::now() + SETTLE_FOR;
     let mut pause = SETTLE_PAUSE;
@@ -65,7 +67,7 @@ async fn settle(client: &Conn, pending_sql: &str) -> Result<(), StoreError> {
             .map_err(error::store)?
             .unwrap_or(true);
         if settled || tokio::time::Instant::now() + pause > deadline {
-            return Ok(());
+            return Ok(true);
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(SETTLE_PAUSE_MAX);
@@ -91,13 +93,13 @@ impl PostgresEventStore {
     ) -> Result<Vec<FeedEntry>, StoreError> {
         let limit = i64::try_from(check_feed_limit(limit)?).unwrap_or(i64::MAX);
         let client = self.client().await?;
-        settle(&client, &self.sql.feed_pending).await?;
-        let rows = client
-            .rows(
-                sql,
-                &[&to_i64(after.epoch()), &to_i64(after.position()), &limit],
-            )
-            .await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&to_i64(after.epoch()), &to_i64(after.position()), &limit];
+        let mut rows = client.rows(sql, &params).await?;
+        // A full page needs no wait: the follower reads on at once.
+        if (rows.len() as i64) < limit && settle(&client, &self.sql.feed_pending).await? {
+            rows = client.rows(sql, &params).await?;
+        }
         rows.iter()
             .map(|row| {
                 let id: String = row.try_get(2).map_err(error::store)?;
