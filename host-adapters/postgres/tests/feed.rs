@@ -151,3 +151,62 @@ async fn a_refused_append_leaves_the_open_parks_alone() {
     assert!(store.delete_execution(&id).await.expect("deletes"));
     assert!(store.open_parks(None, 10).await.expect("lists").is_empty());
 }
+
+/// Deletes while a transaction holds the horizon: the head never goes back,
+/// neither when the log it named goes nor when a log above the horizon
+/// goes, and once the transaction ends it moves past both. The table that
+/// keeps deleted cursors stays a few rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_under_a_held_horizon_never_move_the_head_back() {
+    let Some(url) = common::url() else { return };
+    let store = common::store(&url).await;
+    let schema = store.schema().clone();
+    let (a, b) = (common::id("head-a"), common::id("head-b"));
+    store.append(&a, event("app.one")).await.expect("appends");
+    let named = store.feed_head().await.expect("reads the head");
+    assert!(named > FeedCursor::START);
+
+    let held = common::admin(&url).await;
+    held.batch_execute("BEGIN").await.expect("begins");
+    held.batch_execute(&format!(
+        "INSERT INTO {schema}.events (execution_id, sequence, kind, payload, metadata, at) \
+         VALUES ('held', 1, 'app.held', '{{}}', '{{}}', 0)"
+    ))
+    .await
+    .expect("holds the horizon");
+    let b_cursor = {
+        store.append(&b, event("app.two")).await.expect("appends");
+        let bare = store.feed_without_horizon(named, 10).await.expect("reads");
+        bare.last().expect("b's event").cursor
+    };
+    assert_eq!(store.feed_head().await.expect("reads the head"), named);
+
+    assert!(store.delete_execution(&b).await.expect("deletes"));
+    assert_eq!(store.feed_head().await.expect("reads the head"), named);
+    assert!(store.delete_execution(&a).await.expect("deletes"));
+    assert_eq!(
+        store.feed_head().await.expect("reads the head"),
+        named,
+        "the deleted log the head named still holds it"
+    );
+
+    held.batch_execute("COMMIT").await.expect("commits");
+    let head = store.feed_head().await.expect("reads the head");
+    assert_eq!(head, b_cursor, "past the held event, at the deleted one");
+    assert_eq!(
+        places(&read_to_end(&store, named, 10).await),
+        [("held".to_owned(), 1)]
+    );
+    for n in 0..5 {
+        let id = common::id(&format!("churn-{n}"));
+        store.append(&id, event("app.step")).await.expect("appends");
+        assert!(store.delete_execution(&id).await.expect("deletes"));
+    }
+    let kept: i64 = common::admin(&url)
+        .await
+        .query_one(&format!("SELECT count(*) FROM {schema}.feed_high"), &[])
+        .await
+        .expect("counts")
+        .get(0);
+    assert!(kept <= 2, "deleted cursors are pruned: {kept} kept");
+}
