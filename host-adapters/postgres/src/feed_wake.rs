@@ -104,9 +104,10 @@ impl FeedWake {
     /// on wakes its waiters.
     pub(crate) async fn listen(&self) -> Result<(), BackendError> {
         let mut listener = self.listener.lock().await;
+        // A task ended with its runtime, not only with its connection.
         if listener
             .as_ref()
-            .is_some_and(|l| l.alive.load(Ordering::SeqCst))
+            .is_some_and(|l| l.alive.load(Ordering::SeqCst) && !l.task.is_finished())
         {
             return Ok(());
         }
