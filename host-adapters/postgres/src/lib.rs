@@ -34,6 +34,17 @@
 //!   collation, the primary key's order, so a page costs a few index
 //!   descents per execution; ends come from a partial index of terminal
 //!   events that `migrate` builds without blocking appends.
+//! - The change feed lists events by `(txid, feed_seq)`: the committing
+//!   transaction's `xid8` and a number from a sequence, both column
+//!   defaults. A read lists only rows of transactions below its snapshot's
+//!   `xmin`, all finished, so a cursor it hands out never has an event
+//!   appear before it later (a bare sequence would: numbers are taken at
+//!   insert and seen at commit). The open-parks index is a table the append
+//!   keeps in its one statement, by the core's `park_change`; a delete
+//!   keeps what the head may have named in `feed_high`, so the head never
+//!   goes back. Waiters are woken by their own process's appends at once
+//!   and by a `NOTIFY` per few milliseconds from other processes, sent
+//!   outside the appends.
 //!
 //! Beside the logs, [`PostgresTimerStore`] (from
 //! [`PostgresEventStore::timers`]) keeps the fleet's timer rows in the same
@@ -64,10 +75,13 @@
 //! ```
 
 mod backfill;
+mod concurrent_index;
 mod config;
 mod conn;
-mod ended_index;
 mod error;
+mod feed_migrate;
+mod feed_sql;
+mod feed_wake;
 mod inbox;
 mod inbox_migrate;
 mod inbox_sql;

@@ -7,9 +7,10 @@ use loomfence_store::BackendError;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
+use crate::concurrent_index::{self, ENDED, FEED, IndexBuild};
 use crate::config::{MigrateOptions, Schema};
-use crate::ended_index::{self, EndedIndex};
 use crate::error::{self, OpenError};
+use crate::feed_migrate::{self, migrate_feed_columns};
 use crate::inbox_migrate::migrate_inbox;
 use crate::sql::schema_ddl;
 use crate::timer_migrate::migrate_timers;
@@ -33,9 +34,18 @@ pub struct MigrationReport {
     /// step that waits for the table's users.
     pub timer_columns_added: Vec<String>,
     /// What became of the listing's index of terminal events (see
-    /// [`EndedIndex`]): the one step that builds over the whole of an
-    /// existing `events` table, without blocking appends.
-    pub ended_index: EndedIndex,
+    /// [`IndexBuild`]): one of the two steps that build over the whole of
+    /// an existing `events` table, without blocking appends.
+    pub ended_index: IndexBuild,
+    /// What became of the change feed's index of cursors: the other one.
+    pub feed_index: IndexBuild,
+    /// Whether this run added the feed's columns (or their defaults) to
+    /// `events`: an instant change, but one that waits for the table's
+    /// users, so worth logging.
+    pub feed_columns_added: bool,
+    /// Rows the one-time open-parks backfill wrote in this run; `None` when
+    /// it was done before.
+    pub open_parks_backfilled: Option<u64>,
 }
 
 /// Creates or upgrades loomfence's schema (the event log, the fences, the
@@ -51,11 +61,17 @@ pub struct MigrationReport {
 /// now, so a park written before fence rows existed can be acquired safely.
 /// A ledger row marks it done so it never runs twice.
 ///
-/// The retention listing's index of terminal events is created here too:
-/// inside the transaction when `events` is new or empty, otherwise
-/// `CONCURRENTLY` before it, so appends go on while a large table is
-/// indexed (see [`EndedIndex`]). That build happens at most once; a boot
-/// that finds the index in place reads only the catalog.
+/// The retention listing's index of terminal events and the change feed's
+/// index are created here too: inside the transaction when `events` is new
+/// or empty, otherwise `CONCURRENTLY` outside it (before it for the first,
+/// after it for the second, whose columns the transaction adds), so
+/// appends go on while a large table is indexed (see [`IndexBuild`]).
+/// Each build happens at most once; a boot that finds the indexes in place
+/// reads only the catalog.
+///
+/// The feed's columns are added to `events` in the transaction (instant,
+/// no rewrite), and after it the one-time backfill fills the open-parks
+/// index from the logs; the feed itself starts at this migration.
 pub async fn migrate(
     pool: &Pool,
     schema: &Schema,
@@ -63,7 +79,7 @@ pub async fn migrate(
 ) -> Result<MigrationReport, OpenError> {
     // Outside the transaction, which a concurrent build cannot run in; it
     // changes nothing unless the index is missing and `events` has rows.
-    let built = ended_index::concurrently(pool, schema, options).await?;
+    let built = concurrent_index::concurrently(pool, schema, ENDED, false, options).await?;
     let mut client = pool.get().await.map_err(error::pool)?;
     let transaction = client
         .build_transaction()
@@ -104,8 +120,8 @@ pub async fn migrate(
     // message and its intent row in one transaction.
     migrate_inbox(&transaction, schema, options).await?;
     let ended_index = match built {
-        Some(built) => built,
-        None => ended_index::in_transaction(&transaction, schema, options).await?,
+        Some(built) => Some(built),
+        None => concurrent_index::in_transaction(&transaction, schema, ENDED, options).await?,
     };
     transaction
         .execute(
@@ -139,12 +155,44 @@ pub async fn migrate(
             backfilled = Some(written);
         }
     }
+    // Last: altering `events` holds its ACCESS EXCLUSIVE lock until the
+    // commit, so nothing that takes time (the backfill above) comes after
+    // it, and the fleet's appends wait for an instant only.
+    let feed_columns_added = migrate_feed_columns(&transaction, schema, options).await?;
+    let feed_index = concurrent_index::in_transaction(&transaction, schema, FEED, options).await?;
     transaction.commit().await.map_err(error::backend)?;
+    let open_parks_backfilled = feed_migrate::backfill(&mut client, schema).await?;
+    drop(client);
+    let ended_index = after(pool, schema, ENDED, ended_index, options).await?;
+    let feed_index = after(pool, schema, FEED, feed_index, options).await?;
     Ok(MigrationReport {
         version: SCHEMA_VERSION,
         backfilled,
         timer_columns_added,
         ended_index,
+        feed_index,
+        feed_columns_added,
+        open_parks_backfilled,
+    })
+}
+
+/// After the transaction: the concurrent build of an index it left to one
+/// (`None`, a table with rows), or what it did.
+async fn after(
+    pool: &Pool,
+    schema: &Schema,
+    index: concurrent_index::IndexSpec,
+    done: Option<IndexBuild>,
+    options: &MigrateOptions,
+) -> Result<IndexBuild, OpenError> {
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let built = concurrent_index::concurrently(pool, schema, index, true, options).await?;
+    built.ok_or_else(|| {
+        OpenError::Backend(BackendError::retryable(format!(
+            "{schema}.events: an index was left to a concurrent build that did not run; retry the boot"
+        )))
     })
 }
 

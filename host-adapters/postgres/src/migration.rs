@@ -7,7 +7,7 @@
 //! [`pool`](crate::PostgresEventStore::pool).
 
 pub use crate::backfill::{BackfillReport, backfill_park_fences};
+pub use crate::concurrent_index::IndexBuild;
 pub use crate::config::MigrateOptions;
-pub use crate::ended_index::EndedIndex;
 pub use crate::migrate::{MigrationReport, migrate};
 pub use crate::version::SCHEMA_VERSION;

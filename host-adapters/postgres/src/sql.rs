@@ -9,10 +9,10 @@
 use loomfence_core::KernelKind;
 
 use crate::config::Schema;
-use crate::retention_sql;
 use crate::sql_parts::{
     answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
 };
+use crate::{feed_sql, retention_sql};
 
 /// The park kind (`EXECUTION_SUSPENDED`) as a SQL string literal. The event
 /// at a conditional operation's `p_park` must be of this kind: after a
@@ -29,7 +29,16 @@ fn park_kind() -> String {
 /// The input signature of the append function, as `DROP FUNCTION` and
 /// `to_regprocedure` name it.
 const APPEND_SIGNATURE: &str = "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, \
-                                boolean, boolean, bigint, text[], text[])";
+                                boolean, boolean, bigint, text[], text[], bigint, boolean)";
+
+/// The append function of schema version 2 and before, without the open
+/// parks' upkeep (`p_opens`, `p_closes`). It is dropped, not kept beside
+/// the new one: a writer still calling it would leave the open-parks index
+/// behind the logs, so it fails instead (such a build is refused at boot
+/// anyway, by the schema version).
+const APPEND_SIGNATURE_BEFORE_THE_FEED: &str = "append(text, text[], jsonb[], jsonb[], bigint[], \
+                                                bigint, boolean, boolean, boolean, bigint, \
+                                                text[], text[])";
 
 /// The input signature of the conditional acquire function.
 const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint, text[], text[])";
@@ -60,6 +69,14 @@ pub(crate) struct Sql {
     pub(crate) list_executions: String,
     /// The guarded delete function's call.
     pub(crate) delete_execution_if_call: String,
+    /// A feed page (see [`feed_sql::read`]).
+    pub(crate) feed: String,
+    /// The feed's head (see [`feed_sql::head`]).
+    pub(crate) feed_head: String,
+    /// A page of open parks.
+    pub(crate) open_parks: String,
+    /// The newest write a read cannot list yet (see [`feed_sql::pending`]).
+    pub(crate) feed_pending: String,
 }
 
 impl Sql {
@@ -71,7 +88,7 @@ impl Sql {
             append_call: format!(
                 "SELECT token, in_range, open, head, inserted, park_kind FROM {s}.append( \
                    $1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], $6::int8, $7::bool, \
-                   $8::bool, $9::bool, $10::int8, $11::text[], $12::text[])"
+                   $8::bool, $9::bool, $10::int8, $11::text[], $12::text[], $13::int8, $14::bool)"
             ),
             read_range: format!(
                 "SELECT sequence, kind, payload, metadata, at FROM {s}.events \
@@ -112,6 +129,10 @@ impl Sql {
             delete_call: format!("SELECT {s}.delete_execution($1)"),
             list_executions: retention_sql::list_executions(schema),
             delete_execution_if_call: retention_sql::delete_execution_if_call(schema),
+            feed: feed_sql::read(schema),
+            feed_head: feed_sql::head(schema),
+            open_parks: feed_sql::open_parks(schema),
+            feed_pending: feed_sql::pending(schema),
         }
     }
 }
@@ -120,7 +141,7 @@ impl Sql {
 /// statement is idempotent.
 pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
     let s = schema.as_str();
-    vec![
+    let tables = vec![
         format!("CREATE SCHEMA IF NOT EXISTS {s}"),
         format!(
             "CREATE TABLE IF NOT EXISTS {s}.events ( \
@@ -141,13 +162,17 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
                detail text, \
                applied_at timestamptz NOT NULL DEFAULT now())"
         ),
+    ];
+    let functions = vec![
+        format!("DROP FUNCTION IF EXISTS {s}.{APPEND_SIGNATURE_BEFORE_THE_FEED}"),
         drop_if_outdated(s, APPEND_SIGNATURE, "park_kind"),
         append_function(s),
         drop_if_outdated(s, ACQUIRE_FENCE_IF_SIGNATURE, "park_kind"),
         acquire_fence_if_function(s),
         delete_function(s),
         retention_sql::delete_execution_if_function(schema),
-    ]
+    ];
+    [tables, feed_sql::feed_ddl(schema), functions].concat()
 }
 
 /// Drops the function `{s}.{signature}` if it is installed without the
@@ -194,12 +219,20 @@ fn execution_lock(s: &str) -> String {
 /// - a conditional append (`p_park` not null) inserts only while the event
 ///   at `p_park` is a park and no answering event follows it.
 ///
+/// - the same statement keeps the open parks: `p_opens` (the batch's last
+///   answering event is a park, this far past the head) upserts the
+///   execution's row, `p_closes` deletes it, both only when the batch is
+///   written. The caller computes them with the core's `park_change`, so
+///   the index follows the core's rule and never disagrees with the log.
+///
 /// Returns the token the guard compared against, whether `p_park` is inside
 /// the log, whether the park is open (false too when the event at `p_park`
 /// is not a park, so a caller that does not read `park_kind` still refuses),
 /// the head before the insert, how many rows were inserted (the new
 /// sequences are `head + 1 ..`) and the kind of the event at `p_park`.
 fn append_function(s: &str) -> String {
+    /// The insert's condition, which the open parks' upkeep shares.
+    const WRITTEN: &str = "verdict.in_range AND verdict.open AND verdict.guard";
     let statement = |lock: &str| {
         format!(
             "RETURN QUERY WITH \
@@ -218,25 +251,28 @@ fn append_function(s: &str) -> String {
                         (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
                               ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
                  FROM cur, head, parked), \
+               {upkeep}\
                ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
                        SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
                        FROM head, verdict, \
                             unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
                               AS u(kind, payload, metadata, at, ord) \
-                       WHERE verdict.in_range AND verdict.open AND verdict.guard \
+                       WHERE {written} \
                        RETURNING 1) \
              SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
                     (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
                     (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
             answering = answering("p_answering_kinds", "p_kernel_kinds"),
             park = park_kind(),
+            upkeep = feed_sql::append_upkeep(s, WRITTEN),
+            written = WRITTEN,
         )
     };
     format!(
         "CREATE OR REPLACE FUNCTION {s}.append( \
            p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
            p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, p_park bigint, \
-           p_answering_kinds text[], p_kernel_kinds text[]) \
+           p_answering_kinds text[], p_kernel_kinds text[], p_opens bigint, p_closes boolean) \
          RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
                         park_kind text) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \

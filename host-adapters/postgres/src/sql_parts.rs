@@ -40,8 +40,9 @@ pub(crate) fn lock_fence_row(s: &str) -> String {
     format!("PERFORM 1 FROM {s}.fences f WHERE f.execution_id = p_id FOR UPDATE;")
 }
 
-/// The deletion itself, for `p_id`, once the locks are held: the log, then a
-/// token-0 fence row (inert, a park's); a real token is kept, so a zombie
+/// The deletion itself, for `p_id`, once the locks are held: the log (with
+/// its open park, and what the feed's head keeps of it), then a token-0
+/// fence row (inert, a park's); a real token is kept, so a zombie
 /// writer of a re-created id stays fenced out. Then the execution's inbox
 /// messages, which go with its log: a re-created id must not find the old
 /// one's messages pending, or a sender's new message refused as a
@@ -50,10 +51,10 @@ pub(crate) fn lock_fence_row(s: &str) -> String {
 /// delete, so the two cannot delete differently.
 pub(crate) fn delete_log(s: &str) -> String {
     format!(
-        "DELETE FROM {s}.events e WHERE e.execution_id = p_id; \
-         GET DIAGNOSTICS v_deleted = ROW_COUNT; \
+        "{log} \
          DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0; \
          {inbox}",
+        log = crate::feed_sql::delete_upkeep(s),
         inbox = crate::inbox_sql::delete_of_execution(s),
     )
 }

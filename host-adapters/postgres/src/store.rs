@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use loomfence_core::backend::check_is_park;
+use loomfence_core::feed::{FeedCursor, FeedEntry, ParkChange, park_change};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
     KernelKind, NewEvent, ParkExpectation, StaleFenceError,
@@ -23,10 +24,12 @@ use tokio_postgres::types::{Json, ToSql};
 use crate::config::{AcquireStrategy, PostgresOptions, Schema};
 use crate::conn::Conn;
 use crate::error::{self, OpenError};
+use crate::feed_wake::FeedWake;
 use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
 use crate::timers::PostgresTimerStore;
 
+mod feed;
 mod retention;
 
 /// How many times an append retries after losing a sequence to a concurrent
@@ -60,6 +63,8 @@ pub struct PostgresEventStore {
     sql: Arc<Sql>,
     /// What the store was opened with.
     options: PostgresOptions,
+    /// What ends a `wait_for_feed`.
+    wake: FeedWake,
     /// Test-only: whether answering appends read the fence row `FOR SHARE`.
     #[cfg(feature = "unsafe-test-hooks")]
     answering_lock: AtomicBool,
@@ -87,7 +92,7 @@ impl PostgresEventStore {
             return Err(OpenError::PoolSize);
         }
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -111,6 +116,7 @@ impl PostgresEventStore {
         let store = Self {
             sql: Arc::new(Sql::new(&options.schema)),
             schema: options.schema.clone(),
+            wake: FeedWake::new(options.schema.clone(), pool.clone(), config),
             pool,
             options,
             #[cfg(feature = "unsafe-test-hooks")]
@@ -210,9 +216,17 @@ impl PostgresEventStore {
         let ats: Vec<i64> = events.iter().map(|e| e.at).collect();
         let fence = batch.fence.map(to_i64);
         let park = park_seq.map(to_i64);
+        // The open parks follow the core's rule, applied in the same
+        // statement as the insert; sequences are offsets from the head there.
+        let (opens, closes) =
+            match park_change(1, events.iter().map(|e| (e.kind.as_str(), &e.metadata))) {
+                ParkChange::Unchanged => (None, false),
+                ParkChange::Opens(offset) => (Some(to_i64(offset)), false),
+                ParkChange::Closes => (None, true),
+            };
         let (answering, kernel) = (answering_kinds(), kernel_kinds());
         let id_text = id.as_str();
-        let params: [&(dyn ToSql + Sync); 12] = [
+        let params: [&(dyn ToSql + Sync); 14] = [
             &id_text,
             &kinds,
             &payloads,
@@ -225,6 +239,8 @@ impl PostgresEventStore {
             &park,
             &answering,
             &kernel,
+            &opens,
+            &closes,
         ];
         let client = self.client().await?;
         let statement = client
@@ -273,6 +289,7 @@ impl PostgresEventStore {
             }
             .into());
         }
+        self.wake.appended();
         Ok(ConditionalAppend::Appended(
             events
                 .into_iter()
@@ -432,6 +449,25 @@ fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()
 }
 
+/// The event of `row` whose columns `sequence, kind, payload, metadata,
+/// at` start at `first`.
+fn envelope(
+    row: &tokio_postgres::Row,
+    first: usize,
+    execution_id: ExecutionId,
+) -> Result<Envelope, StoreError> {
+    let column = |n: usize| first + n;
+    let sequence: i64 = row.try_get(column(0)).map_err(error::store)?;
+    Ok(Envelope {
+        execution_id,
+        sequence: to_u64(sequence),
+        kind: row.try_get(column(1)).map_err(error::store)?,
+        payload: object(row.try_get(column(2)).map_err(error::store)?, "payload")?,
+        metadata: object(row.try_get(column(3)).map_err(error::store)?, "metadata")?,
+        at: row.try_get(column(4)).map_err(error::store)?,
+    })
+}
+
 /// Decodes a JSON column that must hold an object.
 fn object(value: Value, column: &str) -> Result<JsonObject, StoreError> {
     match value {
@@ -486,18 +522,8 @@ impl EventStore for PostgresEventStore {
                 &[&id.as_str(), &to_i64(from_seq), &to_i64(to_seq)],
             )
             .await?;
-        rows.into_iter()
-            .map(|row| {
-                let sequence: i64 = row.try_get(0).map_err(error::store)?;
-                Ok(Envelope {
-                    execution_id: id.clone(),
-                    sequence: to_u64(sequence),
-                    kind: row.try_get(1).map_err(error::store)?,
-                    payload: object(row.try_get(2).map_err(error::store)?, "payload")?,
-                    metadata: object(row.try_get(3).map_err(error::store)?, "metadata")?,
-                    at: row.try_get(4).map_err(error::store)?,
-                })
-            })
+        rows.iter()
+            .map(|row| envelope(row, 0, id.clone()))
             .collect()
     }
 
@@ -581,5 +607,25 @@ impl EventStore for PostgresEventStore {
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, StoreError> {
         self.list(after, limit).await
+    }
+
+    async fn feed(&self, after: FeedCursor, limit: u32) -> Result<Vec<FeedEntry>, StoreError> {
+        self.read_feed(after, limit).await
+    }
+
+    async fn feed_head(&self) -> Result<FeedCursor, StoreError> {
+        self.read_feed_head().await
+    }
+
+    async fn open_parks(
+        &self,
+        after: Option<&ExecutionId>,
+        limit: u32,
+    ) -> Result<Vec<ExecutionId>, StoreError> {
+        self.read_open_parks(after, limit).await
+    }
+
+    async fn wait_for_feed(&self, after: FeedCursor) -> Result<(), StoreError> {
+        self.wait_feed(after).await
     }
 }

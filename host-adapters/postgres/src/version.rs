@@ -36,7 +36,15 @@ use crate::error::{self, OpenError};
 /// next purge, and `migrate` from this build puts the deleting functions
 /// back. A fleet that mixes the two builds should migrate with the newer
 /// one last.
-pub const SCHEMA_VERSION: i64 = 2;
+///
+/// 3: the change feed. `events` gains `txid` and `feed_seq`, and the
+/// `append` function takes the open parks' upkeep (`p_opens`, `p_closes`)
+/// and keeps the `open_parks` index in the insert's statement; the delete
+/// functions keep it and the feed's head. A version-2 build would put its
+/// own `append` back beside the new one, and its appends would leave the
+/// index behind the logs, so it is refused; its running writers fail once
+/// the old function is dropped. Stop them before migrating.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The schema version the ledger records, `None` when there is no ledger
 /// (a new schema) or no version row. Reads the catalog first, so a schema

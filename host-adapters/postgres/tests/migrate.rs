@@ -234,9 +234,17 @@ async fn a_newer_schema_is_refused_and_left_alone() {
 const FUNCTIONS_BEFORE_THE_PARK_CHECK: &str =
     include_str!("fixtures/functions_before_the_park_check.sql");
 
-/// The two functions whose result columns the park-kind check changed.
+/// The two functions whose result columns the park-kind check changed, as
+/// the previous version installed them.
 const CHANGED: [&str; 2] = [
     "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, boolean, boolean, bigint, text[], text[])",
+    "acquire_fence_if(text, bigint, bigint, text[], text[])",
+];
+
+/// The same two as this version installs them: the append also takes the
+/// open parks' upkeep.
+const CURRENT: [&str; 2] = [
+    "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, boolean, boolean, bigint, text[], text[], bigint, boolean)",
     "acquire_fence_if(text, bigint, bigint, text[], text[])",
 ];
 
@@ -278,7 +286,7 @@ async fn functions_of_the_previous_version_are_replaced_by_the_park_check() {
     let audit = store.append(hole, denied).await.expect("appends");
     let admin = common::admin(&url).await;
     let previous = FUNCTIONS_BEFORE_THE_PARK_CHECK.replace("{schema}", schema.as_str());
-    let drop_current: String = CHANGED
+    let drop_current: String = CURRENT
         .iter()
         .map(|signature| format!("DROP FUNCTION {schema}.{signature}; "))
         .collect();
@@ -325,8 +333,12 @@ async fn functions_of_the_previous_version_are_replaced_by_the_park_check() {
         .await
         .expect("migrates a schema with the previous functions");
     assert_eq!(report.version, SCHEMA_VERSION);
+    assert!(
+        function(&admin, &schema, CHANGED[0]).await.is_none(),
+        "the previous append is gone, not kept beside the current one"
+    );
     let mut oids = Vec::new();
-    for signature in CHANGED {
+    for signature in CURRENT {
         let (oid, names) = function(&admin, &schema, signature)
             .await
             .expect("installed");
@@ -364,7 +376,7 @@ async fn functions_of_the_previous_version_are_replaced_by_the_park_check() {
     );
 
     store.migrate().await.expect("migrates again");
-    for (signature, oid) in CHANGED.into_iter().zip(oids) {
+    for (signature, oid) in CURRENT.into_iter().zip(oids) {
         let (again, _) = function(&admin, &schema, signature)
             .await
             .expect("installed");

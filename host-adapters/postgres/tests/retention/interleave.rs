@@ -51,11 +51,12 @@ async fn a_park_in_flight_makes_the_guarded_delete_wait_then_refuse() {
     let admin = common::admin(&url).await;
     let monitor = common::admin(&url).await;
     admin.batch_execute("BEGIN").await.expect("begins");
+    // The park opens at offset 1: the open parks' upkeep, as the store passes it.
     let inserted: i64 = admin
         .query_one(
             &format!(
                 "SELECT inserted FROM {}.append($1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], \
-                 NULL, true, true, true, NULL, $6::text[], $7::text[])",
+                 NULL, true, true, true, NULL, $6::text[], $7::text[], 1, false)",
                 store.schema()
             ),
             &[

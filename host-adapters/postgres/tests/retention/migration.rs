@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use loomfence_conformance::cases::retention::guard_of;
 use loomfence_core::retention::GuardedDelete;
-use loomfence_postgres::migration::{EndedIndex, MigrateOptions, migrate};
+use loomfence_postgres::migration::{IndexBuild, MigrateOptions, migrate};
 use loomfence_postgres::{OpenError, PostgresEventStore, Schema};
 use loomfence_store::EventStore;
 
@@ -93,7 +93,7 @@ async fn migrates_to_retention(
     admin: &tokio_postgres::Client,
     store: &PostgresEventStore,
     tag: &str,
-    built: EndedIndex,
+    built: IndexBuild,
     why: &str,
 ) {
     let report = store.migrate().await.expect("migrates");
@@ -114,7 +114,7 @@ async fn an_old_schema_gains_the_index_and_the_function() {
         &admin,
         &empty,
         "empty",
-        EndedIndex::Created,
+        IndexBuild::Created,
         "an empty table is indexed in the transaction",
     )
     .await;
@@ -126,12 +126,12 @@ async fn an_old_schema_gains_the_index_and_the_function() {
         &admin,
         &full,
         "full",
-        EndedIndex::BuiltConcurrently,
+        IndexBuild::BuiltConcurrently,
         "a table with rows is indexed without blocking appends",
     )
     .await;
     let again = full.migrate().await.expect("migrates again");
-    assert_eq!(again.ended_index, EndedIndex::Present);
+    assert_eq!(again.ended_index, IndexBuild::Present);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -150,7 +150,7 @@ async fn a_boot_against_a_current_schema_does_not_wait_for_a_lock_on_events() {
         let report = migrate(store.pool(), &schema, &impatient())
             .await
             .unwrap_or_else(|e| panic!("{lock}: a boot against a current schema waited: {e}"));
-        assert_eq!(report.ended_index, EndedIndex::Present);
+        assert_eq!(report.ended_index, IndexBuild::Present);
 
         common::assert_ddl_waits(
             &url,
@@ -205,7 +205,7 @@ async fn a_build_kept_waiting_gives_up_retryably_and_the_next_boot_finishes_it()
     let report = migrate(store.pool(), &schema, &impatient())
         .await
         .expect("migrates once the writer is done");
-    assert_eq!(report.ended_index, EndedIndex::BuiltConcurrently);
+    assert_eq!(report.ended_index, IndexBuild::BuiltConcurrently);
     assert_eq!(index(&admin, &schema).await, Some(true));
     retention_works(&store, "after").await;
 }
@@ -225,7 +225,7 @@ async fn a_build_running_elsewhere_is_not_waited_for() {
     let report = migrate(store.pool(), &schema, &impatient())
         .await
         .expect("boots without waiting for the build");
-    assert_eq!(report.ended_index, EndedIndex::BuildingElsewhere);
+    assert_eq!(report.ended_index, IndexBuild::BuildingElsewhere);
     assert_eq!(index(&admin, &schema).await, None);
     assert!(function(&admin, &schema).await);
     retention_works(&store, "meanwhile").await;
@@ -235,5 +235,5 @@ async fn a_build_running_elsewhere_is_not_waited_for() {
         .await
         .expect("lets go");
     let report = store.migrate().await.expect("migrates");
-    assert_eq!(report.ended_index, EndedIndex::BuiltConcurrently);
+    assert_eq!(report.ended_index, IndexBuild::BuiltConcurrently);
 }
