@@ -1,5 +1,5 @@
 //! The follower: a pump over the core's
-//! [`FollowMachine`](loomfence_core::feed::FollowMachine) that hands a
+//! [`FollowMachine`] that hands a
 //! [`ChildSupervisor`] its work from the store's change feed, so a worker
 //! never lists the store.
 //!
@@ -13,18 +13,18 @@ mod options;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use loomfence_core::ExecutionId;
 use loomfence_core::feed::{FollowAction, FollowMachine, FollowNotice, FollowPoll};
 use loomfence_store::{EventStore, StoreError};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 pub use self::options::FollowerOptions;
 use crate::counters::{FEED_READS, FOLLOWER_STORE_ERRORS, NOTICES};
 use crate::error::RuntimeError;
+use crate::stop_signal::StopSignal;
 use crate::supervisor::{ChildSupervisor, Supervised};
 
 /// What a follower's rebuild took: the open parks watched, and the time
@@ -72,7 +72,7 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
     /// `shutdown`); a store error is paused on and the step tried again.
     #[must_use = "dropping the handle stops the follower"]
     pub fn spawn(self) -> FollowerHandle {
-        let signal = Arc::new(Signal::default());
+        let signal = Arc::new(StopSignal::default());
         let (rebuilt_tx, rebuilt) = watch::channel(None);
         let stop = Arc::clone(&signal);
         let task = tokio::spawn(async move { self.run(&stop, &rebuilt_tx).await });
@@ -86,7 +86,7 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
     /// The pump.
     async fn run(
         &self,
-        stop: &Signal,
+        stop: &StopSignal,
         rebuilt_tx: &watch::Sender<Option<Rebuilt>>,
     ) -> Result<(), RuntimeError> {
         let started = Instant::now();
@@ -169,7 +169,7 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
     }
 
     /// Counts and logs a store error, then pauses (shorter if stopped).
-    async fn pause_after(&self, error: &StoreError, stop: &Signal) {
+    async fn pause_after(&self, error: &StoreError, stop: &StopSignal) {
         metrics::counter!(FOLLOWER_STORE_ERRORS).increment(1);
         tracing::warn!(%error, "the feed could not be read; trying again");
         tokio::select! {
@@ -233,36 +233,12 @@ fn millis(elapsed: Duration) -> u64 {
     u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The stop signal a handle shares with its loop.
-#[derive(Debug, Default)]
-struct Signal {
-    /// Set once: the loop stops at its next step.
-    stopping: AtomicBool,
-    /// Wakes the loop from a wait or a pause.
-    notify: Notify,
-}
-
-impl Signal {
-    /// Asks the loop to stop.
-    fn raise(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-        // A permit is stored if the loop is between waits right now.
-        self.notify.notify_one();
-    }
-
-    /// Whether stopping was asked for.
-    fn is_raised(&self) -> bool {
-        self.stopping.load(Ordering::SeqCst)
-    }
-}
-
 /// The running follower of a [`Follower::spawn`]. Dropping it asks the
 /// follower to stop without waiting for it.
 #[derive(Debug)]
 pub struct FollowerHandle {
     /// Shared with the loop.
-    signal: Arc<Signal>,
+    signal: Arc<StopSignal>,
     /// Set once the follower is first caught up.
     rebuilt: watch::Receiver<Option<Rebuilt>>,
     /// The loop's task; taken by `shutdown`.

@@ -64,6 +64,7 @@ mod redriver;
 mod resumed_hook;
 pub mod retention;
 pub mod step;
+mod stop_signal;
 pub mod supervise;
 mod supervisor;
 mod sweep;

@@ -103,13 +103,13 @@ use loomfence_core::{
     timer::{FireOutcome, RedriveAnswer, WakeBackoff},
 };
 use loomfence_store::{ClaimPage, EventStore, TimerStore};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::counters;
 use crate::driver::resume_answer;
 use crate::error::RuntimeError;
 use crate::redriver::Redriver;
+use crate::stop_signal::StopSignal;
 use crate::timer_service_options::TimerServiceOptions;
 
 /// What one [`TimerService::poll_once`] did: the core's [`TickReport`],
@@ -398,7 +398,7 @@ where
     /// [`TimerServiceHandle::shutdown`]. Must be called within a runtime.
     #[must_use = "dropping the handle stops the loop"]
     pub fn spawn(self: Arc<Self>) -> TimerServiceHandle {
-        let signal = Arc::new(Signal::default());
+        let signal = Arc::new(StopSignal::default());
         let period = self.options.poll_interval.max(Duration::from_millis(1));
         let stop = Arc::clone(&signal);
         let task = tokio::spawn(async move {
@@ -410,7 +410,7 @@ where
                     () = stop.notify.notified() => {}
                     _ = interval.tick() => {}
                 }
-                if stop.stopping.load(Ordering::SeqCst) {
+                if stop.is_raised() {
                     break;
                 }
                 let report = self.tick(Some(&stop.stopping)).await;
@@ -424,31 +424,13 @@ where
     }
 }
 
-/// The stop signal a handle shares with its loop.
-#[derive(Debug, Default)]
-struct Signal {
-    /// Set once: the loop stops after its current fire.
-    stopping: AtomicBool,
-    /// Wakes the loop from its wait between ticks.
-    notify: Notify,
-}
-
-impl Signal {
-    /// Asks the loop to stop.
-    fn raise(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // A permit is stored if the loop is not waiting right now.
-        self.notify.notify_one();
-    }
-}
-
 /// The running loop of a [`TimerService::spawn`]. Dropping it asks the loop
 /// to stop (as [`shutdown`](TimerServiceHandle::shutdown) does) without
 /// waiting for it.
 #[derive(Debug)]
 pub struct TimerServiceHandle {
     /// Shared with the loop.
-    signal: Arc<Signal>,
+    signal: Arc<StopSignal>,
     /// The loop's task; taken by `shutdown`.
     task: Option<JoinHandle<()>>,
 }

@@ -11,20 +11,17 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::id;
+use common::{NoListing as Faults, id};
 use loomfence_conformance::support::{Around, around};
 use loomfence_core::lineage::started_child;
-use loomfence_core::retention::ExecutionSummary;
-use loomfence_core::{Capability, Envelope, ExecutionId, KernelKind, NewEvent};
+use loomfence_core::{Capability, ExecutionId, KernelKind, NewEvent};
 use loomfence_runtime::follower::{FollowerHandle, FollowerOptions};
 use loomfence_runtime::{ChildSupervisor, Follower, supervise::SupervisorOptions};
-use loomfence_store::forwarding::Hooks;
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::EventStore;
 use serde_json::{Value, json};
 
 /// The follower's own poll: short, so a scenario's lost wake costs little.
@@ -33,46 +30,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// Where the scenarios live.
 fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios/follow")
-}
-
-/// Refuses every listing, and fails the reads the scenario's faults name.
-#[derive(Default)]
-struct Faults {
-    fail_reads: Mutex<BTreeMap<ExecutionId, usize>>,
-    listings: AtomicUsize,
-}
-
-#[async_trait]
-impl Hooks for Faults {
-    async fn list_executions(
-        &self,
-        _: &dyn EventStore,
-        _: Option<&ExecutionId>,
-        _: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        self.listings.fetch_add(1, Ordering::SeqCst);
-        Err(StoreError::Backend(BackendError::permanent(
-            "a follower listed the store",
-        )))
-    }
-
-    async fn read_range(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        if let Some(left) = self.fail_reads.lock().expect("lock").get_mut(id)
-            && *left > 0
-        {
-            *left -= 1;
-            return Err(StoreError::Backend(BackendError::retryable(
-                "connection dropped",
-            )));
-        }
-        inner.read_range(id, from_seq, to_seq).await
-    }
 }
 
 fn text<'a>(value: &'a Value, name: &str) -> &'a str {
@@ -201,10 +158,7 @@ async fn run(path: &Path) {
         let times = fault["times"].as_u64().expect("times") as usize;
         store
             .hooks
-            .fail_reads
-            .lock()
-            .expect("lock")
-            .insert(id(text(fault, "executionId")), times);
+            .fail_reads_of(&id(text(fault, "executionId")), times);
     }
     for item in scenario["executions"].as_array().into_iter().flatten() {
         write(&*store.inner, item).await;
@@ -257,8 +211,11 @@ async fn run(path: &Path) {
         0,
         "{name}: a follower never lists the store"
     );
-    let left: usize = store.hooks.fail_reads.lock().expect("lock").values().sum();
-    assert_eq!(left, 0, "{name}: every planned failure happened");
+    assert_eq!(
+        store.hooks.failures_left(),
+        0,
+        "{name}: every planned failure happened"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,60 +4,17 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{finish, id, park_on, resumes};
+use common::{NoListing, finish, id, park_on, resumes};
 use loomfence_conformance::support::{Around, around};
-use loomfence_core::retention::ExecutionSummary;
-use loomfence_core::{Capability, Envelope, ExecutionId, KernelKind, Resumed, park::Wait};
+use loomfence_core::{Capability, KernelKind, Resumed, park::Wait};
 use loomfence_runtime::follower::{FollowerHandle, FollowerOptions};
 use loomfence_runtime::{ChildSupervisor, Follower, supervise::SupervisorOptions};
-use loomfence_store::forwarding::Hooks;
-use loomfence_store::{BackendError, EventStore, StoreError};
+use loomfence_store::EventStore;
 use serde_json::json;
-
-/// Refuses every listing (a follower must never list the store) and fails
-/// the next read of `parent` once armed, as a dropped connection does.
-#[derive(Default)]
-struct NoListing {
-    parent: Mutex<Option<ExecutionId>>,
-    armed: AtomicBool,
-    listings: AtomicUsize,
-}
-
-#[async_trait]
-impl Hooks for NoListing {
-    async fn list_executions(
-        &self,
-        _: &dyn EventStore,
-        _: Option<&ExecutionId>,
-        _: u32,
-    ) -> Result<Vec<ExecutionSummary>, StoreError> {
-        self.listings.fetch_add(1, Ordering::SeqCst);
-        Err(StoreError::Backend(BackendError::permanent(
-            "a follower listed the store",
-        )))
-    }
-
-    async fn read_range(
-        &self,
-        inner: &dyn EventStore,
-        id: &ExecutionId,
-        from_seq: u64,
-        to_seq: Option<u64>,
-    ) -> Result<Vec<Envelope>, StoreError> {
-        let target = self.parent.lock().expect("lock").clone();
-        if target.as_ref() == Some(id) && self.armed.swap(false, Ordering::SeqCst) {
-            return Err(StoreError::Backend(BackendError::retryable(
-                "connection dropped",
-            )));
-        }
-        inner.read_range(id, from_seq, to_seq).await
-    }
-}
 
 /// A store that refuses listings, and a follower over it whose resumes are
 /// recorded.
@@ -177,8 +134,7 @@ async fn a_failed_supervision_is_tried_again_after_the_next_wake() {
     let store = Arc::new(around(Capability::Conditional, NoListing::default()));
     let (mut handle, _) = follower(&store);
     handle.rebuilt().await.expect("rebuilds");
-    *store.hooks.parent.lock().expect("lock") = Some(id("flaky"));
-    store.hooks.armed.store(true, Ordering::SeqCst);
+    store.hooks.fail_reads_of(&id("flaky"), 1);
     park_on(&*store, &id("flaky"), &[Wait::Child(id("flaky-c"))]).await;
     finish(
         &*store,
@@ -189,10 +145,7 @@ async fn a_failed_supervision_is_tried_again_after_the_next_wake() {
     .await;
     // Read past the hooks, so the test's own reads do not take the failure.
     until_resumed(&*store.inner, "flaky", 1).await;
-    assert!(
-        !store.hooks.armed.load(Ordering::SeqCst),
-        "the first read failed"
-    );
+    assert_eq!(store.hooks.failures_left(), 0, "the first read failed");
     handle.shutdown().await.expect("stops cleanly");
     assert_eq!(resumes(&*store.inner, &id("flaky")).await.len(), 1);
 }

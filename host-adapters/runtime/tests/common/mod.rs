@@ -290,3 +290,60 @@ impl VirtualClock {
         self.0.load(Ordering::SeqCst)
     }
 }
+
+/// Refuses every listing (a follower must never list the store), counting
+/// the tries, and fails the planned number of reads of each execution, as a
+/// dropped connection does.
+#[derive(Default)]
+pub struct NoListing {
+    /// Reads still to fail, per execution.
+    pub fail_reads: Mutex<std::collections::BTreeMap<ExecutionId, usize>>,
+    /// Listings tried.
+    pub listings: std::sync::atomic::AtomicUsize,
+}
+
+impl NoListing {
+    /// Plans `times` failed reads of `id`.
+    pub fn fail_reads_of(&self, id: &ExecutionId, times: usize) {
+        self.fail_reads
+            .lock()
+            .expect("lock")
+            .insert(id.clone(), times);
+    }
+
+    /// Planned failures not yet spent.
+    pub fn failures_left(&self) -> usize {
+        self.fail_reads.lock().expect("lock").values().sum()
+    }
+}
+
+#[async_trait]
+impl Hooks for NoListing {
+    async fn list_executions(
+        &self,
+        _: &dyn EventStore,
+        _: Option<&ExecutionId>,
+        _: u32,
+    ) -> Result<Vec<loomfence_core::retention::ExecutionSummary>, StoreError> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        Err(StoreError::Backend(BackendError::permanent(
+            "a follower listed the store",
+        )))
+    }
+
+    async fn read_range(
+        &self,
+        inner: &dyn EventStore,
+        id: &ExecutionId,
+        from_seq: u64,
+        to_seq: Option<u64>,
+    ) -> Result<Vec<Envelope>, StoreError> {
+        if let Some(left) = self.fail_reads.lock().expect("lock").get_mut(id)
+            && *left > 0
+        {
+            *left -= 1;
+            return Err(connection_lost());
+        }
+        inner.read_range(id, from_seq, to_seq).await
+    }
+}
