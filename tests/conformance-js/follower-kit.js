@@ -48,9 +48,11 @@ async function eventually(check, what) {
 /** A follower over `events` for a fresh supervisor; its errors collected. */
 function following(events, options = {}) {
   const errors = [];
+  const landed = [];
   const supervisor = new ChildSupervisor({ events, now: () => NOW, random: () => 0.5, onError: (error, parent) => errors.push({ error, parent }) });
-  const follower = new Follower({ events, supervisor, pollIntervalMs: 20, onError: (error, info) => errors.push({ error, info }), ...options });
-  return { follower, supervisor, errors };
+  const onResumed = (resumed) => landed.push(resumed.executionId);
+  const follower = new Follower({ events, supervisor, pollIntervalMs: 20, onError: (error, info) => errors.push({ error, info }), onResumed, ...options });
+  return { follower, supervisor, errors, landed };
 }
 
 /** Every case: [name, run(store)]. */
@@ -65,7 +67,7 @@ kase('follower::a_parent_parked_before_the_start_is_resumed_once_its_child_ends'
   await parkOn(store, 'fp-parent', 'fp-child');
   await store.append('fp-other', event('EXECUTION_STARTED'));
   const { view, calls } = counted(store);
-  const { follower, supervisor, errors } = following(view);
+  const { follower, supervisor, errors, landed } = following(view);
   follower.start();
   try {
     await eventually(() => follower.rebuilt && supervisor.parentsWaitingOn('fp-child').length === 1, 'the parked parent is watched');
@@ -77,6 +79,7 @@ kase('follower::a_parent_parked_before_the_start_is_resumed_once_its_child_ends'
   }
   assert.equal(follower.running, false);
   assert.equal((await resumesOf(store, 'fp-parent')).length, 1, 'resumed once');
+  assert.deepEqual(landed, ['fp-parent'], 'the resume went to onResumed, once, to start the body');
   assert.equal(calls.listExecutions, undefined, 'nothing listed the store');
   assert.equal(calls.openParks, 1, 'the open parks were read once, at the start');
   assert.equal(calls.feedHead, 1, 'the head was read once, at the start');
@@ -223,6 +226,7 @@ kase('follower::bad_options_are_refused', async (store) => {
   refused({ events: store, supervisor: {} }, TimerInputError, 'INVALID_OPTIONS');
   refused({ events: store, supervisor, typo: 1 }, TimerInputError, 'INVALID_OPTIONS');
   for (const concurrency of [0, 1.5, 1_025, '2']) refused({ events: store, supervisor, concurrency }, TimerInputError, 'INVALID_OPTIONS');
+  for (const onResumed of [1, 'start', {}]) refused({ events: store, supervisor, onResumed }, TimerInputError, 'INVALID_OPTIONS');
   for (const pollIntervalMs of [-1, 2 ** 31, NaN]) refused({ events: store, supervisor, pollIntervalMs }, TimerInputError, 'INVALID_OPTIONS');
   refused({ events: store, supervisor, onError: 1 }, TimerInputError, 'INVALID_OPTIONS');
   for (const pageLimit of [0, 10_001, -1, 0.5]) refused({ events: store, supervisor, pageLimit }, InputError, 'INVALID_LIMIT');

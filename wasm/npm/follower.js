@@ -19,7 +19,7 @@ const MAX_INTERVAL_MS = 2 ** 31 - 1;
 /** The most notices handed out at once. */
 const MAX_CONCURRENCY = 1_024;
 
-const OPTIONS = new Set(['events', 'supervisor', 'pageLimit', 'concurrency', 'pollIntervalMs', 'onError']);
+const OPTIONS = new Set(['events', 'supervisor', 'pageLimit', 'concurrency', 'pollIntervalMs', 'onError', 'onResumed']);
 
 const refuse = (message) => new (errorClasses().TimerInputError)(`new Follower(options): ${message}`, 'INVALID_OPTIONS');
 const integer = (name, value, min, max) => checked(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`, refuse);
@@ -36,6 +36,7 @@ export class Follower {
   #concurrency;
   #pollIntervalMs;
   #onError;
+  #onResumed;
   /** The notices being handled. */
   #inFlight = new Set();
   /** The loop of the current run, and the run's identity. */
@@ -62,12 +63,13 @@ export class Follower {
   constructor(given) {
     const options = known(given, OPTIONS, '{ events, supervisor, … }', refuse);
     const { events, supervisor, pageLimit = 256, concurrency = 8, pollIntervalMs = 1_000 } = options;
-    const { onError = defaultOnError } = options;
+    const { onError = defaultOnError, onResumed = () => {} } = options;
     this.#events = store('events', events, ['feedHead', 'openParks', 'feed', 'waitForFeed'], refuse);
     this.#supervisor = store('supervisor', supervisor, ['watch', 'childEnded'], refuse);
     this.#concurrency = integer('concurrency', concurrency, 1, MAX_CONCURRENCY);
     this.#pollIntervalMs = integer('pollIntervalMs', pollIntervalMs, 0, MAX_INTERVAL_MS);
     this.#onError = checked('onError', onError, (v) => typeof v === 'function', 'a function', refuse);
+    this.#onResumed = checked('onResumed', onResumed, (v) => typeof v === 'function', 'a function', refuse);
     // The core checks the page limit (InputError INVALID_LIMIT).
     this.#machine = new FollowMachine(pageLimit);
   }
@@ -222,11 +224,14 @@ export class Follower {
 
   /** A parent to watch; a supervision that rejects (the supervisor reports it) is watched again after the next wake. */
   async #watch(parent) {
+    let supervised;
     try {
-      await this.#supervisor.watch(parent);
+      supervised = await this.#supervisor.watch(parent);
     } catch {
       this.#failed(parent);
+      return;
     }
+    this.#landed(parent, supervised);
   }
 
   /** An end: the parents whose supervision failed are watched again after the next wake. */
@@ -240,7 +245,20 @@ export class Follower {
     }
     if (!Array.isArray(results)) return;
     for (const result of results) {
-      if (result !== null && typeof result === 'object' && 'error' in result) this.#failed(result.parent);
+      if (result === null || typeof result !== 'object') continue;
+      if ('error' in result) this.#failed(result.parent);
+      else this.#landed(result.parent, result.supervised);
+    }
+  }
+
+  /** A supervision that resumed its parent: the resume goes to onResumed,
+   * which starts the parent's body (no other caller receives it). */
+  #landed(parent, supervised) {
+    if (supervised === null || typeof supervised !== 'object' || supervised.outcome !== 'resumed') return;
+    try {
+      Promise.resolve(this.#onResumed(supervised.resumed)).catch((error) => this.#notify(error, { stage: 'resumed', id: parent }));
+    } catch (error) {
+      this.#notify(error, { stage: 'resumed', id: parent }); // the resume stands
     }
   }
 

@@ -1188,7 +1188,7 @@ export class Inbox {
 
 /** Where a `Follower` met a failure, for `onError`. */
 export interface FollowerErrorInfo {
-  /** The step: `'readHead'`, `'listOpenParks'`, `'readFeed'`, `'wait'`, `'ended'` (a `childEnded` that threw), `'failed'`, or `'poll'` (a bug of the follow machine, which stops the follower). */
+  /** The step: `'readHead'`, `'listOpenParks'`, `'readFeed'`, `'wait'`, `'ended'` (a `childEnded` that threw), `'failed'`, `'resumed'` (an `onResumed` that threw), or `'poll'` (a bug of the follow machine, which stops the follower). */
   stage: string;
   /** The execution concerned, when there is one. */
   id?: string;
@@ -1216,6 +1216,8 @@ export interface FollowerOptions {
   pollIntervalMs?: number;
   /** Told of every failed read (the same read is tried again after the poll interval). Default: `console.error`. */
   onError?: (error: unknown, info: FollowerErrorInfo) => void;
+  /** Receives each resume a supervision landed, to start the parent's body (no caller receives it). An `onResumed` that throws or rejects goes to `onError`, stage `'resumed'`; the resume stands. Default: nothing. */
+  onResumed?: (resumed: Resumed) => void | Promise<void>;
 }
 
 /**
