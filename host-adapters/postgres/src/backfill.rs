@@ -7,7 +7,7 @@ use loomfence_store::BackendError;
 
 use crate::config::Schema;
 use crate::error::{self, OpenError};
-use crate::migrate::{BACKFILL_MARKER, BackfillParams, backfill_sql, mark_backfilled};
+use crate::migrate::{BACKFILL_MARKER, BackfillParams, backfill_sql, ledger_has, mark_backfilled};
 
 /// The ledger row holding the offline walk's position, so an interrupted run
 /// resumes where it stopped.
@@ -50,15 +50,7 @@ pub async fn backfill_park_fences(
     batch_size: u32,
 ) -> Result<BackfillReport, OpenError> {
     let mut client = pool.get().await.map_err(error::pool)?;
-    let done = client
-        .query_opt(
-            &format!("SELECT 1 FROM {schema}.migrations WHERE name = $1"),
-            &[&BACKFILL_MARKER],
-        )
-        .await
-        .map_err(error::backend)?
-        .is_some();
-    if done {
+    if ledger_has(&client, schema, BACKFILL_MARKER).await? {
         delete_cursor(&client, schema).await?;
         drop_index(&client, schema).await?;
         return Ok(BackfillReport {

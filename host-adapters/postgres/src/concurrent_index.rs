@@ -165,6 +165,24 @@ pub(crate) async fn concurrently(
     result
 }
 
+/// Whether `events` has no rows: an index on it is then built at once,
+/// plainly, in the migration's transaction.
+async fn events_empty(
+    client: &impl GenericClient,
+    schema: &Schema,
+    options: &MigrateOptions,
+) -> Result<bool, OpenError> {
+    client
+        .query_one(
+            &format!("SELECT NOT EXISTS (SELECT 1 FROM {schema}.events)"),
+            &[],
+        )
+        .await
+        .map_err(|e| locked(e, schema, "check whether it has rows", options))?
+        .try_get(0)
+        .map_err(|e| OpenError::from(error::backend(e)))
+}
+
 /// [`concurrently`]'s build, on a session of its own; `valid` is what the
 /// catalog said of the index.
 async fn build(
@@ -181,19 +199,8 @@ async fn build(
         )
         .await
         .map_err(error::backend)?;
-    if valid.is_none() && !even_if_empty {
-        let empty: bool = client
-            .query_one(
-                &format!("SELECT NOT EXISTS (SELECT 1 FROM {schema}.events)"),
-                &[],
-            )
-            .await
-            .map_err(|e| locked(e, schema, "check whether it has rows", options))?
-            .try_get(0)
-            .map_err(error::backend)?;
-        if empty {
-            return Ok(None);
-        }
+    if valid.is_none() && !even_if_empty && events_empty(client, schema, options).await? {
+        return Ok(None);
     }
     let builder: bool = client
         .query_one(
@@ -249,16 +256,7 @@ pub(crate) async fn in_transaction(
         Some(true) => Ok(Some(IndexBuild::Present)),
         Some(false) => Ok(Some(IndexBuild::BuildingElsewhere)),
         None => {
-            let empty: bool = client
-                .query_one(
-                    &format!("SELECT NOT EXISTS (SELECT 1 FROM {schema}.events)"),
-                    &[],
-                )
-                .await
-                .map_err(|e| locked(e, schema, "check whether it has rows", options))?
-                .try_get(0)
-                .map_err(error::backend)?;
-            if !empty {
+            if !events_empty(client, schema, options).await? {
                 return Ok(None);
             }
             let action = format!("create its {}", index.what);

@@ -13,7 +13,7 @@ use deadpool_postgres::GenericClient;
 use crate::config::{MigrateOptions, Schema};
 use crate::error::{self, OpenError};
 use crate::feed_sql::{OPEN_PARKS_MARKER, add_columns, backfill_open_parks, set_defaults};
-use crate::migrate::BackfillParams;
+use crate::migrate::{BackfillParams, ledger_has};
 use crate::table_ddl;
 
 /// The feed's columns of `events`.
@@ -104,15 +104,7 @@ pub(crate) async fn backfill(
         .query("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
         .await
         .map_err(error::backend)?;
-    let done = transaction
-        .query_opt(
-            &format!("SELECT 1 FROM {ledger} WHERE name = $1"),
-            &[&OPEN_PARKS_MARKER],
-        )
-        .await
-        .map_err(error::backend)?
-        .is_some();
-    if done {
+    if ledger_has(&transaction, schema, OPEN_PARKS_MARKER).await? {
         return Ok(None);
     }
     let params = BackfillParams::new(None);

@@ -20,6 +20,23 @@ use crate::version::{SCHEMA_VERSION, stored_version};
 /// path (in `migrate`, or offline) did it.
 pub(crate) const BACKFILL_MARKER: &str = "park-fence-backfill";
 
+/// Whether the migrations ledger of `schema` holds the row `marker`: a
+/// one-time step (a backfill) marks itself done there.
+pub(crate) async fn ledger_has(
+    client: &impl GenericClient,
+    schema: &Schema,
+    marker: &str,
+) -> Result<bool, BackendError> {
+    Ok(client
+        .query_opt(
+            &format!("SELECT 1 FROM {schema}.migrations WHERE name = $1"),
+            &[&marker],
+        )
+        .await
+        .map_err(error::backend)?
+        .is_some())
+}
+
 /// What a migration did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MigrationReport {
@@ -134,26 +151,16 @@ pub async fn migrate(
         .await
         .map_err(error::backend)?;
     let mut backfilled = None;
-    if options.backfill_park_fences {
-        let done = transaction
-            .query_opt(
-                &format!("SELECT 1 FROM {ledger} WHERE name = $1"),
-                &[&BACKFILL_MARKER],
+    if options.backfill_park_fences && !ledger_has(&transaction, schema, BACKFILL_MARKER).await? {
+        let written = transaction
+            .execute(
+                &backfill_sql(schema, false),
+                &BackfillParams::new(None).refs(),
             )
             .await
-            .map_err(error::backend)?
-            .is_some();
-        if !done {
-            let written = transaction
-                .execute(
-                    &backfill_sql(schema, false),
-                    &BackfillParams::new(None).refs(),
-                )
-                .await
-                .map_err(error::backend)?;
-            mark_backfilled(&transaction, schema, written).await?;
-            backfilled = Some(written);
-        }
+            .map_err(error::backend)?;
+        mark_backfilled(&transaction, schema, written).await?;
+        backfilled = Some(written);
     }
     // Last: altering `events` holds its ACCESS EXCLUSIVE lock until the
     // commit, so nothing that takes time (the backfill above) comes after
