@@ -25,12 +25,10 @@ fn places(entries: &[loomfence_core::feed::FeedEntry]) -> Vec<(String, u64)> {
 /// one first. The same follower reading without the horizon (the order a
 /// bare sequence gives) lists the later append, keeps its cursor, and never
 /// sees the held event: the skip the horizon is there to prevent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_held_transaction_holds_the_feed_and_nothing_is_skipped() {
-    let Some(url) = common::url() else { return };
-    let store = common::store(&url).await;
-    let schema = store.schema().clone();
-    let held = common::admin(&url).await;
+/// A session that wrote an event of `held` and keeps its transaction open:
+/// the horizon stays below it until the session commits.
+async fn hold(url: &str, schema: &loomfence_postgres::Schema) -> tokio_postgres::Client {
+    let held = common::admin(url).await;
     held.batch_execute("BEGIN").await.expect("begins");
     held.batch_execute(&format!(
         "INSERT INTO {schema}.events (execution_id, sequence, kind, payload, metadata, at) \
@@ -38,6 +36,15 @@ async fn a_held_transaction_holds_the_feed_and_nothing_is_skipped() {
     ))
     .await
     .expect("writes an event and holds its transaction");
+    held
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_held_transaction_holds_the_feed_and_nothing_is_skipped() {
+    let Some(url) = common::url() else { return };
+    let store = common::store(&url).await;
+    let schema = store.schema().clone();
+    let held = hold(&url, &schema).await;
     let later = common::id("later");
     store
         .append(&later, event("app.later"))
@@ -166,14 +173,7 @@ async fn deletes_under_a_held_horizon_never_move_the_head_back() {
     let named = store.feed_head().await.expect("reads the head");
     assert!(named > FeedCursor::START);
 
-    let held = common::admin(&url).await;
-    held.batch_execute("BEGIN").await.expect("begins");
-    held.batch_execute(&format!(
-        "INSERT INTO {schema}.events (execution_id, sequence, kind, payload, metadata, at) \
-         VALUES ('held', 1, 'app.held', '{{}}', '{{}}', 0)"
-    ))
-    .await
-    .expect("holds the horizon");
+    let held = hold(&url, &schema).await;
     let b_cursor = {
         store.append(&b, event("app.two")).await.expect("appends");
         let bare = store.feed_without_horizon(named, 10).await.expect("reads");
