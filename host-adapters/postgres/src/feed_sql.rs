@@ -12,6 +12,15 @@
 //! Commit timestamps have the same hole (a commit can be stamped before an
 //! earlier-stamped one is visible) and need `track_commit_timestamp`.
 //!
+//! One execution's events come in sequence order because every event is
+//! written by the append function, in a transaction of its own that takes
+//! the execution's advisory lock before it is given a transaction id (an
+//! advisory lock assigns none; the insert does): of two appends to one
+//! execution, the later one's transaction id is the greater. A transaction
+//! that wrote anything before appending could hold a smaller id than an
+//! append that committed while it waited for the lock, and its event would
+//! be listed first; no path of this adapter does that.
+//!
 //! The price: one transaction that holds an id for long (anywhere in the
 //! cluster, an idle-in-transaction session included) holds the feed at its
 //! start until it ends. Nothing is lost meanwhile, only delayed.
