@@ -153,6 +153,9 @@ export class Follower {
       case 'readFeed':
         return machine.handleFeed(await events.feed(step.after, step.limit));
       case 'wait':
+        // The notices in hand finish first, so their failures are known to
+        // the machine before the wait that retries them (as the Rust pump).
+        await Promise.allSettled([...this.#inFlight]);
         if (this.#watched !== null) this.#caughtUp();
         await this.#wait(step.after, run);
         return machine.handleWoken();
@@ -161,16 +164,12 @@ export class Follower {
     }
   }
 
-  /** The first wait: the count stops there, the report is made once the
-   * notices in hand are done (as the Rust pump joins them before any wait),
-   * so `elapsedMs` covers the supervision of every open park. The pump does
-   * not wait for them: a slow supervision delays the report, never the feed. */
+  /** The first wait, every notice handed out before it done: the count
+   * stops there, so `elapsedMs` covers the supervision of every open park. */
   #caughtUp() {
     const watched = this.#watched;
     this.#watched = null;
-    Promise.allSettled([...this.#inFlight]).then(() => {
-      this.#rebuild = Object.freeze({ elapsedMs: performance.now() - this.#startedAt, watched });
-    });
+    this.#rebuild = Object.freeze({ elapsedMs: performance.now() - this.#startedAt, watched });
   }
 
   /** Until the store says something was committed after `after`, the poll
