@@ -48,10 +48,8 @@ export class Follower {
   #waiting = null;
   /** Ends the sleep in hand: a wake of the store, or stop(). */
   #wakeNow = null;
-  /** When the first start() was called (performance.now()), and the watch
-   * notices handed out since; null from the first wait on, which ends the count. */
+  /** When the first start() was called (performance.now()). */
   #startedAt = null;
-  #watched = 0;
   /** `{ elapsedMs, watched }` once first caught up, the Rust `Rebuilt`. */
   #rebuild = null;
 
@@ -156,7 +154,7 @@ export class Follower {
         // The notices in hand finish first, so their failures are known to
         // the machine before the wait that retries them (as the Rust pump).
         await Promise.allSettled([...this.#inFlight]);
-        if (this.#watched !== null) this.#caughtUp();
+        if (this.#rebuild === null) this.#caughtUp(machine);
         await this.#wait(step.after, run);
         return machine.handleWoken();
       default:
@@ -164,12 +162,11 @@ export class Follower {
     }
   }
 
-  /** The first wait, every notice handed out before it done: the count
-   * stops there, so `elapsedMs` covers the supervision of every open park. */
-  #caughtUp() {
-    const watched = this.#watched;
-    this.#watched = null;
-    this.#rebuild = Object.freeze({ elapsedMs: performance.now() - this.#startedAt, watched });
+  /** The first wait, every notice handed out before it done, so
+   * `elapsedMs` covers the supervision of every open park; the core counts
+   * the parents watched. */
+  #caughtUp(machine) {
+    this.#rebuild = Object.freeze({ elapsedMs: performance.now() - this.#startedAt, watched: machine.rebuildWatched ?? 0 });
   }
 
   /** Until the store says something was committed after `after`, the poll
@@ -216,7 +213,6 @@ export class Follower {
   }
 
   #hand({ notice, id }) {
-    if (notice === 'watch' && this.#watched !== null) this.#watched++;
     const task = (notice === 'watch' ? this.#watch(id) : this.#ended(id)).finally(() => this.#inFlight.delete(task));
     this.#inFlight.add(task);
   }

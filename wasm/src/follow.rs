@@ -182,4 +182,14 @@ impl FollowMachineJs {
     pub fn rebuilt(&self) -> bool {
         self.machine.is_rebuilt()
     }
+
+    /// The parents the rebuild watched, once first caught up; `null`
+    /// before (the core counts, so both followers report the same).
+    #[wasm_bindgen(getter, js_name = rebuildWatched)]
+    #[must_use]
+    pub fn rebuild_watched(&self) -> Option<f64> {
+        // Counts stay far below 2^53, so the float is exact.
+        #[allow(clippy::cast_precision_loss)]
+        self.machine.rebuild_watched().map(|count| count as f64)
+    }
 }

@@ -141,6 +141,11 @@ pub struct FollowMachine {
     retry: Vec<ExecutionId>,
     /// The action handed out and not yet answered.
     pending: Option<FollowAction>,
+    /// Watch notices handed out before the first wait: what the rebuild
+    /// watched.
+    watched: u64,
+    /// Whether a wait was ever asked for: the follower was once caught up.
+    caught_up_once: bool,
 }
 
 impl FollowMachine {
@@ -160,6 +165,8 @@ impl FollowMachine {
             notices: VecDeque::new(),
             retry: Vec::new(),
             pending: None,
+            watched: 0,
+            caught_up_once: false,
         })
     }
 
@@ -170,6 +177,9 @@ impl FollowMachine {
             return FollowPoll::Act(action.clone());
         }
         if let Some(notice) = self.notices.pop_front() {
+            if !self.caught_up_once && matches!(notice, FollowNotice::Watch(_)) {
+                self.watched += 1;
+            }
             return FollowPoll::Notice(notice);
         }
         let limit = self.options.page_limit;
@@ -183,7 +193,10 @@ impl FollowMachine {
                 after: self.cursor,
                 limit,
             },
-            Phase::Follow { caught_up: true } => FollowAction::Wait { after: self.cursor },
+            Phase::Follow { caught_up: true } => {
+                self.caught_up_once = true;
+                FollowAction::Wait { after: self.cursor }
+            }
         };
         self.pending = Some(action.clone());
         FollowPoll::Act(action)
@@ -273,6 +286,15 @@ impl FollowMachine {
     #[must_use]
     pub fn is_caught_up(&self) -> bool {
         matches!(self.phase, Phase::Follow { caught_up: true })
+    }
+
+    /// The parents the rebuild watched (every watch notice handed out
+    /// before the first wait: the open parks, and the parks the feed brought
+    /// meanwhile), once the follower has first been caught up; `None`
+    /// before. Counted here so every host reports the same number.
+    #[must_use]
+    pub fn rebuild_watched(&self) -> Option<u64> {
+        self.caught_up_once.then_some(self.watched)
     }
 
     /// The parents waiting to be watched again.

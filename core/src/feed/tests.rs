@@ -123,6 +123,11 @@ fn a_follower_rebuilds_from_the_open_parks_then_follows_from_the_head() {
         "the rebuild watches open parks only, one page at a time, and reads no history"
     );
     assert!(machine.is_rebuilt() && machine.is_caught_up());
+    assert_eq!(
+        machine.rebuild_watched(),
+        Some(2),
+        "counted until the first wait"
+    );
     assert_eq!(machine.cursor(), store.feed_head().unwrap());
 
     store.append(&id("c"), started()).unwrap();
@@ -134,6 +139,11 @@ fn a_follower_rebuilds_from_the_open_parks_then_follows_from_the_head() {
     assert_eq!(
         run(&mut machine, &store),
         vec![FollowNotice::Ended(id("c")), FollowNotice::Watch(id("p4"))]
+    );
+    assert_eq!(
+        machine.rebuild_watched(),
+        Some(2),
+        "later watches are not the rebuild's"
     );
 }
 

@@ -92,13 +92,11 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
         let started = Instant::now();
         let mut machine = FollowMachine::new(self.options.follow)?;
         let mut flight: JoinSet<Vec<(ExecutionId, bool)>> = JoinSet::new();
-        let mut watched = 0;
         let concurrency = self.options.concurrency.max(1);
         while !stop.is_raised() {
             let action = match machine.poll() {
                 FollowPoll::Notice(notice) => {
                     metrics::counter!(NOTICES).increment(1);
-                    watched += u64::from(matches!(notice, FollowNotice::Watch(_)));
                     while flight.len() >= concurrency {
                         settle(&mut machine, flight.join_next().await);
                     }
@@ -131,6 +129,7 @@ impl<S: EventStore + ?Sized + 'static> Follower<S> {
                         settle(&mut machine, Some(joined));
                     }
                     if rebuilt_tx.borrow().is_none() {
+                        let watched = machine.rebuild_watched().unwrap_or(0);
                         let report = Rebuilt {
                             elapsed: started.elapsed(),
                             watched,
