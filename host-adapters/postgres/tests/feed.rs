@@ -25,6 +25,12 @@ fn places(entries: &[loomfence_core::feed::FeedEntry]) -> Vec<(String, u64)> {
 /// one first. The same follower reading without the horizon (the order a
 /// bare sequence gives) lists the later append, keeps its cursor, and never
 /// sees the held event: the skip the horizon is there to prevent.
+/// The horizon a feed read stops at is the whole cluster's: while one test
+/// holds a transaction open, another's reads lag behind its own appends.
+/// The tests of this file that hold a transaction, or read the feed's
+/// exact state, take this in turn.
+static HORIZON: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A session that wrote an event of `held` and keeps its transaction open:
 /// the horizon stays below it until the session commits.
 async fn hold(url: &str, schema: &loomfence_postgres::Schema) -> tokio_postgres::Client {
@@ -42,6 +48,7 @@ async fn hold(url: &str, schema: &loomfence_postgres::Schema) -> tokio_postgres:
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_held_transaction_holds_the_feed_and_nothing_is_skipped() {
     let Some(url) = common::url() else { return };
+    let _turn = HORIZON.lock().await;
     let store = common::store(&url).await;
     let schema = store.schema().clone();
     let held = hold(&url, &schema).await;
@@ -94,6 +101,7 @@ async fn a_held_transaction_holds_the_feed_and_nothing_is_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_wait_wakes_on_another_processs_append() {
     let Some(url) = common::url() else { return };
+    let _turn = HORIZON.lock().await;
     let writer = common::store(&url).await;
     let options = loomfence_postgres::PostgresOptions {
         schema: writer.schema().clone(),
@@ -166,6 +174,7 @@ async fn a_refused_append_leaves_the_open_parks_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deletes_under_a_held_horizon_never_move_the_head_back() {
     let Some(url) = common::url() else { return };
+    let _turn = HORIZON.lock().await;
     let store = common::store(&url).await;
     let schema = store.schema().clone();
     let (a, b) = (common::id("head-a"), common::id("head-b"));

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use loomfence_core::feed::{FeedCursor, FeedEntry, MAX_FEED_LIMIT};
 use loomfence_core::{ExecutionId, InputError, KernelKind};
@@ -38,6 +38,27 @@ pub async fn read_to_end(store: &dyn EventStore, after: FeedCursor, limit: u32) 
     }
 }
 
+/// [`read_to_end`] again until it lists at least `count` entries, or 10 s
+/// pass. A store's reads may lag behind its commits (PostgreSQL holds the
+/// feed below the oldest transaction running anywhere in its cluster, and
+/// other tests run beside this one); the contract allows the delay, never
+/// a skip, and the callers still compare what is listed exactly.
+pub async fn settled(
+    store: &dyn EventStore,
+    after: FeedCursor,
+    limit: u32,
+    count: usize,
+) -> Vec<FeedEntry> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let entries = read_to_end(store, after, limit).await;
+        if entries.len() >= count || Instant::now() >= deadline {
+            return entries;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// `(execution, sequence)` of each entry.
 fn places(entries: &[FeedEntry]) -> Vec<(String, u64)> {
     entries
@@ -62,7 +83,7 @@ pub async fn the_feed_lists_every_event_once_in_order(store: Store) {
         .await
         .expect("appends");
     store.append(b, event("app.two")).await.expect("appends");
-    let all = read_to_end(&*store, FeedCursor::START, MAX_FEED_LIMIT).await;
+    let all = settled(&*store, FeedCursor::START, MAX_FEED_LIMIT, 5).await;
     let seen = places(&all);
     assert_eq!(
         seen,
@@ -77,11 +98,11 @@ pub async fn the_feed_lists_every_event_once_in_order(store: Store) {
     );
     assert_eq!(all[3].event.kind, "EXECUTION_RESUMED", "events come whole");
     assert_eq!(
-        places(&read_to_end(&*store, FeedCursor::START, 1).await),
+        places(&settled(&*store, FeedCursor::START, 1, 5).await),
         seen
     );
     assert_eq!(
-        places(&read_to_end(&*store, all[1].cursor, 2).await),
+        places(&settled(&*store, all[1].cursor, 2, 3).await),
         seen[2..],
         "a read after a cursor starts right after it"
     );
@@ -125,7 +146,8 @@ pub async fn a_follower_racing_appenders_skips_nothing(store: Store) {
     for writer in writers {
         writer.await.expect("a writer finishes");
     }
-    seen.extend(places(&read_to_end(&*store, cursor, 3).await));
+    let left = (WRITERS * EACH as usize).saturating_sub(seen.len());
+    seen.extend(places(&settled(&*store, cursor, 3, left).await));
     let unique: BTreeSet<_> = seen.iter().cloned().collect();
     assert_eq!(unique.len(), seen.len(), "no event is listed twice");
     assert_eq!(seen.len(), WRITERS * EACH as usize, "no event is skipped");
@@ -141,6 +163,8 @@ pub async fn deleted_logs_drop_out_and_the_head_never_goes_back(store: Store) {
         .append(gone, kernel(KernelKind::ExecutionCompleted))
         .await
         .expect("appends");
+    // The head is read once the four events are readable, so it names them.
+    settled(&*store, FeedCursor::START, 10, 4).await;
     let head = store.feed_head().await.expect("reads the head");
     assert!(store.delete_execution(gone).await.expect("deletes"));
     assert_eq!(
@@ -155,7 +179,7 @@ pub async fn deleted_logs_drop_out_and_the_head_never_goes_back(store: Store) {
         .append(gone, event("app.again"))
         .await
         .expect("appends");
-    let after = read_to_end(&*store, head, 10).await;
+    let after = settled(&*store, head, 10, 1).await;
     assert_eq!(
         places(&after),
         [("feed-gone".to_owned(), 1)],
@@ -235,7 +259,7 @@ pub async fn feed_limits_are_checked(store: Store) {
             "parks limit {limit}: {error:?}"
         );
     }
-    assert_eq!(read_to_end(&*store, FeedCursor::START, 1).await.len(), 2);
+    assert_eq!(settled(&*store, FeedCursor::START, 1, 2).await.len(), 2);
     assert_eq!(
         store.open_parks(None, 1).await.expect("lists"),
         std::slice::from_ref(one)
@@ -247,6 +271,8 @@ pub async fn feed_limits_are_checked(store: Store) {
 pub async fn a_wait_returns_once_something_is_committed(store: Store) {
     let one = &id("feed-wait");
     store.append(one, event("app.one")).await.expect("appends");
+    // Behind the head once the event is readable.
+    settled(&*store, FeedCursor::START, 10, 1).await;
     let bound = Duration::from_secs(10);
     tokio::time::timeout(bound, store.wait_for_feed(FeedCursor::START))
         .await
