@@ -159,4 +159,16 @@ pub enum ContractError {
         /// What was wrong.
         reason: &'static str,
     },
+    /// A batched call answered with another number of answers than it was
+    /// asked for: the answers cannot be matched to what was asked, so none
+    /// of them is taken.
+    #[error("the store answered {answered} {what} to a batch of {asked}")]
+    BatchLength {
+        /// What the batch was of (`logs`, `outcomes`).
+        what: &'static str,
+        /// How many were asked for.
+        asked: usize,
+        /// How many came back.
+        answered: usize,
+    },
 }

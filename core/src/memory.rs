@@ -20,8 +20,8 @@ use crate::fence::{
 use crate::input::{ExecutionId, InputError};
 use crate::kind::{KernelKind, KindClass};
 use crate::retention::{
-    DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
-    parent_moved,
+    DeleteGuard, DeleteIf, Ended, ExecutionSummary, GuardedDelete, check_delete_batch,
+    check_guard, check_page_limit, parent_moved,
 };
 use crate::status::Status;
 
@@ -387,6 +387,21 @@ impl MemoryStore {
         }
         self.delete_execution(execution_id);
         Ok(GuardedDelete::Deleted)
+    }
+
+    /// Deletes each entry's log under its own guard, in order, as
+    /// [`MemoryStore::delete_execution_if`] does: one outcome per entry.
+    /// The batch is checked whole ([`check_delete_batch`]) before anything
+    /// is deleted.
+    pub fn delete_executions_if(
+        &mut self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, InputError> {
+        check_delete_batch(batch)?;
+        batch
+            .iter()
+            .map(|entry| self.delete_execution_if(&entry.execution_id, &entry.guard))
+            .collect()
     }
 
     /// The ids of every execution with a log, in id order.

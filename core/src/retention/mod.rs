@@ -22,12 +22,13 @@ mod tests;
 mod undecided;
 
 pub use guard::{
-    DeleteGuard, GuardedDelete, MAX_GUARD_PARENTS, ParentMark, check_guard, parent_moved,
+    DELETE_BATCH_KEYS, DeleteGuard, DeleteIf, GuardedDelete, MAX_DELETE_BATCH, MAX_GUARD_PARENTS,
+    ParentMark, check_delete_batch, check_guard, parent_moved,
 };
 pub use pin::pin_parked_children;
 pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
 pub use sweep::{
-    Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
+    ExecutionLog, Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,
 };
 pub use sweep_options::SweepOptions;

@@ -80,3 +80,21 @@ pub(crate) fn check_outcome(
         })
     }
 }
+
+/// Checks that a batched call answered `answered` answers to `asked`
+/// questions: one each, or none can be matched to what was asked.
+pub(crate) fn check_batch(
+    what: &'static str,
+    asked: usize,
+    answered: usize,
+) -> Result<(), ContractError> {
+    if asked == answered {
+        Ok(())
+    } else {
+        Err(ContractError::BatchLength {
+            what,
+            asked,
+            answered,
+        })
+    }
+}

@@ -61,9 +61,13 @@ fn deleting_c() -> SweepMachine {
         started_child(&id("p"), 0).into_envelope(id("c"), 1),
         NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("c"), 2),
     ];
-    machine.handle_log(events, []).expect("the log");
+    machine
+        .handle_logs(vec![events], Vec::new())
+        .expect("the log");
     let parent = vec![NewEvent::kernel(KernelKind::ExecutionStarted, 0).into_envelope(id("p"), 1)];
-    machine.handle_parent(parent).expect("the parent");
+    machine
+        .handle_parents(vec![parent])
+        .expect("the parent");
     assert!(matches!(
         machine.poll(),
         SweepPoll::Act(SweepAction::Delete { .. })
@@ -159,7 +163,7 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
         let mut machine = reading_a();
         let before = machine.clone();
         let error = machine
-            .handle_log(log("a", seqs), [])
+            .handle_logs(vec![log("a", seqs)], Vec::new())
             .expect_err("not whole");
         assert!(
             matches!(error, ContractError::LogNotWhole { .. }),
@@ -175,9 +179,11 @@ fn a_log_not_from_sequence_one_contiguous_is_refused() {
         started_child(&id("p"), 0).into_envelope(id("c"), 1),
         NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("c"), 2),
     ];
-    machine.handle_log(events, []).expect("the log");
+    machine
+        .handle_logs(vec![events], Vec::new())
+        .expect("the log");
     assert!(matches!(
-        machine.handle_parent(log("p", &[2])),
+        machine.handle_parents(vec![log("p", &[2])]),
         Err(ContractError::LogNotWhole { .. })
     ));
 }
@@ -193,7 +199,7 @@ fn a_refusal_that_does_not_answer_the_guard_is_refused() {
         let mut machine = deleting_c();
         let before = machine.clone();
         assert_eq!(
-            machine.handle_deleted(outcome.clone()),
+            machine.handle_deleted(vec![outcome.clone()]),
             Err(ContractError::OutcomeOutsideGuard {
                 execution_id: id("c"),
                 outcome
@@ -207,7 +213,9 @@ fn a_refusal_that_does_not_answer_the_guard_is_refused() {
         GuardedDelete::ParentMoved { parent: id("p") },
     ] {
         let mut machine = deleting_c();
-        machine.handle_deleted(outcome.clone()).expect("a refusal");
+        machine
+            .handle_deleted(vec![outcome.clone()])
+            .expect("a refusal");
         assert_eq!(machine.report().kept.len(), 1, "{outcome:?}");
     }
 }
@@ -260,10 +268,12 @@ fn a_page_is_done_once_everything_on_it_is_decided() {
         .handle_page(vec![summary("a", 1, Some(1)), summary("run", 1, None)])
         .expect("a page");
     assert!(!machine.poll_page_done(), "a is still to decide");
-    machine.handle_log(log("a", &[1]), []).expect("a's log");
+    machine
+        .handle_logs(vec![log("a", &[1])], Vec::new())
+        .expect("a's log");
     assert!(!machine.poll_page_done(), "a is still to delete");
     machine
-        .handle_deleted(GuardedDelete::Deleted)
+        .handle_deleted(vec![GuardedDelete::Deleted])
         .expect("deleted");
     assert!(machine.poll_page_done(), "the page is done");
     assert!(!machine.poll_page_done(), "and said once");

@@ -59,32 +59,36 @@ fn drive(
             SweepAction::List { after, limit } => machine
                 .handle_page(store.list_executions(after.as_ref(), limit).expect("lists"))
                 .expect("a page"),
-            SweepAction::ReadLog { execution_id } => machine
-                .handle_log(store.read_range(&execution_id, 1, None).expect("reads"), [])
-                .expect("a log"),
-            SweepAction::ReadParent { parent, .. } => machine
-                .handle_parent(store.read_range(&parent, 1, None).expect("reads"))
-                .expect("a parent"),
-            SweepAction::Archive { execution_id, .. } => {
-                archive.push(execution_id);
+            SweepAction::ReadLogs { execution_ids } => machine
+                .handle_logs(read_all(store, &execution_ids), Vec::new())
+                .expect("logs"),
+            SweepAction::ReadParents { parents } => machine
+                .handle_parents(read_all(store, &parents))
+                .expect("parents"),
+            SweepAction::Archive { logs } => {
+                archive.extend(logs.into_iter().map(|log| log.execution_id));
                 machine.handle_archived().expect("archived");
             }
-            SweepAction::Delete {
-                execution_id,
-                guard,
-            } => {
-                let outcome = if guarded {
-                    store
-                        .delete_execution_if(&execution_id, &guard)
-                        .expect("deletes")
+            SweepAction::Delete { batch } => {
+                let outcomes = if guarded {
+                    store.delete_executions_if(&batch).expect("deletes")
                 } else {
-                    store.delete_execution(&execution_id);
-                    GuardedDelete::Deleted
+                    for entry in &batch {
+                        store.delete_execution(&entry.execution_id);
+                    }
+                    vec![GuardedDelete::Deleted; batch.len()]
                 };
-                machine.handle_deleted(outcome).expect("deleted");
+                machine.handle_deleted(outcomes).expect("deleted");
             }
         }
     }
+}
+
+/// The whole logs of `ids`, in order.
+fn read_all(store: &MemoryStore, ids: &[ExecutionId]) -> Vec<Vec<Envelope>> {
+    ids.iter()
+        .map(|id| store.read_range(id, 1, None).expect("reads"))
+        .collect()
 }
 
 fn ended(store: &mut MemoryStore, child: &str, parent: Option<&str>, at: i64) {
@@ -140,7 +144,9 @@ fn a_sweep_archives_then_deletes_the_old_and_keeps_the_pinned() {
             undecided: Vec::new(),
             pages: 4,
             log_reads: 3,
-            parent_reads: 2,
+            // c1 and c2 share p, read once for the page.
+            parent_reads: 1,
+            delete_batches: 2,
         }
     );
     let left: Vec<&ExecutionId> = store.executions().collect();
@@ -269,13 +275,24 @@ fn a_log_or_parent_that_cannot_be_read_for_good_is_undecided() {
         .handle_page(vec![summary("a"), summary("b")])
         .expect("a page");
     machine
+        .handle_unreadable("one of the page's rows cannot be decoded".to_owned())
+        .expect("answers the read of a and b");
+    assert_eq!(
+        machine.poll(),
+        SweepPoll::Act(SweepAction::ReadLogs {
+            execution_ids: vec![id("a")]
+        }),
+        "a batch that cannot be read is asked again one log at a time"
+    );
+    assert!(machine.report().undecided.is_empty());
+    machine
         .handle_unreadable("row 1 cannot be decoded".to_owned())
         .expect("answers the read of a");
     let log = vec![
         started_child(&id("p"), 0).into_envelope(id("b"), 1),
         NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("b"), 2),
     ];
-    machine.handle_log(log, []).expect("a log");
+    machine.handle_logs(vec![log], Vec::new()).expect("a log");
     machine
         .handle_unreadable("p is corrupt".to_owned())
         .expect("answers the read of p");
@@ -372,7 +389,9 @@ fn a_log_that_changed_since_the_listing_is_judged_by_what_was_read() {
     machine.handle_page(vec![summary]).expect("a page");
     // Deleted and reborn between the listing and the read: running now.
     let reborn = NewEvent::kernel(KernelKind::ExecutionStarted, 0).into_envelope(id("x"), 1);
-    machine.handle_log(vec![reborn], []).expect("a log");
+    machine
+        .handle_logs(vec![vec![reborn]], Vec::new())
+        .expect("a log");
     assert!(matches!(
         machine.poll(),
         SweepPoll::Act(SweepAction::List { after: Some(ref a), .. }) if a == &id("x")
@@ -384,14 +403,14 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
     let mut machine = SweepMachine::new(options());
     let before = machine.clone();
     assert_eq!(
-        machine.handle_log(Vec::new(), []),
+        machine.handle_logs(Vec::new(), Vec::new()),
         Err(ContractError::UnexpectedInput {
             expected: "handle_page",
-            got: "handle_log"
+            got: "handle_logs"
         })
     );
     assert!(machine.handle_archived().is_err());
-    assert!(machine.handle_deleted(GuardedDelete::Deleted).is_err());
+    assert!(machine.handle_deleted(vec![GuardedDelete::Deleted]).is_err());
     assert_eq!(machine, before);
 
     let summary = |s: &str| ExecutionSummary {
@@ -407,18 +426,36 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
         vec![NewEvent::kernel(KernelKind::ExecutionCompleted, 1).into_envelope(id("b"), 1)];
     let before = machine.clone();
     assert_eq!(
-        machine.handle_log(foreign, []),
+        machine.handle_logs(vec![foreign], Vec::new()),
         Err(ContractError::WrongLog {
             expected: id("a"),
             got: id("b")
         })
     );
+    assert_eq!(
+        machine.handle_logs(Vec::new(), Vec::new()),
+        Err(ContractError::BatchLength {
+            what: "logs",
+            asked: 1,
+            answered: 0
+        })
+    );
     assert_eq!(machine, before);
     let own = vec![NewEvent::kernel(KernelKind::ExecutionCompleted, 1).into_envelope(id("a"), 1)];
-    machine.handle_log(own, []).expect("a log");
+    machine.handle_logs(vec![own], Vec::new()).expect("a log");
     machine.handle_archived().expect("archived");
+    let before = machine.clone();
+    assert_eq!(
+        machine.handle_deleted(vec![GuardedDelete::Deleted; 2]),
+        Err(ContractError::BatchLength {
+            what: "outcomes",
+            asked: 1,
+            answered: 2
+        })
+    );
+    assert_eq!(machine, before);
     machine
-        .handle_deleted(GuardedDelete::Deleted)
+        .handle_deleted(vec![GuardedDelete::Deleted])
         .expect("deleted");
     assert_eq!(
         machine.handle_page(vec![summary("a")]),
@@ -444,23 +481,27 @@ fn known_parents_are_read_after_the_recorded_one_and_once_each() {
         NewEvent::kernel(KernelKind::ExecutionCompleted, 1_000).into_envelope(id("c"), 2),
     ];
     machine
-        .handle_log(log, [id("q"), id("p"), id("q")])
+        .handle_logs(vec![log], vec![vec![id("q"), id("p"), id("q")]])
         .expect("a log");
-    let mut asked = Vec::new();
-    while let SweepPoll::Act(SweepAction::ReadParent { parent, .. }) = machine.poll() {
-        asked.push(parent);
-        machine.handle_parent(Vec::new()).expect("no log");
-    }
-    assert_eq!(asked, [id("p"), id("q")]);
+    let SweepPoll::Act(SweepAction::ReadParents { parents }) = machine.poll() else {
+        panic!("parents next");
+    };
+    assert_eq!(parents, [id("p"), id("q")]);
+    machine
+        .handle_parents(vec![Vec::new(), Vec::new()])
+        .expect("no logs");
     let SweepPoll::Act(SweepAction::Archive { .. }) = machine.poll() else {
         panic!("archive next");
     };
     machine.handle_archived().expect("archived");
-    let SweepPoll::Act(SweepAction::Delete { guard, .. }) = machine.poll() else {
+    let SweepPoll::Act(SweepAction::Delete { batch }) = machine.poll() else {
         panic!("delete next");
     };
+    let [DeleteIf { guard, .. }] = batch.as_slice() else {
+        panic!("one entry: {batch:?}");
+    };
     assert_eq!(
-        guard,
+        *guard,
         DeleteGuard {
             head: 2,
             parents: vec![
@@ -539,4 +580,87 @@ fn no_interleaving_of_a_park_with_the_sweep_strands_the_parent() {
         [3],
         "the control: a park between the pin check and a plain delete"
     );
+}
+
+#[test]
+fn an_old_parent_and_its_old_child_on_one_page_both_go_in_one_batch() {
+    let mut store = MemoryStore::new();
+    ended(&mut store, "p", None, 1_000);
+    ended(&mut store, "p/c", Some("p"), 1_000);
+    let report = run(
+        &mut store,
+        SweepOptions {
+            archive: false,
+            ..options()
+        },
+        &mut Vec::new(),
+    );
+    assert_eq!(
+        (report.deleted, report.delete_batches, report.parent_reads),
+        (2, 1, 1),
+        "p is deleted before its child's guard is checked, and a parent with no log waits on nothing: {report:?}"
+    );
+    assert_eq!(store.executions().count(), 0);
+}
+
+#[test]
+fn deletes_go_in_batches_that_lock_at_most_the_budget() {
+    let mut store = MemoryStore::new();
+    store
+        .append(&id("a-parent"), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+        .expect("a running parent");
+    for n in 0..300 {
+        ended(&mut store, &format!("b-root-{n:03}"), None, 1_000);
+    }
+    for n in 0..200 {
+        let parent = format!("c-parent-{n:03}");
+        store
+            .append(&id(&parent), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+            .expect("a running parent");
+        ended(&mut store, &format!("d-child-{n:03}"), Some(&parent), 1_000);
+    }
+    let mut machine = SweepMachine::new(SweepOptions {
+        page_limit: 1_000,
+        archive: false,
+        ..options()
+    });
+    let mut batches = Vec::new();
+    loop {
+        match machine.poll() {
+            SweepPoll::Done(report) => {
+                assert_eq!((report.deleted, report.delete_batches), (500, 3));
+                break;
+            }
+            SweepPoll::Act(SweepAction::List { after, limit }) => machine
+                .handle_page(store.list_executions(after.as_ref(), limit).expect("lists"))
+                .expect("a page"),
+            SweepPoll::Act(SweepAction::ReadLogs { execution_ids }) => machine
+                .handle_logs(read_all(&store, &execution_ids), Vec::new())
+                .expect("logs"),
+            SweepPoll::Act(SweepAction::ReadParents { parents }) => {
+                assert_eq!(parents.len(), 200, "each parent once, in one read");
+                machine
+                    .handle_parents(read_all(&store, &parents))
+                    .expect("parents");
+            }
+            SweepPoll::Act(SweepAction::Delete { batch }) => {
+                let mut keys: Vec<&ExecutionId> = batch
+                    .iter()
+                    .flat_map(|entry| {
+                        std::iter::once(&entry.execution_id)
+                            .chain(entry.guard.parents.iter().map(|mark| &mark.parent))
+                    })
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                batches.push((batch.len(), keys.len()));
+                let outcomes = store.delete_executions_if(&batch).expect("deletes");
+                machine.handle_deleted(outcomes).expect("deleted");
+            }
+            SweepPoll::Act(other) => panic!("{other:?}"),
+        }
+    }
+    // 300 roots lock one key each, 200 children two: filled to the budget
+    // in listing order.
+    assert_eq!(batches, [(256, 256), (44 + 106, 44 + 212), (94, 188)]);
 }
