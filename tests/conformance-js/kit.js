@@ -47,6 +47,7 @@ import {
 } from './support.js';
 import { RETENTION_CASES } from './retention-kit.js';
 import { SWEEP_CASES } from './sweep-kit.js';
+import { SWEEP_BATCH_CASES } from './sweep-batch-kit.js';
 import { SWEEP_CONTRACT_CASES } from './sweep-contract-kit.js';
 import { SWEEP_UNDECIDED_CASES } from './sweep-undecided-kit.js';
 import { SUPERVISOR_CASES } from './supervisor-kit.js';
@@ -70,6 +71,7 @@ const needs = {
   },
   notResumable: { admits: (c) => !c.appendIfParked, label: 'a store without appendIfParked' },
   feed: { admits: (c) => c.feed, label: 'the change feed' },
+  batched: { admits: (c) => c.batched, label: 'readLogs and deleteExecutionsIf' },
   // A Follower hands its notices to a ChildSupervisor, whose resumes need
   // appendIfParked.
   followable: { admits: (c) => c.feed && c.appendIfParked, label: 'the change feed and appendIfParked' },
@@ -1293,6 +1295,7 @@ kase('resume::a_store_without_append_if_parked_is_refused_up_front', needs.notRe
 for (const [name, run] of [...RETENTION_CASES, ...SWEEP_CASES, ...SWEEP_UNDECIDED_CASES, ...SWEEP_CONTRACT_CASES]) {
   kase(name, needs.any, run);
 }
+for (const [name, need, run] of SWEEP_BATCH_CASES) kase(name, needs[need], run);
 
 // supervisor.rs and the runtime's supervisor scenarios: the package's
 // ChildSupervisor over the store, in their own file; each says what it
@@ -1322,6 +1325,7 @@ export function conformance(label, makeStore, capabilities) {
     conditional: Boolean(capabilities.conditional),
     appendIfParked: Boolean(capabilities.appendIfParked),
     feed: Boolean(capabilities.feed),
+    batched: Boolean(capabilities.batched),
   };
   describe(`conformance[${label}]`, () => {
     for (const { name, need, run } of CASES) {

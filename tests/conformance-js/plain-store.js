@@ -70,6 +70,7 @@ const TERMINAL_KINDS = new Set(['EXECUTION_COMPLETED', 'EXECUTION_FAILED', 'EXEC
 /** The largest listing page, and the most parents one guarded delete names. */
 const MAX_PAGE_LIMIT = 10_000;
 const MAX_GUARD_PARENTS = 1_000;
+const MAX_DELETE_BATCH = 1_000;
 
 /** Orders ids by their UTF-8 bytes, which is code point order (UTF-16 code
  * units order U+E000..U+FFFF before the astral planes; bytes do not). */
@@ -415,17 +416,47 @@ export class PlainEventStore {
   /** Deletes the log as `deleteExecution` does, only while `guard` still
    * holds, checked in the same synchronous step as the delete: the log's head
    * (0 when none) is `guard.head`, else `{ logChanged: true, head }`; no
-   * parent's log is shorter than the head the sweep saw or has an answering
-   * event after it, else `{ parentMoved: true, parent }`; then
-   * `{ deleted: true }`. */
+   * parent has a log again shorter than the head the sweep saw, or an
+   * answering event after it, else `{ parentMoved: true, parent }` (a parent
+   * with no log waits on nothing); then `{ deleted: true }`. */
   async deleteExecutionIf(executionId, guard) {
-    const id = checkId(executionId);
-    const { head, parents } = checkGuard(guard);
+    return this.#deleteIf(checkId(executionId), checkGuard(guard));
+  }
+
+  /** Each entry's `deleteExecutionIf`, in order, in one synchronous step:
+   * every entry is checked before anything is deleted, so a batch holding
+   * one bad entry is refused whole. */
+  async deleteExecutionsIf(batch) {
+    if (!Array.isArray(batch)) throw typeError('batch must be an array of { executionId, guard }', 'NOT_AN_ARRAY');
+    if (batch.length > MAX_DELETE_BATCH) {
+      throw new InputError(`deletes = ${batch.length} is out of bounds: at most ${MAX_DELETE_BATCH}`, 'INVALID_LIMIT');
+    }
+    const entries = batch.map((entry) => {
+      if (typeof entry !== 'object' || entry === null) {
+        throw typeError('each entry must be an object { executionId, guard }', 'NOT_AN_OBJECT');
+      }
+      return [checkId(entry.executionId), checkGuard(entry.guard)];
+    });
+    return entries.map(([id, guard]) => this.#deleteIf(id, guard));
+  }
+
+  /** The whole logs of `executionIds`, in order (`[]` for an id with none),
+   * read in one synchronous step. */
+  async readLogs(executionIds) {
+    if (!Array.isArray(executionIds)) throw typeError('executionIds must be an array', 'NOT_AN_ARRAY');
+    if (executionIds.length > MAX_PAGE_LIMIT) {
+      throw new InputError(`ids = ${executionIds.length} is out of bounds: at most ${MAX_PAGE_LIMIT}`, 'INVALID_LIMIT');
+    }
+    return executionIds.map(checkId).map((id) => this.#log(id).map((r) => structuredClone(r.envelope)));
+  }
+
+  /** A checked guarded delete of `id`. */
+  #deleteIf(id, { head, parents }) {
     const current = this.#log(id).length;
     if (current !== head) return { logChanged: true, head: current };
     for (const { parent, seen } of parents) {
       const log = this.#log(parent);
-      if (log.length < seen || log.slice(seen).some((record) => record.answering)) {
+      if ((log.length > 0 && log.length < seen) || log.slice(seen).some((record) => record.answering)) {
         return { parentMoved: true, parent };
       }
     }

@@ -8,7 +8,7 @@
 import { PlainEventStore, withCapability } from './plain-store.js';
 import { conformance } from './kit.js';
 
-conformance('plain', () => new PlainEventStore(), { fencing: true, conditional: true, appendIfParked: true, feed: true });
+conformance('plain', () => new PlainEventStore(), { fencing: true, conditional: true, appendIfParked: true, feed: true, batched: true });
 
 conformance('plain fencing-only', () => withCapability(new PlainEventStore(), 'fencing-only'), {
   fencing: true,

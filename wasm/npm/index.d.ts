@@ -293,6 +293,18 @@ export interface RetentionStore {
   readRange(executionId: string, fromSeq?: number, toSeq?: number): Promise<Envelope[]>;
   listExecutions(after: string | null | undefined, limit: number): Promise<ExecutionSummary[]>;
   deleteExecutionIf(executionId: string, guard: DeleteGuard): Promise<GuardedDelete>;
+  /**
+   * Optional: the whole logs of `executionIds` (at most 10 000), one per id in
+   * the same order, `[]` for an id with no log: a page's reads in one call.
+   * Without it the sweep calls `readRange(id, 1)` for each.
+   */
+  readLogs?(executionIds: string[]): Promise<Envelope[][]>;
+  /**
+   * Optional: each entry's guarded delete, as `deleteExecutionIf` does it, in
+   * order, one outcome per entry (one transaction for the lot on a SQL store).
+   * Without it the sweep calls `deleteExecutionIf` for each.
+   */
+  deleteExecutionsIf?(batch: { executionId: string; guard: DeleteGuard }[]): Promise<GuardedDelete[]>;
 }
 
 /** A finished execution kept because its parent is parked on it. */
@@ -348,8 +360,10 @@ export interface SweepReport {
   pages: number;
   /** Logs of eligible executions read (or tried): one each. */
   logReads: number;
-  /** Parent logs read (or tried) for pins: only ever for eligible executions. */
+  /** Parent logs read (or tried) for pins: only ever for eligible executions, each parent once per page. */
   parentReads: number;
+  /** Batches of guarded deletes sent (each locks at most 256 executions). */
+  deleteBatches: number;
 }
 
 export interface SweepOptions {
@@ -361,9 +375,10 @@ export interface SweepOptions {
   dryRun?: boolean;
   /**
    * The archive itself, a function (anything else, `true` included, is refused
-   * with `INVALID_OPTIONS` before anything is listed). Takes each log before
-   * its delete and resolves once it is durable; a
-   * rejection stops the sweep with the log kept. At least once: a log
+   * with `INVALID_OPTIONS` before anything is listed). Takes each log of a
+   * listing page, one call per log, before any of that page's deletes, and
+   * resolves once it is durable; a rejection stops the sweep with the page's
+   * logs kept. At least once: a log
    * archived and then kept (a parent moved) is archived again by a later
    * sweep, so dedupe by `(executionId, sequence)`.
    */
@@ -381,7 +396,8 @@ export interface SweepOptions {
 /**
  * One retention sweep of `store`: pages through every execution with a log;
  * reads the log of those that ended before `endedBefore` (only those), then
- * each parent that could wait on it (its recorded parent and `knownParents`);
+ * each parent that could wait on it (its recorded parent and `knownParents`),
+ * a page at a time (`readLogs` and `deleteExecutionsIf` when the store has them);
  * keeps it if a parent is parked on it (`pinned`); otherwise archives it (with
  * `archive`) and deletes it under a guard of what it read, so a parent that
  * parks on it in between keeps it (`kept`). Every decision is the core's

@@ -9,11 +9,14 @@
 // and what a failed action means. This loop converts the caller's options,
 // performs each action the machine names, and feeds back the answer, or the
 // failure (`retryable: false` says it cannot succeed for good):
-//   list       -> store.listExecutions(after, limit)
-//   readLog    -> store.readRange(executionId, 1), with knownParents(executionId)
-//   readParent -> store.readRange(parent, 1)
-//   archive    -> options.archive(executionId, events)
-//   delete     -> store.deleteExecutionIf(executionId, guard)
+//   list        -> store.listExecutions(after, limit)
+//   readLogs    -> store.readLogs(executionIds), with knownParents(id) for each
+//   readParents -> store.readLogs(parents)
+//   archive     -> options.archive(executionId, events), for each log in turn
+//   delete      -> store.deleteExecutionsIf(batch)
+// A store without readLogs or deleteExecutionsIf (both optional) is asked
+// one execution at a time (readRange(id, 1), deleteExecutionIf(id, guard)),
+// as the Rust trait's defaults do.
 // A sweep that stops rethrows the error as it came, with the partial report
 // attached as `error.report`. Deletes made before it stand: each is atomic.
 
@@ -117,12 +120,19 @@ export async function sweep(store, options) {
 /** Polls the machine and performs its actions until it is done; a failure
  * that stops the sweep leaves with the report of what was done attached. */
 async function pump(store, machine, archive, knownParents) {
+  const batched = (name) => readable(() => typeof store[name] === 'function', notAStore, 'store');
+  const readLogs = batched('readLogs')
+    ? (ids) => store.readLogs(ids)
+    : (ids) => inTurn(ids, (id) => store.readRange(id, 1));
+  const deleteAll = batched('deleteExecutionsIf')
+    ? (batch) => store.deleteExecutionsIf(batch)
+    : (batch) => inTurn(batch, (entry) => store.deleteExecutionIf(entry.executionId, entry.guard));
   const io = {
     list: (step) => store.listExecutions(step.after, step.limit),
-    readLog: (step) => store.readRange(step.executionId, 1),
-    readParent: (step) => store.readRange(step.parent, 1),
-    archive: (step) => archive(step.executionId, step.events),
-    delete: (step) => store.deleteExecutionIf(step.executionId, step.guard),
+    readLogs: (step) => readLogs(step.executionIds),
+    readParents: (step) => readLogs(step.parents),
+    archive: (step) => inTurn(step.logs, (log) => archive(log.executionId, log.events)),
+    delete: (step) => deleteAll(step.batch),
   };
   for (;;) {
     const step = machine.poll();
@@ -146,15 +156,26 @@ async function pump(store, machine, archive, knownParents) {
   }
 }
 
+/** `perform` for each item in turn, awaited one after the other: the
+ * answers, in order. */
+async function inTurn(items, perform) {
+  const answers = [];
+  for (const item of items) answers.push(await perform(item));
+  return answers;
+}
+
 /** Hands the answer to `step` to the machine. */
 async function answerWith(machine, step, answer, knownParents) {
   switch (step.act) {
     case 'list':
       return machine.handlePage(answer);
-    case 'readLog':
-      return machine.handleLog(answer, knownParents && (await settled(knownParents(step.executionId), unreadableParents)));
-    case 'readParent':
-      return machine.handleParent(answer);
+    case 'readLogs':
+      return machine.handleLogs(
+        answer,
+        knownParents && (await inTurn(step.executionIds, (id) => settled(knownParents(id), unreadableParents))),
+      );
+    case 'readParents':
+      return machine.handleParents(answer);
     case 'archive':
       return machine.handleArchived();
     default:

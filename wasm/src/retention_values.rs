@@ -231,6 +231,7 @@ pub(crate) fn report_js(report: &SweepReport) -> JsValue {
         .set("pages", &count(report.pages))
         .set("logReads", &count(report.log_reads))
         .set("parentReads", &count(report.parent_reads))
+        .set("deleteBatches", &count(report.delete_batches))
         .done()
 }
 

@@ -17,10 +17,11 @@
 use loomfence_core::{
     ContractError, ExecutionId, InputError,
     retention::{
-        GuardedDelete, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction, SweepFailure,
-        SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll,
+        GuardedDelete, MAX_DELETE_BATCH, MAX_GUARD_PARENTS, MAX_PAGE_LIMIT, SweepAction,
+        SweepFailure, SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll,
     },
 };
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;
@@ -75,6 +76,16 @@ fn page_limit(value: &JsValue) -> Result<u32, JsValue> {
     }
 }
 
+/// What the host's `knownParents` answered for each log of a read:
+/// `undefined` when it has no `knownParents`, else one answer per log.
+fn known_parents_of(value: &JsValue, logs: usize) -> Result<Vec<Vec<ExecutionId>>, JsValue> {
+    if value.is_undefined() {
+        return Ok(Vec::new());
+    }
+    let answers = values::list(value, logs).map_err(|_| unconvertible())?;
+    answers.iter().map(|answer| known_parents(&answer)).collect()
+}
+
 /// The parents a host's `knownParents` answered: nothing (`undefined`,
 /// `null`) or an array of execution ids, else `UNEXPECTED_ANSWER`.
 fn known_parents(value: &JsValue) -> Result<Vec<ExecutionId>, JsValue> {
@@ -92,6 +103,22 @@ fn known_parents(value: &JsValue) -> Result<Vec<ExecutionId>, JsValue> {
         .iter()
         .map(|id| values::answered_id(&id).ok_or_else(wrong))
         .collect()
+}
+
+/// A batched read's logs: an array of arrays of envelopes, one per id
+/// asked (the machine checks the count and each log).
+fn logs(value: &JsValue) -> Result<Vec<Vec<loomfence_core::Envelope>>, JsValue> {
+    let logs = values::list(value, MAX_PAGE_LIMIT as usize).map_err(|_| unconvertible())?;
+    logs.iter()
+        .map(|log| envelopes("readLogs() result", STORE_CONTRACT, &log))
+        .collect()
+}
+
+/// A batch of guarded deletes' answers: an array of outcomes, one per
+/// entry.
+fn outcomes(value: &JsValue) -> Result<Vec<GuardedDelete>, JsValue> {
+    let outcomes = values::list(value, MAX_DELETE_BATCH).map_err(|_| unconvertible())?;
+    outcomes.iter().map(|outcome| self::outcome(&outcome)).collect()
 }
 
 /// A guarded delete's answer: an object with exactly one of `deleted`,
@@ -124,28 +151,39 @@ fn answered_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
 fn action_js(action: &SweepAction) -> JsValue {
     let act = |name: &str| Out::new().set("act", &JsValue::from_str(name));
     let id = |id: &ExecutionId| JsValue::from_str(id.as_str());
+    let ids = |ids: &[ExecutionId]| ids.iter().map(id).collect::<Array>();
     match action {
         SweepAction::List { after, limit } => act("list")
             .set("after", &after.as_ref().map_or(JsValue::NULL, id))
             .number("limit", (*limit).into()),
-        SweepAction::ReadLog { execution_id } => {
-            act("readLog").set("executionId", &id(execution_id))
+        SweepAction::ReadLogs { execution_ids } => {
+            act("readLogs").set("executionIds", &ids(execution_ids))
         }
-        SweepAction::ReadParent { child, parent } => act("readParent")
-            .set("child", &id(child))
-            .set("parent", &id(parent)),
-        SweepAction::Archive {
-            execution_id,
-            events,
-        } => act("archive")
-            .set("executionId", &id(execution_id))
-            .set("events", &out::envelopes(events)),
-        SweepAction::Delete {
-            execution_id,
-            guard,
-        } => act("delete")
-            .set("executionId", &id(execution_id))
-            .set("guard", &guard_js(guard)),
+        SweepAction::ReadParents { parents } => act("readParents").set("parents", &ids(parents)),
+        SweepAction::Archive { logs } => act("archive").set(
+            "logs",
+            &logs
+                .iter()
+                .map(|log| {
+                    Out::new()
+                        .set("executionId", &id(&log.execution_id))
+                        .set("events", &out::envelopes(&log.events))
+                        .done()
+                })
+                .collect::<Array>(),
+        ),
+        SweepAction::Delete { batch } => act("delete").set(
+            "batch",
+            &batch
+                .iter()
+                .map(|entry| {
+                    Out::new()
+                        .set("executionId", &id(&entry.execution_id))
+                        .set("guard", &guard_js(&entry.guard))
+                        .done()
+                })
+                .collect::<Array>(),
+        ),
         // A newer core's action: the driver's `default` branch reports it.
         _ => act("unknown"),
     }
@@ -226,24 +264,26 @@ impl SweepMachineJs {
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `readLog` with the whole log (`readRange(executionId, 1)`)
-    /// and what the host's `knownParents` answered: the parents it knows
-    /// wait on the execution besides the one its log records.
-    #[wasm_bindgen(js_name = handleLog)]
-    pub fn handle_log(&mut self, events: &JsValue, known_parents: &JsValue) -> Result<(), JsValue> {
-        let events = envelopes("readRange() result", STORE_CONTRACT, events)?;
-        let known = self::known_parents(known_parents)?;
+    /// Answers `readLogs` with each log (`readRange(executionId, 1)` for
+    /// each id, in order) and, when the host has `knownParents`, what it
+    /// answered for each id (the parents it knows wait on the execution
+    /// besides the one its log records); `undefined` when it has none.
+    #[wasm_bindgen(js_name = handleLogs)]
+    pub fn handle_logs(&mut self, logs: &JsValue, known_parents: &JsValue) -> Result<(), JsValue> {
+        let logs = self::logs(logs)?;
+        let known = known_parents_of(known_parents, logs.len())?;
         self.machine
-            .handle_log(events, known)
+            .handle_logs(logs, known)
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `readParent` with the parent's whole log (empty: no log).
-    #[wasm_bindgen(js_name = handleParent)]
-    pub fn handle_parent(&mut self, events: &JsValue) -> Result<(), JsValue> {
-        let events = envelopes("readRange() result", STORE_CONTRACT, events)?;
+    /// Answers `readParents` with each parent's whole log, in order (empty:
+    /// no log).
+    #[wasm_bindgen(js_name = handleParents)]
+    pub fn handle_parents(&mut self, logs: &JsValue) -> Result<(), JsValue> {
+        let logs = self::logs(logs)?;
         self.machine
-            .handle_parent(events)
+            .handle_parents(logs)
             .map_err(|e| machine_error(&e))
     }
 
@@ -263,7 +303,7 @@ impl SweepMachineJs {
             .map_err(|e| machine_error(&e))
     }
 
-    /// Acknowledges `archive`: the log is durably archived.
+    /// Acknowledges `archive`: every log of it is durably archived.
     #[wasm_bindgen(js_name = handleArchived)]
     pub fn handle_archived(&mut self) -> Result<(), JsValue> {
         self.machine
@@ -271,12 +311,13 @@ impl SweepMachineJs {
             .map_err(|e| machine_error(&e))
     }
 
-    /// Answers `delete` with what `deleteExecutionIf` resolved to.
+    /// Answers `delete` with one outcome per entry of its batch, in order
+    /// (what `deleteExecutionIf` resolved to for each).
     #[wasm_bindgen(js_name = handleDeleted)]
-    pub fn handle_deleted(&mut self, outcome: &JsValue) -> Result<(), JsValue> {
-        let outcome = self::outcome(outcome)?;
+    pub fn handle_deleted(&mut self, outcomes: &JsValue) -> Result<(), JsValue> {
+        let outcomes = self::outcomes(outcomes)?;
         self.machine
-            .handle_deleted(outcome)
+            .handle_deleted(outcomes)
             .map_err(|e| machine_error(&e))
     }
 }

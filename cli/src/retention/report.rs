@@ -122,6 +122,7 @@ impl RetentionOutput {
             "pages": r.pages,
             "logReads": r.log_reads,
             "parentReads": r.parent_reads,
+            "deleteBatches": r.delete_batches,
             "elapsedMs": u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
             "examinedPerSecond": self.examined_per_second(),
         });
@@ -215,10 +216,11 @@ impl RetentionOutput {
             }
         }
         out += &format!(
-            "read {} logs and {} parent logs in {} pages; {:.3} s, {:.0} executions examined/s\n",
+            "read {} logs and {} parent logs in {} pages, deleted in {} batches; {:.3} s, {:.0} executions examined/s\n",
             r.log_reads,
             r.parent_reads,
             r.pages,
+            r.delete_batches,
             self.elapsed.as_secs_f64(),
             self.examined_per_second(),
         );
@@ -280,6 +282,7 @@ mod tests {
                 pages: 1,
                 log_reads: 6,
                 parent_reads: 2,
+                delete_batches: 1,
             },
             elapsed: Duration::from_millis(500),
             outcome,

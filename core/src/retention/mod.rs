@@ -26,7 +26,9 @@ pub use guard::{
     ParentMark, check_delete_batch, check_guard, parent_moved,
 };
 pub use pin::pin_parked_children;
-pub use summary::{Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, ended_of, summarize};
+pub use summary::{
+    Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, check_read_batch, ended_of, summarize,
+};
 pub use sweep::{
     ExecutionLog, Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
     SweepReport,

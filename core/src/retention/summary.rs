@@ -54,6 +54,20 @@ pub fn summarize(execution_id: &ExecutionId, events: &[Envelope]) -> Option<Exec
     })
 }
 
+/// Checks a batched read of whole logs: at most [`MAX_PAGE_LIMIT`] ids
+/// (a sweep asks for one page's at most), checked before anything is
+/// read.
+pub fn check_read_batch(ids: &[ExecutionId]) -> Result<(), InputError> {
+    if ids.len() > MAX_PAGE_LIMIT as usize {
+        return Err(InputError::Limit {
+            what: "ids",
+            value: u64::try_from(ids.len()).unwrap_or(u64::MAX),
+            max: u64::from(MAX_PAGE_LIMIT),
+        });
+    }
+    Ok(())
+}
+
 /// Checks a listing's page limit: 1 to [`MAX_PAGE_LIMIT`].
 pub fn check_page_limit(limit: u32) -> Result<u32, InputError> {
     if limit == 0 || limit > MAX_PAGE_LIMIT {

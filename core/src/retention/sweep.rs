@@ -51,8 +51,6 @@
 //! means, and when a listing page is done
 //! ([`SweepMachine::poll_page_done`], for progress).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::input::{ExecutionId, InputError};
@@ -317,8 +315,8 @@ pub struct SweepMachine {
     /// The page's eligible executions being judged, in listing order; from
     /// the archive on, only those still to be deleted.
     candidates: Vec<Candidate>,
-    /// The page's parents read so far.
-    parent_reads: BTreeMap<ExecutionId, ParentRead>,
+    /// The page's parents read so far, each once.
+    parent_reads: Vec<(ExecutionId, ParentRead)>,
     /// What was done so far.
     report: SweepReport,
     /// Whether a listing page was finished since
@@ -337,7 +335,7 @@ impl SweepMachine {
             cursor: None,
             stage: Stage::List,
             candidates: Vec::new(),
-            parent_reads: BTreeMap::new(),
+            parent_reads: Vec::new(),
             report: SweepReport {
                 dry_run: options.dry_run,
                 ..SweepReport::default()
@@ -467,7 +465,7 @@ impl SweepMachine {
         for (parent, events) in asked.iter().zip(logs) {
             self.report.parent_reads += 1;
             self.parent_reads
-                .insert(parent.clone(), ParentRead::Log(events));
+                .push((parent.clone(), ParentRead::Log(events)));
         }
         self.after_read(asked.len());
         Ok(())
@@ -497,7 +495,7 @@ impl SweepMachine {
             self.undecided(id, UndecidedReason::UnreadableLog { detail });
         } else {
             self.report.parent_reads += 1;
-            self.parent_reads.insert(id, ParentRead::Unreadable(detail));
+            self.parent_reads.push((id, ParentRead::Unreadable(detail)));
         }
         self.after_read(1);
         Ok(())
@@ -613,14 +611,12 @@ impl SweepMachine {
             return;
         }
         if matches!(self.stage, Stage::ReadLogs(_)) {
-            let mut parents = BTreeSet::new();
-            let ids: Vec<ExecutionId> = self
-                .candidates
-                .iter()
-                .flat_map(|candidate| &candidate.parents)
-                .filter(|parent| parents.insert(*parent))
-                .cloned()
-                .collect();
+            let mut ids: Vec<ExecutionId> = Vec::new();
+            for parent in self.candidates.iter().flat_map(|c| &c.parents) {
+                if !ids.contains(parent) {
+                    ids.push(parent.clone());
+                }
+            }
             if !ids.is_empty() {
                 self.stage = Stage::ReadParents(Reads {
                     ids,
@@ -643,7 +639,8 @@ impl SweepMachine {
             let mut held = None;
             for parent in &candidate.parents {
                 let read = reads
-                    .get(parent)
+                    .iter()
+                    .find_map(|(id, read)| (id == parent).then_some(read))
                     .expect("every parent of a candidate is read before it is decided");
                 let events = match read {
                     ParentRead::Log(events) => events,
@@ -709,16 +706,21 @@ impl SweepMachine {
             self.page_done = true;
             return Stage::List;
         }
-        let mut keys: BTreeSet<&ExecutionId> = BTreeSet::new();
+        let mut keys: Vec<&ExecutionId> = Vec::new();
         let mut len = 0;
         for candidate in &self.candidates {
-            let mut with = keys.clone();
-            with.insert(&candidate.execution_id);
-            with.extend(candidate.marks.iter().map(|mark| &mark.parent));
-            if len > 0 && with.len() > DELETE_BATCH_KEYS {
+            let before = keys.len();
+            for key in std::iter::once(&candidate.execution_id)
+                .chain(candidate.marks.iter().map(|mark| &mark.parent))
+            {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            if len > 0 && keys.len() > DELETE_BATCH_KEYS {
+                keys.truncate(before);
                 break;
             }
-            keys = with;
             len += 1;
         }
         Stage::Delete { len }

@@ -177,7 +177,8 @@ pub(crate) fn append_upkeep(s: &str, written: &str) -> String {
     )
 }
 
-/// The delete's part of the feed, for `p_id`: deletes the log (counting the
+/// The delete's part of the feed, for the executions whose id `ids`
+/// matches (`= p_id` for one): deletes their logs (counting the
 /// rows into `v_deleted`), keeps in `feed_high` what a head may have named
 /// of it, drops its open park, and prunes `feed_high`.
 ///
@@ -188,9 +189,9 @@ pub(crate) fn append_upkeep(s: &str, written: &str) -> String {
 /// Pruned: every row below the greatest one under the horizon, which every
 /// later head reaches anyway; `SKIP LOCKED`, so two deletes never wait on
 /// each other's pruning.
-pub(crate) fn delete_upkeep(s: &str) -> String {
+pub(crate) fn delete_upkeep(s: &str, ids: &str) -> String {
     format!(
-        "WITH gone AS (DELETE FROM {s}.events e WHERE e.execution_id = p_id \
+        "WITH gone AS (DELETE FROM {s}.events e WHERE e.execution_id {ids} \
                        RETURNING e.txid, e.feed_seq), \
               horizon AS (SELECT {HORIZON} AS xmin), \
               kept AS (INSERT INTO {s}.feed_high AS k (txid, feed_seq) \
@@ -201,7 +202,7 @@ pub(crate) fn delete_upkeep(s: &str) -> String {
                         WHERE g.txid < h.xmin ORDER BY g.txid DESC, g.feed_seq DESC LIMIT 1) \
                        ON CONFLICT (txid) DO UPDATE SET feed_seq = GREATEST(k.feed_seq, EXCLUDED.feed_seq)) \
          SELECT count(*) INTO v_deleted FROM gone; \
-         DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
+         DELETE FROM {s}.open_parks o WHERE o.execution_id {ids}; \
          DELETE FROM {s}.feed_high k WHERE k.ctid IN ( \
            SELECT x.ctid FROM {s}.feed_high x \
            WHERE (x.txid, x.feed_seq) < (SELECT m.txid, m.feed_seq FROM {s}.feed_high m \

@@ -65,16 +65,17 @@ pub(crate) fn create_index(schema: &Schema) -> String {
     )
 }
 
-/// The deletion of `p_id`'s messages inside the delete functions, in their
+/// The deletion of the messages of the executions whose id `ids` matches
+/// (`= p_id` for one) inside the delete functions, in their
 /// transaction, when the table exists. `migrate` creates the functions
 /// before the table, and a schema can lose the table (an operator drops
 /// it) while keeping its logs: the deletes must work there too. PL/pgSQL
 /// plans the `DELETE` only when it runs, so the function is valid either
 /// way.
-pub(crate) fn delete_of_execution(s: &str) -> String {
+pub(crate) fn delete_of_execution(s: &str, ids: &str) -> String {
     format!(
         "IF to_regclass('{s}.{TABLE}') IS NOT NULL THEN \
-           DELETE FROM {s}.{TABLE} i WHERE i.execution_id = p_id; \
+           DELETE FROM {s}.{TABLE} i WHERE i.execution_id {ids}; \
          END IF;"
     )
 }

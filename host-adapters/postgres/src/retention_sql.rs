@@ -11,7 +11,7 @@ use loomfence_core::{KernelKind, Status};
 
 use crate::config::Schema;
 use crate::sql_parts::{
-    answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
+    answering, delete_log, delete_logs, execution_lock_of, lock_fence_row, require_read_committed,
 };
 
 /// The partial index of terminal events, inside the schema.
@@ -131,8 +131,10 @@ pub(crate) fn delete_execution_if_call(schema: &Schema) -> String {
 /// 3. Fresh-snapshot checks (each statement of a volatile function takes
 ///    its own snapshot under READ COMMITTED, after the locks were granted):
 ///    the child's head against the guard's, then each parent, the first
-///    moved one in guard order (its head below what was seen, or an
-///    answering event past it: the conditional acquire's own test).
+///    moved one in guard order (a log again, shorter than what was seen,
+///    or an answering event past it: the conditional acquire's own test;
+///    a parent with no log has not moved, as the core's `parent_moved`
+///    says).
 /// 4. The plain delete's deletion, the same SQL ([`delete_log`]).
 ///
 /// A parent list longer than the seen list is refused (`22023`): the store
@@ -164,8 +166,7 @@ pub(crate) fn delete_execution_if_function(schema: &Schema) -> String {
            END IF; \
            SELECT m.parent INTO moved \
              FROM unnest(p_parents, p_seen) WITH ORDINALITY AS m(parent, seen, n) \
-             WHERE COALESCE((SELECT max(e.sequence) FROM {s}.events e \
-                             WHERE e.execution_id = m.parent), 0) < m.seen \
+             WHERE {moved} \
                 OR EXISTS (SELECT 1 FROM {s}.events e \
                            WHERE e.execution_id = m.parent AND e.sequence > m.seen AND {answering}) \
              ORDER BY m.n LIMIT 1; \
@@ -177,6 +178,7 @@ pub(crate) fn delete_execution_if_function(schema: &Schema) -> String {
            outcome := '{deleted}'; \
          END $fn$",
         rc = require_read_committed("delete_execution_if"),
+        moved = replaced_parent(s, "m"),
         lock = execution_lock_of(s, "v_key"),
         fence_row = lock_fence_row(s),
         answering = answering("p_answering", "p_kernel"),
@@ -184,6 +186,112 @@ pub(crate) fn delete_execution_if_function(schema: &Schema) -> String {
         log_changed = outcome::LOG_CHANGED,
         parent_moved = outcome::PARENT_MOVED,
         deleted = outcome::DELETED,
+    )
+}
+
+/// Whether the guard entry `m` (with `m.parent` and `m.seen`) names a
+/// parent whose log was replaced: it has a log again, shorter than the one
+/// its pin check saw. With the answering test, the core's `parent_moved`.
+fn replaced_parent(s: &str, m: &str) -> String {
+    format!(
+        "COALESCE((SELECT max(e.sequence) FROM {s}.events e \
+                   WHERE e.execution_id = {m}.parent), 0) BETWEEN 1 AND {m}.seen - 1"
+    )
+}
+
+/// The batched guarded delete's call: `$1`/`$2` the entries' ids and the
+/// heads their guards saw, `$3`/`$4`/`$5` every guard's parents flattened
+/// (the entry each belongs to, 1-based, the parent, the head seen), `$6`/
+/// `$7` the answering and all kernel kinds. It answers one outcome, head
+/// and moved parent per entry, in order.
+pub(crate) fn delete_executions_if_call(schema: &Schema) -> String {
+    format!(
+        "SELECT outcomes, heads, moved FROM {schema}.delete_executions_if( \
+           $1::text[], $2::int8[], $3::int4[], $4::text[], $5::int8[], $6::text[], $7::text[])"
+    )
+}
+
+/// The batched guarded delete as a PL/pgSQL function: one round trip and
+/// one transaction for a batch the sweep sized ([`DELETE_BATCH_KEYS`]
+/// executions locked at most), judged and deleted set-based.
+///
+/// 1. The execution locks of every entry and every parent, each once, in
+///    the single delete's global order (the lock key, then the id), so a
+///    batch, a single guarded delete and the appends can never deadlock.
+/// 2. The entries' fence rows `FOR UPDATE`, in id order.
+/// 3. One statement judges every entry against the state once the locks
+///    are held, as the single delete does: its head against its guard's,
+///    then the first moved parent in guard order. The entries' own logs
+///    are distinct, and a parent deleted by the same batch was unchanged
+///    (else its own entry is refused), so judging all before deleting any
+///    gives the outcomes entry-by-entry deletion gives.
+/// 4. The single delete's statements ([`delete_logs`]), for every entry
+///    judged `deleted`, at once.
+///
+/// [`DELETE_BATCH_KEYS`]: loomfence_core::retention::DELETE_BATCH_KEYS
+pub(crate) fn delete_executions_if_function(schema: &Schema) -> String {
+    let s = schema.as_str();
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.delete_executions_if( \
+           p_ids text[], p_heads bigint[], p_owners int[], p_parents text[], p_seen bigint[], \
+           p_answering text[], p_kernel text[], \
+           OUT outcomes text[], OUT heads bigint[], OUT moved text[]) \
+         LANGUAGE plpgsql VOLATILE AS $fn$ \
+         DECLARE v_key text; v_gone text[]; v_deleted bigint; \
+         BEGIN \
+           {rc} \
+           IF cardinality(p_ids) <> cardinality(p_heads) \
+              OR cardinality(p_owners) <> cardinality(p_parents) \
+              OR cardinality(p_parents) <> cardinality(p_seen) THEN \
+             RAISE EXCEPTION 'loomfence: delete_executions_if got arrays of different lengths' \
+               USING ERRCODE = '22023'; \
+           END IF; \
+           FOR v_key IN SELECT k.id FROM unnest(p_ids || p_parents) AS k(id) \
+                        GROUP BY k.id ORDER BY hashtext(k.id), k.id LOOP \
+             {lock} \
+           END LOOP; \
+           PERFORM 1 FROM {s}.fences f WHERE f.execution_id = ANY(p_ids) \
+             ORDER BY f.execution_id FOR UPDATE; \
+           WITH moved_by AS ( \
+             SELECT DISTINCT ON (m.owner) m.owner, m.parent \
+             FROM unnest(p_owners, p_parents, p_seen) WITH ORDINALITY AS m(owner, parent, seen, n) \
+             WHERE {replaced} \
+                OR EXISTS (SELECT 1 FROM {s}.events e \
+                           WHERE e.execution_id = m.parent AND e.sequence > m.seen AND {answering}) \
+             ORDER BY m.owner, m.n) \
+           SELECT array_agg(CASE WHEN h.head <> c.want THEN '{log_changed}' \
+                                 WHEN mb.parent IS NOT NULL THEN '{parent_moved}' \
+                                 ELSE '{deleted}' END ORDER BY c.n), \
+                  array_agg(h.head ORDER BY c.n), \
+                  array_agg(mb.parent ORDER BY c.n), \
+                  array_agg(c.id ORDER BY c.n) FILTER (WHERE h.head = c.want AND mb.parent IS NULL) \
+             INTO outcomes, heads, moved, v_gone \
+             FROM unnest(p_ids, p_heads) WITH ORDINALITY AS c(id, want, n) \
+             CROSS JOIN LATERAL (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e \
+                                 WHERE e.execution_id = c.id) h \
+             LEFT JOIN moved_by mb ON mb.owner = c.n; \
+           IF v_gone IS NOT NULL THEN \
+             {delete} \
+           END IF; \
+         END $fn$",
+        rc = require_read_committed("delete_executions_if"),
+        lock = execution_lock_of(s, "v_key"),
+        replaced = replaced_parent(s, "m"),
+        answering = answering("p_answering", "p_kernel"),
+        delete = delete_logs(s, "= ANY(v_gone)"),
+        log_changed = outcome::LOG_CHANGED,
+        parent_moved = outcome::PARENT_MOVED,
+        deleted = outcome::DELETED,
+    )
+}
+
+/// The batched read of whole logs: `$1` the ids. Rows come grouped by
+/// execution, each log in sequence order; the caller puts them back in
+/// the order asked.
+pub(crate) fn read_logs(schema: &Schema) -> String {
+    format!(
+        "SELECT execution_id, sequence, kind, payload, metadata, at FROM {schema}.events \
+         WHERE execution_id = ANY($1::text[]) ORDER BY execution_id, sequence"
     )
 }
 
@@ -228,5 +336,27 @@ mod tests {
         let head = ddl.find("INTO head").expect("reads the head");
         assert!(order < lock && lock < row && row < head);
         assert!(ddl.contains(&delete_log("loomfence")));
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+
+    #[test]
+    fn the_batched_delete_locks_every_execution_before_it_judges_and_deletes_as_one_does() {
+        let ddl = delete_executions_if_function(&Schema::default());
+        let order = ddl.find("ORDER BY hashtext(k.id), k.id").expect("sorted");
+        let lock = ddl.find("pg_advisory_xact_lock").expect("takes locks");
+        let rows = ddl.find("FOR UPDATE").expect("locks the fence rows");
+        let judge = ddl.find("moved_by AS").expect("judges");
+        let delete = ddl.find("DELETE FROM loomfence.events").expect("deletes");
+        assert!(order < lock && lock < rows && rows < judge && judge < delete);
+        assert!(ddl.contains(&delete_logs("loomfence", "= ANY(v_gone)")));
+        assert!(
+            delete_execution_if_function(&Schema::default())
+                .contains(&replaced_parent("loomfence", "m")),
+            "the single and the batched delete share the parent rule"
+        );
     }
 }

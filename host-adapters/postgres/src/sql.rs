@@ -69,6 +69,10 @@ pub(crate) struct Sql {
     pub(crate) list_executions: String,
     /// The guarded delete function's call.
     pub(crate) delete_execution_if_call: String,
+    /// The batched guarded delete function's call.
+    pub(crate) delete_executions_if_call: String,
+    /// The batched read of whole logs.
+    pub(crate) read_logs: String,
     /// A feed page (see [`feed_sql::read`]).
     pub(crate) feed: String,
     /// The feed's head (see [`feed_sql::head`]).
@@ -129,6 +133,8 @@ impl Sql {
             delete_call: format!("SELECT {s}.delete_execution($1)"),
             list_executions: retention_sql::list_executions(schema),
             delete_execution_if_call: retention_sql::delete_execution_if_call(schema),
+            delete_executions_if_call: retention_sql::delete_executions_if_call(schema),
+            read_logs: retention_sql::read_logs(schema),
             feed: feed_sql::read(schema),
             feed_head: feed_sql::head(schema),
             open_parks: feed_sql::open_parks(schema),
@@ -171,6 +177,7 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
         acquire_fence_if_function(s),
         delete_function(s),
         retention_sql::delete_execution_if_function(schema),
+        retention_sql::delete_executions_if_function(schema),
     ];
     [tables, feed_sql::feed_ddl(schema), functions].concat()
 }

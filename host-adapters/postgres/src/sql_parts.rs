@@ -50,11 +50,19 @@ pub(crate) fn lock_fence_row(s: &str) -> String {
 /// (which the function declares). Shared by the plain and the guarded
 /// delete, so the two cannot delete differently.
 pub(crate) fn delete_log(s: &str) -> String {
+    delete_logs(s, "= p_id")
+}
+
+/// [`delete_log`] for every execution whose id `ids` matches (an SQL
+/// comparison completing `execution_id …`, as `= ANY(v_gone)`): the same
+/// statements, set-based, so a batch of guarded deletes deletes exactly as
+/// the single ones do.
+pub(crate) fn delete_logs(s: &str, ids: &str) -> String {
     format!(
         "{log} \
-         DELETE FROM {s}.fences f WHERE f.execution_id = p_id AND f.token = 0; \
+         DELETE FROM {s}.fences f WHERE f.execution_id {ids} AND f.token = 0; \
          {inbox}",
-        log = crate::feed_sql::delete_upkeep(s),
-        inbox = crate::inbox_sql::delete_of_execution(s),
+        log = crate::feed_sql::delete_upkeep(s, ids),
+        inbox = crate::inbox_sql::delete_of_execution(s, ids),
     )
 }

@@ -11,7 +11,7 @@ use loomfence_core::feed::{FeedCursor, FeedEntry, ParkChange, park_change};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, InputError, JsonObject,
     KernelKind, NewEvent, ParkExpectation, StaleFenceError,
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+    retention::{DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete},
 };
 use loomfence_store::checks::{
     CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write,
@@ -599,6 +599,20 @@ impl EventStore for PostgresEventStore {
         guard: &DeleteGuard,
     ) -> Result<GuardedDelete, StoreError> {
         self.delete_if(execution_id, guard).await
+    }
+
+    async fn read_logs(
+        &self,
+        execution_ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        self.read_logs_at_once(execution_ids).await
+    }
+
+    async fn delete_executions_if(
+        &self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        self.delete_if_batch(batch).await
     }
 
     async fn list_executions(

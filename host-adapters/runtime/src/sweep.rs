@@ -198,60 +198,61 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                     .map_err(RuntimeError::Store)?;
                 machine.handle_page(page)?;
             }
-            SweepAction::ReadLog { execution_id } => {
-                let events = self
+            SweepAction::ReadLogs { execution_ids } => {
+                let logs = self
                     .store
-                    .read_range(&execution_id, 1, None)
+                    .read_logs(&execution_ids)
                     .await
                     .map_err(RuntimeError::Store)?;
-                let known = self
-                    .known_parents
-                    .as_ref()
-                    .map(|parents| parents(&execution_id))
-                    .unwrap_or_default();
-                machine.handle_log(events, known)?;
+                let known = match &self.known_parents {
+                    Some(parents) => execution_ids.iter().map(|id| parents(id)).collect(),
+                    None => Vec::new(),
+                };
+                machine.handle_logs(logs, known)?;
             }
-            SweepAction::ReadParent { parent, .. } => {
-                let events = self
+            SweepAction::ReadParents { parents } => {
+                let logs = self
                     .store
-                    .read_range(&parent, 1, None)
+                    .read_logs(&parents)
                     .await
                     .map_err(RuntimeError::Store)?;
-                machine.handle_parent(events)?;
+                machine.handle_parents(logs)?;
             }
-            SweepAction::Archive {
-                execution_id,
-                events,
-            } => {
+            SweepAction::Archive { logs } => {
                 let sink = self
                     .archive
                     .expect("archive actions only come with a sink (run checks)");
-                sink.archive(&execution_id, &events).await?;
+                sink.archive_page(&logs).await?;
                 machine.handle_archived()?;
             }
-            SweepAction::Delete {
-                execution_id,
-                guard,
-            } => {
-                let outcome = self
+            SweepAction::Delete { batch } => {
+                let outcomes = self
                     .store
-                    .delete_execution_if(&execution_id, &guard)
+                    .delete_executions_if(&batch)
                     .await
                     .map_err(RuntimeError::Store)?;
-                let moved = match &outcome {
-                    GuardedDelete::ParentMoved { parent } => Some(parent.clone()),
-                    _ => None,
-                };
-                if matches!(outcome, GuardedDelete::Deleted)
-                    && let Some(inbox) = self.inbox
-                {
-                    inbox
-                        .purge(&execution_id)
-                        .await
-                        .map_err(RuntimeError::Timers)?;
+                if let Some(inbox) = self.inbox {
+                    for (entry, outcome) in batch.iter().zip(&outcomes) {
+                        if matches!(outcome, GuardedDelete::Deleted) {
+                            inbox
+                                .purge(&entry.execution_id)
+                                .await
+                                .map_err(RuntimeError::Timers)?;
+                        }
+                    }
                 }
-                machine.handle_deleted(outcome)?;
-                if let Some(parent) = moved {
+                let moved: Vec<(ExecutionId, ExecutionId)> = batch
+                    .iter()
+                    .zip(&outcomes)
+                    .filter_map(|(entry, outcome)| match outcome {
+                        GuardedDelete::ParentMoved { parent } => {
+                            Some((entry.execution_id.clone(), parent.clone()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                machine.handle_deleted(outcomes)?;
+                for (execution_id, parent) in moved {
                     tracing::info!(%execution_id, %parent, "kept: a parent moved after the pin check");
                 }
             }

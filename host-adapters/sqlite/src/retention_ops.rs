@@ -17,10 +17,10 @@
 use std::sync::LazyLock;
 
 use loomfence_core::{
-    ExecutionId, KernelKind, Status,
+    Envelope, ExecutionId, KernelKind, Status,
     retention::{DeleteGuard, Ended, ExecutionSummary, GuardedDelete, parent_moved},
 };
-use loomfence_store::StoreError;
+use loomfence_store::{StoreError, checks::check_read};
 use rusqlite::{Connection, params};
 
 use crate::error::{self, corrupt};
@@ -152,6 +152,22 @@ pub(crate) fn list_executions(
         page.sort_unstable_by(|a, b| a.execution_id.cmp(&b.execution_id));
     }
     Ok(page)
+}
+
+/// The whole logs of `ids`, in order, in one read transaction: one
+/// snapshot and one read lock for the lot instead of one per log.
+pub(crate) fn read_logs(
+    conn: &Connection,
+    ids: &[ExecutionId],
+) -> Result<Vec<Vec<Envelope>>, StoreError> {
+    let whole = check_read(1, None)?;
+    conn.execute_batch("BEGIN DEFERRED").map_err(error::store)?;
+    let logs = ids
+        .iter()
+        .map(|id| ops::read_range(conn, id, whole.from_seq, whole.to_seq))
+        .collect();
+    conn.execute_batch("COMMIT").map_err(error::store)?;
+    logs
 }
 
 /// The guarded delete, inside the writer's transaction: the log's head must

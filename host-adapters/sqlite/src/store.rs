@@ -8,7 +8,10 @@ use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
     feed::{FeedCursor, FeedEntry, check_feed_limit},
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete, check_guard, check_page_limit},
+    retention::{
+        DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete, check_delete_batch, check_guard,
+        check_page_limit, check_read_batch,
+    },
 };
 use loomfence_store::checks::{
     CheckedRead, CheckedWrite, check_acquire_if, check_read, check_write,
@@ -215,6 +218,46 @@ impl EventStore for SqliteEventStore {
             .write(
                 || Ok(()),
                 move |writer, ()| retention_ops::delete_execution_if(writer, &id, &guard),
+            )
+            .await
+    }
+
+    /// The logs in one call on one reader connection, inside one read
+    /// transaction (one snapshot, one lock of the file for the lot).
+    async fn read_logs(
+        &self,
+        execution_ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        check_read_batch(execution_ids)?;
+        let ids = execution_ids.to_vec();
+        self.db
+            .read(move |reader| retention_ops::read_logs(reader, &ids))
+            .await
+    }
+
+    /// The batch in one write transaction: one commit (one sync) for the
+    /// lot, every entry judged by its own guard in order.
+    async fn delete_executions_if(
+        &self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        check_delete_batch(batch)?;
+        let batch = batch.to_vec();
+        self.db
+            .write(
+                || Ok(()),
+                move |writer, ()| {
+                    batch
+                        .iter()
+                        .map(|entry| {
+                            retention_ops::delete_execution_if(
+                                writer,
+                                &entry.execution_id,
+                                &entry.guard,
+                            )
+                        })
+                        .collect()
+                },
             )
             .await
     }

@@ -11,7 +11,7 @@ use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+    retention::{DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete},
 };
 
 use crate::forwarding::{Forward, Hooks};
@@ -111,6 +111,17 @@ where
     ) -> Result<GuardedDelete, StoreError> {
         let inner = self.inner.borrow();
         self.hooks.delete_execution_if(inner, id, guard).await
+    }
+    async fn read_logs(&self, ids: &[ExecutionId]) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        self.hooks.read_logs(self.inner.borrow(), ids).await
+    }
+    async fn delete_executions_if(
+        &self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        self.hooks
+            .delete_executions_if(self.inner.borrow(), batch)
+            .await
     }
     async fn list_executions(
         &self,

@@ -10,7 +10,7 @@ use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+    retention::{DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete},
 };
 
 use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerStore};
@@ -144,6 +144,26 @@ pub trait Hooks: Send + Sync {
     ) -> Result<GuardedDelete, StoreError> {
         self.before("delete_execution_if").await?;
         inner.delete_execution_if(id, guard).await
+    }
+
+    /// In place of [`EventStore::read_logs`].
+    async fn read_logs(
+        &self,
+        inner: &dyn EventStore,
+        ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        self.before("read_logs").await?;
+        inner.read_logs(ids).await
+    }
+
+    /// In place of [`EventStore::delete_executions_if`].
+    async fn delete_executions_if(
+        &self,
+        inner: &dyn EventStore,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        self.before("delete_executions_if").await?;
+        inner.delete_executions_if(batch).await
     }
 
     /// In place of [`EventStore::list_executions`].

@@ -5,7 +5,10 @@ use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
     feed::{FeedCursor, FeedEntry},
-    retention::{DeleteGuard, ExecutionSummary, GuardedDelete},
+    retention::{
+        DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete, check_delete_batch,
+        check_read_batch,
+    },
 };
 
 use crate::StoreError;
@@ -113,8 +116,8 @@ pub trait EventStore: Send + Sync {
     /// Deletes the log as [`EventStore::delete_execution`] does, only while
     /// `guard` holds, checked in the same atomic step as the delete: the
     /// log's head is still `guard.head`, and no parent in `guard.parents`
-    /// has an answering event past (or a log shorter than) the head its pin
-    /// check saw. Otherwise answers what changed and deletes nothing.
+    /// has an answering event past the head its pin check saw, or a log
+    /// again that is shorter than it (a parent with no log has not moved). Otherwise answers what changed and deletes nothing.
     ///
     /// This is retention's delete: it closes the window in which a parent
     /// parks on a finished child after the sweep checked the pin and before
@@ -124,6 +127,53 @@ pub trait EventStore: Send + Sync {
         execution_id: &ExecutionId,
         guard: &DeleteGuard,
     ) -> Result<GuardedDelete, StoreError>;
+
+    /// The whole logs of `execution_ids`, one per id in the same order (an
+    /// id with no log reads as empty): a retention sweep's reads of a page
+    /// in one call. At most
+    /// [`MAX_PAGE_LIMIT`](loomfence_core::retention::MAX_PAGE_LIMIT) ids.
+    ///
+    /// The default reads one log at a time with [`EventStore::read_range`],
+    /// so a store that does not batch still sweeps. Each log must be whole
+    /// as of its own read; a store need not read them all in one snapshot.
+    async fn read_logs(
+        &self,
+        execution_ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        check_read_batch(execution_ids)?;
+        let mut logs = Vec::with_capacity(execution_ids.len());
+        for execution_id in execution_ids {
+            logs.push(self.read_range(execution_id, 1, None).await?);
+        }
+        Ok(logs)
+    }
+
+    /// Each entry's guarded delete, as [`EventStore::delete_execution_if`]
+    /// does it, in order: one outcome per entry. At most
+    /// [`MAX_DELETE_BATCH`](loomfence_core::retention::MAX_DELETE_BATCH)
+    /// entries, checked whole before anything is deleted.
+    ///
+    /// A store may run the batch as one atomic step (the SQL stores run it
+    /// as one transaction, taking its locks in their one global order), or
+    /// entry by entry: every entry is judged by its own guard either way,
+    /// and the outcomes are the same, since a parent deleted earlier in the
+    /// batch has no log and waits on nothing. The default deletes one at a
+    /// time; an error part way leaves the entries before it deleted (each
+    /// was atomic), and the next sweep finds the rest.
+    async fn delete_executions_if(
+        &self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        check_delete_batch(batch)?;
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for entry in batch {
+            outcomes.push(
+                self.delete_execution_if(&entry.execution_id, &entry.guard)
+                    .await?,
+            );
+        }
+        Ok(outcomes)
+    }
 
     /// Up to `limit` (1 to [`MAX_PAGE_LIMIT`](loomfence_core::retention::MAX_PAGE_LIMIT))
     /// executions that have a log and whose ids follow `after` (from the

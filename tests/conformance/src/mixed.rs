@@ -62,15 +62,18 @@ pub struct Expected {
     pub deleted: u64,
     /// Pinned.
     pub pinned: u64,
-    /// Parents read: one per eligible child.
+    /// Parents read: each parent of an eligible child once per listing
+    /// page (a pinned child's parent is its own; the free children share
+    /// the running parent).
     pub parent_reads: u64,
 }
 
 impl Expected {
     /// What a sweep of `executions` executions (and the running parent)
-    /// reports.
+    /// reports, listed `page_limit` at a time. The running parent's id
+    /// must sort after every numbered one (it is listed last).
     #[must_use]
-    pub fn of(executions: u32) -> Self {
+    pub fn of(executions: u32, page_limit: u32) -> Self {
         let count = |wanted: &[Shape]| {
             (0..executions)
                 .filter(|&n| wanted.contains(&shape(n)))
@@ -81,7 +84,14 @@ impl Expected {
             eligible: count(&[Shape::PinnedChild, Shape::OldRoot, Shape::FreeChild]),
             deleted: count(&[Shape::OldRoot, Shape::FreeChild]),
             pinned: count(&[Shape::PinnedChild]),
-            parent_reads: count(&[Shape::PinnedChild, Shape::FreeChild]),
+            parent_reads: count(&[Shape::PinnedChild])
+                + (0..executions)
+                    .step_by(page_limit.max(1) as usize)
+                    .filter(|&first| {
+                        (first..executions.min(first.saturating_add(page_limit)))
+                            .any(|n| shape(n) == Shape::FreeChild)
+                    })
+                    .count() as u64,
         }
     }
 }

@@ -9,6 +9,7 @@ use loomfence_core::{
     AcquireOutcome, Capability, Envelope, ExecutionId, InputError, KernelKind, NewEvent,
     ParkExpectation,
 };
+use loomfence_store::forwarding::Hooks;
 use loomfence_store::{EventStore, Forwarding, MemoryEventStore, StoreError};
 use serde_json::Value;
 
@@ -154,6 +155,21 @@ impl Witness {
 /// placed exactly where a test wants it. A test reads the counts its hooks
 /// keep through the `hooks` field.
 pub type Around<H> = Forwarding<Store, H>;
+
+/// `ids`' whole logs, read one at a time through `hooks`' own
+/// `read_range`: for hooks that change reads, so that a sweep's batched
+/// reads (`read_logs`) meet the change too.
+pub async fn read_logs_through<H: Hooks + ?Sized>(
+    hooks: &H,
+    inner: &dyn EventStore,
+    ids: &[ExecutionId],
+) -> Result<Vec<Vec<Envelope>>, StoreError> {
+    let mut logs = Vec::with_capacity(ids.len());
+    for id in ids {
+        logs.push(hooks.read_range(inner, id, 1, None).await?);
+    }
+    Ok(logs)
+}
 
 /// `hooks` around a fresh memory store that offers `capability`.
 #[must_use]

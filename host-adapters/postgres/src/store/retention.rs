@@ -1,17 +1,20 @@
-//! What retention asks of the store: the paged listing and the guarded
-//! delete, each one statement (see `retention_sql` for the SQL and why it
-//! is shaped so).
+//! What retention asks of the store: the paged listing, the batched read of
+//! whole logs and the guarded deletes, single and batched, each one
+//! statement (see `retention_sql` for the SQL and why it is shaped so).
+
+use std::collections::HashMap;
 
 use loomfence_core::{
-    ExecutionId,
+    Envelope, ExecutionId,
     retention::{
-        DeleteGuard, Ended, ExecutionSummary, GuardedDelete, check_guard, check_page_limit,
+        DeleteGuard, DeleteIf, Ended, ExecutionSummary, GuardedDelete, check_delete_batch,
+        check_guard, check_page_limit, check_read_batch,
     },
 };
 use loomfence_store::StoreError;
 use tokio_postgres::types::ToSql;
 
-use super::{PostgresEventStore, answering_kinds, kernel_kinds, to_i64, to_u64};
+use super::{PostgresEventStore, answering_kinds, envelope, kernel_kinds, to_i64, to_u64};
 use crate::error;
 use crate::retention_sql::outcome;
 
@@ -54,6 +57,90 @@ impl PostgresEventStore {
             .collect()
     }
 
+    /// The whole logs of `ids` in one statement (one snapshot), put back in
+    /// the order asked; an id with no log reads as empty.
+    pub(super) async fn read_logs_at_once(
+        &self,
+        ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        check_read_batch(ids)?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let asked: Vec<&str> = ids.iter().map(ExecutionId::as_str).collect();
+        let rows = self
+            .client()
+            .await?
+            .rows(&self.sql.read_logs, &[&asked])
+            .await?;
+        let mut logs: HashMap<&str, Vec<Envelope>> = HashMap::with_capacity(ids.len());
+        let by_id: HashMap<&str, &ExecutionId> =
+            ids.iter().map(|id| (id.as_str(), id)).collect();
+        for row in &rows {
+            let id: &str = row.try_get(0).map_err(error::store)?;
+            let (&key, &execution_id) = by_id
+                .get_key_value(id)
+                .ok_or_else(|| error::corrupt(format!("read_logs answered {id:?}, not asked")))?;
+            logs.entry(key)
+                .or_default()
+                .push(envelope(row, 1, execution_id.clone())?);
+        }
+        Ok(ids
+            .iter()
+            .map(|id| logs.remove(id.as_str()).unwrap_or_default())
+            .collect())
+    }
+
+    /// The batched guarded delete through the installed function: every
+    /// guard is checked before any lock is taken, then one call. A
+    /// connection lost once it was sent makes it
+    /// [`StoreError::OutcomeUnknown`] (it may have deleted).
+    pub(super) async fn delete_if_batch(
+        &self,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        check_delete_batch(batch)?;
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = batch.iter().map(|e| e.execution_id.as_str()).collect();
+        let heads: Vec<i64> = batch.iter().map(|e| to_i64(e.guard.head)).collect();
+        let (mut owners, mut parents, mut seen) = (Vec::new(), Vec::new(), Vec::new());
+        for (owner, entry) in (1_i32..).zip(batch) {
+            for mark in &entry.guard.parents {
+                owners.push(owner);
+                parents.push(mark.parent.as_str());
+                seen.push(to_i64(mark.seen));
+            }
+        }
+        let (answering, kernel) = (answering_kinds(), kernel_kinds());
+        let params: [&(dyn ToSql + Sync); 7] = [
+            &ids, &heads, &owners, &parents, &seen, &answering, &kernel,
+        ];
+        let row = self
+            .client()
+            .await?
+            .write_row(&self.sql.delete_executions_if_call, &params)
+            .await?;
+        let codes: Vec<String> = row.try_get(0).map_err(error::store)?;
+        let heads: Vec<i64> = row.try_get(1).map_err(error::store)?;
+        let moved: Vec<Option<String>> = row.try_get(2).map_err(error::store)?;
+        if codes.len() != batch.len() || heads.len() != batch.len() || moved.len() != batch.len()
+        {
+            return Err(error::corrupt(format!(
+                "delete_executions_if answered {} outcomes to {} entries",
+                codes.len(),
+                batch.len()
+            )));
+        }
+        codes
+            .into_iter()
+            .zip(heads)
+            .zip(moved)
+            .map(|((code, head), moved)| outcome_of(Some(code), Some(head), moved))
+            .collect()
+    }
+
     /// The guarded delete through the installed function. The guard is
     /// checked before any lock is taken; a connection lost once the call
     /// was sent makes it [`StoreError::OutcomeUnknown`] (it may have
@@ -78,20 +165,30 @@ impl PostgresEventStore {
         let code: Option<String> = row.try_get(0).map_err(error::store)?;
         let head: Option<i64> = row.try_get(1).map_err(error::store)?;
         let moved: Option<String> = row.try_get(2).map_err(error::store)?;
-        match (code.as_deref(), head, moved) {
-            (Some(outcome::DELETED), _, None) => Ok(GuardedDelete::Deleted),
-            (Some(outcome::LOG_CHANGED), Some(head), None) => {
-                Ok(GuardedDelete::LogChanged { head: to_u64(head) })
-            }
-            (Some(outcome::PARENT_MOVED), _, Some(parent)) => {
-                let parent = ExecutionId::new(parent)
-                    .map_err(|e| error::corrupt(format!("moved parent id: {e}")))?;
-                Ok(GuardedDelete::ParentMoved { parent })
-            }
-            (code, head, moved) => Err(error::corrupt(format!(
-                "delete_execution_if answered outcome={code:?}, head={head:?}, moved={moved:?}"
-            ))),
+        outcome_of(code, head, moved)
+    }
+}
+
+/// A guarded delete's answer from the function's `outcome`, `head` and
+/// `moved`; anything else is a corrupt answer.
+fn outcome_of(
+    code: Option<String>,
+    head: Option<i64>,
+    moved: Option<String>,
+) -> Result<GuardedDelete, StoreError> {
+    match (code.as_deref(), head, moved) {
+        (Some(outcome::DELETED), _, None) => Ok(GuardedDelete::Deleted),
+        (Some(outcome::LOG_CHANGED), Some(head), None) => {
+            Ok(GuardedDelete::LogChanged { head: to_u64(head) })
         }
+        (Some(outcome::PARENT_MOVED), _, Some(parent)) => {
+            let parent = ExecutionId::new(parent)
+                .map_err(|e| error::corrupt(format!("moved parent id: {e}")))?;
+            Ok(GuardedDelete::ParentMoved { parent })
+        }
+        (code, head, moved) => Err(error::corrupt(format!(
+            "a guarded delete answered outcome={code:?}, head={head:?}, moved={moved:?}"
+        ))),
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use loomfence_core::{Envelope, ExecutionId};
+use loomfence_core::{Envelope, ExecutionId, retention::ExecutionLog};
 
 use self::appender::{AppendFailure, Appender};
 use self::file::RealDisk;
@@ -33,19 +33,30 @@ pub trait ArchiveSink: Send + Sync {
         execution_id: &ExecutionId,
         events: &[Envelope],
     ) -> Result<(), RuntimeError>;
+
+    /// Durably records every log of a sweep's page, answering once all of
+    /// them are durable: the sweep deletes the page's logs right after. The
+    /// default hands each to [`ArchiveSink::archive`] in turn; a sink that
+    /// syncs should override it to sync once for the page.
+    async fn archive_page(&self, logs: &[ExecutionLog]) -> Result<(), RuntimeError> {
+        for log in logs {
+            self.archive(&log.execution_id, &log.events).await?;
+        }
+        Ok(())
+    }
 }
 
 /// An archive file of JSON lines, one envelope per line
 /// (`{"executionId", "sequence", "kind", "payload", "metadata", "at"}`, the
-/// shape every read returns), appended to and synced to disk after each
-/// execution's log.
+/// shape every read returns), appended to and synced to disk once per
+/// sweep page (per log when handed one log at a time).
 ///
-/// Syncing per execution is what makes "archived, then deleted" safe
-/// against a crash between the two; it is also what bounds an archiving
-/// sweep's speed (see the README's retention section for the figures).
-/// Each log is appended whole or not at all: a write or sync that fails
-/// is cut back off the file, so a failed log never leaves a torn line
-/// ahead of the next one.
+/// Syncing before the page's deletes is what makes "archived, then
+/// deleted" safe against a crash between the two; syncing once per page
+/// rather than per log keeps it a small part of a sweep's time (see the
+/// README's retention section for the figures). Each append is whole or
+/// not at all: a write or sync that fails is cut back off the file, so a
+/// failed page never leaves a torn line ahead of the next one.
 #[derive(Debug, Clone)]
 pub struct JsonLinesArchive {
     /// The file's path, for errors.
@@ -75,23 +86,28 @@ impl JsonLinesArchive {
     }
 }
 
-#[async_trait]
-impl ArchiveSink for JsonLinesArchive {
-    async fn archive(
-        &self,
-        execution_id: &ExecutionId,
-        events: &[Envelope],
-    ) -> Result<(), RuntimeError> {
+impl JsonLinesArchive {
+    /// Encodes `logs` as JSON lines, one envelope per line.
+    fn encode<'l>(
+        logs: impl IntoIterator<Item = (&'l ExecutionId, &'l [Envelope])>,
+    ) -> Result<Vec<u8>, RuntimeError> {
         let mut record = Vec::new();
-        for event in events {
-            serde_json::to_writer(&mut record, event).map_err(|source| {
-                RuntimeError::ArchiveEncode {
-                    execution_id: execution_id.clone(),
-                    source,
-                }
-            })?;
-            record.push(b'\n');
+        for (execution_id, events) in logs {
+            for event in events {
+                serde_json::to_writer(&mut record, event).map_err(|source| {
+                    RuntimeError::ArchiveEncode {
+                        execution_id: execution_id.clone(),
+                        source,
+                    }
+                })?;
+                record.push(b'\n');
+            }
         }
+        Ok(record)
+    }
+
+    /// Appends `record` whole and syncs it, on a blocking thread.
+    async fn append(&self, record: Vec<u8>) -> Result<(), RuntimeError> {
         let file = Arc::clone(&self.file);
         let appended = tokio::task::spawn_blocking(move || {
             file.lock()
@@ -105,5 +121,24 @@ impl ArchiveSink for JsonLinesArchive {
             AppendFailure::Io(source) => RuntimeError::ArchiveIo { path, source },
             AppendFailure::Broken { whole_len } => RuntimeError::ArchiveBroken { path, whole_len },
         })
+    }
+}
+
+#[async_trait]
+impl ArchiveSink for JsonLinesArchive {
+    async fn archive(
+        &self,
+        execution_id: &ExecutionId,
+        events: &[Envelope],
+    ) -> Result<(), RuntimeError> {
+        self.append(Self::encode([(execution_id, events)])?).await
+    }
+
+    async fn archive_page(&self, logs: &[ExecutionLog]) -> Result<(), RuntimeError> {
+        let record = Self::encode(
+            logs.iter()
+                .map(|log| (&log.execution_id, log.events.as_slice())),
+        )?;
+        self.append(record).await
     }
 }

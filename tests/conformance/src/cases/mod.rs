@@ -17,6 +17,7 @@ pub mod resume;
 pub mod retention;
 pub mod supervisor;
 pub mod sweep;
+pub mod sweep_batch;
 pub mod sweep_contract;
 pub mod sweep_undecided;
 
@@ -210,6 +211,19 @@ pub const ALL: &[Case] = &[
     case!(Any, sweep::the_archive_gets_each_log_before_its_delete),
     case!(Any, sweep::a_parent_parking_in_the_window_keeps_the_child),
     case!(Any, sweep::ten_thousand_executions_are_read_only_as_needed),
+    case!(
+        Any,
+        sweep_batch::read_logs_answers_each_log_in_the_order_asked
+    ),
+    case!(
+        Any,
+        sweep_batch::a_batch_of_guarded_deletes_judges_each_entry_by_its_own_guard
+    ),
+    case!(Any, sweep_batch::a_batch_that_cannot_be_taken_is_refused_whole),
+    case!(
+        Any,
+        sweep_batch::one_page_holds_pinned_free_and_window_raced_children
+    ),
     case!(
         Any,
         supervisor::a_resume_the_store_failed_keeps_the_parent_listed

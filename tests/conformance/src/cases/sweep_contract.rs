@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use loomfence_core::{
     Envelope, ExecutionId, InputError,
-    retention::{DeleteGuard, Ended, ExecutionSummary, GuardedDelete},
+    retention::{DeleteGuard, DeleteIf, Ended, ExecutionSummary, GuardedDelete},
 };
 use loomfence_runtime::{RuntimeError, Sweep};
 use loomfence_store::{EventStore, StoreError};
@@ -36,6 +36,8 @@ enum Lie {
     GuardsOwnHead,
     /// Refuses the delete naming a parent the guard does not name.
     StrangerMoved,
+    /// Answers a batch of deletes with one outcome fewer than its entries.
+    OutcomesShort,
 }
 
 /// Answers the sweep with `lie` about `child`, forwarding the rest.
@@ -48,6 +50,14 @@ struct Liar {
 
 #[async_trait]
 impl Hooks for Liar {
+    async fn read_logs(
+        &self,
+        inner: &dyn EventStore,
+        ids: &[ExecutionId],
+    ) -> Result<Vec<Vec<Envelope>>, StoreError> {
+        crate::support::read_logs_through(self, inner, ids).await
+    }
+
     async fn list_executions(
         &self,
         inner: &dyn EventStore,
@@ -102,6 +112,24 @@ impl Hooks for Liar {
             _ => inner.delete_execution_if(execution_id, guard).await,
         }
     }
+
+    async fn delete_executions_if(
+        &self,
+        inner: &dyn EventStore,
+        batch: &[DeleteIf],
+    ) -> Result<Vec<GuardedDelete>, StoreError> {
+        if matches!(self.lie, Lie::OutcomesShort) {
+            return Ok(vec![GuardedDelete::Deleted; batch.len().saturating_sub(1)]);
+        }
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for entry in batch {
+            outcomes.push(
+                self.delete_execution_if(inner, &entry.execution_id, &entry.guard)
+                    .await?,
+            );
+        }
+        Ok(outcomes)
+    }
 }
 
 /// Sweeps `store` through a [`Liar`] telling `lie` about an old child of a
@@ -153,11 +181,13 @@ pub async fn a_log_not_from_sequence_one_stops_the_sweep(store: Store) {
 }
 
 /// A refusal that cannot be the answer to the guard sent (the log "changed"
-/// to the head the guard names, a parent the guard does not name "moved")
-/// is a broken store, not a kept execution.
+/// to the head the guard names, a parent the guard does not name "moved"),
+/// or a batch answered with fewer outcomes than entries, is a broken store,
+/// not a kept execution.
 pub async fn a_delete_answer_outside_the_guard_stops_the_sweep(store: Store) {
     expect_contract(&store, Lie::GuardsOwnHead).await;
     expect_contract(&store, Lie::StrangerMoved).await;
+    expect_contract(&store, Lie::OutcomesShort).await;
 }
 
 /// Counts listings.
