@@ -20,8 +20,8 @@ use crate::fence::{
 use crate::input::{ExecutionId, InputError};
 use crate::kind::{KernelKind, KindClass};
 use crate::retention::{
-    DeleteGuard, DeleteIf, Ended, ExecutionSummary, GuardedDelete, check_delete_batch,
-    check_guard, check_page_limit, parent_moved,
+    DeleteGuard, DeleteIf, Ended, ExecutionSummary, GuardedDelete, check_delete_batch, check_guard,
+    check_page_limit, parent_moved,
 };
 use crate::status::Status;
 

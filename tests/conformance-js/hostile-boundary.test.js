@@ -485,3 +485,36 @@ describe('a list whose elements throw when read is refused, nothing thrown throu
     assert.equal(new RedrivePolicy({ baseMs: 5 }).baseMs, 5);
   });
 });
+
+describe("a store's batched retention answers, generated", () => {
+  // readLogs and deleteExecutionsIf answering any value at all: the sweep
+  // either takes the answer (it happens to be one the interface allows) or
+  // refuses it as STORE_CONTRACT; never another error, never a crash. The
+  // hostile answers delete nothing, so the store is unchanged, and a plain
+  // sweep afterwards still deletes the old child.
+  for (const method of ['readLogs', 'deleteExecutionsIf']) {
+    test(`${method} answering anything is taken or refused as STORE_CONTRACT, the store unchanged`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.anything({ maxDepth: 3 }), async (answer) => {
+          const store = new MemoryEventStore();
+          await store.append('p', { kind: 'EXECUTION_STARTED', at: 1 });
+          await store.appendMany('c', [pkg.startedChild('p', 1), { kind: 'EXECUTION_COMPLETED', at: 2 }]);
+          const hostile = {
+            ...retentionStore(store, {}),
+            readLogs: async (ids) => (method === 'readLogs' ? answer : Promise.all(ids.map((id) => store.readRange(id, 1)))),
+            deleteExecutionsIf: async () => (method === 'deleteExecutionsIf' ? answer : []),
+          };
+          const { error } = await fast(() => sweep(hostile, { endedBefore: 10 }));
+          if (error !== undefined) {
+            assert.ok(error instanceof InputError, String(error));
+            assert.equal(error.code, 'STORE_CONTRACT', error.message);
+          }
+          assert.equal((await store.readRange('c', 1)).length, 2, 'a hostile answer deletes nothing');
+          const report = await sweep(store, { endedBefore: 10 });
+          assert.equal(report.deleted, 1, 'the instance is still usable');
+        }),
+        { seed: SEED, numRuns: 200 },
+      );
+    });
+  }
+});

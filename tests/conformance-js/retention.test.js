@@ -201,6 +201,30 @@ describe('sweep: a host store answering outside the interface', () => {
     for (const witness of before) await witness.assertUnchanged(store, what);
   }
 
+  test('batched answers of the wrong count or shape', async () => {
+    const cases = [
+      ['readLogs answering one log fewer', (store) => ({ readLogs: async (ids) => (await store.readLogs(ids)).slice(1) })],
+      ['readLogs answering logs that are not arrays', () => ({ readLogs: async (ids) => ids.map(() => 'x') })],
+      ['deleteExecutionsIf answering no outcome', () => ({ deleteExecutionsIf: async () => [] })],
+      ['deleteExecutionsIf answering one outcome, not an array', () => ({ deleteExecutionsIf: async () => ({ deleted: true }) })],
+    ];
+    for (const [what, overrides] of cases) {
+      const store = await family(new PlainEventStore());
+      const before = [await Witness.capture(store, 'c'), await Witness.capture(store, 'p')];
+      const view = {};
+      for (const name of ['listExecutions', 'readRange', 'deleteExecutionIf', 'readLogs', 'deleteExecutionsIf']) {
+        view[name] = store[name].bind(store);
+      }
+      await assert.rejects(sweep({ ...view, ...overrides(store) }, { endedBefore: CUTOFF }), (error) => {
+        assert.ok(error instanceof InputError, `${what}: expected an InputError, got ${describeError(error)}`);
+        assert.equal(error.code, 'STORE_CONTRACT', `${what}: ${error.message}`);
+        assert.equal(error.report?.deleted, 0, `${what}: the partial report is attached`);
+        return true;
+      });
+      for (const witness of before) await witness.assertUnchanged(store, what);
+    }
+  });
+
   test('listing answers that are not pages of summaries', async () => {
     const summary = { executionId: 'c', head: 2, ended: { sequence: 2, at: OLD } };
     const pages = [

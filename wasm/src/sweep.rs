@@ -14,6 +14,7 @@
 //! refusals); an answer out of turn is `UNEXPECTED_ANSWER`. Either way the
 //! machine is left as it was.
 
+use js_sys::Array;
 use loomfence_core::{
     ContractError, ExecutionId, InputError,
     retention::{
@@ -21,7 +22,6 @@ use loomfence_core::{
         SweepFailure, SweepFailureVerdict, SweepMachine, SweepOptions, SweepPoll,
     },
 };
-use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::events::envelopes;
@@ -83,7 +83,10 @@ fn known_parents_of(value: &JsValue, logs: usize) -> Result<Vec<Vec<ExecutionId>
         return Ok(Vec::new());
     }
     let answers = values::list(value, logs).map_err(|_| unconvertible())?;
-    answers.iter().map(|answer| known_parents(&answer)).collect()
+    answers
+        .iter()
+        .map(|answer| known_parents(&answer))
+        .collect()
 }
 
 /// The parents a host's `knownParents` answered: nothing (`undefined`,
@@ -118,7 +121,10 @@ fn logs(value: &JsValue) -> Result<Vec<Vec<loomfence_core::Envelope>>, JsValue> 
 /// entry.
 fn outcomes(value: &JsValue) -> Result<Vec<GuardedDelete>, JsValue> {
     let outcomes = values::list(value, MAX_DELETE_BATCH).map_err(|_| unconvertible())?;
-    outcomes.iter().map(|outcome| self::outcome(&outcome)).collect()
+    outcomes
+        .iter()
+        .map(|outcome| self::outcome(&outcome))
+        .collect()
 }
 
 /// A guarded delete's answer: an object with exactly one of `deleted`,

@@ -27,11 +27,12 @@ pub use guard::{
 };
 pub use pin::pin_parked_children;
 pub use summary::{
-    Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, check_read_batch, ended_of, summarize,
+    Ended, ExecutionSummary, MAX_PAGE_LIMIT, check_page_limit, check_read_batch, ended_of,
+    summarize,
 };
 pub use sweep::{
-    ExecutionLog, Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine, SweepPoll,
-    SweepReport,
+    ExecutionLog, Kept, Pinned, SweepAction, SweepFailure, SweepFailureVerdict, SweepMachine,
+    SweepPoll, SweepReport,
 };
 pub use sweep_options::SweepOptions;
 pub use undecided::{Undecided, UndecidedReason};

@@ -55,7 +55,9 @@ use crate::contract::ContractError;
 use crate::event::Envelope;
 use crate::input::{ExecutionId, InputError};
 use crate::lineage::parent_of;
-use crate::retention::guard::{DELETE_BATCH_KEYS, DeleteGuard, DeleteIf, GuardedDelete, ParentMark};
+use crate::retention::guard::{
+    DELETE_BATCH_KEYS, DeleteGuard, DeleteIf, GuardedDelete, ParentMark,
+};
 use crate::retention::pin::pin_parked_children;
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
 use crate::retention::sweep_answers::{check_batch, check_log, check_outcome, check_page};
@@ -443,7 +445,11 @@ impl SweepMachine {
         let mut known = known_parents.into_iter();
         for (execution_id, events) in asked.iter().zip(logs) {
             self.report.log_reads += 1;
-            self.judge_log(execution_id.clone(), events, known.next().unwrap_or_default());
+            self.judge_log(
+                execution_id.clone(),
+                events,
+                known.next().unwrap_or_default(),
+            );
         }
         self.after_read(asked.len());
         Ok(())

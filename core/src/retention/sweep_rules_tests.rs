@@ -65,9 +65,7 @@ fn deleting_c() -> SweepMachine {
         .handle_logs(vec![events], Vec::new())
         .expect("the log");
     let parent = vec![NewEvent::kernel(KernelKind::ExecutionStarted, 0).into_envelope(id("p"), 1)];
-    machine
-        .handle_parents(vec![parent])
-        .expect("the parent");
+    machine.handle_parents(vec![parent]).expect("the parent");
     assert!(matches!(
         machine.poll(),
         SweepPoll::Act(SweepAction::Delete { .. })

@@ -410,7 +410,11 @@ fn out_of_turn_and_foreign_answers_are_refused_and_change_nothing() {
         })
     );
     assert!(machine.handle_archived().is_err());
-    assert!(machine.handle_deleted(vec![GuardedDelete::Deleted]).is_err());
+    assert!(
+        machine
+            .handle_deleted(vec![GuardedDelete::Deleted])
+            .is_err()
+    );
     assert_eq!(machine, before);
 
     let summary = |s: &str| ExecutionSummary {
@@ -607,7 +611,10 @@ fn an_old_parent_and_its_old_child_on_one_page_both_go_in_one_batch() {
 fn deletes_go_in_batches_that_lock_at_most_the_budget() {
     let mut store = MemoryStore::new();
     store
-        .append(&id("a-parent"), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+        .append(
+            &id("a-parent"),
+            NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+        )
         .expect("a running parent");
     for n in 0..300 {
         ended(&mut store, &format!("b-root-{n:03}"), None, 1_000);
@@ -615,7 +622,10 @@ fn deletes_go_in_batches_that_lock_at_most_the_budget() {
     for n in 0..200 {
         let parent = format!("c-parent-{n:03}");
         store
-            .append(&id(&parent), NewEvent::kernel(KernelKind::ExecutionStarted, 0))
+            .append(
+                &id(&parent),
+                NewEvent::kernel(KernelKind::ExecutionStarted, 0),
+            )
             .expect("a running parent");
         ended(&mut store, &format!("d-child-{n:03}"), Some(&parent), 1_000);
     }

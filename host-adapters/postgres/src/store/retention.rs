@@ -74,8 +74,7 @@ impl PostgresEventStore {
             .rows(&self.sql.read_logs, &[&asked])
             .await?;
         let mut logs: HashMap<&str, Vec<Envelope>> = HashMap::with_capacity(ids.len());
-        let by_id: HashMap<&str, &ExecutionId> =
-            ids.iter().map(|id| (id.as_str(), id)).collect();
+        let by_id: HashMap<&str, &ExecutionId> = ids.iter().map(|id| (id.as_str(), id)).collect();
         for row in &rows {
             let id: &str = row.try_get(0).map_err(error::store)?;
             let (&key, &execution_id) = by_id
@@ -114,9 +113,8 @@ impl PostgresEventStore {
             }
         }
         let (answering, kernel) = (answering_kinds(), kernel_kinds());
-        let params: [&(dyn ToSql + Sync); 7] = [
-            &ids, &heads, &owners, &parents, &seen, &answering, &kernel,
-        ];
+        let params: [&(dyn ToSql + Sync); 7] =
+            [&ids, &heads, &owners, &parents, &seen, &answering, &kernel];
         let row = self
             .client()
             .await?
@@ -125,8 +123,7 @@ impl PostgresEventStore {
         let codes: Vec<String> = row.try_get(0).map_err(error::store)?;
         let heads: Vec<i64> = row.try_get(1).map_err(error::store)?;
         let moved: Vec<Option<String>> = row.try_get(2).map_err(error::store)?;
-        if codes.len() != batch.len() || heads.len() != batch.len() || moved.len() != batch.len()
-        {
+        if codes.len() != batch.len() || heads.len() != batch.len() || moved.len() != batch.len() {
             return Err(error::corrupt(format!(
                 "delete_executions_if answered {} outcomes to {} entries",
                 codes.len(),

@@ -1,17 +1,22 @@
-//! Two guarded deletes whose child and parent are each other's: each takes
-//! both executions' locks, and in one global order, so neither can hold one
-//! while waiting for the other's. Taken child first, the pair deadlocks
-//! (PostgreSQL aborts one with `40P01`) as soon as both got their first
-//! lock.
+//! Guarded deletes whose children and parents are each other's: each takes
+//! every execution's lock it names, in one global order, so none can hold
+//! one while waiting for another's. Taken in the order named, the crossed
+//! deletes deadlock (PostgreSQL aborts one with `40P01`) as soon as each got
+//! its first lock.
 //!
-//! Every round runs [`PAIRS`] such pairs at once; in each pair exactly one
-//! delete wins (it deletes a log of head 2) and the other sees its parent
-//! shrink below the head it saw (`ParentMoved`).
+//! Every round runs [`PAIRS`] such pairs at once, each pair's two single
+//! guarded deletes, and two batches that name every pair crossed: one of
+//! each pair's `a` (parent `b`) in order, one of each pair's `b` (parent
+//! `a`) in reverse. Every delete then succeeds: a parent deleted first has
+//! no log, and a parent with no log waits on nothing.
 
 use std::sync::Arc;
 
 use loomfence_conformance::cases::retention::guard_of;
-use loomfence_core::{ExecutionId, KernelKind, retention::GuardedDelete};
+use loomfence_core::{
+    ExecutionId, KernelKind,
+    retention::{DeleteIf, GuardedDelete},
+};
 use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 use loomfence_store::{EventStore, StoreError};
 
@@ -46,6 +51,32 @@ async fn delete(
         .await
 }
 
+/// The batched guarded delete of each `(child, parent)`, every parent seen
+/// at head 2; every outcome must be `Deleted` or, for a child a crossed
+/// delete already took, `LogChanged { head: 0 }`.
+async fn delete_batch(
+    store: Arc<PostgresEventStore>,
+    pairs: Vec<(ExecutionId, ExecutionId)>,
+) -> Result<Vec<GuardedDelete>, StoreError> {
+    let batch: Vec<DeleteIf> = pairs
+        .iter()
+        .map(|(child, parent)| DeleteIf {
+            execution_id: child.clone(),
+            guard: guard_of(2, &[(parent, 2)]),
+        })
+        .collect();
+    store.delete_executions_if(&batch).await
+}
+
+/// Whether `outcome` is what a crossed delete may answer: it deleted, or
+/// another delete had taken the log already.
+fn deleted_or_gone(outcome: &GuardedDelete) -> bool {
+    matches!(
+        outcome,
+        GuardedDelete::Deleted | GuardedDelete::LogChanged { head: 0 }
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn crossed_guarded_deletes_never_deadlock() {
     let Some(url) = common::url() else { return };
@@ -60,7 +91,7 @@ async fn crossed_guarded_deletes_never_deadlock() {
         .await,
     );
     for round in 0..ROUNDS {
-        let mut tasks = Vec::new();
+        let mut pairs = Vec::new();
         for pair in 0..PAIRS {
             let a = common::id(&format!("x{round}-{pair}-a"));
             let b = common::id(&format!("x{round}-{pair}-b"));
@@ -76,39 +107,56 @@ async fn crossed_guarded_deletes_never_deadlock() {
                     .await
                     .expect("writes a finished log");
             }
-            tasks.push((
-                (a.clone(), b.clone()),
-                tokio::spawn(delete(store.clone(), a.clone(), b.clone())),
-                tokio::spawn(delete(store.clone(), b, a)),
-            ));
+            pairs.push((a, b));
         }
-        for ((a, b), first, second) in tasks {
-            let first = first.await.expect("the task").unwrap_or_else(|e| {
+        let forward: Vec<_> = pairs.iter().map(|(a, b)| (a.clone(), b.clone())).collect();
+        let backward: Vec<_> = pairs
+            .iter()
+            .rev()
+            .map(|(a, b)| (b.clone(), a.clone()))
+            .collect();
+        let batches = [
+            tokio::spawn(delete_batch(store.clone(), forward)),
+            tokio::spawn(delete_batch(store.clone(), backward)),
+        ];
+        let mut singles = Vec::new();
+        for (a, b) in &pairs {
+            singles.push(tokio::spawn(delete(store.clone(), a.clone(), b.clone())));
+            singles.push(tokio::spawn(delete(store.clone(), b.clone(), a.clone())));
+        }
+        for single in singles {
+            let outcome = single.await.expect("the task").unwrap_or_else(|e| {
                 panic!(
-                    "round {round}: the guarded delete of {a:?} failed: {}",
+                    "round {round}: a single guarded delete failed: {}",
                     cause(&e)
                 )
             });
-            let second = second.await.expect("the task").unwrap_or_else(|e| {
+            assert!(deleted_or_gone(&outcome), "round {round}: {outcome:?}");
+        }
+        for batch in batches {
+            let outcomes = batch.await.expect("the task").unwrap_or_else(|e| {
                 panic!(
-                    "round {round}: the guarded delete of {b:?} failed: {}",
+                    "round {round}: a batch of guarded deletes failed: {}",
                     cause(&e)
                 )
             });
-            let answers = [first, second];
+            assert_eq!(outcomes.len(), PAIRS);
             assert!(
-                answers
-                    == [
-                        GuardedDelete::Deleted,
-                        GuardedDelete::ParentMoved { parent: a.clone() }
-                    ]
-                    || answers
-                        == [
-                            GuardedDelete::ParentMoved { parent: b.clone() },
-                            GuardedDelete::Deleted
-                        ],
-                "round {round}: exactly one of a crossed pair deletes, the other sees its parent gone: {answers:?}"
+                outcomes.iter().all(deleted_or_gone),
+                "round {round}: {outcomes:?}"
             );
+        }
+        for (a, b) in &pairs {
+            for id in [a, b] {
+                assert!(
+                    store
+                        .read_range(id, 1, None)
+                        .await
+                        .expect("reads")
+                        .is_empty(),
+                    "round {round}: {id:?} is gone"
+                );
+            }
         }
     }
 }

@@ -219,7 +219,10 @@ pub const ALL: &[Case] = &[
         Any,
         sweep_batch::a_batch_of_guarded_deletes_judges_each_entry_by_its_own_guard
     ),
-    case!(Any, sweep_batch::a_batch_that_cannot_be_taken_is_refused_whole),
+    case!(
+        Any,
+        sweep_batch::a_batch_that_cannot_be_taken_is_refused_whole
+    ),
     case!(
         Any,
         sweep_batch::one_page_holds_pinned_free_and_window_raced_children

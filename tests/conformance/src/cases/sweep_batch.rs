@@ -9,9 +9,7 @@ use async_trait::async_trait;
 use loomfence_core::{
     ExecutionId, InputError, KernelKind,
     park::Wait,
-    retention::{
-        DeleteGuard, DeleteIf, GuardedDelete, MAX_DELETE_BATCH, MAX_PAGE_LIMIT, Pinned,
-    },
+    retention::{DeleteGuard, DeleteIf, GuardedDelete, MAX_DELETE_BATCH, MAX_PAGE_LIMIT, Pinned},
 };
 use loomfence_runtime::Sweep;
 use loomfence_store::forwarding::Hooks;
@@ -55,7 +53,12 @@ pub async fn read_logs_answers_each_log_in_the_order_asked(store: Store) {
 /// parent deleted in the same batch as its child leaves the child's guard
 /// holding.
 pub async fn a_batch_of_guarded_deletes_judges_each_entry_by_its_own_guard(store: Store) {
-    let ids = |name: &str| (id(&format!("bd-{name}-parent")), id(&format!("bd-{name}-child")));
+    let ids = |name: &str| {
+        (
+            id(&format!("bd-{name}-parent")),
+            id(&format!("bd-{name}-child")),
+        )
+    };
     let (ok_parent, ok) = ids("ok");
     let (grew_parent, grew) = ids("grew");
     let (parked, raced) = ids("raced");
@@ -157,7 +160,10 @@ pub async fn a_batch_that_cannot_be_taken_is_refused_whole(store: Store) {
     let crowd = vec![good.clone(); MAX_DELETE_BATCH + 1];
     assert!(matches!(
         expect_input(store.delete_executions_if(&crowd).await, "deletes"),
-        InputError::Limit { what: "deletes", .. }
+        InputError::Limit {
+            what: "deletes",
+            ..
+        }
     ));
     before.assert_unchanged(&*store, "a refused batch").await;
     assert_eq!(
