@@ -136,7 +136,7 @@ enum Command {
     /// sweep (delete only, pages of 1000) is timed and its counts checked;
     /// with --archive the store is emptied, filled again, and a second
     /// sweep archives each log to a JSON-lines file in the temporary
-    /// directory (fsynced per execution; removed at the end) before its
+    /// directory (synced once per listing page; removed at the end) before its
     /// delete. The table gives the counts, executions examined per second
     /// and deleted per second.
     Bench(BenchArgs),

@@ -205,7 +205,7 @@ impl<'a, S: EventStore + ?Sized> Sweep<'a, S> {
                     .await
                     .map_err(RuntimeError::Store)?;
                 let known = match &self.known_parents {
-                    Some(parents) => execution_ids.iter().map(|id| parents(id)).collect(),
+                    Some(parents) => execution_ids.iter().map(parents).collect(),
                     None => Vec::new(),
                 };
                 machine.handle_logs(logs, known)?;
