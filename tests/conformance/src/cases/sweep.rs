@@ -444,16 +444,17 @@ pub async fn the_archive_gets_each_log_before_its_delete(store: Store) {
     assert!(archived.iter().all(|(_, events)| events.len() == 2));
 }
 
-/// Parks the parent on the child at the last moment: after the sweep's pin
-/// check, right before its delete. With `unguarded`, the delete then
-/// ignores the guard, as a sweep with a plain delete would.
-struct ParksInTheWindow {
+/// Parks the parent on the child at the last moment: when the batch of
+/// deletes holding the child reaches the store, after the sweep's pin
+/// check. With `unguarded`, the deletes then ignore their guards, as a
+/// sweep with a plain delete would.
+pub struct ParksInTheWindow {
     /// The parent that parks.
-    parent: ExecutionId,
+    pub parent: ExecutionId,
     /// The child it parks on.
-    child: ExecutionId,
-    /// Whether the delete ignores its guard (the negative control).
-    unguarded: bool,
+    pub child: ExecutionId,
+    /// Whether the deletes ignore their guards (the negative control).
+    pub unguarded: bool,
 }
 
 #[async_trait]

@@ -5,19 +5,18 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use loomfence_core::{
     ExecutionId, InputError, KernelKind,
     park::Wait,
     retention::{DeleteGuard, DeleteIf, GuardedDelete, MAX_DELETE_BATCH, MAX_PAGE_LIMIT, Pinned},
 };
 use loomfence_runtime::Sweep;
-use loomfence_store::forwarding::Hooks;
-use loomfence_store::{EventStore, StoreError};
 
 use crate::Store;
 use crate::cases::retention::{family, guard_of};
-use crate::cases::sweep::{LONG_AGO, exists, finished_child, options, park_on, start};
+use crate::cases::sweep::{
+    LONG_AGO, ParksInTheWindow, exists, finished_child, options, park_on, start,
+};
 use crate::support::{Around, Witness, event, expect_input, id, kernel};
 
 /// The logs come back one per id, in the order asked, each whole; an id
@@ -173,37 +172,6 @@ pub async fn a_batch_that_cannot_be_taken_is_refused_whole(store: Store) {
     );
 }
 
-/// Parks a parent on its child when the batch holding the child reaches
-/// the store: after the sweep's pin check, right before its delete.
-struct ParksBeforeTheBatch {
-    /// The parent that parks.
-    parent: ExecutionId,
-    /// The child it parks on.
-    child: ExecutionId,
-    /// Whether the deletes ignore their guards (the negative control).
-    unguarded: bool,
-}
-
-#[async_trait]
-impl Hooks for ParksBeforeTheBatch {
-    async fn delete_executions_if(
-        &self,
-        inner: &dyn EventStore,
-        batch: &[DeleteIf],
-    ) -> Result<Vec<GuardedDelete>, StoreError> {
-        if batch.iter().any(|entry| entry.execution_id == self.child) {
-            park_on(inner, &self.parent, &[Wait::Child(self.child.clone())]).await;
-        }
-        if self.unguarded {
-            for entry in batch {
-                inner.delete_execution(&entry.execution_id).await?;
-            }
-            return Ok(vec![GuardedDelete::Deleted; batch.len()]);
-        }
-        inner.delete_executions_if(batch).await
-    }
-}
-
 /// One listing page, one read of logs, one of parents and one batch of
 /// deletes hold a pinned child, free children and a child whose parent
 /// parks in the window together: the pinned one and the raced one are
@@ -227,7 +195,7 @@ pub async fn one_page_holds_pinned_free_and_window_raced_children(store: Store) 
         park_on(&*store, &pinning, &[Wait::Child(pinned.clone())]).await;
         let around = Around {
             inner: Arc::clone(&store),
-            hooks: ParksBeforeTheBatch {
+            hooks: ParksInTheWindow {
                 parent: racing.clone(),
                 child: raced.clone(),
                 unguarded,
