@@ -319,6 +319,13 @@ pub enum InputError {
         /// The key's time.
         wake_at: i64,
     },
+    /// A batch that names one execution twice: its entries could not be
+    /// judged one by one and all at once alike.
+    #[error("the batch names execution {execution_id:?} twice")]
+    RepeatedId {
+        /// The execution named twice.
+        execution_id: ExecutionId,
+    },
     /// A random draw that is NaN.
     #[error("a random draw must be a number in [0, 1), got NaN")]
     DrawNaN,

@@ -437,6 +437,11 @@ export class PlainEventStore {
       }
       return [checkId(entry.executionId), checkGuard(entry.guard)];
     });
+    const named = new Set();
+    for (const [id] of entries) {
+      if (named.has(id)) throw new InputError(`the batch names execution ${JSON.stringify(id)} twice`, 'REPEATED_ID');
+      named.add(id);
+    }
     return entries.map(([id, guard]) => this.#deleteIf(id, guard));
   }
 

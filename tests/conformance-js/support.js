@@ -133,6 +133,7 @@ export const expect = {
   storeContract: { type: InputError, code: 'STORE_CONTRACT' },
   notAnObject: { type: TypeError, code: 'NOT_AN_OBJECT' },
   notAnArray: { type: TypeError, code: 'NOT_AN_ARRAY' },
+  repeatedId: { type: InputError, code: 'REPEATED_ID' },
   /** A bad `metadata.fence`: RangeError for a number, TypeError otherwise. */
   badFence: (found) => ({ type: typeof found === 'number' ? RangeError : TypeError, code: 'BAD_FENCE' }),
 };

@@ -95,8 +95,8 @@ kase('sweep_batch::a_batch_of_guarded_deletes_judges_each_entry_by_its_own_guard
 });
 
 kase('sweep_batch::a_batch_that_cannot_be_taken_is_refused_whole', 'batched', async (store) => {
-  // A batch over the limit, or holding one guard a store must refuse, is
-  // refused whole with a typed input error before anything is deleted, and
+  // A batch over the limit, naming one execution twice, or holding one guard
+  // a store must refuse, is refused whole with a typed input error before anything is deleted, and
   // the store goes on working.
   const [parent, child] = ['br-parent', 'br-child'];
   const [head, seen] = await family(store, parent, child);
@@ -104,6 +104,7 @@ kase('sweep_batch::a_batch_that_cannot_be_taken_is_refused_whole', 'batched', as
   const good = { executionId: child, guard: { head, parents: [{ parent, seen }] } };
   const unsafeHead = { executionId: parent, guard: { head: 2 ** 53, parents: [] } };
   await assertRejects(store.deleteExecutionsIf([good, unsafeHead]), expect.outOfRange, 'an unsafe head');
+  await assertRejects(store.deleteExecutionsIf([good, good]), expect.repeatedId, 'an execution named twice');
   const crowd = Array.from({ length: MAX_DELETE_BATCH + 1 }, () => good);
   await assertRejects(store.deleteExecutionsIf(crowd), expect.invalidLimit, `${crowd.length} deletes`);
   await before.assertUnchanged(store, 'a refused batch');

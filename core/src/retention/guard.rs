@@ -110,7 +110,9 @@ pub fn check_guard(guard: &DeleteGuard) -> Result<(), InputError> {
 }
 
 /// Checks a batch of guarded deletes before a store takes any lock: its
-/// size, then each guard ([`check_guard`]).
+/// size, each guard ([`check_guard`]), and that it names each execution
+/// once (a store may judge a batch entry by entry or all at once, which
+/// agree only then).
 pub fn check_delete_batch(batch: &[DeleteIf]) -> Result<(), InputError> {
     if batch.len() > MAX_DELETE_BATCH {
         return Err(InputError::Limit {
@@ -119,7 +121,15 @@ pub fn check_delete_batch(batch: &[DeleteIf]) -> Result<(), InputError> {
             max: MAX_DELETE_BATCH as u64,
         });
     }
-    batch.iter().try_for_each(|entry| check_guard(&entry.guard))
+    batch.iter().try_for_each(|entry| check_guard(&entry.guard))?;
+    let mut ids: Vec<&ExecutionId> = batch.iter().map(|entry| &entry.execution_id).collect();
+    ids.sort_unstable();
+    match ids.windows(2).find(|pair| pair[0] == pair[1]) {
+        Some(pair) => Err(InputError::RepeatedId {
+            execution_id: pair[0].clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Whether a parent moved past the head `seen` the pin check read: it has

@@ -129,8 +129,8 @@ pub async fn a_batch_of_guarded_deletes_judges_each_entry_by_its_own_guard(store
     );
 }
 
-/// A batch over the limit, or holding one guard a store must refuse, is
-/// refused whole with a typed input error before anything is deleted, and
+/// A batch over the limit, naming one execution twice, or holding one
+/// guard a store must refuse, is refused whole with a typed input error before anything is deleted, and
 /// the store goes on working.
 pub async fn a_batch_that_cannot_be_taken_is_refused_whole(store: Store) {
     let (parent, child) = (id("br-parent"), id("br-child"));
@@ -155,6 +155,13 @@ pub async fn a_batch_that_cannot_be_taken_is_refused_whole(store: Store) {
             "head"
         ),
         InputError::OutOfRange { what: "head", .. }
+    ));
+    assert!(matches!(
+        expect_input(
+            store.delete_executions_if(&[good.clone(), good.clone()]).await,
+            "repeated"
+        ),
+        InputError::RepeatedId { execution_id } if execution_id == child
     ));
     let crowd = vec![good.clone(); MAX_DELETE_BATCH + 1];
     assert!(matches!(
