@@ -121,7 +121,9 @@ pub fn check_delete_batch(batch: &[DeleteIf]) -> Result<(), InputError> {
             max: MAX_DELETE_BATCH as u64,
         });
     }
-    batch.iter().try_for_each(|entry| check_guard(&entry.guard))?;
+    batch
+        .iter()
+        .try_for_each(|entry| check_guard(&entry.guard))?;
     let mut ids: Vec<&ExecutionId> = batch.iter().map(|entry| &entry.execution_id).collect();
     ids.sort_unstable();
     match ids.windows(2).find(|pair| pair[0] == pair[1]) {
