@@ -10,7 +10,8 @@ use loomfence_core::KernelKind;
 
 use crate::config::Schema;
 use crate::sql_parts::{
-    answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
+    answering, delete_log, execution_lock_call, execution_lock_of, lock_fence_row,
+    require_read_committed,
 };
 use crate::{feed_sql, retention_sql};
 
@@ -201,73 +202,67 @@ fn execution_lock(s: &str) -> String {
     execution_lock_of(s, "p_id")
 }
 
+/// [`execution_lock`] as an expression (of type `void`), which PL/pgSQL
+/// evaluates without a query's executor.
+fn execution_lock_expr(s: &str) -> String {
+    execution_lock_call(s, "p_id")
+}
+
 /// The append as a function: one round trip, one plan per connection.
 ///
-/// It takes the execution's advisory lock first, and only then runs the
-/// append statement, which therefore sees every delete and append that
-/// finished before it (each statement of a volatile function takes a fresh
-/// snapshot under READ COMMITTED). That one statement holds the fence guard,
-/// the park-conditional check, the sequence assignment and the insert:
+/// It takes the execution's advisory lock first (as an expression, not a
+/// query: the lock returns nothing worth a query's executor), and only then
+/// reads or writes, so every statement after it sees every delete and
+/// append that finished before it (each statement of a volatile function
+/// takes a fresh snapshot under READ COMMITTED).
+///
+/// A conditional append (`p_park` not null) runs [`conditional_append`]:
+/// one statement holding the fence guard, the park check, the sequence
+/// assignment, the insert and the open parks' upkeep.
+///
+/// Every other append takes the short path, a few small statements whose
+/// plans do not depend on the arguments' values, so each connection plans
+/// them once (a statement whose best plan depends on the values, such as
+/// the conditional one, is planned again at every call):
 ///
 /// - a batch holding a park first makes sure the execution's fence row
 ///   exists (token 0), so an answering append always has a row to lock;
-/// - an answering batch (`p_lock`) reads the fence row `FOR SHARE` in a
-///   `MATERIALIZED` CTE, which waits for a concurrent conditional acquire
-///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
-///   left it: "append lands" and "acquire wins" cannot both happen. Other
-///   batches read it without a lock, keeping step and audit appends cheap;
-/// - a conditional append (`p_park` not null) inserts only while the event
-///   at `p_park` is a park and no answering event follows it.
-///
-/// - the same statement keeps the open parks: `p_opens` (the batch's last
+/// - one event, not answering under the lock (below): the guard is the
+///   insert's own condition, so a fenced append costs the unfenced one's
+///   statement plus one primary-key lookup of its fence row, and an
+///   unfenced one that does not answer reads no fence row at all;
+/// - otherwise the token is read first, `FOR SHARE` for an answering batch
+///   (`p_lock`), which waits for a concurrent conditional acquire (holding
+///   the row `FOR UPDATE`) and then reads the row as the acquire left it:
+///   "append lands" and "acquire wins" cannot both happen. The guard is
+///   then checked and the batch inserted;
+/// - once the batch is written, the open parks: `p_opens` (the batch's last
 ///   answering event is a park, this far past the head) upserts the
-///   execution's row, `p_closes` deletes it, both only when the batch is
-///   written. The caller computes them with the core's `park_change`, so
-///   the index follows the core's rule and never disagrees with the log.
+///   execution's row, `p_closes` deletes it. The caller computes them with
+///   the core's `park_change`, so the index follows the core's rule and
+///   never disagrees with the log.
 ///
-/// Returns the token the guard compared against, whether `p_park` is inside
-/// the log, whether the park is open (false too when the event at `p_park`
-/// is not a park, so a caller that does not read `park_kind` still refuses),
-/// the head before the insert, how many rows were inserted (the new
-/// sequences are `head + 1 ..`) and the kind of the event at `p_park`.
+/// The answering kinds (`p_answering_kinds`, `p_kernel_kinds`) are read
+/// only by a conditional append; other callers may pass nulls.
+///
+/// Returns the token the guard compared against (on the short path, when
+/// the guard refused; 0 when it passed without reading one), whether
+/// `p_park` is inside the log, whether the park is open (false too when the
+/// event at `p_park` is not a park, so a caller that does not read
+/// `park_kind` still refuses), the head before the insert, how many rows
+/// were inserted (the new sequences are `head + 1 ..`) and the kind of the
+/// event at `p_park`.
 fn append_function(s: &str) -> String {
-    /// The insert's condition, which the open parks' upkeep shares.
-    const WRITTEN: &str = "verdict.in_range AND verdict.open AND verdict.guard";
-    let statement = |lock: &str| {
-        format!(
-            "RETURN QUERY WITH \
-               ensure AS (INSERT INTO {s}.fences (execution_id, token) SELECT p_id, 0 WHERE p_ensure \
-                          ON CONFLICT DO NOTHING), \
-               locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
-               cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
-               head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
-               parked AS (SELECT (SELECT e.kind FROM {s}.events e \
-                                  WHERE e.execution_id = p_id AND e.sequence = p_park) AS kind), \
-               verdict AS ( \
-                 SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
-                        (p_park IS NULL OR (parked.kind IS NOT DISTINCT FROM {park} \
-                           AND NOT EXISTS (SELECT 1 FROM {s}.events e \
-                             WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}))) AS open, \
-                        (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
-                              ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
-                 FROM cur, head, parked), \
-               {upkeep}\
-               ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
-                       SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
-                       FROM head, verdict, \
-                            unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
-                              AS u(kind, payload, metadata, at, ord) \
-                       WHERE {written} \
-                       RETURNING 1) \
-             SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
-                    (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
-                    (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
-            answering = answering("p_answering_kinds", "p_kernel_kinds"),
-            park = park_kind(),
-            upkeep = feed_sql::append_upkeep(s, WRITTEN),
-            written = WRITTEN,
-        )
-    };
+    let insert =
+        format!("INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at)");
+    let head = format!(
+        "SELECT COALESCE(max(e.sequence), 0) FROM {s}.events e WHERE e.execution_id = p_id"
+    );
+    // One event: the head and the insert in one statement.
+    let one = format!(
+        "{insert} SELECT p_id, COALESCE(max(e.sequence), 0) + 1, p_kinds[1], p_payloads[1], \
+           p_metadata[1], p_ats[1] FROM {s}.events e WHERE e.execution_id = p_id"
+    );
     format!(
         "CREATE OR REPLACE FUNCTION {s}.append( \
            p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
@@ -276,15 +271,119 @@ fn append_function(s: &str) -> String {
          RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
                         park_kind text) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \
+         DECLARE v_token bigint; v_head bigint; v_seq bigint; v_n bigint := 0; v_locked boolean; \
          BEGIN \
            {rc} \
-           {lock} \
-           IF p_lock THEN {locking} ELSE {plain} END IF; \
+           v_locked := {lock} IS NULL; \
+           IF p_park IS NOT NULL THEN \
+             IF p_lock THEN {conditional_locking} ELSE {conditional_plain} END IF; \
+             RETURN; \
+           END IF; \
+           IF p_ensure THEN \
+             INSERT INTO {s}.fences (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
+           END IF; \
+           IF cardinality(p_kinds) = 1 AND NOT p_lock AND (p_fence IS NOT NULL OR NOT p_answering) THEN \
+             IF p_fence IS NULL THEN \
+               {one} RETURNING sequence INTO v_seq; \
+             ELSE \
+               {one} HAVING p_fence >= COALESCE( \
+                 (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id), 0) \
+               RETURNING sequence INTO v_seq; \
+             END IF; \
+             IF v_seq IS NULL THEN \
+               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
+               v_head := ({head}); \
+             ELSE \
+               v_n := 1; \
+               v_head := v_seq - 1; \
+             END IF; \
+           ELSE \
+             IF p_lock THEN \
+               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR SHARE; \
+             ELSIF p_fence IS NOT NULL OR p_answering THEN \
+               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
+             END IF; \
+             v_token := COALESCE(v_token, 0); \
+             IF (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
+                      ELSE NOT p_answering OR v_token = 0 END) THEN \
+               WITH ins AS ({insert} \
+                 SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+                 FROM ({head}) AS h(head), \
+                      unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                        AS u(kind, payload, metadata, at, ord) \
+                 RETURNING sequence) \
+               SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
+             ELSE \
+               v_head := ({head}); \
+             END IF; \
+           END IF; \
+           IF v_n > 0 THEN \
+             IF p_opens IS NOT NULL THEN \
+               INSERT INTO {s}.open_parks (execution_id, park_seq) VALUES (p_id, v_head + p_opens) \
+                 ON CONFLICT (execution_id) DO UPDATE SET park_seq = EXCLUDED.park_seq; \
+             ELSIF p_closes THEN \
+               DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
+             END IF; \
+           END IF; \
+           token := COALESCE(v_token, 0); in_range := true; open := true; head := v_head; \
+           inserted := v_n; park_kind := NULL; \
+           RETURN NEXT; \
          END $fn$",
         rc = require_read_committed("append"),
-        lock = execution_lock(s),
-        locking = statement(" FOR SHARE"),
-        plain = statement(""),
+        lock = execution_lock_expr(s),
+        conditional_locking = conditional_append(s, " FOR SHARE"),
+        conditional_plain = conditional_append(s, ""),
+    )
+}
+
+/// The conditional append (`p_park` not null) as one statement, after the
+/// execution lock, which therefore sees every delete and append that
+/// finished before it:
+///
+/// - a batch holding a park first makes sure the execution's fence row
+///   exists (token 0), so an answering append always has a row to lock;
+/// - an answering batch (`lock` is ` FOR SHARE`) reads the fence row in a
+///   `MATERIALIZED` CTE, which waits for a concurrent conditional acquire
+///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
+///   left it. Other batches read it without a lock;
+/// - it inserts only while the event at `p_park` is a park and no
+///   answering event follows it, and keeps the open parks in the same
+///   statement (see [`feed_sql::append_upkeep`]).
+fn conditional_append(s: &str, lock: &str) -> String {
+    /// The insert's condition, which the open parks' upkeep shares.
+    const WRITTEN: &str = "verdict.in_range AND verdict.open AND verdict.guard";
+    format!(
+        "RETURN QUERY WITH \
+           ensure AS (INSERT INTO {s}.fences (execution_id, token) SELECT p_id, 0 WHERE p_ensure \
+                      ON CONFLICT DO NOTHING), \
+           locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
+           cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
+           head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
+           parked AS (SELECT (SELECT e.kind FROM {s}.events e \
+                              WHERE e.execution_id = p_id AND e.sequence = p_park) AS kind), \
+           verdict AS ( \
+             SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
+                    (p_park IS NULL OR (parked.kind IS NOT DISTINCT FROM {park} \
+                       AND NOT EXISTS (SELECT 1 FROM {s}.events e \
+                         WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}))) AS open, \
+                    (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
+                          ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
+             FROM cur, head, parked), \
+           {upkeep}\
+           ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
+                   SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+                   FROM head, verdict, \
+                        unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                          AS u(kind, payload, metadata, at, ord) \
+                   WHERE {written} \
+                   RETURNING 1) \
+         SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
+                (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
+                (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
+        answering = answering("p_answering_kinds", "p_kernel_kinds"),
+        park = park_kind(),
+        upkeep = feed_sql::append_upkeep(s, WRITTEN),
+        written = WRITTEN,
     )
 }
 
@@ -373,16 +472,18 @@ mod tests {
         let ddl = append_function("loomfence");
         assert_eq!(
             ddl.matches("FOR SHARE").count(),
-            1,
-            "only the p_lock branch"
+            2,
+            "only the p_lock branches, conditional and not"
         );
         assert_eq!(ddl.matches("RETURN QUERY").count(), 2);
         let advisory = ddl
             .find("pg_advisory_xact_lock")
             .expect("takes the execution lock");
-        assert!(
-            ddl.find("RETURN QUERY")
-                .is_some_and(|statement| advisory < statement)
-        );
+        for statement in ["RETURN QUERY", "INSERT", "SELECT f.token"] {
+            assert!(
+                ddl.find(statement).is_some_and(|at| advisory < at),
+                "{statement}"
+            );
+        }
     }
 }

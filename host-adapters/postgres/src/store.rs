@@ -224,7 +224,11 @@ impl PostgresEventStore {
                 ParkChange::Opens(offset) => (Some(to_i64(offset)), false),
                 ParkChange::Closes => (None, true),
             };
-        let (answering, kernel) = (answering_kinds(), kernel_kinds());
+        // The answering test runs only for a conditional append.
+        let (answering, kernel) = match park {
+            Some(_) => (Some(answering_kinds()), Some(kernel_kinds())),
+            None => (None, None),
+        };
         let id_text = id.as_str();
         let params: [&(dyn ToSql + Sync); 14] = [
             &id_text,
