@@ -117,15 +117,17 @@ enum Command {
     /// Measure throughput and latency of the kernel's workloads on a store,
     /// or (--workload retention) the speed of one retention sweep.
     ///
-    /// Workloads: unfenced (five single appends), fenced (acquire_fence,
-    /// then the five appends under the token), and park/resume (start,
-    /// park, resume, one step, completion) with the resume taking no token,
-    /// under acquire_fence, and under acquire_fence_if (fence_if_parked_at);
-    /// on PostgreSQL the last once more with the pipelined conditional
-    /// acquire instead of the function. Each runs --executions executions
-    /// through --concurrency tasks; the workloads run round-robin for --runs
-    /// rounds after a short warm-up, and the table gives the median over
-    /// rounds, then the comparisons: fenced vs unfenced, the conditional
+    /// Workloads: unfenced (five single appends), fenced append (the same
+    /// five appends under a token acquired before the clock starts), fenced
+    /// (acquire_fence, then the five appends under the token), acquire_fence
+    /// alone, and park/resume (start, park, resume, one step, completion)
+    /// with the resume taking no token, under acquire_fence, and under
+    /// acquire_fence_if (fence_if_parked_at); on PostgreSQL the last once
+    /// more with the pipelined conditional acquire instead of the function.
+    /// Each runs --executions executions through --concurrency tasks; the
+    /// workloads run round-robin for --runs rounds after a short warm-up,
+    /// and the table gives the median over rounds, then the comparisons:
+    /// the fenced append vs the unfenced one, fenced vs unfenced, the conditional
     /// resume vs the acquire_fence resume (as extra time per execution), and
     /// on PostgreSQL the function vs the pipelined acquire.
     ///
