@@ -47,8 +47,12 @@ const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint,
 /// The statements, for one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
-    /// The append function's call (see [`append_function`]).
+    /// The append function's call (see [`append_function`]), for a
+    /// conditional append.
     pub(crate) append_call: String,
+    /// The call of the append without a park condition (see
+    /// [`append_plain_function`]).
+    pub(crate) append_plain_call: String,
     /// Events of one execution in a sequence range.
     pub(crate) read_range: String,
     /// One execution's token.
@@ -90,6 +94,10 @@ impl Sql {
                 "SELECT token, in_range, open, head, inserted, park_kind FROM {s}.append( \
                    $1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], $6::int8, $7::bool, \
                    $8::bool, $9::bool, $10::int8, $11::text[], $12::text[], $13::int8, $14::bool)"
+            ),
+            append_plain_call: format!(
+                "SELECT {s}.append_plain($1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], \
+                   $6::int8, $7::bool, $8::bool, $9::bool, $10::int8, $11::bool)"
             ),
             read_range: format!(
                 "SELECT sequence, kind, payload, metadata, at FROM {s}.events \
@@ -168,6 +176,7 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
         format!("DROP FUNCTION IF EXISTS {s}.{APPEND_SIGNATURE_BEFORE_THE_FEED}"),
         drop_if_outdated(s, APPEND_SIGNATURE, "park_kind"),
         append_function(s),
+        append_plain_function(s),
         drop_if_outdated(s, ACQUIRE_FENCE_IF_SIGNATURE, "park_kind"),
         acquire_fence_if_function(s),
         delete_function(s),
@@ -202,28 +211,107 @@ fn execution_lock(s: &str) -> String {
     execution_lock_of(s, "p_id")
 }
 
-/// [`execution_lock`] as an expression (of type `void`), which PL/pgSQL
-/// evaluates without a query's executor.
+/// [`execution_lock`] as an assignment of an expression, which PL/pgSQL
+/// evaluates without a query's executor (the lock answers `void`, so a
+/// query for it is all overhead). Needs the variable `v_locked`.
 fn execution_lock_expr(s: &str) -> String {
-    execution_lock_call(s, "p_id")
+    format!("v_locked := {} IS NULL;", execution_lock_call(s, "p_id"))
 }
 
 /// The append as a function: one round trip, one plan per connection.
 ///
-/// It takes the execution's advisory lock first (as an expression, not a
-/// query: the lock returns nothing worth a query's executor), and only then
-/// reads or writes, so every statement after it sees every delete and
-/// append that finished before it (each statement of a volatile function
-/// takes a fresh snapshot under READ COMMITTED).
+/// It takes the execution's advisory lock first, and only then reads or
+/// writes, so every statement after it sees every delete and append that
+/// finished before it (each statement of a volatile function takes a fresh
+/// snapshot under READ COMMITTED).
 ///
-/// A conditional append (`p_park` not null) runs [`conditional_append`]:
-/// one statement holding the fence guard, the park check, the sequence
-/// assignment, the insert and the open parks' upkeep.
+/// A conditional append (`p_park` not null) runs [`conditional_append`].
+/// Any other runs the [`short_path`], as [`append_plain_function`] does
+/// (which this build calls for those); this function keeps it for the
+/// writers of older builds.
 ///
-/// Every other append takes the short path, a few small statements whose
-/// plans do not depend on the arguments' values, so each connection plans
-/// them once (a statement whose best plan depends on the values, such as
-/// the conditional one, is planned again at every call):
+/// Returns the token the guard compared against (on the short path only
+/// when it refused; 0 otherwise), whether `p_park` is inside the log,
+/// whether the park is open (false too when the event at `p_park` is not a
+/// park, so a caller that does not read `park_kind` still refuses), the
+/// head before the insert, how many rows were inserted (the new sequences
+/// are `head + 1 ..`) and the kind of the event at `p_park`.
+fn append_function(s: &str) -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.append( \
+           p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
+           p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, p_park bigint, \
+           p_answering_kinds text[], p_kernel_kinds text[], p_opens bigint, p_closes boolean) \
+         RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
+                        park_kind text) \
+         LANGUAGE plpgsql VOLATILE AS $fn$ \
+         {declare} \
+         BEGIN \
+           {rc} \
+           {lock} \
+           IF p_park IS NOT NULL THEN \
+             IF p_lock THEN {conditional_locking} ELSE {conditional_plain} END IF; \
+             RETURN; \
+           END IF; \
+           {short} \
+           token := COALESCE(v_token, 0); in_range := true; open := true; head := v_head; \
+           inserted := v_n; park_kind := NULL; \
+           RETURN NEXT; \
+         END $fn$",
+        declare = SHORT_PATH_DECLARE,
+        rc = require_read_committed("append"),
+        lock = execution_lock_expr(s),
+        conditional_locking = conditional_append(s, " FOR SHARE"),
+        conditional_plain = conditional_append(s, ""),
+        short = short_path(s),
+    )
+}
+
+/// The append without a park condition, as a function answering one
+/// `bigint`: what this build calls for every append but a conditional one.
+/// The execution's lock, then the [`short_path`]. Answers the head before
+/// the insert when the batch was written (the new sequences are `head + 1
+/// ..`), or, when the fence guard refused it, `-1 - token` with the token
+/// it compared against (tokens and heads are at most 2^53-1, so the two
+/// never overlap).
+///
+/// A scalar answer rather than a row: a set-returning function goes
+/// through a tuple store and a function scan, measurably dearer in a call
+/// this small; and no argument is sent that only the conditional append
+/// reads.
+fn append_plain_function(s: &str) -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.append_plain( \
+           p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
+           p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, \
+           p_opens bigint, p_closes boolean) \
+         RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$ \
+         {declare} \
+         BEGIN \
+           {rc} \
+           {lock} \
+           {short} \
+           IF v_n > 0 THEN RETURN v_head; END IF; \
+           RETURN -1 - COALESCE(v_token, 0); \
+         END $fn$",
+        declare = SHORT_PATH_DECLARE,
+        rc = require_read_committed("append_plain"),
+        lock = execution_lock_expr(s),
+        short = short_path(s),
+    )
+}
+
+/// The variables of the [`short_path`].
+const SHORT_PATH_DECLARE: &str =
+    "DECLARE v_token bigint; v_head bigint; v_seq bigint; v_n bigint := 0; v_locked boolean;";
+
+/// An append without a park condition, once the execution's lock is held:
+/// a few small statements whose plans do not depend on the arguments'
+/// values, so each connection plans them once (a statement whose best plan
+/// depends on the values, such as the conditional one, is planned again at
+/// every call). Leaves the head before the insert in `v_head`, the rows
+/// inserted in `v_n` (0 when the fence guard refused) and, when it read
+/// one, the token in `v_token`.
 ///
 /// - a batch holding a park first makes sure the execution's fence row
 ///   exists (token 0), so an answering append always has a row to lock;
@@ -241,18 +329,7 @@ fn execution_lock_expr(s: &str) -> String {
 ///   execution's row, `p_closes` deletes it. The caller computes them with
 ///   the core's `park_change`, so the index follows the core's rule and
 ///   never disagrees with the log.
-///
-/// The answering kinds (`p_answering_kinds`, `p_kernel_kinds`) are read
-/// only by a conditional append; other callers may pass nulls.
-///
-/// Returns the token the guard compared against (on the short path, when
-/// the guard refused; 0 when it passed without reading one), whether
-/// `p_park` is inside the log, whether the park is open (false too when the
-/// event at `p_park` is not a park, so a caller that does not read
-/// `park_kind` still refuses), the head before the insert, how many rows
-/// were inserted (the new sequences are `head + 1 ..`) and the kind of the
-/// event at `p_park`.
-fn append_function(s: &str) -> String {
+fn short_path(s: &str) -> String {
     let insert =
         format!("INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at)");
     let head = format!(
@@ -264,75 +341,52 @@ fn append_function(s: &str) -> String {
            p_metadata[1], p_ats[1] FROM {s}.events e WHERE e.execution_id = p_id"
     );
     format!(
-        "CREATE OR REPLACE FUNCTION {s}.append( \
-           p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
-           p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, p_park bigint, \
-           p_answering_kinds text[], p_kernel_kinds text[], p_opens bigint, p_closes boolean) \
-         RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
-                        park_kind text) \
-         LANGUAGE plpgsql VOLATILE AS $fn$ \
-         DECLARE v_token bigint; v_head bigint; v_seq bigint; v_n bigint := 0; v_locked boolean; \
-         BEGIN \
-           {rc} \
-           v_locked := {lock} IS NULL; \
-           IF p_park IS NOT NULL THEN \
-             IF p_lock THEN {conditional_locking} ELSE {conditional_plain} END IF; \
-             RETURN; \
-           END IF; \
-           IF p_ensure THEN \
-             INSERT INTO {s}.fences (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
-           END IF; \
-           IF cardinality(p_kinds) = 1 AND NOT p_lock AND (p_fence IS NOT NULL OR NOT p_answering) THEN \
-             IF p_fence IS NULL THEN \
-               {one} RETURNING sequence INTO v_seq; \
-             ELSE \
-               {one} HAVING p_fence >= COALESCE( \
-                 (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id), 0) \
-               RETURNING sequence INTO v_seq; \
-             END IF; \
-             IF v_seq IS NULL THEN \
-               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
-               v_head := ({head}); \
-             ELSE \
-               v_n := 1; \
-               v_head := v_seq - 1; \
-             END IF; \
+        "IF p_ensure THEN \
+           INSERT INTO {s}.fences (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
+         END IF; \
+         IF cardinality(p_kinds) = 1 AND NOT p_lock AND (p_fence IS NOT NULL OR NOT p_answering) THEN \
+           IF p_fence IS NULL THEN \
+             {one} RETURNING sequence INTO v_seq; \
            ELSE \
-             IF p_lock THEN \
-               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR SHARE; \
-             ELSIF p_fence IS NOT NULL OR p_answering THEN \
-               SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
-             END IF; \
-             v_token := COALESCE(v_token, 0); \
-             IF (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
-                      ELSE NOT p_answering OR v_token = 0 END) THEN \
-               WITH ins AS ({insert} \
-                 SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
-                 FROM ({head}) AS h(head), \
-                      unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
-                        AS u(kind, payload, metadata, at, ord) \
-                 RETURNING sequence) \
-               SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
-             ELSE \
-               v_head := ({head}); \
-             END IF; \
+             {one} HAVING p_fence >= COALESCE( \
+               (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id), 0) \
+             RETURNING sequence INTO v_seq; \
            END IF; \
-           IF v_n > 0 THEN \
-             IF p_opens IS NOT NULL THEN \
-               INSERT INTO {s}.open_parks (execution_id, park_seq) VALUES (p_id, v_head + p_opens) \
-                 ON CONFLICT (execution_id) DO UPDATE SET park_seq = EXCLUDED.park_seq; \
-             ELSIF p_closes THEN \
-               DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
-             END IF; \
+           IF v_seq IS NULL THEN \
+             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
+             v_head := ({head}); \
+           ELSE \
+             v_n := 1; \
+             v_head := v_seq - 1; \
            END IF; \
-           token := COALESCE(v_token, 0); in_range := true; open := true; head := v_head; \
-           inserted := v_n; park_kind := NULL; \
-           RETURN NEXT; \
-         END $fn$",
-        rc = require_read_committed("append"),
-        lock = execution_lock_expr(s),
-        conditional_locking = conditional_append(s, " FOR SHARE"),
-        conditional_plain = conditional_append(s, ""),
+         ELSE \
+           IF p_lock THEN \
+             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR SHARE; \
+           ELSIF p_fence IS NOT NULL OR p_answering THEN \
+             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
+           END IF; \
+           v_token := COALESCE(v_token, 0); \
+           IF (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
+                    ELSE NOT p_answering OR v_token = 0 END) THEN \
+             WITH ins AS ({insert} \
+               SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+               FROM ({head}) AS h(head), \
+                    unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                      AS u(kind, payload, metadata, at, ord) \
+               RETURNING sequence) \
+             SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
+           ELSE \
+             v_head := ({head}); \
+           END IF; \
+         END IF; \
+         IF v_n > 0 THEN \
+           IF p_opens IS NOT NULL THEN \
+             INSERT INTO {s}.open_parks (execution_id, park_seq) VALUES (p_id, v_head + p_opens) \
+               ON CONFLICT (execution_id) DO UPDATE SET park_seq = EXCLUDED.park_seq; \
+           ELSIF p_closes THEN \
+             DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
+           END IF; \
+         END IF;"
     )
 }
 
@@ -476,14 +530,28 @@ mod tests {
             "only the p_lock branches, conditional and not"
         );
         assert_eq!(ddl.matches("RETURN QUERY").count(), 2);
+        assert_locks_first(&ddl);
+    }
+
+    #[test]
+    fn the_plain_append_is_the_short_path_after_the_lock() {
+        let ddl = append_plain_function("loomfence");
+        assert!(ddl.contains(&short_path("loomfence")));
+        assert!(!ddl.contains("p_park"), "no park condition");
+        assert_eq!(ddl.matches("FOR SHARE").count(), 1);
+        assert_locks_first(&ddl);
+        assert!(schema_ddl(&Schema::new("loomfence").unwrap()).contains(&ddl));
+    }
+
+    /// The execution lock comes before every statement that reads or writes.
+    fn assert_locks_first(ddl: &str) {
         let advisory = ddl
             .find("pg_advisory_xact_lock")
             .expect("takes the execution lock");
-        for statement in ["RETURN QUERY", "INSERT", "SELECT f.token"] {
-            assert!(
-                ddl.find(statement).is_some_and(|at| advisory < at),
-                "{statement}"
-            );
+        for statement in ["RETURN QUERY", "INSERT", "SELECT f.token", "DELETE"] {
+            if let Some(at) = ddl.find(statement) {
+                assert!(advisory < at, "{statement}");
+            }
         }
     }
 }
