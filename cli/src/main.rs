@@ -411,6 +411,13 @@ struct BenchArgs {
     /// PostgreSQL connections per store; default: --concurrency.
     #[arg(long, value_name = "N")]
     pool: Option<u32>,
+    /// With --workload kernel: run only these workloads (their JSON keys,
+    /// comma-separated: unfenced, fenced_append, fenced, acquire,
+    /// park_resume_unfenced, park_resume_acquire_fence,
+    /// park_resume_fence_if_parked_at,
+    /// park_resume_fence_if_parked_at_pipelined), e.g. to profile one.
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    only: Vec<String>,
     /// Print exactly one JSON object (settings, per-workload medians and
     /// runs, comparisons) and nothing else on stdout.
     #[arg(long)]
@@ -431,6 +438,7 @@ impl From<BenchArgs> for bench::RawBench {
             archive: args.archive,
             pool: args.pool,
             sqlite_durability: args.sqlite_durability.map(Durability::from),
+            only: args.only,
         }
     }
 }

@@ -75,7 +75,10 @@ pub(crate) async fn run(
     progress: ProgressBar,
 ) -> Result<BenchReport, CliError> {
     let postgres = settings.store.is_postgres();
-    let workloads = Workload::for_store(postgres);
+    let workloads: Vec<Workload> = Workload::for_store(postgres)
+        .into_iter()
+        .filter(|w| settings.only.is_empty() || settings.only.contains(w))
+        .collect();
     let mut opened: Vec<OpenedStore> = Vec::new();
     for acquire in shared_stores(&settings.store) {
         let options = OpenOptions {
