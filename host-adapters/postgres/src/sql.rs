@@ -302,8 +302,9 @@ fn append_plain_function(s: &str) -> String {
 }
 
 /// The variables of the [`short_path`].
-const SHORT_PATH_DECLARE: &str =
-    "DECLARE v_token bigint; v_head bigint; v_seq bigint; v_n bigint := 0; v_locked boolean;";
+const SHORT_PATH_DECLARE: &str = "DECLARE v_token bigint; v_head bigint; v_seq bigint; \
+                                  v_n bigint := 0; v_locked boolean; v_pass boolean; \
+                                  v_check boolean;";
 
 /// An append without a park condition, once the execution's lock is held:
 /// a few small statements whose plans do not depend on the arguments'
@@ -315,15 +316,16 @@ const SHORT_PATH_DECLARE: &str =
 ///
 /// - a batch holding a park first makes sure the execution's fence row
 ///   exists (token 0), so an answering append always has a row to lock;
-/// - one event, not answering under the lock (below): the guard is the
-///   insert's own condition, so a fenced append costs the unfenced one's
-///   statement plus one primary-key lookup of its fence row, and an
+/// - one fenced event that is not read under the lock (below): the guard
+///   is the insert's own condition, so a fenced append costs the unfenced
+///   one's statement plus one primary-key lookup of its fence row; an
 ///   unfenced one that does not answer reads no fence row at all;
 /// - otherwise the token is read first, `FOR SHARE` for an answering batch
 ///   (`p_lock`), which waits for a concurrent conditional acquire (holding
 ///   the row `FOR UPDATE`) and then reads the row as the acquire left it:
 ///   "append lands" and "acquire wins" cannot both happen. The guard is
-///   then checked and the batch inserted;
+///   checked, then the batch inserted (one event by the same statement as
+///   above, without the guard);
 /// - once the batch is written, the open parks: `p_opens` (the batch's last
 ///   answering event is a park, this far past the head) upserts the
 ///   execution's row, `p_closes` deletes it. The caller computes them with
@@ -335,6 +337,7 @@ fn short_path(s: &str) -> String {
     let head = format!(
         "SELECT COALESCE(max(e.sequence), 0) FROM {s}.events e WHERE e.execution_id = p_id"
     );
+    let token = format!("SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id");
     // One event: the head and the insert in one statement.
     let one = format!(
         "{insert} SELECT p_id, COALESCE(max(e.sequence), 0) + 1, p_kinds[1], p_payloads[1], \
@@ -344,40 +347,30 @@ fn short_path(s: &str) -> String {
         "IF p_ensure THEN \
            INSERT INTO {s}.fences (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
          END IF; \
-         IF cardinality(p_kinds) = 1 AND NOT p_lock AND (p_fence IS NOT NULL OR NOT p_answering) THEN \
-           IF p_fence IS NULL THEN \
-             {one} RETURNING sequence INTO v_seq; \
-           ELSE \
-             {one} HAVING p_fence >= COALESCE( \
-               (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id), 0) \
-             RETURNING sequence INTO v_seq; \
-           END IF; \
-           IF v_seq IS NULL THEN \
-             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
-             v_head := ({head}); \
-           ELSE \
-             v_n := 1; \
-             v_head := v_seq - 1; \
-           END IF; \
-         ELSE \
-           IF p_lock THEN \
-             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id FOR SHARE; \
-           ELSIF p_fence IS NOT NULL OR p_answering THEN \
-             SELECT f.token INTO v_token FROM {s}.fences f WHERE f.execution_id = p_id; \
-           END IF; \
+         v_check := p_fence IS NOT NULL AND NOT p_lock AND cardinality(p_kinds) = 1; \
+         IF p_lock OR (p_fence IS NULL AND p_answering) OR (p_fence IS NOT NULL AND NOT v_check) THEN \
+           IF p_lock THEN {token} FOR SHARE INTO v_token; ELSE {token} INTO v_token; END IF; \
            v_token := COALESCE(v_token, 0); \
-           IF (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
-                    ELSE NOT p_answering OR v_token = 0 END) THEN \
-             WITH ins AS ({insert} \
-               SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
-               FROM ({head}) AS h(head), \
-                    unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
-                      AS u(kind, payload, metadata, at, ord) \
-               RETURNING sequence) \
-             SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
+           v_pass := (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
+                           ELSE NOT p_answering OR v_token = 0 END); \
+         ELSE \
+           v_pass := true; \
+         END IF; \
+         IF v_pass AND cardinality(p_kinds) = 1 THEN \
+           IF v_check THEN \
+             {one} HAVING p_fence >= COALESCE(({token}), 0) RETURNING sequence INTO v_seq; \
            ELSE \
-             v_head := ({head}); \
+             {one} RETURNING sequence INTO v_seq; \
            END IF; \
+           IF v_seq IS NOT NULL THEN v_n := 1; v_head := v_seq - 1; END IF; \
+         ELSIF v_pass THEN \
+           WITH ins AS ({insert} \
+             SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+             FROM ({head}) AS h(head), \
+                  unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                    AS u(kind, payload, metadata, at, ord) \
+             RETURNING sequence) \
+           SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
          END IF; \
          IF v_n > 0 THEN \
            IF p_opens IS NOT NULL THEN \
@@ -386,6 +379,9 @@ fn short_path(s: &str) -> String {
            ELSIF p_closes THEN \
              DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
            END IF; \
+         ELSE \
+           IF v_check THEN {token} INTO v_token; END IF; \
+           v_head := ({head}); \
          END IF;"
     )
 }
