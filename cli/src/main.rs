@@ -117,15 +117,17 @@ enum Command {
     /// Measure throughput and latency of the kernel's workloads on a store,
     /// or (--workload retention) the speed of one retention sweep.
     ///
-    /// Workloads: unfenced (five single appends), fenced (acquire_fence,
-    /// then the five appends under the token), and park/resume (start,
-    /// park, resume, one step, completion) with the resume taking no token,
-    /// under acquire_fence, and under acquire_fence_if (fence_if_parked_at);
-    /// on PostgreSQL the last once more with the pipelined conditional
-    /// acquire instead of the function. Each runs --executions executions
-    /// through --concurrency tasks; the workloads run round-robin for --runs
-    /// rounds after a short warm-up, and the table gives the median over
-    /// rounds, then the comparisons: fenced vs unfenced, the conditional
+    /// Workloads: unfenced (five single appends), fenced append (the same
+    /// five appends under a token acquired before the clock starts), fenced
+    /// (acquire_fence, then the five appends under the token), acquire_fence
+    /// alone, and park/resume (start, park, resume, one step, completion)
+    /// with the resume taking no token, under acquire_fence, and under
+    /// acquire_fence_if (fence_if_parked_at); on PostgreSQL the last once
+    /// more with the pipelined conditional acquire instead of the function.
+    /// Each runs --executions executions through --concurrency tasks; the
+    /// workloads run round-robin for --runs rounds after a short warm-up,
+    /// and the table gives the median over rounds, then the comparisons:
+    /// the fenced append vs the unfenced one, fenced vs unfenced, the conditional
     /// resume vs the acquire_fence resume (as extra time per execution), and
     /// on PostgreSQL the function vs the pipelined acquire.
     ///
@@ -409,6 +411,13 @@ struct BenchArgs {
     /// PostgreSQL connections per store; default: --concurrency.
     #[arg(long, value_name = "N")]
     pool: Option<u32>,
+    /// With --workload kernel: run only these workloads (their JSON keys,
+    /// comma-separated: unfenced, fenced_append, fenced, acquire,
+    /// park_resume_unfenced, park_resume_acquire_fence,
+    /// park_resume_fence_if_parked_at,
+    /// park_resume_fence_if_parked_at_pipelined), e.g. to profile one.
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    only: Vec<String>,
     /// Print exactly one JSON object (settings, per-workload medians and
     /// runs, comparisons) and nothing else on stdout.
     #[arg(long)]
@@ -429,6 +438,7 @@ impl From<BenchArgs> for bench::RawBench {
             archive: args.archive,
             pool: args.pool,
             sqlite_durability: args.sqlite_durability.map(Durability::from),
+            only: args.only,
         }
     }
 }

@@ -40,7 +40,9 @@ fn json_has_every_memory_workload_with_positive_numbers() {
         names,
         [
             "unfenced",
+            "fenced_append",
             "fenced",
+            "acquire",
             "park_resume_unfenced",
             "park_resume_acquire_fence",
             "park_resume_fence_if_parked_at",
@@ -69,7 +71,11 @@ fn json_has_every_memory_workload_with_positive_numbers() {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["conditional_vs_acquire_fence", "fenced_vs_unfenced"],
+        [
+            "conditional_vs_acquire_fence",
+            "fenced_append_vs_unfenced",
+            "fenced_vs_unfenced"
+        ],
         "no function/pipelined comparison on memory"
     );
     for comparison in comparisons.values() {
@@ -84,12 +90,16 @@ fn the_table_has_a_row_per_workload_and_the_comparisons() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     let rows = stdout.lines().filter(|l| l.starts_with("| ")).count();
-    assert_eq!(rows, 1 + 5, "a header and five rows: {stdout}");
+    assert_eq!(rows, 1 + 7, "a header and seven rows: {stdout}");
     assert!(
         stdout.contains("| park/resume, fence_if_parked_at |"),
         "{stdout}"
     );
-    assert!(stdout.contains("- fenced / unfenced: "), "{stdout}");
+    assert!(
+        stdout.contains("- fenced append / unfenced append: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| acquire_fence alone |"), "{stdout}");
     assert!(stdout.contains("time per execution"), "{stdout}");
 }
 
@@ -155,9 +165,9 @@ fn postgres_measures_both_acquire_strategies() {
         ],
     );
     let workloads = json["workloads"].as_array().expect("a workloads array");
-    assert_eq!(workloads.len(), 6, "{json}");
+    assert_eq!(workloads.len(), 8, "{json}");
     assert_eq!(
-        workloads[5]["workload"], "park_resume_fence_if_parked_at_pipelined",
+        workloads[7]["workload"], "park_resume_fence_if_parked_at_pipelined",
         "{json}"
     );
     for workload in workloads {
@@ -181,18 +191,28 @@ fn sqlite_json_has_every_workload_the_targets_and_leaves_no_file() {
     assert_eq!(json["store"], store.as_str(), "{json}");
     assert_eq!(json["sqlite_durability"], "full", "{json}");
     let workloads = json["workloads"].as_array().expect("a workloads array");
-    assert_eq!(workloads.len(), 5, "no pipelined acquire on SQLite: {json}");
+    assert_eq!(workloads.len(), 7, "no pipelined acquire on SQLite: {json}");
     for workload in workloads {
         positive(workload, "executions_per_sec");
         assert_eq!(workload["per_run"].as_array().map(Vec::len), Some(1));
     }
     let comparisons = &json["comparisons"];
-    assert_eq!(comparisons["fenced_vs_unfenced"]["target"], 0.10, "{json}");
+    assert_eq!(
+        comparisons["fenced_append_vs_unfenced"]["target"], 0.05,
+        "{json}"
+    );
+    assert!(
+        comparisons["fenced_vs_unfenced"]["target"].is_null(),
+        "{json}"
+    );
     assert_eq!(
         comparisons["conditional_vs_acquire_fence"]["target"], 0.15,
         "{json}"
     );
-    positive(&comparisons["fenced_vs_unfenced"], "throughput_ratio");
+    positive(
+        &comparisons["fenced_append_vs_unfenced"],
+        "throughput_ratio",
+    );
     // The database, its WAL and its shared-memory file are all gone.
     assert_eq!(scratch.files(), Vec::<String>::new());
 }
@@ -217,7 +237,7 @@ fn sqlite_table_names_the_durability_and_both_verdicts() {
         stdout.starts_with("loomfence bench: sqlite::memory:, 4 concurrent tasks"),
         "{stdout}"
     );
-    assert!(stdout.contains("the 10.0% target)"), "{stdout}");
+    assert!(stdout.contains("the 5.0% target)"), "{stdout}");
     assert!(stdout.contains("the 15.0% target)"), "{stdout}");
 }
 

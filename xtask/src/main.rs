@@ -15,6 +15,7 @@
 #![warn(clippy::missing_docs_in_private_items)]
 
 mod bench;
+mod bench_pg;
 mod cmd;
 mod demo;
 mod npm;
@@ -76,6 +77,30 @@ enum Commands {
         #[arg(last = true, value_name = "BENCH_ARGS")]
         bench_args: Vec<String>,
     },
+    /// Measure loomfence's PostgreSQL appends against the server's own
+    /// speed: on one durable throwaway server, each round runs pgbench with
+    /// a one-row INSERT into a table shaped like `events`, then `loomfence
+    /// bench` (unfenced and fenced appends, acquire_fence alone, the two
+    /// resumes) at the same client count; prints every number per round,
+    /// the ratios and their medians.
+    BenchPg {
+        /// Rounds (pgbench, then each binary).
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+        /// Clients of pgbench and of the bench (its concurrency and pool).
+        #[arg(long, default_value_t = 64)]
+        clients: u32,
+        /// pgbench's seconds per round.
+        #[arg(long, default_value_t = 10)]
+        seconds: u32,
+        /// The bench's executions per workload per round.
+        #[arg(long, default_value_t = 3000)]
+        executions: u32,
+        /// A loomfence binary to measure (repeatable, to compare builds in
+        /// the same run); by default this workspace's, built in release.
+        #[arg(long, value_name = "PATH")]
+        binary: Vec<std::path::PathBuf>,
+    },
     /// Build the npm package `loomfence` into wasm/npm/dist (cargo,
     /// wasm-bindgen, wasm-opt -Oz) and print the size of its .wasm against
     /// the budget. Installs wasm-bindgen-cli and the npm tools when missing.
@@ -121,6 +146,20 @@ fn main() -> ExitCode {
             package,
             bench_args,
         }) => bench::run(&package, bench.as_deref(), &bench_args).map(|()| ExitCode::SUCCESS),
+        Some(Commands::BenchPg {
+            rounds,
+            clients,
+            seconds,
+            executions,
+            binary,
+        }) => bench_pg::run(&bench_pg::Settings {
+            rounds,
+            clients,
+            seconds,
+            executions,
+            binaries: binary,
+        })
+        .map(|()| ExitCode::SUCCESS),
         Some(Commands::Npm) => npm::run().map(|()| ExitCode::SUCCESS),
         Some(Commands::Demo { port }) => demo::serve(port).map(|()| ExitCode::SUCCESS),
         Some(Commands::Pg { durable, program }) => postgres::run_program(durable, &program),

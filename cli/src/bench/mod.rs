@@ -75,7 +75,10 @@ pub(crate) async fn run(
     progress: ProgressBar,
 ) -> Result<BenchReport, CliError> {
     let postgres = settings.store.is_postgres();
-    let workloads = Workload::for_store(postgres);
+    let workloads: Vec<Workload> = Workload::for_store(postgres)
+        .into_iter()
+        .filter(|w| settings.only.is_empty() || settings.only.contains(w))
+        .collect();
     let mut opened: Vec<OpenedStore> = Vec::new();
     for acquire in shared_stores(&settings.store) {
         let options = OpenOptions {
@@ -178,6 +181,8 @@ async fn measure(
 /// `<workload>-<tag>-<i>`) through `concurrency` tasks. Returns every
 /// execution's sample and the wall time from the moment all tasks were
 /// ready to the last one's end (a fresh memory store is freed after that).
+/// A workload that [prepares](Workload::prepare) does so for every
+/// execution first, through the same tasks, before the clock starts.
 async fn phase(
     target: &Target,
     executions: u32,
@@ -188,16 +193,22 @@ async fn phase(
         Backing::Shared(store) => Arc::clone(store),
         Backing::FreshMemory => Arc::new(MemoryEventStore::new()),
     };
-    let next = Arc::new(AtomicU32::new(0));
+    let workload = target.workload;
+    let prefix = format!("{}-{tag}-", workload.key());
     let tasks = concurrency.min(executions);
+    let prepared = Arc::new(if workload.prepares() {
+        prepare(&store, workload, &prefix, executions, tasks).await?
+    } else {
+        vec![None; executions as usize]
+    });
+    let next = Arc::new(AtomicU32::new(0));
     // Spawning is set-up: the clock starts when every task is waiting.
     let start = Arc::new(Barrier::new(tasks as usize + 1));
     let mut set = JoinSet::new();
     for _ in 0..tasks {
         let (next, start) = (Arc::clone(&next), Arc::clone(&start));
-        let store = Arc::clone(&store);
-        let workload = target.workload;
-        let prefix = format!("{}-{tag}-", workload.key());
+        let (store, prepared) = (Arc::clone(&store), Arc::clone(&prepared));
+        let prefix = prefix.clone();
         set.spawn(async move {
             start.wait().await;
             let mut samples = Vec::new();
@@ -206,9 +217,9 @@ async fn phase(
                 if i >= executions {
                     return Ok::<_, CliError>(samples);
                 }
-                let id = ExecutionId::new(format!("{prefix}{i}"))
-                    .map_err(CliError::input("execution id"))?;
-                samples.push(workload.execute(&*store, &id).await?);
+                let id = execution_id(&prefix, i)?;
+                let token = prepared[i as usize];
+                samples.push(workload.execute(&*store, &id, token).await?);
                 // The memory store never awaits: without this a task would
                 // run execution after execution without letting the others
                 // in, and the concurrency would be nominal.
@@ -227,6 +238,47 @@ async fn phase(
     let elapsed = began.elapsed();
     drop(store);
     Ok((samples, elapsed))
+}
+
+/// The untimed preparation of `executions` executions of `workload`
+/// through `tasks` tasks: what each one's [`Workload::prepare`] returned,
+/// by execution.
+async fn prepare(
+    store: &Arc<dyn EventStore>,
+    workload: Workload,
+    prefix: &str,
+    executions: u32,
+    tasks: u32,
+) -> Result<Vec<Option<u64>>, CliError> {
+    let next = Arc::new(AtomicU32::new(0));
+    let mut set = JoinSet::new();
+    for _ in 0..tasks {
+        let (next, store, prefix) = (Arc::clone(&next), Arc::clone(store), prefix.to_owned());
+        set.spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= executions {
+                    return Ok::<_, CliError>(done);
+                }
+                let id = execution_id(&prefix, i)?;
+                done.push((i, workload.prepare(&*store, &id).await?));
+                yield_now().await;
+            }
+        });
+    }
+    let mut prepared = vec![None; executions as usize];
+    while let Some(joined) = set.join_next().await {
+        for (i, token) in joined.map_err(CliError::task("bench task"))?? {
+            prepared[i as usize] = token;
+        }
+    }
+    Ok(prepared)
+}
+
+/// The id of execution `i` of a run.
+fn execution_id(prefix: &str, i: u32) -> Result<ExecutionId, CliError> {
+    ExecutionId::new(format!("{prefix}{i}")).map_err(CliError::input("execution id"))
 }
 
 #[cfg(test)]
@@ -269,7 +321,7 @@ mod tests {
         .validate()
         .unwrap();
         let report = run(settings, ProgressBar::hidden()).await.unwrap();
-        assert_eq!(report.results.len(), 5);
+        assert_eq!(report.results.len(), 7);
         for result in &report.results {
             assert_eq!(result.runs.len(), 2);
             assert!(result.throughput() > 0.0, "{result:?}");

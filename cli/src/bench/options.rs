@@ -4,6 +4,7 @@
 
 use loomfence_sqlite::Durability;
 
+use crate::bench::workloads::Workload;
 use crate::error::CliError;
 use crate::store_arg::StoreArg;
 
@@ -41,6 +42,8 @@ pub(crate) struct BenchSettings {
     pub(crate) pool: usize,
     /// Retention only: time a second sweep that archives.
     pub(crate) archive: bool,
+    /// Kernel only: the workloads to run; empty: every one.
+    pub(crate) only: Vec<Workload>,
 }
 
 /// The options as typed, before the checks clap cannot do.
@@ -62,6 +65,8 @@ pub(crate) struct RawBench {
     pub(crate) pool: Option<u32>,
     /// `--sqlite-durability`, if given.
     pub(crate) sqlite_durability: Option<Durability>,
+    /// `--only`: workload keys.
+    pub(crate) only: Vec<String>,
 }
 
 impl RawBench {
@@ -80,6 +85,12 @@ impl RawBench {
             Suite::Retention if self.runs.is_some() => {
                 return Err(CliError::OnlyWith {
                     option: "runs",
+                    with: "--workload kernel",
+                });
+            }
+            Suite::Retention if !self.only.is_empty() => {
+                return Err(CliError::OnlyWith {
+                    option: "only",
                     with: "--workload kernel",
                 });
             }
@@ -103,7 +114,21 @@ impl RawBench {
                 return Err(CliError::zero(name));
             }
         }
+        let only = self
+            .only
+            .iter()
+            .map(|key| {
+                Workload::ALL
+                    .into_iter()
+                    .find(|w| w.key() == key)
+                    .ok_or_else(|| CliError::BadValue {
+                        option: "only",
+                        reason: format!("no workload {key:?}"),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(BenchSettings {
+            only,
             suite: self.suite,
             store: StoreArg::from_options(&self.store, self.sqlite_durability)?,
             concurrency: self.concurrency,
@@ -140,7 +165,36 @@ pub(super) mod tests {
             archive: false,
             pool: None,
             sqlite_durability: None,
+            only: Vec::new(),
         }
+    }
+
+    #[test]
+    fn only_names_workloads_by_their_keys() {
+        let settings = RawBench {
+            only: vec!["fenced_append".to_owned(), "unfenced".to_owned()],
+            ..raw()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(settings.only, [Workload::FencedAppend, Workload::Unfenced]);
+        let bad = RawBench {
+            only: vec!["nosuch".to_owned()],
+            ..raw()
+        };
+        assert_eq!(
+            bad.validate().unwrap_err().to_string(),
+            "--only: no workload \"nosuch\""
+        );
+        let retention = RawBench {
+            suite: Suite::Retention,
+            only: vec!["unfenced".to_owned()],
+            ..raw()
+        };
+        assert_eq!(
+            retention.validate().unwrap_err().to_string(),
+            "--only: only with --workload kernel"
+        );
     }
 
     #[test]

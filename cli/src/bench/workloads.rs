@@ -1,9 +1,11 @@
 //! What one execution of each workload does against the store.
 //!
-//! Every workload writes the same shape of log (a start, some steps, a
-//! completion), so the workloads differ only in how the writer holds the
-//! execution: with no token, with a token taken up front, or by resuming a
-//! park on one of the three resume paths. Nothing races here (each
+//! Every workload but one writes the same shape of log (a start, some
+//! steps, a completion), so they differ only in how the writer holds the
+//! execution: with no token, with a token taken up front (inside the timed
+//! execution, or before the clock starts, to time the fenced appends
+//! alone), or by resuming a park on one of the three resume paths. The one
+//! other times the token's acquire alone. Nothing races here (each
 //! execution has exactly one writer), so every resume must land; anything
 //! else is a failure of the bench, not a result.
 
@@ -30,8 +32,14 @@ pub(crate) enum Workload {
     /// `EXECUTION_STARTED`, three `STEP_COMPLETED`, `EXECUTION_COMPLETED`:
     /// five single appends, no token.
     Unfenced,
+    /// The same five appends, each carrying a token that was acquired
+    /// before the clock started (see [`Workload::prepare`]): what fencing
+    /// adds to an append itself.
+    FencedAppend,
     /// `acquire_fence`, then the same five appends carrying the token.
     Fenced,
+    /// One `acquire_fence` of a new execution, alone.
+    Acquire,
     /// Start and park (one append each), a resume that takes no token (the
     /// park-conditional append), one step and the completion.
     ParkUnfenced,
@@ -55,9 +63,11 @@ pub(crate) struct Sample {
 
 impl Workload {
     /// Every workload, in the order they run and are reported.
-    pub(crate) const ALL: [Workload; 6] = [
+    pub(crate) const ALL: [Workload; 8] = [
         Workload::Unfenced,
+        Workload::FencedAppend,
         Workload::Fenced,
+        Workload::Acquire,
         Workload::ParkUnfenced,
         Workload::ParkAcquireFence,
         Workload::ParkConditional,
@@ -77,7 +87,9 @@ impl Workload {
     pub(crate) fn key(self) -> &'static str {
         match self {
             Workload::Unfenced => "unfenced",
+            Workload::FencedAppend => "fenced_append",
             Workload::Fenced => "fenced",
+            Workload::Acquire => "acquire",
             Workload::ParkUnfenced => "park_resume_unfenced",
             Workload::ParkAcquireFence => "park_resume_acquire_fence",
             Workload::ParkConditional => "park_resume_fence_if_parked_at",
@@ -89,7 +101,9 @@ impl Workload {
     pub(crate) fn label(self, postgres: bool) -> &'static str {
         match self {
             Workload::Unfenced => "unfenced",
+            Workload::FencedAppend => "fenced append (token taken before the clock)",
             Workload::Fenced => "fenced",
+            Workload::Acquire => "acquire_fence alone",
             Workload::ParkUnfenced => "park/resume, unfenced",
             Workload::ParkAcquireFence => "park/resume, acquire_fence",
             Workload::ParkConditional if postgres => "park/resume, fence_if_parked_at (function)",
@@ -100,19 +114,63 @@ impl Workload {
 
     /// Whether the workload resumes a park (and so has a resume latency).
     pub(crate) fn resumes(self) -> bool {
-        !matches!(self, Workload::Unfenced | Workload::Fenced)
+        !matches!(
+            self,
+            Workload::Unfenced | Workload::FencedAppend | Workload::Fenced | Workload::Acquire
+        )
     }
 
-    /// Runs one execution `id` of this workload against `store`.
+    /// How many single appends one execution makes, for the workloads that
+    /// make nothing else (so appends/s is this times executions/s).
+    pub(crate) fn appends_only(self) -> Option<u32> {
+        matches!(self, Workload::Unfenced | Workload::FencedAppend).then_some(STRAIGHT_STEPS + 2)
+    }
+
+    /// Whether the workload has untimed work to do first (see
+    /// [`Workload::prepare`]).
+    pub(crate) fn prepares(self) -> bool {
+        self == Workload::FencedAppend
+    }
+
+    /// The untimed work before execution `id` runs: the fenced append's
+    /// token. `None` for the other workloads, which do everything timed.
+    pub(crate) async fn prepare(
+        self,
+        store: &dyn EventStore,
+        id: &ExecutionId,
+    ) -> Result<Option<u64>, CliError> {
+        Ok(match self {
+            Workload::FencedAppend => Some(store.acquire_fence(id).await?),
+            _ => None,
+        })
+    }
+
+    /// Runs one execution `id` of this workload against `store`, with the
+    /// token [`Workload::prepare`] took for it, if any (a fenced append
+    /// that was not prepared takes its token inside the clock).
     pub(crate) async fn execute(
         self,
         store: &dyn EventStore,
         id: &ExecutionId,
+        prepared: Option<u64>,
     ) -> Result<Sample, CliError> {
         let began = Instant::now();
         let resume = match self {
             Workload::Unfenced => {
                 straight(store, id, None).await?;
+                None
+            }
+            Workload::FencedAppend => {
+                // Not prepared: the acquire is timed too, as in `Fenced`.
+                let token = match prepared {
+                    Some(token) => token,
+                    None => store.acquire_fence(id).await?,
+                };
+                straight(store, id, Some(token)).await?;
+                None
+            }
+            Workload::Acquire => {
+                store.acquire_fence(id).await?;
                 None
             }
             Workload::Fenced => {
@@ -228,9 +286,16 @@ mod tests {
         let store = MemoryEventStore::new();
         for workload in Workload::ALL {
             let id = ExecutionId::new(format!("{}-1", workload.key())).unwrap();
-            let sample = workload.execute(&store, &id).await.unwrap();
+            let prepared = workload.prepare(&store, &id).await.unwrap();
+            assert_eq!(prepared.is_some(), workload.prepares(), "{workload:?}");
+            let sample = workload.execute(&store, &id, prepared).await.unwrap();
             assert_eq!(sample.resume.is_some(), workload.resumes(), "{workload:?}");
             let log = store.read_range(&id, 1, None).await.unwrap();
+            if workload == Workload::Acquire {
+                assert!(log.is_empty());
+                assert_eq!(store.current_fence(&id).await.unwrap(), 1);
+                continue;
+            }
             let kinds: Vec<&str> = log.iter().map(|e| e.kind.as_str()).collect();
             let expected: &[&str] = if workload.resumes() {
                 &[
@@ -267,11 +332,33 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_fenced_append_not_prepared_takes_its_token_itself() {
+        let store = MemoryEventStore::new();
+        let id = ExecutionId::new("fenced-append-unprepared").unwrap();
+        Workload::FencedAppend
+            .execute(&store, &id, None)
+            .await
+            .unwrap();
+        assert_eq!(store.current_fence(&id).await.unwrap(), 1);
+        let log = store.read_range(&id, 1, None).await.unwrap();
+        assert_eq!(log.len(), 5);
+        assert!(log.iter().all(|e| matches!(e.fence(), Ok(Some(1)))));
+    }
+
+    #[test]
+    fn only_the_straight_workloads_count_appends() {
+        assert_eq!(Workload::Unfenced.appends_only(), Some(5));
+        assert_eq!(Workload::FencedAppend.appends_only(), Some(5));
+        assert_eq!(Workload::Fenced.appends_only(), None);
+        assert_eq!(Workload::Acquire.appends_only(), None);
+    }
+
     #[test]
     fn the_pipelined_acquire_runs_only_on_postgres() {
-        assert_eq!(Workload::for_store(true).len(), 6);
+        assert_eq!(Workload::for_store(true).len(), 8);
         let memory = Workload::for_store(false);
-        assert_eq!(memory.len(), 5);
+        assert_eq!(memory.len(), 7);
         assert!(!memory.contains(&Workload::ParkConditionalPipelined));
     }
 }

@@ -10,7 +10,8 @@ use loomfence_core::KernelKind;
 
 use crate::config::Schema;
 use crate::sql_parts::{
-    answering, delete_log, execution_lock_of, lock_fence_row, require_read_committed,
+    answering, delete_log, execution_lock_call, execution_lock_of, lock_fence_row,
+    require_read_committed,
 };
 use crate::{feed_sql, retention_sql};
 
@@ -46,8 +47,12 @@ const ACQUIRE_FENCE_IF_SIGNATURE: &str = "acquire_fence_if(text, bigint, bigint,
 /// The statements, for one schema.
 #[derive(Debug)]
 pub(crate) struct Sql {
-    /// The append function's call (see [`append_function`]).
+    /// The append function's call (see [`append_function`]), for a
+    /// conditional append.
     pub(crate) append_call: String,
+    /// The call of the append without a park condition (see
+    /// [`append_plain_function`]).
+    pub(crate) append_plain_call: String,
     /// Events of one execution in a sequence range.
     pub(crate) read_range: String,
     /// One execution's token.
@@ -93,6 +98,10 @@ impl Sql {
                 "SELECT token, in_range, open, head, inserted, park_kind FROM {s}.append( \
                    $1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], $6::int8, $7::bool, \
                    $8::bool, $9::bool, $10::int8, $11::text[], $12::text[], $13::int8, $14::bool)"
+            ),
+            append_plain_call: format!(
+                "SELECT {s}.append_plain($1, $2::text[], $3::jsonb[], $4::jsonb[], $5::int8[], \
+                   $6::int8, $7::bool, $8::bool, $9::bool, $10::int8, $11::bool)"
             ),
             read_range: format!(
                 "SELECT sequence, kind, payload, metadata, at FROM {s}.events \
@@ -173,6 +182,7 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
         format!("DROP FUNCTION IF EXISTS {s}.{APPEND_SIGNATURE_BEFORE_THE_FEED}"),
         drop_if_outdated(s, APPEND_SIGNATURE, "park_kind"),
         append_function(s),
+        append_plain_function(s),
         drop_if_outdated(s, ACQUIRE_FENCE_IF_SIGNATURE, "park_kind"),
         acquire_fence_if_function(s),
         delete_function(s),
@@ -208,73 +218,32 @@ fn execution_lock(s: &str) -> String {
     execution_lock_of(s, "p_id")
 }
 
+/// [`execution_lock`] as an assignment of an expression, which PL/pgSQL
+/// evaluates without a query's executor (the lock answers `void`, so a
+/// query for it is all overhead). Needs the variable `v_locked`.
+fn execution_lock_expr(s: &str) -> String {
+    format!("v_locked := {} IS NULL;", execution_lock_call(s, "p_id"))
+}
+
 /// The append as a function: one round trip, one plan per connection.
 ///
-/// It takes the execution's advisory lock first, and only then runs the
-/// append statement, which therefore sees every delete and append that
+/// It takes the execution's advisory lock first, and only then reads or
+/// writes, so every statement after it sees every delete and append that
 /// finished before it (each statement of a volatile function takes a fresh
-/// snapshot under READ COMMITTED). That one statement holds the fence guard,
-/// the park-conditional check, the sequence assignment and the insert:
+/// snapshot under READ COMMITTED).
 ///
-/// - a batch holding a park first makes sure the execution's fence row
-///   exists (token 0), so an answering append always has a row to lock;
-/// - an answering batch (`p_lock`) reads the fence row `FOR SHARE` in a
-///   `MATERIALIZED` CTE, which waits for a concurrent conditional acquire
-///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
-///   left it: "append lands" and "acquire wins" cannot both happen. Other
-///   batches read it without a lock, keeping step and audit appends cheap;
-/// - a conditional append (`p_park` not null) inserts only while the event
-///   at `p_park` is a park and no answering event follows it.
+/// A conditional append (`p_park` not null) runs [`conditional_append`].
+/// Any other runs the [`short_path`], as [`append_plain_function`] does
+/// (which this build calls for those); this function keeps it for the
+/// writers of older builds.
 ///
-/// - the same statement keeps the open parks: `p_opens` (the batch's last
-///   answering event is a park, this far past the head) upserts the
-///   execution's row, `p_closes` deletes it, both only when the batch is
-///   written. The caller computes them with the core's `park_change`, so
-///   the index follows the core's rule and never disagrees with the log.
-///
-/// Returns the token the guard compared against, whether `p_park` is inside
-/// the log, whether the park is open (false too when the event at `p_park`
-/// is not a park, so a caller that does not read `park_kind` still refuses),
-/// the head before the insert, how many rows were inserted (the new
-/// sequences are `head + 1 ..`) and the kind of the event at `p_park`.
+/// Returns the token the guard compared against (on the short path only
+/// when it refused; 0 otherwise), whether `p_park` is inside the log,
+/// whether the park is open (false too when the event at `p_park` is not a
+/// park, so a caller that does not read `park_kind` still refuses), the
+/// head before the insert, how many rows were inserted (the new sequences
+/// are `head + 1 ..`) and the kind of the event at `p_park`.
 fn append_function(s: &str) -> String {
-    /// The insert's condition, which the open parks' upkeep shares.
-    const WRITTEN: &str = "verdict.in_range AND verdict.open AND verdict.guard";
-    let statement = |lock: &str| {
-        format!(
-            "RETURN QUERY WITH \
-               ensure AS (INSERT INTO {s}.fences (execution_id, token) SELECT p_id, 0 WHERE p_ensure \
-                          ON CONFLICT DO NOTHING), \
-               locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
-               cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
-               head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
-               parked AS (SELECT (SELECT e.kind FROM {s}.events e \
-                                  WHERE e.execution_id = p_id AND e.sequence = p_park) AS kind), \
-               verdict AS ( \
-                 SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
-                        (p_park IS NULL OR (parked.kind IS NOT DISTINCT FROM {park} \
-                           AND NOT EXISTS (SELECT 1 FROM {s}.events e \
-                             WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}))) AS open, \
-                        (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
-                              ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
-                 FROM cur, head, parked), \
-               {upkeep}\
-               ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
-                       SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
-                       FROM head, verdict, \
-                            unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
-                              AS u(kind, payload, metadata, at, ord) \
-                       WHERE {written} \
-                       RETURNING 1) \
-             SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
-                    (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
-                    (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
-            answering = answering("p_answering_kinds", "p_kernel_kinds"),
-            park = park_kind(),
-            upkeep = feed_sql::append_upkeep(s, WRITTEN),
-            written = WRITTEN,
-        )
-    };
     format!(
         "CREATE OR REPLACE FUNCTION {s}.append( \
            p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
@@ -283,15 +252,195 @@ fn append_function(s: &str) -> String {
          RETURNS TABLE (token bigint, in_range boolean, open boolean, head bigint, inserted bigint, \
                         park_kind text) \
          LANGUAGE plpgsql VOLATILE AS $fn$ \
+         {declare} \
          BEGIN \
            {rc} \
            {lock} \
-           IF p_lock THEN {locking} ELSE {plain} END IF; \
+           IF p_park IS NOT NULL THEN \
+             IF p_lock THEN {conditional_locking} ELSE {conditional_plain} END IF; \
+             RETURN; \
+           END IF; \
+           {short} \
+           token := COALESCE(v_token, 0); in_range := true; open := true; head := v_head; \
+           inserted := v_n; park_kind := NULL; \
+           RETURN NEXT; \
          END $fn$",
+        declare = SHORT_PATH_DECLARE,
         rc = require_read_committed("append"),
-        lock = execution_lock(s),
-        locking = statement(" FOR SHARE"),
-        plain = statement(""),
+        lock = execution_lock_expr(s),
+        conditional_locking = conditional_append(s, " FOR SHARE"),
+        conditional_plain = conditional_append(s, ""),
+        short = short_path(s),
+    )
+}
+
+/// The append without a park condition, as a function answering one
+/// `bigint`: what this build calls for every append but a conditional one.
+/// The execution's lock, then the [`short_path`]. Answers the head before
+/// the insert when the batch was written (the new sequences are `head + 1
+/// ..`), or, when the fence guard refused it, `-1 - token` with the token
+/// it compared against (tokens and heads are at most 2^53-1, so the two
+/// never overlap).
+///
+/// A scalar answer rather than a row: a set-returning function goes
+/// through a tuple store and a function scan, measurably dearer in a call
+/// this small; and no argument is sent that only the conditional append
+/// reads.
+fn append_plain_function(s: &str) -> String {
+    format!(
+        "CREATE OR REPLACE FUNCTION {s}.append_plain( \
+           p_id text, p_kinds text[], p_payloads jsonb[], p_metadata jsonb[], p_ats bigint[], \
+           p_fence bigint, p_answering boolean, p_lock boolean, p_ensure boolean, \
+           p_opens bigint, p_closes boolean) \
+         RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$ \
+         {declare} \
+         BEGIN \
+           {rc} \
+           {lock} \
+           {short} \
+           IF v_n > 0 THEN RETURN v_head; END IF; \
+           RETURN -1 - COALESCE(v_token, 0); \
+         END $fn$",
+        declare = SHORT_PATH_DECLARE,
+        rc = require_read_committed("append_plain"),
+        lock = execution_lock_expr(s),
+        short = short_path(s),
+    )
+}
+
+/// The variables of the [`short_path`].
+const SHORT_PATH_DECLARE: &str = "DECLARE v_token bigint; v_head bigint; v_seq bigint; \
+                                  v_n bigint := 0; v_locked boolean; v_pass boolean; \
+                                  v_check boolean;";
+
+/// An append without a park condition, once the execution's lock is held:
+/// a few small statements whose plans do not depend on the arguments'
+/// values, so each connection plans them once (a statement whose best plan
+/// depends on the values, such as the conditional one, is planned again at
+/// every call). Leaves the head before the insert in `v_head`, the rows
+/// inserted in `v_n` (0 when the fence guard refused) and, when it read
+/// one, the token in `v_token`.
+///
+/// - a batch holding a park first makes sure the execution's fence row
+///   exists (token 0), so an answering append always has a row to lock;
+/// - one fenced event that is not read under the lock (below): the guard
+///   is the insert's own condition, so a fenced append costs the unfenced
+///   one's statement plus one primary-key lookup of its fence row; an
+///   unfenced one that does not answer reads no fence row at all;
+/// - otherwise the token is read first, `FOR SHARE` for an answering batch
+///   (`p_lock`), which waits for a concurrent conditional acquire (holding
+///   the row `FOR UPDATE`) and then reads the row as the acquire left it:
+///   "append lands" and "acquire wins" cannot both happen. The guard is
+///   checked, then the batch inserted (one event by the same statement as
+///   above, without the guard);
+/// - once the batch is written, the open parks: `p_opens` (the batch's last
+///   answering event is a park, this far past the head) upserts the
+///   execution's row, `p_closes` deletes it. The caller computes them with
+///   the core's `park_change`, so the index follows the core's rule and
+///   never disagrees with the log.
+fn short_path(s: &str) -> String {
+    let insert =
+        format!("INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at)");
+    let head = format!(
+        "SELECT COALESCE(max(e.sequence), 0) FROM {s}.events e WHERE e.execution_id = p_id"
+    );
+    let token = format!("SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id");
+    // One event: the head and the insert in one statement.
+    let one = format!(
+        "{insert} SELECT p_id, COALESCE(max(e.sequence), 0) + 1, p_kinds[1], p_payloads[1], \
+           p_metadata[1], p_ats[1] FROM {s}.events e WHERE e.execution_id = p_id"
+    );
+    format!(
+        "IF p_ensure THEN \
+           INSERT INTO {s}.fences (execution_id, token) VALUES (p_id, 0) ON CONFLICT DO NOTHING; \
+         END IF; \
+         v_check := p_fence IS NOT NULL AND NOT p_lock AND cardinality(p_kinds) = 1; \
+         IF p_lock OR (p_fence IS NULL AND p_answering) OR (p_fence IS NOT NULL AND NOT v_check) THEN \
+           IF p_lock THEN {token} FOR SHARE INTO v_token; ELSE {token} INTO v_token; END IF; \
+           v_token := COALESCE(v_token, 0); \
+           v_pass := (CASE WHEN p_fence IS NOT NULL THEN p_fence >= v_token \
+                           ELSE NOT p_answering OR v_token = 0 END); \
+         ELSE \
+           v_pass := true; \
+         END IF; \
+         IF v_pass AND cardinality(p_kinds) = 1 THEN \
+           IF v_check THEN \
+             {one} HAVING p_fence >= COALESCE(({token}), 0) RETURNING sequence INTO v_seq; \
+           ELSE \
+             {one} RETURNING sequence INTO v_seq; \
+           END IF; \
+           IF v_seq IS NOT NULL THEN v_n := 1; v_head := v_seq - 1; END IF; \
+         ELSIF v_pass THEN \
+           WITH ins AS ({insert} \
+             SELECT p_id, h.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+             FROM ({head}) AS h(head), \
+                  unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                    AS u(kind, payload, metadata, at, ord) \
+             RETURNING sequence) \
+           SELECT min(i.sequence) - 1, count(*) INTO v_head, v_n FROM ins i; \
+         END IF; \
+         IF v_n > 0 THEN \
+           IF p_opens IS NOT NULL THEN \
+             INSERT INTO {s}.open_parks (execution_id, park_seq) VALUES (p_id, v_head + p_opens) \
+               ON CONFLICT (execution_id) DO UPDATE SET park_seq = EXCLUDED.park_seq; \
+           ELSIF p_closes THEN \
+             DELETE FROM {s}.open_parks o WHERE o.execution_id = p_id; \
+           END IF; \
+         ELSE \
+           IF v_check THEN {token} INTO v_token; END IF; \
+           v_head := ({head}); \
+         END IF;"
+    )
+}
+
+/// The conditional append (`p_park` not null) as one statement, after the
+/// execution lock, which therefore sees every delete and append that
+/// finished before it:
+///
+/// - a batch holding a park first makes sure the execution's fence row
+///   exists (token 0), so an answering append always has a row to lock;
+/// - an answering batch (`lock` is ` FOR SHARE`) reads the fence row in a
+///   `MATERIALIZED` CTE, which waits for a concurrent conditional acquire
+///   (holding the row `FOR UPDATE`) and then reads the row as the acquire
+///   left it. Other batches read it without a lock;
+/// - it inserts only while the event at `p_park` is a park and no
+///   answering event follows it, and keeps the open parks in the same
+///   statement (see [`feed_sql::append_upkeep`]).
+fn conditional_append(s: &str, lock: &str) -> String {
+    /// The insert's condition, which the open parks' upkeep shares.
+    const WRITTEN: &str = "verdict.in_range AND verdict.open AND verdict.guard";
+    format!(
+        "RETURN QUERY WITH \
+           ensure AS (INSERT INTO {s}.fences (execution_id, token) SELECT p_id, 0 WHERE p_ensure \
+                      ON CONFLICT DO NOTHING), \
+           locked AS MATERIALIZED (SELECT f.token FROM {s}.fences f WHERE f.execution_id = p_id{lock}), \
+           cur AS (SELECT COALESCE((SELECT l.token FROM locked l), 0) AS token), \
+           head AS (SELECT COALESCE(max(e.sequence), 0) AS head FROM {s}.events e WHERE e.execution_id = p_id), \
+           parked AS (SELECT (SELECT e.kind FROM {s}.events e \
+                              WHERE e.execution_id = p_id AND e.sequence = p_park) AS kind), \
+           verdict AS ( \
+             SELECT (p_park IS NULL OR p_park BETWEEN 1 AND head.head) AS in_range, \
+                    (p_park IS NULL OR (parked.kind IS NOT DISTINCT FROM {park} \
+                       AND NOT EXISTS (SELECT 1 FROM {s}.events e \
+                         WHERE e.execution_id = p_id AND e.sequence > p_park AND {answering}))) AS open, \
+                    (CASE WHEN p_fence IS NOT NULL THEN p_fence >= cur.token \
+                          ELSE (NOT p_answering OR cur.token = 0) END) AS guard \
+             FROM cur, head, parked), \
+           {upkeep}\
+           ins AS (INSERT INTO {s}.events (execution_id, sequence, kind, payload, metadata, at) \
+                   SELECT p_id, head.head + u.ord, u.kind, u.payload, u.metadata, u.at \
+                   FROM head, verdict, \
+                        unnest(p_kinds, p_payloads, p_metadata, p_ats) WITH ORDINALITY \
+                          AS u(kind, payload, metadata, at, ord) \
+                   WHERE {written} \
+                   RETURNING 1) \
+         SELECT (SELECT c.token FROM cur c), (SELECT v.in_range FROM verdict v), \
+                (SELECT v.open FROM verdict v), (SELECT h.head FROM head h), \
+                (SELECT count(*) FROM ins), (SELECT pk.kind FROM parked pk);",
+        answering = answering("p_answering_kinds", "p_kernel_kinds"),
+        park = park_kind(),
+        upkeep = feed_sql::append_upkeep(s, WRITTEN),
+        written = WRITTEN,
     )
 }
 
@@ -380,16 +529,32 @@ mod tests {
         let ddl = append_function("loomfence");
         assert_eq!(
             ddl.matches("FOR SHARE").count(),
-            1,
-            "only the p_lock branch"
+            2,
+            "only the p_lock branches, conditional and not"
         );
         assert_eq!(ddl.matches("RETURN QUERY").count(), 2);
+        assert_locks_first(&ddl);
+    }
+
+    #[test]
+    fn the_plain_append_is_the_short_path_after_the_lock() {
+        let ddl = append_plain_function("loomfence");
+        assert!(ddl.contains(&short_path("loomfence")));
+        assert!(!ddl.contains("p_park"), "no park condition");
+        assert_eq!(ddl.matches("FOR SHARE").count(), 1);
+        assert_locks_first(&ddl);
+        assert!(schema_ddl(&Schema::new("loomfence").unwrap()).contains(&ddl));
+    }
+
+    /// The execution lock comes before every statement that reads or writes.
+    fn assert_locks_first(ddl: &str) {
         let advisory = ddl
             .find("pg_advisory_xact_lock")
             .expect("takes the execution lock");
-        assert!(
-            ddl.find("RETURN QUERY")
-                .is_some_and(|statement| advisory < statement)
-        );
+        for statement in ["RETURN QUERY", "INSERT", "SELECT f.token", "DELETE"] {
+            if let Some(at) = ddl.find(statement) {
+                assert!(advisory < at, "{statement}");
+            }
+        }
     }
 }

@@ -30,7 +30,12 @@ pub(crate) fn require_read_committed(function: &str) -> String {
 /// so a function that must exclude the appends of several executions (the
 /// guarded delete, for the child and each parent) takes exactly theirs.
 pub(crate) fn execution_lock_of(s: &str, id: &str) -> String {
-    format!("PERFORM pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext({id}));")
+    format!("PERFORM {};", execution_lock_call(s, id))
+}
+
+/// The call that takes [`execution_lock_of`]'s lock, as an expression.
+pub(crate) fn execution_lock_call(s: &str, id: &str) -> String {
+    format!("pg_advisory_xact_lock(hashtext('loomfence.{s}'), hashtext({id}))")
 }
 
 /// The delete's first row lock, after the execution lock: the fence row of

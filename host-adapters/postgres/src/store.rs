@@ -224,50 +224,60 @@ impl PostgresEventStore {
                 ParkChange::Opens(offset) => (Some(to_i64(offset)), false),
                 ParkChange::Closes => (None, true),
             };
-        let (answering, kernel) = (answering_kinds(), kernel_kinds());
         let id_text = id.as_str();
-        let params: [&(dyn ToSql + Sync); 14] = [
-            &id_text,
-            &kinds,
-            &payloads,
-            &metadata,
-            &ats,
-            &fence,
-            &batch.answering,
-            &lock,
-            &ensure,
-            &park,
-            &answering,
-            &kernel,
-            &opens,
-            &closes,
-        ];
         let client = self.client().await?;
-        let statement = client
-            .prepare_cached(&self.sql.append_call)
-            .await
-            .map_err(|e| client.store(e))?;
-        // Appends to one execution queue on its advisory lock, so a sequence
-        // collision needs a writer that bypasses it (an older version of this
-        // store); retrying with a fresh snapshot still keeps the log whole.
-        let mut retries = 0;
-        let row = loop {
-            client.ready_to_write()?;
-            match client.query_one(&statement, &params).await {
-                Ok(row) => break row,
-                Err(e) if error::is_sequence_collision(&e) && retries < MAX_SEQUENCE_RETRIES => {
-                    retries += 1;
-                    tokio::task::yield_now().await;
+        let (token, in_range, open, head, inserted, kind) = match park {
+            // The answer is one `bigint`: the head before the insert, or
+            // `-1 - token` when the guard refused.
+            None => {
+                let params: [&(dyn ToSql + Sync); 11] = [
+                    &id_text,
+                    &kinds,
+                    &payloads,
+                    &metadata,
+                    &ats,
+                    &fence,
+                    &batch.answering,
+                    &lock,
+                    &ensure,
+                    &opens,
+                    &closes,
+                ];
+                let row = append_row(&client, &self.sql.append_plain_call, &params).await?;
+                let answer: i64 = row.try_get(0).map_err(error::store)?;
+                match answer {
+                    head if head >= 0 => (0, true, true, head, to_i64(events.len() as u64), None),
+                    refused => (-1 - refused, true, true, 0, 0, None),
                 }
-                Err(e) => return Err(client.write_failed(e)),
+            }
+            Some(_) => {
+                let (answering, kernel) = (answering_kinds(), kernel_kinds());
+                let params: [&(dyn ToSql + Sync); 14] = [
+                    &id_text,
+                    &kinds,
+                    &payloads,
+                    &metadata,
+                    &ats,
+                    &fence,
+                    &batch.answering,
+                    &lock,
+                    &ensure,
+                    &park,
+                    &answering,
+                    &kernel,
+                    &opens,
+                    &closes,
+                ];
+                let row = append_row(&client, &self.sql.append_call, &params).await?;
+                let token: i64 = row.try_get(0).map_err(error::store)?;
+                let in_range: bool = row.try_get(1).map_err(error::store)?;
+                let open: bool = row.try_get(2).map_err(error::store)?;
+                let head: i64 = row.try_get(3).map_err(error::store)?;
+                let inserted: i64 = row.try_get(4).map_err(error::store)?;
+                let kind: Option<String> = row.try_get(5).map_err(error::store)?;
+                (token, in_range, open, head, inserted, kind)
             }
         };
-        let token: i64 = row.try_get(0).map_err(error::store)?;
-        let in_range: bool = row.try_get(1).map_err(error::store)?;
-        let open: bool = row.try_get(2).map_err(error::store)?;
-        let head: i64 = row.try_get(3).map_err(error::store)?;
-        let inserted: i64 = row.try_get(4).map_err(error::store)?;
-        let kind: Option<String> = row.try_get(5).map_err(error::store)?;
         if let Some(park_seq) = park_seq {
             if !in_range {
                 return Err(InputError::ParkSeqOutOfRange {
@@ -382,6 +392,36 @@ impl PostgresEventStore {
         match new_token {
             Some(_) => Verdict::new(true, new_token, Some(head), kind),
             None => Verdict::new(false, current, Some(head), kind),
+        }
+    }
+}
+
+/// Runs an append function's call on `client`: its one answer row.
+///
+/// Appends to one execution queue on its advisory lock, so a sequence
+/// collision needs a writer that bypasses it (an older version of this
+/// store); retrying with a fresh snapshot still keeps the log whole. A
+/// connection lost after the statement was sent makes the append
+/// [`StoreError::OutcomeUnknown`] (see [`Conn::write_failed`]).
+async fn append_row(
+    client: &Conn,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<tokio_postgres::Row, StoreError> {
+    let statement = client
+        .prepare_cached(sql)
+        .await
+        .map_err(|e| client.store(e))?;
+    let mut retries = 0;
+    loop {
+        client.ready_to_write()?;
+        match client.query_one(&statement, params).await {
+            Ok(row) => return Ok(row),
+            Err(e) if error::is_sequence_collision(&e) && retries < MAX_SEQUENCE_RETRIES => {
+                retries += 1;
+                tokio::task::yield_now().await;
+            }
+            Err(e) => return Err(client.write_failed(e)),
         }
     }
 }

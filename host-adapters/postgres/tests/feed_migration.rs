@@ -24,9 +24,15 @@ use loomfence_store::EventStore;
 const APPEND: &str = "append(text, text[], jsonb[], jsonb[], bigint[], bigint, boolean, boolean, \
                       boolean, bigint, text[], text[], bigint, boolean)";
 
+/// The append without a park condition, which the previous version did
+/// not have.
+const APPEND_PLAIN: &str = "append_plain(text, text[], jsonb[], jsonb[], bigint[], bigint, \
+                            boolean, boolean, boolean, bigint, boolean)";
+
 /// The previous version's `append`, from the current one's definition: the
 /// upkeep's two arguments and its two CTEs (`opened`, `closed`, just
-/// before `ins`) removed.
+/// before `ins`) removed, and the short path with them (the previous
+/// version ran every append through the conditional statement).
 async fn previous_append(admin: &tokio_postgres::Client, schema: &Schema) -> String {
     let mut text: String = admin
         .query_one(
@@ -39,6 +45,14 @@ async fn previous_append(admin: &tokio_postgres::Client, schema: &Schema) -> Str
     let arguments = ", p_opens bigint, p_closes boolean";
     assert!(text.contains(arguments), "{text}");
     text = text.replace(arguments, "");
+    let branch = "IF p_park IS NOT NULL THEN ";
+    let start = text.find(branch).expect("the conditional branch");
+    text.replace_range(start..start + branch.len(), "");
+    let start = text
+        .find(" RETURN; END IF; IF p_ensure")
+        .expect("the short path");
+    let end = text.find("RETURN NEXT;").expect("the short path's end") + "RETURN NEXT;".len();
+    text.replace_range(start..end, "");
     for _ in 0..2 {
         let start = text.find("opened AS (").expect("the upkeep's first CTE");
         let end = start + text[start..].find("ins AS (").expect("the insert's CTE");
@@ -58,6 +72,7 @@ async fn to_previous_version(admin: &tokio_postgres::Client, schema: &Schema) {
              DROP TABLE {schema}.open_parks, {schema}.feed_high; \
              DROP SEQUENCE {schema}.feed_seq; \
              DROP FUNCTION {schema}.{APPEND}; \
+             DROP FUNCTION {schema}.{APPEND_PLAIN}; \
              {append}; \
              UPDATE {schema}.migrations SET detail = '2' WHERE name = 'schema-version'; \
              DELETE FROM {schema}.migrations WHERE name = 'open-parks-backfill'"

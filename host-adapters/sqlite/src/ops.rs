@@ -33,10 +33,14 @@ pub(crate) fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()
 }
 
+/// The statement of [`head`].
+pub(crate) const HEAD: &str =
+    "SELECT COALESCE(MAX(sequence), 0) FROM events WHERE execution_id = ?1";
+
 /// The log's last sequence, 0 when empty.
 pub(crate) fn head(conn: &Connection, id: &str) -> Result<u64, StoreError> {
     let head: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE execution_id = ?1")
+        .prepare_cached(HEAD)
         .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
         .map_err(error::store)?;
     Ok(to_u64(head))
