@@ -30,6 +30,9 @@
 //!   locks of the child and of every parent it names, in one global order,
 //!   before it checks anything: a parent's park either committed before the
 //!   check (which then refuses) or waits until the delete committed. Its
+//!   batch (`delete_executions_if`) takes the locks of every entry and
+//!   parent in that same order, then judges every entry against what the
+//!   locks hold, in one call and one transaction. Its
 //!   listing (`list_executions`) pages by id in the `execution_id` column's
 //!   collation, the primary key's order, so a page costs a few index
 //!   descents per execution; ends come from a partial index of terminal

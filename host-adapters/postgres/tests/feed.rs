@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use loomfence_conformance::cases::feed::read_to_end;
+use loomfence_conformance::cases::feed::{read_to_end, settled};
 use loomfence_conformance::support::event;
 use loomfence_core::feed::FeedCursor;
 use loomfence_store::EventStore;
@@ -110,7 +110,13 @@ async fn a_wait_wakes_on_another_processs_append() {
     let follower = std::sync::Arc::new(common::store_with(&url, options).await);
     let id = common::id("crossing");
     writer.append(&id, event("app.one")).await.expect("appends");
+    // The head is held below the oldest transaction running anywhere in the
+    // cluster (other test binaries run beside this one): wait until it
+    // covers the first append, or the wait below would wake on that one.
+    let listed = settled(&*follower, FeedCursor::START, 10, 1).await;
+    assert_eq!(listed.len(), 1, "the first append is listed within 10 s");
     let head = follower.feed_head().await.expect("reads the head");
+    assert!(head >= listed[0].cursor, "the head covers what is listed");
     let waiter = {
         let follower = std::sync::Arc::clone(&follower);
         tokio::spawn(async move { follower.wait_for_feed(head).await })
