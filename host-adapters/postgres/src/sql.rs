@@ -188,6 +188,7 @@ pub(crate) fn schema_ddl(schema: &Schema) -> Vec<String> {
         delete_function(s),
         retention_sql::delete_execution_if_function(schema),
         retention_sql::delete_executions_if_function(schema),
+        retention_sql::read_logs_function(schema),
     ];
     [tables, feed_sql::feed_ddl(schema), functions].concat()
 }

@@ -2,8 +2,6 @@
 //! whole logs and the guarded deletes, single and batched, each one
 //! statement (see `retention_sql` for the SQL and why it is shaped so).
 
-use std::collections::HashMap;
-
 use loomfence_core::{
     Envelope, ExecutionId,
     retention::{
@@ -73,21 +71,16 @@ impl PostgresEventStore {
             .await?
             .rows(&self.sql.read_logs, &[&asked])
             .await?;
-        let mut logs: HashMap<&str, Vec<Envelope>> = HashMap::with_capacity(ids.len());
-        let by_id: HashMap<&str, &ExecutionId> = ids.iter().map(|id| (id.as_str(), id)).collect();
+        let mut logs: Vec<Vec<Envelope>> = vec![Vec::new(); ids.len()];
         for row in &rows {
-            let id: &str = row.try_get(0).map_err(error::store)?;
-            let (&key, &execution_id) = by_id
-                .get_key_value(id)
-                .ok_or_else(|| error::corrupt(format!("read_logs answered {id:?}, not asked")))?;
-            logs.entry(key)
-                .or_default()
-                .push(envelope(row, 1, execution_id.clone())?);
+            let n: i64 = row.try_get(0).map_err(error::store)?;
+            let (log, execution_id) = usize::try_from(n - 1)
+                .ok()
+                .and_then(|at| logs.get_mut(at).zip(ids.get(at)))
+                .ok_or_else(|| error::corrupt(format!("read_logs answered position {n}")))?;
+            log.push(envelope(row, 1, execution_id.clone())?);
         }
-        Ok(ids
-            .iter()
-            .map(|id| logs.remove(id.as_str()).unwrap_or_default())
-            .collect())
+        Ok(logs)
     }
 
     /// The batched guarded delete through the installed function: every
