@@ -308,18 +308,24 @@ pub(crate) fn read_logs(schema: &Schema) -> String {
 /// planner took a few hundred ids for half the table, and read the logs
 /// of one page with a sequential scan (a plain statement cannot carry the
 /// setting; measured 41 ms a page at 100,000 executions against 3 ms at
-/// 10,000). Each id is a lookup of the primary key.
+/// 10,000). Each id is a lookup of the primary key. PL/pgSQL, like every
+/// function of the store: a `LANGUAGE sql` body is parsed when it is
+/// created, which locks `events`, so a boot's migration would wait behind
+/// any lock on the table.
 pub(crate) fn read_logs_function(schema: &Schema) -> String {
     let s = schema.as_str();
     format!(
         "CREATE OR REPLACE FUNCTION {s}.read_logs(p_ids text[]) \
            RETURNS TABLE (n bigint, sequence bigint, kind text, payload jsonb, metadata jsonb, at bigint) \
-         LANGUAGE sql STABLE SET enable_seqscan = off AS $fn$ \
-           SELECT a.n, e.sequence, e.kind, e.payload, e.metadata, e.at \
-           FROM unnest(p_ids) WITH ORDINALITY AS a(id, n) \
-           JOIN {s}.events e ON e.execution_id = a.id \
-           ORDER BY a.n, e.sequence \
-         $fn$"
+         LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $fn$ \
+         #variable_conflict use_column \
+         BEGIN \
+           RETURN QUERY \
+             SELECT a.n, e.sequence, e.kind, e.payload, e.metadata, e.at \
+             FROM unnest(p_ids) WITH ORDINALITY AS a(id, n) \
+             JOIN {s}.events e ON e.execution_id = a.id \
+             ORDER BY a.n, e.sequence; \
+         END $fn$"
     )
 }
 
