@@ -37,6 +37,12 @@ use crate::error::{self, OpenError};
 /// back. A fleet that mixes the two builds should migrate with the newer
 /// one last.
 ///
+/// The batched retention functions (`delete_executions_if`, `read_logs`)
+/// and `append_plain`, the append without a park condition, did not bump
+/// it either: they are new, an older build neither calls nor replaces
+/// them, and the `append` this build installs takes the same arguments and
+/// answers as the one it replaces.
+///
 /// 3: the change feed. `events` gains `txid` and `feed_seq`, and the
 /// `append` function takes the open parks' upkeep (`p_opens`, `p_closes`)
 /// and keeps the `open_parks` index in the insert's statement; the delete
