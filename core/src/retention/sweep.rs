@@ -60,7 +60,7 @@ use crate::retention::guard::{
 };
 use crate::retention::pin::pin_parked_children;
 use crate::retention::summary::{Ended, ExecutionSummary, ended_of};
-use crate::retention::sweep_answers::{check_batch, check_log, check_outcome, check_page};
+use crate::retention::sweep_answers::{check_answer_count, check_log, check_outcome, check_page};
 use crate::retention::sweep_options::SweepOptions;
 use crate::retention::undecided::{Undecided, UndecidedReason};
 
@@ -285,6 +285,18 @@ impl Reads {
     }
 }
 
+/// The ids `reads` asked for, once `logs` answers them: one whole log per
+/// id, in order. The one check of a read's answer, for its logs and its
+/// parents alike.
+fn checked_logs(reads: &Reads, logs: &[Vec<Envelope>]) -> Result<Vec<ExecutionId>, ContractError> {
+    let asked = reads.asked();
+    check_answer_count("logs", asked.len(), logs.len())?;
+    for (id, events) in asked.iter().zip(logs) {
+        check_log(id, events)?;
+    }
+    Ok(asked.to_vec())
+}
+
 /// Where the sweep stands.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Stage {
@@ -433,15 +445,10 @@ impl SweepMachine {
         let Stage::ReadLogs(reads) = &self.stage else {
             return Err(self.unexpected("handle_logs"));
         };
-        let asked = reads.asked();
-        check_batch("logs", asked.len(), logs.len())?;
+        let asked = checked_logs(reads, &logs)?;
         if !known_parents.is_empty() {
-            check_batch("known parent lists", asked.len(), known_parents.len())?;
+            check_answer_count("known parent lists", asked.len(), known_parents.len())?;
         }
-        for (execution_id, events) in asked.iter().zip(&logs) {
-            check_log(execution_id, events)?;
-        }
-        let asked = asked.to_vec();
         let mut known = known_parents.into_iter();
         for (execution_id, events) in asked.iter().zip(logs) {
             self.report.log_reads += 1;
@@ -462,12 +469,7 @@ impl SweepMachine {
         let Stage::ReadParents(reads) = &self.stage else {
             return Err(self.unexpected("handle_parents"));
         };
-        let asked = reads.asked();
-        check_batch("logs", asked.len(), logs.len())?;
-        for (parent, events) in asked.iter().zip(&logs) {
-            check_log(parent, events)?;
-        }
-        let asked = asked.to_vec();
+        let asked = checked_logs(reads, &logs)?;
         for (parent, events) in asked.iter().zip(logs) {
             self.report.parent_reads += 1;
             self.parent_reads
@@ -556,7 +558,7 @@ impl SweepMachine {
         let Stage::Delete { len } = self.stage else {
             return Err(self.unexpected("handle_deleted"));
         };
-        check_batch("outcomes", len, outcomes.len())?;
+        check_answer_count("outcomes", len, outcomes.len())?;
         for (candidate, outcome) in self.candidates.iter().zip(&outcomes) {
             check_outcome(&candidate.execution_id, &candidate.guard(), outcome)?;
         }

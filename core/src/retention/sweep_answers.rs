@@ -83,7 +83,7 @@ pub(crate) fn check_outcome(
 
 /// Checks that a batched call answered `answered` answers to `asked`
 /// questions: one each, or none can be matched to what was asked.
-pub(crate) fn check_batch(
+pub(crate) fn check_answer_count(
     what: &'static str,
     asked: usize,
     answered: usize,
