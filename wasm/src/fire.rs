@@ -26,8 +26,7 @@ use crate::timer_values::{
     row_js, small, whole,
 };
 
-/// An answer that does not answer the pending action.
-pub(crate) const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+pub(crate) use crate::js_errors::UNEXPECTED_ANSWER;
 /// A malformed fire context.
 const INVALID_CONTEXT: &str = "INVALID_CONTEXT";
 /// A malformed outcome handed to `WakeBackoff.apply`.

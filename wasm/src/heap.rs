@@ -1,5 +1,5 @@
 //! Growing the WebAssembly memory in large steps rather than 64 KiB at a
-//! time.
+//! time, and settling the in-memory stores' calls into promises after it.
 //!
 //! The allocator (dlmalloc, the target's default) grows the memory by what
 //! one allocation needs, rounded to 64 KiB, so a store that holds 150 MB of
@@ -15,6 +15,9 @@
 //! by a large step, and a host that frees stores reuses their memory first.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use js_sys::Promise;
+use wasm_bindgen::JsValue;
 
 /// The most one step adds.
 const MAX_STEP: usize = 64 << 20;
@@ -53,4 +56,14 @@ pub(crate) fn reserve() {
     }
     drop(block);
     SEEN.store(pages(), Ordering::Relaxed);
+}
+
+/// Settles `result` into a promise, after giving the memory room to grow
+/// in a large step if this call grew it (see the module docs).
+pub(crate) fn settle(result: Result<JsValue, JsValue>) -> Promise {
+    reserve();
+    match result {
+        Ok(value) => Promise::resolve(&value),
+        Err(error) => Promise::reject(&error),
+    }
 }

@@ -126,6 +126,9 @@ pub(crate) fn timer_input(message: &str, code: &str) -> JsValue {
 /// Proxy trap, a revoked Proxy).
 pub(crate) const UNREADABLE: &str = "UNREADABLE";
 
+/// An answer that does not answer the machine's pending action.
+pub(crate) const UNEXPECTED_ANSWER: &str = "UNEXPECTED_ANSWER";
+
 /// An `InputError` `UNREADABLE` for the field `what`, which threw `thrown`
 /// while it was read: a refusal, the thrown value only its `cause`, never
 /// read as data.

@@ -52,44 +52,85 @@
 //!   its check, and the inbox's re-drive, polled like `FireMachine`), which
 //!   `Inbox` (`npm/inbox.js`) drives and does not export.
 
-mod claim_page;
-mod deliver;
+// A build of one module leaves helpers only the other one calls unused.
+#![cfg_attr(not(all(feature = "resume", feature = "services")), allow(unused))]
+
+// Shared by both modules: values in and out, errors, envelopes, the host
+// store's answers, the resume machine (which the supervision and the inbox
+// also run) and the answers of the memory store's feed and retention calls.
 mod events;
 mod feed;
-mod fire;
-mod follow;
 mod heap;
 mod host_store;
-mod inbox_values;
 mod js_errors;
 mod json;
 mod json_text;
-mod kinds;
-mod lineage;
-mod memory_store;
 mod out;
-mod redrive;
 mod resume;
 mod retention_values;
-mod supervise;
-mod sweep;
-mod tick;
-mod timer_store;
-mod timer_values;
 mod values;
+
+// The resume entry's own.
+#[cfg(feature = "resume")]
+mod kinds;
+#[cfg(feature = "resume")]
+mod memory_store;
+
+// The services module's own.
+#[cfg(feature = "services")]
+mod claim_page;
+#[cfg(feature = "services")]
+mod deliver;
+#[cfg(feature = "services")]
+mod fire;
+#[cfg(feature = "services")]
+mod follow;
+#[cfg(feature = "services")]
+mod inbox_values;
+#[cfg(feature = "services")]
+mod lineage;
+#[cfg(feature = "services")]
+mod redrive;
+#[cfg(feature = "services")]
+mod supervise;
+#[cfg(feature = "services")]
+mod sweep;
+#[cfg(feature = "services")]
+mod tick;
+#[cfg(feature = "services")]
+mod timer_store;
+#[cfg(feature = "services")]
+mod timer_values;
+#[cfg(feature = "services")]
 mod wake_backoff;
 
-pub use deliver::DeliverMachineJs;
-pub use fire::FireMachineJs;
-pub use follow::FollowMachineJs;
 pub use js_errors::error_classes;
+pub use resume::ResumeMachineJs;
+
+#[cfg(feature = "resume")]
 pub use kinds::{is_answering_kind, kernel_event_kinds, locate_park_js};
-pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
+#[cfg(feature = "resume")]
 pub use memory_store::MemoryEventStore;
+#[cfg(feature = "resume")]
+pub use resume::resume_in_memory;
+
+#[cfg(feature = "services")]
+pub use deliver::DeliverMachineJs;
+#[cfg(feature = "services")]
+pub use fire::FireMachineJs;
+#[cfg(feature = "services")]
+pub use follow::FollowMachineJs;
+#[cfg(feature = "services")]
+pub use lineage::{parent_of_js, pin_parked_children_js, started_child_js};
+#[cfg(feature = "services")]
 pub use redrive::{RedrivePolicyJs, redrive_wake_at_js};
-pub use resume::{ResumeMachineJs, resume_in_memory};
+#[cfg(feature = "services")]
 pub use supervise::SuperviseMachineJs;
+#[cfg(feature = "services")]
 pub use sweep::SweepMachineJs;
+#[cfg(feature = "services")]
 pub use tick::TickMachineJs;
+#[cfg(feature = "services")]
 pub use timer_store::MemoryTimerStore;
+#[cfg(feature = "services")]
 pub use wake_backoff::WakeBackoffJs;

@@ -16,6 +16,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::events;
 use crate::feed;
+use crate::heap::settle;
 use crate::js_errors;
 use crate::json_text;
 use crate::out::{self, Out};
@@ -30,16 +31,6 @@ pub struct MemoryEventStore {
     store: RefCell<MemoryStore>,
     /// The wait `waitForFeed` handed out, until a write moves the head.
     waiter: RefCell<Option<JsValue>>,
-}
-
-/// Settles `result` into a promise, after giving the memory room to grow
-/// in a large step if this call grew it (see `heap.rs`).
-pub(crate) fn settle(result: Result<JsValue, JsValue>) -> Promise {
-    crate::heap::reserve();
-    match result {
-        Ok(value) => Promise::resolve(&value),
-        Err(error) => Promise::reject(&error),
-    }
 }
 
 /// An append's refusal as its JS error.

@@ -8,18 +8,25 @@
 
 use std::fmt::Write as _;
 
-use js_sys::{Array, Promise};
+use js_sys::Array;
+#[cfg(feature = "resume")]
+use js_sys::Promise;
+#[cfg(feature = "resume")]
+use loomfence_core::drive;
 use loomfence_core::{
     Action, Capability, Envelope, ExecutionId, Poll, ResumeError, ResumeMachine, ResumeRequest,
-    Resumed, Status, drive,
+    Resumed, Status,
 };
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "resume")]
+use crate::heap::settle;
 use crate::host_store::{self, HostStore, Refusal, contract};
 use crate::js_errors;
 use crate::json;
 use crate::json_text;
-use crate::memory_store::{MemoryEventStore, settle};
+#[cfg(feature = "resume")]
+use crate::memory_store::MemoryEventStore;
 use crate::out;
 use crate::values::{self, counter};
 
@@ -96,7 +103,7 @@ impl ResumeMachineJs {
 
 /// An answer the asking machine cannot take (`UNEXPECTED_ANSWER`).
 fn unexpected(message: &str) -> JsValue {
-    crate::timer_values::refuse(message, crate::fire::UNEXPECTED_ANSWER)
+    crate::js_errors::timer_input(message, "UNEXPECTED_ANSWER")
 }
 
 #[wasm_bindgen(js_class = ResumeMachine)]
@@ -194,6 +201,7 @@ impl ResumeMachineJs {
 /// crossing and no promise per store call. One step is also one atomic
 /// step, an interleaving the host path allows as well, so every answer is
 /// one the host path could give.
+#[cfg(feature = "resume")]
 #[wasm_bindgen(js_name = resumeInMemory)]
 pub fn resume_in_memory(
     store: &MemoryEventStore,

@@ -14,8 +14,8 @@ use loomfence_core::inbox::{InboxTable, Sent};
 use loomfence_core::timer::{Completed, TimerTable, check_row};
 use wasm_bindgen::prelude::*;
 
+use crate::heap::settle;
 use crate::inbox_values as inbox;
-use crate::memory_store::settle;
 use crate::timer_values::{self as timer, core};
 
 /// The in-memory timer store and inbox.
