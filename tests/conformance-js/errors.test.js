@@ -113,6 +113,27 @@ describe('error classes', () => {
     await store.acquireFence('e');
     await assert.rejects(store.append('e', fenced(event('x'), 0)), StaleFenceError);
   });
+
+  test('loomfence/services: import and require give the same module, and its errors are the resume entry\'s classes', async () => {
+    const services = await import('loomfence/services');
+    const required = createRequire(import.meta.url)('loomfence/services');
+    for (const name of Object.keys(services)) {
+      assert.equal(required[name], services[name], `require('loomfence/services').${name} is import's ${name}`);
+    }
+    // The services run in a second WebAssembly module, whose glue imports
+    // the same errors.js: what it throws is an instance of the classes the
+    // resume entry exports, not of a copy.
+    const malformed = { listExecutions: async () => 'not a list', readRange: async () => [], deleteExecutionIf: async () => ({ deleted: false }) };
+    const refusal = await services.sweep(malformed, { endedBefore: AT }).then(
+      () => assert.fail('a listing that is not a list must be refused'),
+      (error) => error,
+    );
+    assert.ok(refusal instanceof InputError, `${refusal}`);
+    assert.equal(refusal.code, 'STORE_CONTRACT');
+    assert.throws(() => services.parentOf([{ executionId: 'c', sequence: 1, kind: 'EXECUTION_STARTED', payload: { parent: 7 }, metadata: {}, at: 0 }]), InputError);
+    assert.throws(() => new services.RedrivePolicy({ maxAttempts: -1 }), services.TimerInputError);
+    assert.equal(services.TimerInputError, required.TimerInputError);
+  });
 });
 
 // ---------------------------------------------------------------------------

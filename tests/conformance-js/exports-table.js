@@ -13,28 +13,34 @@
 // claim that is not current, a sweep that is a dry run, a claim with a lease
 // at a time nothing is due.
 
-import * as pkg from 'loomfence';
+import * as resumeEntry from 'loomfence';
+import * as servicesEntry from 'loomfence/services';
+import {
+  MemoryEventStore,
+  isAnsweringKind,
+  locatePark,
+  resume,
+} from 'loomfence';
 import {
   ChildSupervisor,
   FireMachine,
   Follower,
   Inbox,
-  MemoryEventStore,
   MemoryTimerStore,
   RedrivePolicy,
   TimerService,
   WakeBackoff,
-  isAnsweringKind,
-  locatePark,
   parentOf,
   pinParkedChildren,
   redriveWakeAt,
-  resume,
   startedChild,
   sweep,
-} from 'loomfence';
+} from 'loomfence/services';
 
 import { AT, event } from './support.js';
+
+/** Every export of the package: the resume entry's and the services'. */
+const pkg = { ...resumeEntry, ...servicesEntry };
 
 /** Own names of a class's prototype the glue or the guard adds, not the API. */
 export const INTERNAL = new Set(['constructor', '__destroy_into_raw', '__wbg_ptr']);

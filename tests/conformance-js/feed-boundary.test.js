@@ -132,7 +132,7 @@ test('hostile cursors and limits are refused with a typed error and change nothi
 });
 
 test('a store answering the Follower hostile values: each refused to onError, the same read made again, then it follows', async () => {
-  const { ChildSupervisor, Follower } = await import('loomfence');
+  const { ChildSupervisor, Follower } = await import('loomfence/services');
   const store = new MemoryEventStore();
   const waits = (child) => ({ payload: { waits: [{ kind: 'CHILD_DONE', key: child }] } });
   await store.appendMany('fh-parent', [event('EXECUTION_STARTED'), event('EXECUTION_SUSPENDED', waits('fh-child'))]);

@@ -12,7 +12,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { ChildSupervisor, Follower, MemoryEventStore, startedChild } from 'loomfence';
+import { MemoryEventStore } from 'loomfence';
+import { ChildSupervisor, Follower, startedChild } from 'loomfence/services';
 
 import { show, wrap } from './support.js';
 

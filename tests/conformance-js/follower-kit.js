@@ -7,7 +7,8 @@
 // appendIfParked (`followable`).
 
 import assert from 'node:assert/strict';
-import { ChildSupervisor, Follower, InputError, TimerInputError } from 'loomfence';
+import { InputError } from 'loomfence';
+import { ChildSupervisor, Follower, TimerInputError } from 'loomfence/services';
 
 import { AT, assertRejects, event, resumesOf, show, wrap } from './support.js';
 

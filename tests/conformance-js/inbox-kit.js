@@ -17,7 +17,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryTimerStore } from 'loomfence';
+import { MemoryTimerStore } from 'loomfence/services';
 
 import { prng } from './support.js';
 import { MAX_DUE_LIMIT, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS, assertTimerInput } from './timer-kit.js';

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { MemoryTimerStore } from 'loomfence';
+import { MemoryTimerStore } from 'loomfence/services';
 
 import { INBOX_CASE_NAMES, inboxConformance } from './inbox-kit.js';
 import { PlainInbox } from './plain-store.js';

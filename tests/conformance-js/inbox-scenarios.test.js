@@ -10,7 +10,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'node:test';
-import { Inbox, MemoryEventStore, MemoryTimerStore, StaleFenceError, TimerService } from 'loomfence';
+import { MemoryEventStore, StaleFenceError } from 'loomfence';
+import { Inbox, MemoryTimerStore, TimerService } from 'loomfence/services';
 
 import { wrap } from './support.js';
 

@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Inbox, InputError, MemoryEventStore, MemoryTimerStore, ResumeContendedError, TimerInputError, TimerService } from 'loomfence';
+import { InputError, MemoryEventStore, ResumeContendedError } from 'loomfence';
+import { Inbox, MemoryTimerStore, TimerInputError, TimerService } from 'loomfence/services';
 
 import { PlainEventStore, PlainInbox } from './plain-store.js';
 import { AT, event } from './support.js';

@@ -44,7 +44,8 @@
 // `appendIfParked` is refused by `resume`. `withCapability` below builds the
 // weaker variants from a full store.
 
-import { InputError, StaleFenceError, TimerInputError, isAnsweringKind } from 'loomfence';
+import { InputError, StaleFenceError, isAnsweringKind } from 'loomfence';
+import { TimerInputError } from 'loomfence/services';
 
 /** The longest execution id and event kind, in UTF-8 bytes. */
 const MAX_ID_BYTES = 255;

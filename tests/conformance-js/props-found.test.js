@@ -6,17 +6,19 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  ChildSupervisor,
-  FireMachine,
   InputError,
   MemoryEventStore,
+  resume,
+} from 'loomfence';
+import {
+  ChildSupervisor,
+  FireMachine,
   MemoryTimerStore,
   RedrivePolicy,
   TimerInputError,
   TimerService,
-  resume,
   sweep,
-} from 'loomfence';
+} from 'loomfence/services';
 
 import { revoked, throwingElements, trapping } from './hostile.js';
 import { AT, describe as describeError, event, wrap, wrapTimers } from './support.js';

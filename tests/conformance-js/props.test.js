@@ -18,13 +18,18 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import * as pkg from 'loomfence';
-import { FireMachine, MemoryEventStore, locatePark, resume } from 'loomfence';
+import * as resumeEntry from 'loomfence';
+import * as servicesEntry from 'loomfence/services';
+import { MemoryEventStore, locatePark, resume } from 'loomfence';
+import { FireMachine } from 'loomfence/services';
 
 import { INTERNAL, TABLE, calls, setup, snapshot } from './exports-table.js';
 import { build, hostile } from './hostile.js';
 import { assertDocumented, assertLikeError, outcomeOf } from './refusals.js';
 import { AT, event } from './support.js';
+
+/** Every export of the package: the resume entry's and the services'. */
+const pkg = { ...resumeEntry, ...servicesEntry };
 
 const SEED = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : Math.floor(Math.random() * 2 ** 31);
 console.log(`props.test.js: SIM_SEED=${SEED} (replay: cd tests/conformance-js && SIM_SEED=${SEED} node --test props.test.js)`);
@@ -33,8 +38,13 @@ console.log(`props.test.js: SIM_SEED=${SEED} (replay: cd tests/conformance-js &&
 const RUNS = 10_000;
 
 describe('the table of exports is complete', () => {
-  test('every export of the Node entry is in the table, and nothing else', () => {
+  test('every export of the Node entries is in the table, and nothing else', () => {
     assert.deepEqual(Object.keys(TABLE).sort(), Object.keys(pkg).sort());
+  });
+
+  test('the two entries export no name in common', () => {
+    const shared = Object.keys(resumeEntry).filter((name) => name in servicesEntry);
+    assert.deepEqual(shared, []);
   });
 
   test('every method and getter of every class is in the table', () => {
@@ -45,13 +55,18 @@ describe('the table of exports is complete', () => {
     }
   });
 
-  test('the browser entry and the types export the same names', () => {
-    const browser = readFileSync(new URL('node_modules/loomfence/browser.js', import.meta.url), 'utf8');
-    const exported = [...browser.matchAll(/^export (?:const (\w+)|\{ (\w+) \})/gm)].map((m) => m[1] ?? m[2]);
-    assert.deepEqual(exported.sort(), Object.keys(pkg).sort(), 'browser.js');
-    const types = readFileSync(new URL('node_modules/loomfence/index.d.ts', import.meta.url), 'utf8');
-    for (const name of Object.keys(pkg)) {
-      assert.match(types, new RegExp(`^export (?:declare )?(?:class|function|const) ${name}\\b`, 'm'), `index.d.ts declares ${name}`);
+  test('each browser entry and its types export the same names as its Node entry', () => {
+    for (const [node, browserFile, typesFile] of [
+      [resumeEntry, 'browser.js', 'index.d.ts'],
+      [servicesEntry, 'services-browser.js', 'services.d.ts'],
+    ]) {
+      const browser = readFileSync(new URL(`node_modules/loomfence/${browserFile}`, import.meta.url), 'utf8');
+      const exported = [...browser.matchAll(/^export (?:const (\w+)|\{ (\w+) \})/gm)].map((m) => m[1] ?? m[2]);
+      assert.deepEqual(exported.sort(), Object.keys(node).sort(), browserFile);
+      const types = readFileSync(new URL(`node_modules/loomfence/${typesFile}`, import.meta.url), 'utf8');
+      for (const name of Object.keys(node)) {
+        assert.match(types, new RegExp(`^export (?:declare )?(?:class|function|const) ${name}\\b`, 'm'), `${typesFile} declares ${name}`);
+      }
     }
   });
 });

@@ -4,10 +4,14 @@
 // package's error classes, which a caller builds, may do.
 
 import assert from 'node:assert/strict';
-import * as pkg from 'loomfence';
+import * as resumeEntry from 'loomfence';
+import * as servicesEntry from 'loomfence/services';
 
 import { thrownValues } from './hostile.js';
 import { describe as describeError } from './support.js';
+
+/** Every export of the package: the resume entry's and the services'. */
+const pkg = { ...resumeEntry, ...servicesEntry };
 
 /** Classes whose instances are refusals the package documents without a `code`. */
 const CODELESS = [pkg.StaleFenceError, pkg.ResumeRefusedError, pkg.ResumeContendedError];

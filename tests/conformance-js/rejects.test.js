@@ -22,7 +22,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ChildSupervisor, InputError, MemoryEventStore, MemoryTimerStore, ResumeRefusedError, TimerInputError, TimerService, resume, sweep } from 'loomfence';
+import { InputError, MemoryEventStore, ResumeRefusedError, resume } from 'loomfence';
+import { ChildSupervisor, MemoryTimerStore, TimerInputError, TimerService, sweep } from 'loomfence/services';
 
 import { PlainEventStore } from './plain-store.js';
 import { build, nested, revoked, trapping } from './hostile.js';

@@ -12,7 +12,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ChildSupervisor, InputError, MemoryEventStore, MemoryTimerStore, ResumeRefusedError, TimerService, resume, sweep } from 'loomfence';
+import { InputError, MemoryEventStore, ResumeRefusedError, resume } from 'loomfence';
+import { ChildSupervisor, MemoryTimerStore, TimerService, sweep } from 'loomfence/services';
 
 import { build, hostile } from './hostile.js';
 import { assertDocumented, outcomeOf } from './refusals.js';

@@ -7,7 +7,7 @@
 // apply to any store (no capability), as in the Rust kit.
 
 import assert from 'node:assert/strict';
-import { startedChild } from 'loomfence';
+import { startedChild } from 'loomfence/services';
 
 import { AT, Witness, assertRejects, event, expect, show } from './support.js';
 

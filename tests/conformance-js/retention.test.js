@@ -13,11 +13,13 @@ import { describe, test } from 'node:test';
 import {
   InputError,
   MemoryEventStore,
+} from 'loomfence';
+import {
   parentOf,
   pinParkedChildren,
   startedChild,
   sweep,
-} from 'loomfence';
+} from 'loomfence/services';
 
 import { PlainEventStore } from './plain-store.js';
 import { Witness, assertRejects, describe as describeError, show, wrap } from './support.js';
@@ -449,8 +451,9 @@ describe('sweep: the report', () => {
 });
 
 test('sweep is one function for import and require, and no SweepError is exported (undecided is not an error)', async () => {
-  const required = require('loomfence');
+  const required = require('loomfence/services');
   assert.equal(required.sweep, sweep);
   assert.equal(required.SweepError, undefined);
+  assert.equal((await import('loomfence/services')).SweepError, undefined);
   assert.equal((await import('loomfence')).SweepError, undefined);
 });

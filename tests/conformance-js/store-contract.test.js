@@ -23,7 +23,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { InputError, MemoryEventStore, MemoryTimerStore, TimerService, resume } from 'loomfence';
+import { InputError, MemoryEventStore, resume } from 'loomfence';
+import { MemoryTimerStore, TimerService } from 'loomfence/services';
 
 import { PlainEventStore, withCapability } from './plain-store.js';
 import { AT, Witness, assertRejects, event, park, resumesOf, show, wrap } from './support.js';

@@ -9,14 +9,16 @@
 
 import assert from 'node:assert/strict';
 import {
+  ResumeContendedError,
+  resume,
+} from 'loomfence';
+import {
   ChildSupervisor,
   MemoryTimerStore,
   RedrivePolicy,
-  ResumeContendedError,
   TimerInputError,
   TimerService,
-  resume,
-} from 'loomfence';
+} from 'loomfence/services';
 
 import { AT, event, resumesOf, wrap } from './support.js';
 

@@ -8,7 +8,7 @@
 // offers.
 
 import assert from 'node:assert/strict';
-import { startedChild, sweep } from 'loomfence';
+import { startedChild, sweep } from 'loomfence/services';
 
 import { AT, Witness, assertRejects, event, expect, wrap } from './support.js';
 

@@ -9,7 +9,7 @@
 // the same names.
 
 import assert from 'node:assert/strict';
-import { startedChild, sweep } from 'loomfence';
+import { startedChild, sweep } from 'loomfence/services';
 
 import { describe as describeError, wrap } from './support.js';
 

@@ -10,7 +10,8 @@
 // answers a parent from its kept child's outcome with `resume`.
 
 import assert from 'node:assert/strict';
-import { locatePark, pinParkedChildren, resume, startedChild, sweep } from 'loomfence';
+import { locatePark, resume } from 'loomfence';
+import { pinParkedChildren, startedChild, sweep } from 'loomfence/services';
 
 import { Witness, describe as describeError, show, wrap } from './support.js';
 

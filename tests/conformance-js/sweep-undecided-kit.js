@@ -5,7 +5,7 @@
 // for one under the same names.
 
 import assert from 'node:assert/strict';
-import { startedChild, sweep } from 'loomfence';
+import { startedChild, sweep } from 'loomfence/services';
 
 import { show, wrap } from './support.js';
 

@@ -9,7 +9,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FireMachine, InputError, MemoryEventStore, MemoryTimerStore, TimerInputError, TimerService, WakeBackoff, locatePark, resume, sweep } from 'loomfence';
+import { InputError, MemoryEventStore, locatePark, resume } from 'loomfence';
+import { FireMachine, MemoryTimerStore, TimerInputError, TimerService, WakeBackoff, sweep } from 'loomfence/services';
 
 import { wrap } from './support.js';
 

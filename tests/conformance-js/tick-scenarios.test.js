@@ -11,7 +11,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { test } from 'node:test';
-import { MemoryEventStore, MemoryTimerStore, TimerService } from 'loomfence';
+import { MemoryEventStore } from 'loomfence';
+import { MemoryTimerStore, TimerService } from 'loomfence/services';
 
 import { wrap, wrapTimers } from './support.js';
 

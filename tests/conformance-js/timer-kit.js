@@ -16,7 +16,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MemoryEventStore, MemoryTimerStore, TimerInputError, TimerService } from 'loomfence';
+import { MemoryEventStore } from 'loomfence';
+import { MemoryTimerStore, TimerInputError, TimerService } from 'loomfence/services';
 
 import { describe as describeError, prng, show } from './support.js';
 

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { MemoryTimerStore } from 'loomfence';
+import { MemoryTimerStore } from 'loomfence/services';
 
 import { yieldingTimers } from './support.js';
 import { TIMER_CASE_NAMES, timerConformance } from './timer-kit.js';

@@ -22,16 +22,18 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   MemoryEventStore,
-  MemoryTimerStore,
-  RedriveExhaustedError,
-  RedrivePolicy,
   ResumeContendedError,
   ResumeRefusedError,
-  TimerInputError,
-  TimerService,
   locatePark,
   resume,
 } from 'loomfence';
+import {
+  MemoryTimerStore,
+  RedriveExhaustedError,
+  RedrivePolicy,
+  TimerInputError,
+  TimerService,
+} from 'loomfence/services';
 
 import { AT, event, fenced, prng, wrap, wrapTimers, yielding, yieldingTimers } from './support.js';
 

@@ -14,19 +14,21 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
 import {
-  FireMachine,
   InputError,
   MemoryEventStore,
+  ResumeContendedError,
+  ResumeRefusedError,
+  resume,
+} from 'loomfence';
+import {
+  FireMachine,
   MemoryTimerStore,
   RedriveExhaustedError,
   RedrivePolicy,
-  ResumeContendedError,
-  ResumeRefusedError,
   TimerInputError,
   WakeBackoff,
   redriveWakeAt,
-  resume,
-} from 'loomfence';
+} from 'loomfence/services';
 
 import { AT, event, show, wrap } from './support.js';
 
@@ -590,7 +592,7 @@ describe('timer error classes', () => {
   });
 
   test('require and import give the same classes', () => {
-    const required = createRequire(import.meta.url)('loomfence');
+    const required = createRequire(import.meta.url)('loomfence/services');
     assert.equal(required.TimerInputError, TimerInputError);
     assert.equal(required.RedriveExhaustedError, RedriveExhaustedError);
     assert.equal(required.FireMachine, FireMachine);

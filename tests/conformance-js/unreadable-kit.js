@@ -20,7 +20,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { MemoryEventStore, TimerService, UnreadableTimerRowError } from 'loomfence';
+import { MemoryEventStore } from 'loomfence';
+import { TimerService, UnreadableTimerRowError } from 'loomfence/services';
 
 import { event, wrapTimers } from './support.js';
 import { LEASE_MS, T0 } from './timer-kit.js';

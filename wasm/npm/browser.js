@@ -1,9 +1,11 @@
-// Browser entry: fetches and instantiates the WebAssembly module (top-level
-// await), then exports. Bundlers resolve the .wasm URL from import.meta.url.
-import * as wasm from './dist/loomfence_wasm.js';
+// Browser entry of the resume entry `loomfence`: fetches and instantiates its
+// WebAssembly module (top-level await), then exports. Bundlers resolve the
+// .wasm URL from import.meta.url. `loomfence/services` (services-browser.js)
+// fetches the second module, only when a page imports it.
+import * as wasm from './dist/loomfence_resume.js';
 import { guardReceivers } from './receivers.js';
 
-await wasm.default({ module_or_path: new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url) });
+await wasm.default({ module_or_path: new URL('./dist/loomfence_resume_bg.wasm', import.meta.url) });
 
 // Before any instance exists: each class's methods refuse another's instances.
 guardReceivers(wasm);
@@ -13,26 +15,10 @@ const classes = wasm.errorClasses();
 export const MemoryEventStore = wasm.MemoryEventStore;
 export const isAnsweringKind = wasm.isAnsweringKind;
 export const locatePark = wasm.locatePark;
-export const RedrivePolicy = wasm.RedrivePolicy;
-export const redriveWakeAt = wasm.redriveWakeAt;
-export const WakeBackoff = wasm.WakeBackoff;
-export const FireMachine = wasm.FireMachine;
-export const MemoryTimerStore = wasm.MemoryTimerStore;
-export const startedChild = wasm.startedChild;
-export const parentOf = wasm.parentOf;
-export const pinParkedChildren = wasm.pinParkedChildren;
-// JavaScript around the glue (resume.js, timer-service.js, retention.js, supervisor.js, follower.js, inbox.js), not in the .wasm.
+// JavaScript around the glue (resume.js), not in the .wasm.
 export { resume } from './resume.js';
-export { TimerService } from './timer-service.js';
-export { sweep } from './retention.js';
-export { ChildSupervisor } from './supervisor.js';
-export { Follower } from './follower.js';
-export { Inbox } from './inbox.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
 export const StaleFenceError = classes.StaleFenceError;
 export const ResumeRefusedError = classes.ResumeRefusedError;
 export const ResumeContendedError = classes.ResumeContendedError;
 export const InputError = classes.InputError;
-export const TimerInputError = classes.TimerInputError;
-export const RedriveExhaustedError = classes.RedriveExhaustedError;
-export const UnreadableTimerRowError = classes.UnreadableTimerRowError;

@@ -10,7 +10,7 @@
 // to `concurrency` at once, and tells the machine which parents' supervision
 // failed (handleFailed).
 
-import { FollowMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { FollowMachine, errorClasses } from './dist/loomfence_services.js';
 import { checked, known, store } from './options.js';
 import { guardClass } from './receivers.js';
 

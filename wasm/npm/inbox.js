@@ -14,7 +14,7 @@
 // writeRow: inbox.schedule(row)), and hands the outcome on: to the caller,
 // or, from the re-driver, to onResumed and a TimerService.
 
-import { DeliverMachine, RedrivePolicy, errorClasses } from './dist/loomfence_wasm.js';
+import { DeliverMachine, RedrivePolicy, errorClasses } from './dist/loomfence_services.js';
 import { known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { resumeFor } from './resume.js';

@@ -1,8 +1,11 @@
-// Node entry (import and, through index.cjs, require): loads the
-// WebAssembly module synchronously from the package folder, then exports.
+// Node entry of the resume entry `loomfence` (import and, through index.cjs,
+// require): loads its WebAssembly module synchronously from the package
+// folder, then exports. The timers, retention, supervision, the follower and
+// the inbox are `loomfence/services` (services.js), a second module that is
+// loaded only when imported.
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
-import * as wasm from './dist/loomfence_wasm.js';
+import * as wasm from './dist/loomfence_resume.js';
 import { guardReceivers } from './receivers.js';
 
 // Node 20's V8 (11.3) can crash the process ("Fatal error: unreachable code"
@@ -14,7 +17,7 @@ import { guardReceivers } from './receivers.js';
 // package".
 if (Number.parseInt(process.versions.v8, 10) < 12) setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
-wasm.initSync({ module: readFileSync(new URL('./dist/loomfence_wasm_bg.wasm', import.meta.url)) });
+wasm.initSync({ module: readFileSync(new URL('./dist/loomfence_resume_bg.wasm', import.meta.url)) });
 
 // Before any instance exists: each class's methods refuse another's instances.
 guardReceivers(wasm);
@@ -24,26 +27,10 @@ const classes = wasm.errorClasses();
 export const MemoryEventStore = wasm.MemoryEventStore;
 export const isAnsweringKind = wasm.isAnsweringKind;
 export const locatePark = wasm.locatePark;
-export const RedrivePolicy = wasm.RedrivePolicy;
-export const redriveWakeAt = wasm.redriveWakeAt;
-export const WakeBackoff = wasm.WakeBackoff;
-export const FireMachine = wasm.FireMachine;
-export const MemoryTimerStore = wasm.MemoryTimerStore;
-export const startedChild = wasm.startedChild;
-export const parentOf = wasm.parentOf;
-export const pinParkedChildren = wasm.pinParkedChildren;
-// JavaScript around the glue (resume.js, timer-service.js, retention.js, supervisor.js, follower.js, inbox.js), not in the .wasm.
+// JavaScript around the glue (resume.js), not in the .wasm.
 export { resume } from './resume.js';
-export { TimerService } from './timer-service.js';
-export { sweep } from './retention.js';
-export { ChildSupervisor } from './supervisor.js';
-export { Follower } from './follower.js';
-export { Inbox } from './inbox.js';
 export const KERNEL_EVENT_KINDS = Object.freeze(wasm.kernelEventKinds());
 export const StaleFenceError = classes.StaleFenceError;
 export const ResumeRefusedError = classes.ResumeRefusedError;
 export const ResumeContendedError = classes.ResumeContendedError;
 export const InputError = classes.InputError;
-export const TimerInputError = classes.TimerInputError;
-export const RedriveExhaustedError = classes.RedriveExhaustedError;
-export const UnreadableTimerRowError = classes.UnreadableTimerRowError;

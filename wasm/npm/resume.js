@@ -13,7 +13,7 @@
 //   machine's.
 //
 // Both resolve and reject alike: the same answer, the same error classes.
-import { MemoryEventStore, ResumeMachine, resumeInMemory } from './dist/loomfence_wasm.js';
+import { MemoryEventStore, ResumeMachine, resumeInMemory } from './dist/loomfence_resume.js';
 
 const OWN = MemoryEventStore.prototype;
 const DRIVEN = ['readRange', 'appendIfParked', 'acquireFenceIf', 'acquireFence'];

@@ -20,7 +20,7 @@
 // A sweep that stops rethrows the error as it came, with the partial report
 // attached as `error.report`. Deletes made before it stand: each is atomic.
 
-import { SweepMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { SweepMachine, errorClasses } from './dist/loomfence_services.js';
 import { settled } from './answers.js';
 import { show } from './options.js';
 

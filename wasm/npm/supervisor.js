@@ -10,7 +10,7 @@
 // parent under the children the machine is `watching` (for childEnded), and
 // hands the outcome on: to the caller, onError, onResumed, a TimerService.
 
-import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { RedrivePolicy, SuperviseMachine, errorClasses } from './dist/loomfence_services.js';
 import { checked, known, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { resumeFor } from './resume.js';

@@ -12,7 +12,7 @@
 // onResumed. The shared tick scenarios (tests/scenarios/tick) hold both
 // hosts to the same answers.
 
-import { TickMachine, errorClasses } from './dist/loomfence_wasm.js';
+import { TickMachine, errorClasses } from './dist/loomfence_services.js';
 import { checked, known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { resume } from './resume.js';

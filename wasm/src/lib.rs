@@ -6,6 +6,12 @@
 //! JSON as JSON text, one crossing per value) and binds the machines that
 //! the package's JavaScript steps against stores written in JavaScript.
 //!
+//! - Two modules: the crate builds the package's resume entry (feature
+//!   `resume`: `MemoryEventStore`, `resume`'s machines, the kind table) and
+//!   its services (feature `services`: the timers, retention, supervision,
+//!   the follower and the inbox) as two `.wasm` files, so a host that only
+//!   resumes never loads the rest. Both share the values, errors and the
+//!   resume machine below; tests and lints build both at once.
 //! - Numbers are JS numbers. A fence or sequence that is not a safe
 //!   non-negative integer is a `RangeError` (a `TypeError` when it is not a
 //!   number), thrown before any store is touched.

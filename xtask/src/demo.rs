@@ -18,7 +18,7 @@ use crate::{cmd, npm};
 /// The demo's folder, relative to the workspace root.
 const WWW_DIR: &str = "www";
 
-/// What the package's `dist/` is built from: newer than its `.wasm` means
+/// What the package's `dist/` is built from: newer than either `.wasm` means
 /// rebuild before serving.
 const SOURCES: [&str; 5] = [
     "core",
@@ -33,8 +33,15 @@ const SOURCES: [&str; 5] = [
 /// Ctrl-C, which ends the server and this command together.
 pub(crate) fn serve(port: u16) -> Result<()> {
     let root = cmd::root();
-    let wasm = root.join("wasm/npm/dist/loomfence_wasm_bg.wasm");
-    let built = fs::metadata(&wasm).and_then(|m| m.modified()).ok();
+    // The older of the two modules; none when either is missing.
+    let built = npm::MODULES
+        .iter()
+        .map(|module| {
+            let wasm = root.join(format!("wasm/npm/dist/{}_bg.wasm", module.stem));
+            fs::metadata(wasm).and_then(|m| m.modified()).ok()
+        })
+        .collect::<Option<Vec<_>>>()
+        .and_then(|times| times.into_iter().min());
     let newest = SOURCES
         .iter()
         .map(|source| newest_in(&root.join(source)))

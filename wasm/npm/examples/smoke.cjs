@@ -1,10 +1,12 @@
 // Smoke test of the published package, CommonJS side: `require('loomfence')`
-// must give the same module, and the same error classes, as `import`.
+// and `require('loomfence/services')` must give the same modules, and the
+// same error classes, as `import`.
 // `cargo xtask test` runs it with `node` in a fresh folder where the
 // `npm pack` tarball is installed. Exits non-zero on failure.
 'use strict';
 const assert = require('node:assert/strict');
-const { MemoryEventStore, resume, ResumeRefusedError, TimerInputError, MemoryTimerStore } = require('loomfence');
+const { MemoryEventStore, resume, ResumeRefusedError, InputError } = require('loomfence');
+const { TimerInputError, MemoryTimerStore } = require('loomfence/services');
 
 async function main() {
   const store = new MemoryEventStore();
@@ -29,14 +31,18 @@ async function main() {
 
   // One module for both loaders: the classes `import` sees are these.
   const esm = await import('loomfence');
+  const services = await import('loomfence/services');
   assert.equal(esm.ResumeRefusedError, ResumeRefusedError);
   assert.equal(esm.MemoryEventStore, MemoryEventStore);
-  assert.equal(esm.TimerInputError, TimerInputError);
-  assert.equal(esm.TimerService, require('loomfence').TimerService);
-  assert.equal(esm.sweep, require('loomfence').sweep);
-  const report = await require('loomfence').sweep(store, { endedBefore: 0 });
+  assert.equal(services.TimerInputError, TimerInputError);
+  assert.equal(services.TimerService, require('loomfence/services').TimerService);
+  assert.equal(services.sweep, require('loomfence/services').sweep);
+  assert.equal(esm.TimerService, undefined, 'the services are not in the resume entry');
+  const report = await require('loomfence/services').sweep(store, { endedBefore: 0 });
   assert.equal(report.examined, 1);
-  await assert.rejects(new MemoryTimerStore().due(-1, 1), esm.TimerInputError);
+  await assert.rejects(new MemoryTimerStore().due(-1, 1), services.TimerInputError);
+  // An error the services' module throws is the resume entry's class.
+  assert.throws(() => services.startedChild('', 0), InputError);
   console.log('smoke.cjs: ok (require)');
 }
 

@@ -10,6 +10,8 @@ import {
   KERNEL_EVENT_KINDS,
   ResumeRefusedError,
   StaleFenceError,
+} from 'loomfence';
+import {
   MemoryTimerStore,
   FireMachine,
   TimerInputError,
@@ -20,7 +22,7 @@ import {
   startedChild,
   parentOf,
   pinParkedChildren,
-} from 'loomfence';
+} from 'loomfence/services';
 
 const store = new MemoryEventStore();
 const [, park] = await store.appendMany('order-7', [

@@ -1,4 +1,4 @@
-// Type check of the package's index.d.ts, as a TypeScript user meets it:
+// Type check of the package's index.d.ts and services.d.ts, as a TypeScript user meets it:
 // every export used once, with the types the contract promises. Compiled
 // with `tsc --noEmit --strict` against the installed tarball; never run.
 import {
@@ -11,6 +11,20 @@ import {
   ResumeRefusedError,
   ResumeContendedError,
   InputError,
+  type Envelope,
+  type EventStore,
+  type NewEvent,
+  type Resumed,
+  type AcquireIfResult,
+  type ExecutionSummary,
+  type DeleteGuard,
+  type GuardedDelete,
+  type RetentionStore,
+  type FeedCursor,
+  type FeedEntry,
+  type FeedStore,
+} from 'loomfence';
+import {
   TimerInputError,
   RedriveExhaustedError,
   UnreadableTimerRowError,
@@ -26,11 +40,6 @@ import {
   startedChild,
   parentOf,
   pinParkedChildren,
-  type Envelope,
-  type EventStore,
-  type NewEvent,
-  type Resumed,
-  type AcquireIfResult,
   type TimerRow,
   type TimerStore,
   type Claim,
@@ -49,22 +58,15 @@ import {
   type TimerServiceStage,
   type ChildSupervisorOptions,
   type Supervised,
-  type ExecutionSummary,
-  type DeleteGuard,
-  type GuardedDelete,
-  type RetentionStore,
   type SweepOptions,
   type SweepReport,
   type Pinned,
   type Kept,
   type Undecided,
-  type FeedCursor,
-  type FeedEntry,
-  type FeedStore,
   type FollowerOptions,
   type FollowerErrorInfo,
   type FollowerRebuild,
-} from 'loomfence';
+} from 'loomfence/services';
 
 async function main(): Promise<void> {
   const store: EventStore = new MemoryEventStore();
