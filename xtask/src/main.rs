@@ -25,6 +25,7 @@ mod toolchain;
 #[cfg(test)]
 mod versions;
 mod wasm_imports;
+mod wasm_sizes;
 
 use std::process::ExitCode;
 
@@ -105,6 +106,10 @@ enum Commands {
     /// wasm-bindgen, wasm-opt -Oz) and print the size of its .wasm against
     /// the budget. Installs wasm-bindgen-cli and the npm tools when missing.
     Npm,
+    /// Show where the bytes of each npm module are: each built with its
+    /// function names kept and read with twiggy (installed when missing),
+    /// grouped by crate and by the machine the code serves.
+    WasmSizes,
     /// Serve the browser demo (`www/`, with the npm package at `/pkg/`) on
     /// 127.0.0.1 and print its URL; builds the package first when
     /// wasm/npm/dist is missing or older than its sources. Runs until Ctrl-C.
@@ -161,6 +166,7 @@ fn main() -> ExitCode {
         })
         .map(|()| ExitCode::SUCCESS),
         Some(Commands::Npm) => npm::run().map(|()| ExitCode::SUCCESS),
+        Some(Commands::WasmSizes) => wasm_sizes::run().map(|()| ExitCode::SUCCESS),
         Some(Commands::Demo { port }) => demo::serve(port).map(|()| ExitCode::SUCCESS),
         Some(Commands::Pg { durable, program }) => postgres::run_program(durable, &program),
     };

@@ -83,9 +83,8 @@ pub(crate) fn run() -> Result<()> {
 /// `.wasm`'s sizes; one over its budget fails.
 pub(crate) fn build() -> Result<()> {
     toolchain::ensure_wasm_bindgen()?;
-    // npm's own "exactly the lockfile"; about 3 s with a warm cache.
-    cmd::run(npm(TOOLS_DIR).args(["ci", "--prefer-offline", "--no-audit", "--no-fund"]))?;
-    cmd::run(npm(TOOLS_DIR).args(["run", "clean"]))?;
+    install_tools()?;
+    cmd::run(tools().args(["run", "clean"]))?;
     let kb = |bytes: u64| format!("{:.1} KB", bytes as f64 / 1000.0);
     let mut table = String::from(
         "| module | after wasm-bindgen (raw / gzip -9) | after wasm-opt -Oz (raw / gzip -9) | budget (raw) |\n|---|---:|---:|---|\n",
@@ -119,10 +118,20 @@ pub(crate) fn build() -> Result<()> {
     Ok(())
 }
 
-/// Builds one module into `dist/`: the crate with only `module`'s
-/// feature, wasm-bindgen's glue, then `wasm-opt`. Its sizes (raw, gzip)
-/// after wasm-bindgen and after `wasm-opt`.
-fn build_module(module: &Module) -> Result<[[u64; 2]; 2]> {
+/// Installs the build tools of `wasm/npm-tools`: npm's own "exactly the
+/// lockfile"; about 3 s with a warm cache.
+pub(crate) fn install_tools() -> Result<()> {
+    cmd::run(tools().args(["ci", "--prefer-offline", "--no-audit", "--no-fund"]))
+}
+
+/// An `npm` command in `wasm/npm-tools`, whose scripts run the build tools.
+pub(crate) fn tools() -> Command {
+    npm(TOOLS_DIR)
+}
+
+/// Builds the crate with only `module`'s feature; the `.wasm` cargo wrote
+/// (the next build overwrites it).
+pub(crate) fn cargo_build(module: &Module) -> Result<PathBuf> {
     let mut build = cmd::cargo();
     build.args([
         "build",
@@ -138,11 +147,18 @@ fn build_module(module: &Module) -> Result<[[u64; 2]; 2]> {
         module.feature,
     ]);
     cmd::run(&mut build)?;
-    let input = cmd::target_dir()?
+    Ok(cmd::target_dir()?
         .join(WASM_TARGET)
-        .join("wasm-release/loomfence_wasm.wasm");
+        .join("wasm-release/loomfence_wasm.wasm"))
+}
+
+/// Builds one module into `dist/`: the crate with only `module`'s
+/// feature, wasm-bindgen's glue, then `wasm-opt`. Its sizes (raw, gzip)
+/// after wasm-bindgen and after `wasm-opt`.
+fn build_module(module: &Module) -> Result<[[u64; 2]; 2]> {
+    let input = cargo_build(module)?;
     cmd::run(
-        npm(TOOLS_DIR)
+        tools()
             .args(["run", "bindgen", "--", module.stem])
             .arg(input),
     )?;
@@ -151,7 +167,7 @@ fn build_module(module: &Module) -> Result<[[u64; 2]; 2]> {
         .join(format!("dist/{}_bg.wasm", module.stem));
     let generated = sizes(&wasm)?;
     cmd::run(
-        npm(TOOLS_DIR)
+        tools()
             .args(["run", "opt", "--"])
             .arg(&wasm)
             .arg("-o")
@@ -287,7 +303,7 @@ fn smoke() -> Result<()> {
     for script in ["smoke.mjs", "smoke.cjs", "readme-example.mjs"] {
         cmd::run(Command::new("node").current_dir(&project).arg(script))?;
     }
-    let mut typecheck = npm(TOOLS_DIR);
+    let mut typecheck = tools();
     typecheck
         .args(["run", "typecheck", "--"])
         .arg(project.join("types.ts"));
