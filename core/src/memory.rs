@@ -5,10 +5,8 @@
 //! that snapshots it between steps) gets atomicity for free. The simulation
 //! relies on it being `Clone + Eq + Hash`.
 
+mod entries;
 mod feed;
-
-use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
@@ -56,10 +54,11 @@ struct Record {
 /// cost does not depend on how long the log was before the park.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MemoryStore {
-    /// Each execution's log and token, in one map: a second sorted map
-    /// would cost the npm package about 9 KB of WebAssembly. An entry
-    /// exists while the execution has a log or a token above 0.
-    entries: BTreeMap<ExecutionId, Entry>,
+    /// Each execution's log and token, in one map (hashed, with the ids
+    /// in order beside it): a second map would cost the npm package about
+    /// 9 KB of WebAssembly. An entry exists while the execution has a log
+    /// or a token above 0.
+    entries: entries::Entries,
     /// The change feed's counter and index.
     feed: feed::FeedIndex,
 }
@@ -189,7 +188,7 @@ impl MemoryStore {
         guard_append(id, self.current_token(id), batch)?;
         let entry = match self.entries.get_mut(id) {
             Some(entry) => entry,
-            None => self.entries.entry(id.clone()).or_default(),
+            None => self.entries.insert_new(id, Entry::default()),
         };
         let first = to_u64(entry.log.len()) + 1;
         check_safe("sequence", first + to_u64(events.len()) - 1)?;
@@ -336,10 +335,9 @@ impl MemoryStore {
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, InputError> {
         let limit = check_page_limit(limit)?;
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
         Ok(self
             .entries
-            .range::<ExecutionId, _>((start, Bound::Unbounded))
+            .after(after)
             .filter(|(_, entry)| !entry.log.is_empty())
             .map(|(id, entry)| ExecutionSummary {
                 execution_id: id.clone(),
@@ -429,7 +427,7 @@ impl MemoryStore {
                     fence: token,
                     ..Entry::default()
                 };
-                self.entries.insert(execution_id.clone(), entry);
+                self.entries.insert_new(execution_id, entry);
             }
         }
     }
