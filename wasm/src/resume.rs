@@ -6,8 +6,6 @@
 //! The machine decides everything; the driver only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
-use std::fmt::Write as _;
-
 use js_sys::Array;
 #[cfg(feature = "resume")]
 use js_sys::Promise;
@@ -274,17 +272,15 @@ pub(crate) fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
         json_text::write_string(text, resumed.execution_id.as_str());
         text.push_str(",\"fence\":");
         match resumed.fence {
-            Some(fence) => {
-                let _ = write!(text, "{fence}");
-            }
+            Some(fence) => json_text::write_u64(text, fence),
             None => text.push_str("null"),
         }
         text.push_str(",\"resumed\":");
         json_text::write_envelope(text, &resumed.resumed);
-        let _ = write!(
-            text,
-            ",\"attempts\":{},\"head\":{}}}",
-            resumed.attempts, resumed.view.head
-        );
+        text.push_str(",\"attempts\":");
+        json_text::write_u64(text, u64::from(resumed.attempts));
+        text.push_str(",\"head\":");
+        json_text::write_u64(text, resumed.view.head);
+        text.push('}');
     }))
 }
