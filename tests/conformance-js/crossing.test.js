@@ -146,4 +146,26 @@ describe('locatePark', () => {
     // A payload member JSON cannot hold is the store's business, not the fold's.
     assert.equal(locatePark([{ ...log[0], payload: { n: 1n } }, log[1]]), log[1]);
   });
+
+  test('reads every kind as the fold does: kernel kinds by the table, any other by its stamp, odd text too', () => {
+    const after = (kind, metadata = {}) => [...log, { executionId: 'e', sequence: 3, kind, payload: {}, metadata, at: 3 }];
+    for (const [kind, metadata, open] of [
+      ['EXECUTION_RESUMED', {}, false],
+      ['STEP_COMPLETED', { kernel: true }, true],
+      ['MY_KIND', {}, true],
+      ['MY_KIND', { kernel: true }, false],
+      ['MY_KIND', { kernel: 'true' }, true],
+      ['', {}, true],
+      ['A\u0000B', { kernel: true }, false],
+      ['A\nB', {}, true],
+      ['execution_resumed', {}, true],
+      ['EXECUTION_RESUMED ', {}, true],
+      ['\u{1F600}', { kernel: true }, false],
+    ]) {
+      assert.equal(locatePark(after(kind, metadata)), open ? log[1] : undefined, JSON.stringify([kind, metadata]));
+    }
+    assert.equal(locatePark([{ ...log[0], kind: 'EXECUTION_COMPLETED' }, log[1]]), undefined, 'ended');
+    // A kind with a lone surrogate is not text the core can hold: refused.
+    assert.throws(() => locatePark(after('A\uD800')), (e) => e instanceof InputError && e.code === 'INVALID_EVENT');
+  });
 });

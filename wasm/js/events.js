@@ -156,6 +156,48 @@ function foldLines(envelopes, what, code) {
   return text;
 }
 
+/** The kernel kinds' names (the core's table, handed over once by
+ * `setKernelKinds`), each with the code `foldCodes` writes for it. */
+let kernelCodes = null;
+
+/** Takes the core's kernel kinds, one name a line, in the core's order:
+ * the i-th is written by `foldCodes` as the character 65 + i. */
+export function setKernelKinds(names) {
+  kernelCodes = new Map(names.split('\n').map((name, i) => [name, String.fromCharCode(65 + i)]));
+}
+
+/**
+ * What `foldText` says of a log, shorter: one character per envelope, the
+ * code of its kind when it is a kernel kind (`setKernelKinds`), else `1`
+ * or `0` for whether it carries the kernel stamp, which is all the fold
+ * asks of any other kind. No kind is written out or read back. The same
+ * checks and reads as `foldText`, in the same order, with its errors;
+ * `null` when a kind is not a well-formed string (the text path then reads
+ * the log as it always did, and says what is wrong with it).
+ */
+export function foldCodes(envelopes, what = 'events', code = 'INVALID_EVENT') {
+  return guarded(what, code, codeLines, envelopes);
+}
+
+function codeLines(envelopes, what, code) {
+  // An array: locatePark refused anything else (a TypeError) before calling.
+  let codes = '';
+  for (let i = 0; i < envelopes.length; i++) {
+    const envelope = envelopes[i];
+    const where = `${what}[${i}]`;
+    const wrong = fieldTypes(envelope, where, code) ?? shallow(`${where}.payload`, code, envelope.payload) ?? shallow(`${where}.metadata`, code, envelope.metadata);
+    if (wrong) return wrong;
+    const stamped = envelope.metadata?.kernel === true;
+    const kind = envelope.kind;
+    if (typeof kind !== 'string') return null;
+    const known = kernelCodes.get(kind);
+    if (known !== undefined) codes += known;
+    else if (kind.isWellFormed()) codes += stamped ? '1' : '0';
+    else return null;
+  }
+  return codes;
+}
+
 /** The envelope a store hands back for an event it stored: the event's own
  * text (`eventText`'s), under its execution id and sequence. */
 export function storedEnvelope(executionId, sequence, text) {
