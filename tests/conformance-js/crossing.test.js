@@ -53,6 +53,29 @@ describe('JSON crosses exactly', () => {
     assert.equal({}.polluted, undefined);
   });
 
+  test('the envelope an append answers is a fresh copy, as a read gives it: no object shared, -0 as 0', async () => {
+    const store = new MemoryEventStore();
+    const payload = { a: { b: 1 } };
+    const metadata = {};
+    const first = await store.append('f', { kind: 'K', payload, metadata, at: -0 });
+    assert.ok(Object.is(first.at, 0), 'at -0 is stored as 0');
+    assert.notEqual(first.payload, payload);
+    assert.notEqual(first.payload.a, payload.a);
+    assert.notEqual(first.metadata, metadata);
+    const second = await store.append('f', { kind: 'K', payload, metadata, at: -0 });
+    assert.notEqual(second.payload, first.payload);
+    assert.notEqual(second.metadata, first.metadata);
+    payload.a.b = 2;
+    first.payload.a.b = 3;
+    assert.deepEqual(await store.readRange('f'), [{ ...first, payload: { a: { b: 1 } } }, second]);
+    // A refused event, then a batch, then one event: each answer is its own event's.
+    await assertRejects(store.append('f', { kind: 'K', payload: { n: 1n }, at: 1 }), expect.invalidEvent, 'a BigInt');
+    const [batched] = await store.appendMany('f', [{ kind: 'B', payload: { x: 1 }, at: 5 }]);
+    const third = await store.append('f', { kind: 'C', at: 6 });
+    assert.deepEqual([batched.kind, batched.payload, third.kind, third.payload, third.metadata, third.at], ['B', { x: 1 }, 'C', {}, {}, 6]);
+    assert.deepEqual((await store.readRange('f', 3)), [batched, third]);
+  });
+
   test('nesting: 128 levels below the payload are stored, 129 are refused', async () => {
     const store = new MemoryEventStore();
     const deep = await store.append('d', event('X', { payload: { v: nest(127) } }));

@@ -80,12 +80,29 @@ function eventLine(event) {
   if (typeof metadataText !== 'string') return metadataText;
   const payloadText = objectText('event.payload', 'INVALID_EVENT', payload);
   if (typeof payloadText !== 'string') return payloadText;
+  lastKind = kind;
+  lastPayload = payloadText;
+  lastMetadata = metadataText;
+  lastAt = at;
   return `{"kind":${JSON.stringify(kind)},"payload":${payloadText},"metadata":${metadataText},"at":${at}}`;
 }
 
+// The parts of the last event `eventText` wrote, while `lastText` is its
+// text: what `storedEnvelope` builds that event's envelope from, instead of
+// parsing the whole text again. `lastText` is cleared before every event is
+// read, so it names the parts' event or nothing.
+let lastText;
+let lastKind;
+let lastPayload;
+let lastMetadata;
+let lastAt;
+
 /** One event, as text or its error. */
 export function eventText(event) {
-  return guarded('event', 'INVALID_EVENT', eventLine, event);
+  lastText = undefined;
+  const text = guarded('event', 'INVALID_EVENT', eventLine, event);
+  if (typeof text === 'string') lastText = text;
+  return text;
 }
 
 /** A batch of events, one per line, or the first error, its message
@@ -95,6 +112,7 @@ export function eventsText(events) {
 }
 
 function eventsLines(events) {
+  lastText = undefined;
   if (!Array.isArray(events)) return typeError('events must be an array', 'NOT_AN_ARRAY');
   const lines = [];
   for (let i = 0; i < events.length; i++) {
@@ -201,7 +219,19 @@ function codeLines(envelopes, what, code) {
 /** The envelope a store hands back for an event it stored: the event's own
  * text (`eventText`'s), under its execution id and sequence. */
 export function storedEnvelope(executionId, sequence, text) {
-  return envelopeOf(executionId, sequence, JSON.parse(text));
+  if (text !== lastText) return envelopeOf(executionId, sequence, JSON.parse(text));
+  // What JSON.parse(text) gives, from the parts the text was made of: the
+  // kind as it was (JSON.stringify and JSON.parse give back any string),
+  // the two objects parsed from their own texts, the time as its text
+  // reads (a safe integer; -0 reads as 0).
+  return {
+    executionId,
+    sequence,
+    kind: lastKind,
+    payload: lastPayload === '{}' ? {} : JSON.parse(lastPayload),
+    metadata: lastMetadata === '{}' ? {} : JSON.parse(lastMetadata),
+    at: lastAt + 0,
+  };
 }
 
 /** The envelopes for a batch `eventsText` wrote, from `first` on. */
