@@ -475,6 +475,31 @@ pub(crate) fn write_stored(out: &mut String, id: &str, sequence: u64, event: &Ne
     write_rest(out, &event.payload, &event.metadata, event.at);
 }
 
+/// Writes a stored event as six lines for `js/events.js`'s `envelopeAt`
+/// (`out::envelopes_from_lines` and `out::resume_answer_from_lines`): its
+/// id and kind as JSON strings, its sequence, its payload and metadata as
+/// JSON objects, its time. JSON as this module writes it has no line break
+/// outside a string escape, so each part is one line.
+pub(crate) fn write_envelope_lines(
+    out: &mut String,
+    id: &str,
+    sequence: u64,
+    event: (&str, &JsonObject, &JsonObject, i64),
+) {
+    let (kind, payload, metadata, at) = event;
+    write_string(out, id);
+    out.push('\n');
+    write_u64(out, sequence);
+    out.push('\n');
+    write_string(out, kind);
+    out.push('\n');
+    write_object(out, payload);
+    out.push('\n');
+    write_object(out, metadata);
+    out.push('\n');
+    write_i64(out, at);
+}
+
 /// `{"executionId":…,"sequence":…,"kind":…`.
 fn write_head(out: &mut String, id: &str, sequence: u64, kind: &str) {
     out.push_str("{\"executionId\":");
