@@ -18,6 +18,7 @@ use loomfence_core::log::{KERNEL_EVENT_KINDS, KindFacts};
 use loomfence_core::{Envelope, ExecutionId, JsonObject, NewEvent};
 use wasm_bindgen::JsValue;
 
+use crate::js_errors;
 use crate::json;
 use crate::json_text::{Reader, TextError};
 
@@ -39,12 +40,18 @@ extern "C" {
     fn set_kernel_kinds(names: &str);
 }
 
-/// Reads one event as a writer hands it over; with it, the JS text it was
-/// read from, from which [`out::stored`](crate::out::stored) builds the
-/// envelope handed back.
-pub(crate) fn event(value: &JsValue) -> Result<(NewEvent, JsValue), JsValue> {
+/// Reads one event as a writer hands it over, as a batch of one; with it,
+/// the JS text it was read from, from which
+/// [`out::stored`](crate::out::stored) builds the envelope handed back.
+pub(crate) fn event(value: &JsValue) -> Result<(Vec<NewEvent>, JsValue), JsValue> {
     let text = event_text(value);
-    Ok((json::one("event", INVALID_EVENT, &text, read_event)?, text))
+    let event = json::lines("event", INVALID_EVENT, &text, read_event)?;
+    // As `json::one` refuses anything but one item; the one-event batch
+    // the store appends is this vector itself.
+    if event.len() != 1 {
+        return Err(js_errors::invalid("event: not one item", INVALID_EVENT));
+    }
+    Ok((event, text))
 }
 
 /// Reads a batch of events, with the JS text they were read from; an error

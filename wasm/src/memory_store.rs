@@ -90,7 +90,7 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let (event, text) = events::event(&event)?;
             let first = self
-                .with_store(|store| store.append_many_from(&id, vec![event]))
+                .with_store(|store| store.append_many_from(&id, event))
                 .map_err(|e| append_error(&e))?;
             Ok(out::stored(&execution_id, first, &text))
         })())
