@@ -47,21 +47,27 @@ function objectText(path, code, value) {
   return jsonText(value, path, code);
 }
 
+/** Whether `value` is neither a plain object nor undefined. */
+function notPlain(value) {
+  if (value === undefined) return false;
+  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
+  return proto !== Object.prototype && proto !== null;
+}
+
 /** The InputError for a value that is neither a plain object nor
  * undefined, or undefined. */
 function shallow(path, code, value) {
-  if (value === undefined) return undefined;
-  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
-  if (proto !== Object.prototype && proto !== null) return new InputError(`${path} must be a plain object`, code);
-  return undefined;
+  return notPlain(value) ? new InputError(`${path} must be a plain object`, code) : undefined;
 }
+
+/** An event's InputError, saying `detail`. */
+const bad = (detail) => new InputError(`event: ${detail}`, 'INVALID_EVENT');
 
 /** One event as a writer hands it over: `{ kind, payload?, metadata?, at }`. */
 function eventLine(event) {
   if (!isObject(event) || Array.isArray(event)) {
     return typeError('event must be an object { kind, payload?, metadata?, at }', 'NOT_AN_OBJECT');
   }
-  const bad = (detail) => new InputError(`event: ${detail}`, 'INVALID_EVENT');
   for (const key of Object.keys(event)) {
     if (!EVENT_FIELDS.has(key)) return bad(`unknown field \`${key}\`, expected one of kind, payload, metadata, at`);
   }
@@ -202,9 +208,11 @@ function codeLines(envelopes, what, code) {
   let codes = '';
   for (let i = 0; i < envelopes.length; i++) {
     const envelope = envelopes[i];
-    const where = `${what}[${i}]`;
-    const wrong = fieldTypes(envelope, where, code) ?? shallow(`${where}.payload`, code, envelope.payload) ?? shallow(`${where}.metadata`, code, envelope.metadata);
-    if (wrong) return wrong;
+    // foldLines' checks, its paths written only for an error.
+    const detail = fieldProblem(envelope);
+    if (detail !== undefined) return new InputError(`${what}[${i}]: ${detail}`, code);
+    if (notPlain(envelope.payload)) return new InputError(`${what}[${i}].payload must be a plain object`, code);
+    if (notPlain(envelope.metadata)) return new InputError(`${what}[${i}].metadata must be a plain object`, code);
     const stamped = envelope.metadata?.kernel === true;
     const kind = envelope.kind;
     if (typeof kind !== 'string') return null;
@@ -295,19 +303,25 @@ export function resumeAnswerFromLines(text) {
 /** The InputError for an envelope whose fields are not of their types
  * (payload and metadata aside), or undefined. */
 function fieldTypes(envelope, what, code) {
-  const wrong = (detail) => new InputError(`${what}: ${detail}`, code);
-  if (!isObject(envelope) || Array.isArray(envelope)) return wrong('not an envelope object');
+  const detail = fieldProblem(envelope);
+  return detail === undefined ? undefined : new InputError(`${what}: ${detail}`, code);
+}
+
+/** What is wrong with an envelope's fields (payload and metadata aside),
+ * or undefined: nothing allocated for a good one. */
+function fieldProblem(envelope) {
+  if (!isObject(envelope) || Array.isArray(envelope)) return 'not an envelope object';
   const { executionId, sequence, kind, at } = envelope;
-  if (typeof executionId !== 'string') return wrong('`executionId` must be a string');
-  if (typeof kind !== 'string') return wrong('`kind` must be a string');
+  if (typeof executionId !== 'string') return '`executionId` must be a string';
+  if (typeof kind !== 'string') return '`kind` must be a string';
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
-    return wrong('`sequence` must be a safe non-negative integer');
+    return '`sequence` must be a safe non-negative integer';
   }
   // A stored event's time, checked as the rest of it: a bad one is the
   // envelope's fault (a host store's answer: STORE_CONTRACT), not a RangeError
   // of the caller's.
-  if (typeof at !== 'number') return wrong('`at` must be a number of milliseconds');
-  if (!Number.isSafeInteger(at)) return wrong(`\`at\` must be a safe integer of milliseconds, got ${at}`);
+  if (typeof at !== 'number') return '`at` must be a number of milliseconds';
+  if (!Number.isSafeInteger(at)) return `\`at\` must be a safe integer of milliseconds, got ${at}`;
   return undefined;
 }
 
