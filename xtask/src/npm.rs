@@ -38,7 +38,7 @@ const BENCH_DIR: &str = "wasm/bench";
 /// engine compiles). The one statement of the budget: `wasm/README.md` and
 /// "The npm package" in `docs/decisions.md` quote it (a test checks), and
 /// the latter says where the bytes go and why each raise was taken.
-const BUDGET: u64 = 325_400;
+const BUDGET: u64 = 325_600;
 
 /// The README line after which comes the Node example the package promises.
 const README_MARKER: &str = "<!-- npm-example -->";
