@@ -5,10 +5,8 @@
 //! that snapshots it between steps) gets atomicity for free. The simulation
 //! relies on it being `Clone + Eq + Hash`.
 
+mod entries;
 mod feed;
-
-use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use crate::event::EventFacts;
 use crate::event::{Envelope, NewEvent};
@@ -56,10 +54,11 @@ struct Record {
 /// cost does not depend on how long the log was before the park.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MemoryStore {
-    /// Each execution's log and token, in one map: a second sorted map
-    /// would cost the npm package about 9 KB of WebAssembly. An entry
-    /// exists while the execution has a log or a token above 0.
-    entries: BTreeMap<ExecutionId, Entry>,
+    /// Each execution's log and token, in one map (hashed, with the ids
+    /// in order beside it): a second map would cost the npm package about
+    /// 9 KB of WebAssembly. An entry exists while the execution has a log
+    /// or a token above 0.
+    entries: entries::Entries,
     /// The change feed's counter and index.
     feed: feed::FeedIndex,
 }
@@ -186,10 +185,16 @@ impl MemoryStore {
         if events.is_empty() {
             return Ok(self.head(id) + 1);
         }
-        guard_append(id, self.current_token(id), batch)?;
+        // One lookup: the guard reads the token of the entry it then writes.
         let entry = match self.entries.get_mut(id) {
-            Some(entry) => entry,
-            None => self.entries.entry(id.clone()).or_default(),
+            Some(entry) => {
+                guard_append(id, entry.fence, batch)?;
+                entry
+            }
+            None => {
+                guard_append(id, 0, batch)?;
+                self.entries.insert_new(id, Entry::default())
+            }
         };
         let first = to_u64(entry.log.len()) + 1;
         check_safe("sequence", first + to_u64(events.len()) - 1)?;
@@ -218,12 +223,7 @@ impl MemoryStore {
         execution_id: &ExecutionId,
         park_seq: u64,
     ) -> Result<bool, InputError> {
-        let log = self.log(execution_id);
-        check_park_seq(park_seq, to_u64(log.len()))?;
-        check_is_park(park_seq, &log[to_index(park_seq - 1)].event.kind)?;
-        Ok(log[to_index(park_seq)..]
-            .iter()
-            .any(|record| record.answering))
+        answered_in(self.log(execution_id), park_seq)
     }
 
     /// The events with `from_seq <= sequence <= to_seq` (to the head when
@@ -300,8 +300,19 @@ impl MemoryStore {
         expect: ParkExpectation,
     ) -> Result<AcquireOutcome, InputError> {
         check_safe("fence", expect.fence)?;
-        let answered = self.answered_after(execution_id, expect.park_seq)?;
-        let outcome = decide_acquire_if(self.current_token(execution_id), expect, answered);
+        // One lookup when the execution has an entry: the same decision on
+        // its log and token. Without one it has no log, which the park
+        // check refuses.
+        if let Some(entry) = self.entries.get_mut(execution_id) {
+            let answered = answered_in(&entry.log, expect.park_seq)?;
+            let outcome = decide_acquire_if(entry.fence, expect, answered);
+            if let AcquireOutcome::Acquired { fence } = outcome {
+                entry.fence = fence;
+            }
+            return Ok(outcome);
+        }
+        let answered = answered_in(&[], expect.park_seq)?;
+        let outcome = decide_acquire_if(0, expect, answered);
         if let AcquireOutcome::Acquired { fence } = outcome {
             self.set_token(execution_id, fence);
         }
@@ -336,10 +347,9 @@ impl MemoryStore {
         limit: u32,
     ) -> Result<Vec<ExecutionSummary>, InputError> {
         let limit = check_page_limit(limit)?;
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
         Ok(self
             .entries
-            .range::<ExecutionId, _>((start, Bound::Unbounded))
+            .after(after)
             .filter(|(_, entry)| !entry.log.is_empty())
             .map(|(id, entry)| ExecutionSummary {
                 execution_id: id.clone(),
@@ -429,7 +439,7 @@ impl MemoryStore {
                     fence: token,
                     ..Entry::default()
                 };
-                self.entries.insert(execution_id.clone(), entry);
+                self.entries.insert_new(execution_id, entry);
             }
         }
     }
@@ -440,6 +450,16 @@ impl MemoryStore {
             .get(execution_id)
             .map_or(0, |entry| entry.fence)
     }
+}
+
+/// Whether an answering event follows `park_seq` in `log`, where it must
+/// name a park. Looks only at the park and the tail after it.
+fn answered_in(log: &[Record], park_seq: u64) -> Result<bool, InputError> {
+    check_park_seq(park_seq, to_u64(log.len()))?;
+    check_is_park(park_seq, &log[to_index(park_seq - 1)].event.kind)?;
+    Ok(log[to_index(park_seq)..]
+        .iter()
+        .any(|record| record.answering))
 }
 
 /// Widens a length to a sequence number. Lossless on every supported target.
@@ -592,6 +612,29 @@ mod tests {
             Err(AppendError::Input(not_a_park))
         );
         assert_eq!(store, before);
+    }
+
+    #[test]
+    fn a_conditional_acquire_without_a_log_refuses_and_changes_nothing() {
+        let mut store = MemoryStore::new();
+        let expect = ParkExpectation {
+            fence: 0,
+            park_seq: 1,
+        };
+        let gone = Err(InputError::ParkSeqOutOfRange {
+            park_seq: 1,
+            head: 0,
+        });
+        assert_eq!(store.acquire_fence_if(&e("none"), expect), gone);
+        assert_eq!(store, MemoryStore::new());
+        // A token without a log (a fenced execution, deleted): the same.
+        parked(&mut store, &e("deleted"));
+        assert_eq!(store.acquire_fence(&e("deleted")), 1);
+        assert!(store.delete_execution(&e("deleted")));
+        let before = store.clone();
+        assert_eq!(store.acquire_fence_if(&e("deleted"), expect), gone);
+        assert_eq!(store, before);
+        assert_eq!(store.current_fence(&e("deleted")), 1);
     }
 
     #[test]

@@ -53,6 +53,29 @@ describe('JSON crosses exactly', () => {
     assert.equal({}.polluted, undefined);
   });
 
+  test('the envelope an append answers is a fresh copy, as a read gives it: no object shared, -0 as 0', async () => {
+    const store = new MemoryEventStore();
+    const payload = { a: { b: 1 } };
+    const metadata = {};
+    const first = await store.append('f', { kind: 'K', payload, metadata, at: -0 });
+    assert.ok(Object.is(first.at, 0), 'at -0 is stored as 0');
+    assert.notEqual(first.payload, payload);
+    assert.notEqual(first.payload.a, payload.a);
+    assert.notEqual(first.metadata, metadata);
+    const second = await store.append('f', { kind: 'K', payload, metadata, at: -0 });
+    assert.notEqual(second.payload, first.payload);
+    assert.notEqual(second.metadata, first.metadata);
+    payload.a.b = 2;
+    first.payload.a.b = 3;
+    assert.deepEqual(await store.readRange('f'), [{ ...first, payload: { a: { b: 1 } } }, second]);
+    // A refused event, then a batch, then one event: each answer is its own event's.
+    await assertRejects(store.append('f', { kind: 'K', payload: { n: 1n }, at: 1 }), expect.invalidEvent, 'a BigInt');
+    const [batched] = await store.appendMany('f', [{ kind: 'B', payload: { x: 1 }, at: 5 }]);
+    const third = await store.append('f', { kind: 'C', at: 6 });
+    assert.deepEqual([batched.kind, batched.payload, third.kind, third.payload, third.metadata, third.at], ['B', { x: 1 }, 'C', {}, {}, 6]);
+    assert.deepEqual((await store.readRange('f', 3)), [batched, third]);
+  });
+
   test('nesting: 128 levels below the payload are stored, 129 are refused', async () => {
     const store = new MemoryEventStore();
     const deep = await store.append('d', event('X', { payload: { v: nest(127) } }));
@@ -145,5 +168,27 @@ describe('locatePark', () => {
     }
     // A payload member JSON cannot hold is the store's business, not the fold's.
     assert.equal(locatePark([{ ...log[0], payload: { n: 1n } }, log[1]]), log[1]);
+  });
+
+  test('reads every kind as the fold does: kernel kinds by the table, any other by its stamp, odd text too', () => {
+    const after = (kind, metadata = {}) => [...log, { executionId: 'e', sequence: 3, kind, payload: {}, metadata, at: 3 }];
+    for (const [kind, metadata, open] of [
+      ['EXECUTION_RESUMED', {}, false],
+      ['STEP_COMPLETED', { kernel: true }, true],
+      ['MY_KIND', {}, true],
+      ['MY_KIND', { kernel: true }, false],
+      ['MY_KIND', { kernel: 'true' }, true],
+      ['', {}, true],
+      ['A\u0000B', { kernel: true }, false],
+      ['A\nB', {}, true],
+      ['execution_resumed', {}, true],
+      ['EXECUTION_RESUMED ', {}, true],
+      ['\u{1F600}', { kernel: true }, false],
+    ]) {
+      assert.equal(locatePark(after(kind, metadata)), open ? log[1] : undefined, JSON.stringify([kind, metadata]));
+    }
+    assert.equal(locatePark([{ ...log[0], kind: 'EXECUTION_COMPLETED' }, log[1]]), undefined, 'ended');
+    // A kind with a lone surrogate is not text the core can hold: refused.
+    assert.throws(() => locatePark(after('A\uD800')), (e) => e instanceof InputError && e.code === 'INVALID_EVENT');
   });
 });

@@ -47,21 +47,27 @@ function objectText(path, code, value) {
   return jsonText(value, path, code);
 }
 
+/** Whether `value` is neither a plain object nor undefined. */
+function notPlain(value) {
+  if (value === undefined) return false;
+  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
+  return proto !== Object.prototype && proto !== null;
+}
+
 /** The InputError for a value that is neither a plain object nor
  * undefined, or undefined. */
 function shallow(path, code, value) {
-  if (value === undefined) return undefined;
-  const proto = isObject(value) ? Object.getPrototypeOf(value) : undefined;
-  if (proto !== Object.prototype && proto !== null) return new InputError(`${path} must be a plain object`, code);
-  return undefined;
+  return notPlain(value) ? new InputError(`${path} must be a plain object`, code) : undefined;
 }
+
+/** An event's InputError, saying `detail`. */
+const bad = (detail) => new InputError(`event: ${detail}`, 'INVALID_EVENT');
 
 /** One event as a writer hands it over: `{ kind, payload?, metadata?, at }`. */
 function eventLine(event) {
   if (!isObject(event) || Array.isArray(event)) {
     return typeError('event must be an object { kind, payload?, metadata?, at }', 'NOT_AN_OBJECT');
   }
-  const bad = (detail) => new InputError(`event: ${detail}`, 'INVALID_EVENT');
   for (const key of Object.keys(event)) {
     if (!EVENT_FIELDS.has(key)) return bad(`unknown field \`${key}\`, expected one of kind, payload, metadata, at`);
   }
@@ -80,12 +86,29 @@ function eventLine(event) {
   if (typeof metadataText !== 'string') return metadataText;
   const payloadText = objectText('event.payload', 'INVALID_EVENT', payload);
   if (typeof payloadText !== 'string') return payloadText;
+  lastKind = kind;
+  lastPayload = payloadText;
+  lastMetadata = metadataText;
+  lastAt = at;
   return `{"kind":${JSON.stringify(kind)},"payload":${payloadText},"metadata":${metadataText},"at":${at}}`;
 }
 
+// The parts of the last event `eventText` wrote, while `lastText` is its
+// text: what `storedEnvelope` builds that event's envelope from, instead of
+// parsing the whole text again. `lastText` is cleared before every event is
+// read, so it names the parts' event or nothing.
+let lastText;
+let lastKind;
+let lastPayload;
+let lastMetadata;
+let lastAt;
+
 /** One event, as text or its error. */
 export function eventText(event) {
-  return guarded('event', 'INVALID_EVENT', eventLine, event);
+  lastText = undefined;
+  const text = guarded('event', 'INVALID_EVENT', eventLine, event);
+  if (typeof text === 'string') lastText = text;
+  return text;
 }
 
 /** A batch of events, one per line, or the first error, its message
@@ -95,6 +118,7 @@ export function eventsText(events) {
 }
 
 function eventsLines(events) {
+  lastText = undefined;
   if (!Array.isArray(events)) return typeError('events must be an array', 'NOT_AN_ARRAY');
   const lines = [];
   for (let i = 0; i < events.length; i++) {
@@ -156,10 +180,66 @@ function foldLines(envelopes, what, code) {
   return text;
 }
 
+/** The kernel kinds' names (the core's table, handed over once by
+ * `setKernelKinds`), each with the code `foldCodes` writes for it. */
+let kernelCodes = null;
+
+/** Takes the core's kernel kinds, one name a line, in the core's order:
+ * the i-th is written by `foldCodes` as the character 65 + i. */
+export function setKernelKinds(names) {
+  kernelCodes = new Map(names.split('\n').map((name, i) => [name, String.fromCharCode(65 + i)]));
+}
+
+/**
+ * What `foldText` says of a log, shorter: one character per envelope, the
+ * code of its kind when it is a kernel kind (`setKernelKinds`), else `1`
+ * or `0` for whether it carries the kernel stamp, which is all the fold
+ * asks of any other kind. No kind is written out or read back. The same
+ * checks and reads as `foldText`, in the same order, with its errors;
+ * `null` when a kind is not a well-formed string (the text path then reads
+ * the log as it always did, and says what is wrong with it).
+ */
+export function foldCodes(envelopes, what = 'events', code = 'INVALID_EVENT') {
+  return guarded(what, code, codeLines, envelopes);
+}
+
+function codeLines(envelopes, what, code) {
+  // An array: locatePark refused anything else (a TypeError) before calling.
+  let codes = '';
+  for (let i = 0; i < envelopes.length; i++) {
+    const envelope = envelopes[i];
+    // foldLines' checks, its paths written only for an error.
+    const detail = fieldProblem(envelope);
+    if (detail !== undefined) return new InputError(`${what}[${i}]: ${detail}`, code);
+    if (notPlain(envelope.payload)) return new InputError(`${what}[${i}].payload must be a plain object`, code);
+    if (notPlain(envelope.metadata)) return new InputError(`${what}[${i}].metadata must be a plain object`, code);
+    const stamped = envelope.metadata?.kernel === true;
+    const kind = envelope.kind;
+    if (typeof kind !== 'string') return null;
+    const known = kernelCodes.get(kind);
+    if (known !== undefined) codes += known;
+    else if (kind.isWellFormed()) codes += stamped ? '1' : '0';
+    else return null;
+  }
+  return codes;
+}
+
 /** The envelope a store hands back for an event it stored: the event's own
  * text (`eventText`'s), under its execution id and sequence. */
 export function storedEnvelope(executionId, sequence, text) {
-  return envelopeOf(executionId, sequence, JSON.parse(text));
+  if (text !== lastText) return envelopeOf(executionId, sequence, JSON.parse(text));
+  // What JSON.parse(text) gives, from the parts the text was made of: the
+  // kind as it was (JSON.stringify and JSON.parse give back any string),
+  // the two objects parsed from their own texts, the time as its text
+  // reads (a safe integer; -0 reads as 0).
+  return {
+    executionId,
+    sequence,
+    kind: lastKind,
+    payload: lastPayload === '{}' ? {} : JSON.parse(lastPayload),
+    metadata: lastMetadata === '{}' ? {} : JSON.parse(lastMetadata),
+    at: lastAt + 0,
+  };
 }
 
 /** The envelopes for a batch `eventsText` wrote, from `first` on. */
@@ -176,22 +256,72 @@ function envelopeOf(executionId, sequence, { kind, payload, metadata, at }) {
   return { executionId, sequence, kind, payload, metadata, at };
 }
 
+/** A JSON string the Rust side wrote (json_text.rs), as its value: the text
+ * between the quotes when there is no escape in it (that writer escapes
+ * every backslash), else what JSON.parse reads. */
+const stringOf = (text) => (text.includes('\\') ? JSON.parse(text) : text.slice(1, -1));
+
+/** A JSON object the Rust side wrote, as a fresh plain object. */
+const objectOf = (text) => (text === '{}' ? {} : JSON.parse(text));
+
+/** The envelope whose six lines (json_text.rs's write_envelope_lines) start
+ * at `lines[at]`: what JSON.parse of the envelope as one object would give,
+ * in its key order, for about half of that parse's cost. */
+function envelopeAt(lines, at) {
+  return {
+    executionId: stringOf(lines[at]),
+    sequence: Number(lines[at + 1]),
+    kind: stringOf(lines[at + 2]),
+    payload: objectOf(lines[at + 3]),
+    metadata: objectOf(lines[at + 4]),
+    at: Number(lines[at + 5]),
+  };
+}
+
+/** Stored events the Rust side wrote as lines, six per event, as an array of
+ * envelopes. */
+export function envelopesFromLines(text) {
+  if (text === '') return [];
+  const lines = text.split('\n');
+  const envelopes = [];
+  for (let at = 0; at < lines.length; at += 6) envelopes.push(envelopeAt(lines, at));
+  return envelopes;
+}
+
+/** A resume's answer the Rust side wrote as lines (resume.rs's answer_of). */
+export function resumeAnswerFromLines(text) {
+  const lines = text.split('\n');
+  return {
+    executionId: stringOf(lines[0]),
+    fence: lines[1] === 'null' ? null : Number(lines[1]),
+    resumed: envelopeAt(lines, 4),
+    attempts: Number(lines[2]),
+    head: Number(lines[3]),
+  };
+}
+
 /** The InputError for an envelope whose fields are not of their types
  * (payload and metadata aside), or undefined. */
 function fieldTypes(envelope, what, code) {
-  const wrong = (detail) => new InputError(`${what}: ${detail}`, code);
-  if (!isObject(envelope) || Array.isArray(envelope)) return wrong('not an envelope object');
+  const detail = fieldProblem(envelope);
+  return detail === undefined ? undefined : new InputError(`${what}: ${detail}`, code);
+}
+
+/** What is wrong with an envelope's fields (payload and metadata aside),
+ * or undefined: nothing allocated for a good one. */
+function fieldProblem(envelope) {
+  if (!isObject(envelope) || Array.isArray(envelope)) return 'not an envelope object';
   const { executionId, sequence, kind, at } = envelope;
-  if (typeof executionId !== 'string') return wrong('`executionId` must be a string');
-  if (typeof kind !== 'string') return wrong('`kind` must be a string');
+  if (typeof executionId !== 'string') return '`executionId` must be a string';
+  if (typeof kind !== 'string') return '`kind` must be a string';
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
-    return wrong('`sequence` must be a safe non-negative integer');
+    return '`sequence` must be a safe non-negative integer';
   }
   // A stored event's time, checked as the rest of it: a bad one is the
   // envelope's fault (a host store's answer: STORE_CONTRACT), not a RangeError
   // of the caller's.
-  if (typeof at !== 'number') return wrong('`at` must be a number of milliseconds');
-  if (!Number.isSafeInteger(at)) return wrong(`\`at\` must be a safe integer of milliseconds, got ${at}`);
+  if (typeof at !== 'number') return '`at` must be a number of milliseconds';
+  if (!Number.isSafeInteger(at)) return `\`at\` must be a safe integer of milliseconds, got ${at}`;
   return undefined;
 }
 

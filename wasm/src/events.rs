@@ -12,9 +12,13 @@
 //! integer (`BAD_FENCE`: `RangeError` for a number, `TypeError` otherwise);
 //! payload and metadata plain JSON objects, `undefined` being `{}`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use loomfence_core::log::{KERNEL_EVENT_KINDS, KindFacts};
 use loomfence_core::{Envelope, ExecutionId, JsonObject, NewEvent};
 use wasm_bindgen::JsValue;
 
+use crate::js_errors;
 use crate::json;
 use crate::json_text::{Reader, TextError};
 
@@ -30,14 +34,24 @@ extern "C" {
     fn envelopes_text(value: &JsValue, what: &str, code: &str) -> JsValue;
     #[wasm_bindgen(js_name = foldText)]
     fn fold_text(value: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = foldCodes)]
+    fn fold_codes_js(value: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = setKernelKinds)]
+    fn set_kernel_kinds(names: &str);
 }
 
-/// Reads one event as a writer hands it over; with it, the JS text it was
-/// read from, from which [`out::stored`](crate::out::stored) builds the
-/// envelope handed back.
-pub(crate) fn event(value: &JsValue) -> Result<(NewEvent, JsValue), JsValue> {
+/// Reads one event as a writer hands it over, as a batch of one; with it,
+/// the JS text it was read from, from which
+/// [`out::stored`](crate::out::stored) builds the envelope handed back.
+pub(crate) fn event(value: &JsValue) -> Result<(Vec<NewEvent>, JsValue), JsValue> {
     let text = event_text(value);
-    Ok((json::one("event", INVALID_EVENT, &text, read_event)?, text))
+    let event = json::lines("event", INVALID_EVENT, &text, read_event)?;
+    // As `json::one` refuses anything but one item; the one-event batch
+    // the store appends is this vector itself.
+    if event.len() != 1 {
+        return Err(js_errors::invalid("event: not one item", INVALID_EVENT));
+    }
+    Ok((event, text))
 }
 
 /// Reads a batch of events, with the JS text they were read from; an error
@@ -76,6 +90,48 @@ pub(crate) fn fold_facts(value: &JsValue) -> Result<Vec<(String, bool)>, JsValue
             reader.literal("0")?;
         }
         Ok((reader.read_string()?, stamped))
+    })
+}
+
+/// What [`fold_facts`] reads of a log, as one code per envelope (see
+/// `foldCodes` in `js/events.js`): an index into [`KERNEL_EVENT_KINDS`]
+/// (as `b'A' + index`) for a kernel kind, `b'1'` or `b'0'` for any other
+/// kind stamped or not. `None` when the log has a kind only the text path
+/// reads (not a well-formed string): the caller then takes
+/// [`fold_facts`]. Each envelope is checked as [`fold_facts`] checks it.
+pub(crate) fn fold_codes(value: &JsValue) -> Result<Option<String>, JsValue> {
+    static SENT: AtomicBool = AtomicBool::new(false);
+    if !SENT.swap(true, Ordering::Relaxed) {
+        let mut names = String::new();
+        for name in KERNEL_EVENT_KINDS {
+            if !names.is_empty() {
+                names.push('\n');
+            }
+            names.push_str(name);
+        }
+        set_kernel_kinds(&names);
+    }
+    let answer = fold_codes_js(value);
+    if answer.is_null() {
+        return Ok(None);
+    }
+    answer.as_string().map(Some).ok_or(answer)
+}
+
+/// The fold's facts of one code [`fold_codes`] wrote: a kernel kind by
+/// its name, any other kind as the empty kind (no kernel kind's name),
+/// which the fold reads exactly as it would read the kind itself: by its
+/// stamp alone. `None` for a byte no code is.
+pub(crate) fn code_facts(code: u8) -> Option<KindFacts<'static>> {
+    Some(match code {
+        b'0' | b'1' => KindFacts {
+            kind: "",
+            stamped: code == b'1',
+        },
+        _ => KindFacts {
+            kind: KERNEL_EVENT_KINDS.get(usize::from(code.checked_sub(b'A')?))?,
+            stamped: false,
+        },
     })
 }
 

@@ -15,8 +15,6 @@
 //! A lone surrogate, which `JSON.stringify` writes as a `\uD8xx` escape and
 //! a Rust `String` cannot hold, is refused rather than replaced.
 
-use std::fmt::Write as _;
-
 use loomfence_core::{Envelope, InputError, JsonObject, NewEvent};
 use serde_json::{Map, Number, Value};
 
@@ -51,6 +49,8 @@ impl From<InputError> for TextError {
 /// values (an event as `js/events.js` writes it).
 pub(crate) struct Reader<'a> {
     /// The text.
+    text: &'a str,
+    /// The text's bytes.
     bytes: &'a [u8],
     /// The next byte to read.
     at: usize,
@@ -60,6 +60,7 @@ impl<'a> Reader<'a> {
     /// A reader at the start of `text`.
     pub(crate) fn new(text: &'a str) -> Self {
         Self {
+            text,
             bytes: text.as_bytes(),
             at: 0,
         }
@@ -216,6 +217,9 @@ impl<'a> Reader<'a> {
     /// an exponent, an integer past 2^53) by JavaScript's `Number()`, so it
     /// is the very float `JSON.parse` gives.
     fn number(&mut self) -> Result<Value, TextError> {
+        if let Some(value) = self.plain_integer() {
+            return Ok(value);
+        }
         let start = self.at;
         while matches!(
             self.peek(),
@@ -241,21 +245,53 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| self.error("a number that is not finite"))
     }
 
+    /// A safe integer as `JSON.stringify` writes one (`0`, or an optional
+    /// `-` and up to 16 digits, the first not `0`) with no other number
+    /// character after it, read without a copy: what [`Reader::number`]
+    /// would answer for it. `None` (nothing consumed) for anything else,
+    /// which [`Reader::number`] reads its own way.
+    fn plain_integer(&mut self) -> Option<Value> {
+        let rest = &self.bytes[self.at..];
+        let negative = rest.first() == Some(&b'-');
+        let digits = &rest[usize::from(negative)..];
+        let count = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+        let leading_zero = count > 1 && digits[0] == b'0';
+        let more = matches!(digits.get(count), Some(b'-' | b'+' | b'.' | b'e' | b'E'));
+        if count == 0 || count > 16 || leading_zero || more {
+            return None;
+        }
+        let whole = digits[..count]
+            .iter()
+            .fold(0_u64, |n, d| n * 10 + u64::from(d - b'0'));
+        if whole > SAFE {
+            return None;
+        }
+        self.at += usize::from(negative) + count;
+        // Below 2^53, so the conversion is exact.
+        let signed = i64::try_from(whole).ok()?;
+        Some(if negative && whole != 0 {
+            Value::from(-signed)
+        } else {
+            Value::from(whole)
+        })
+    }
+
     fn string(&mut self) -> Result<String, TextError> {
         self.expect(b'"')?;
         let mut text = String::new();
         loop {
             let start = self.at;
-            while let Some(byte) = self.peek()
-                && byte != b'"'
-                && byte != b'\\'
-                && byte >= 0x20
-            {
-                self.at += 1;
-            }
+            let run = self.bytes[start..]
+                .iter()
+                .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
+                .unwrap_or(self.bytes.len() - start);
+            self.at = start + run;
+            // Between two ASCII bytes (or the text's ends) of a `str`: whole
+            // characters, so the slice needs no UTF-8 check.
             text.push_str(
-                std::str::from_utf8(&self.bytes[start..self.at])
-                    .map_err(|_| self.error("a string that is not UTF-8"))?,
+                self.text
+                    .get(start..self.at)
+                    .ok_or_else(|| self.error("a string that is not UTF-8"))?,
             );
             match self.peek() {
                 Some(b'"') => {
@@ -358,30 +394,67 @@ pub(crate) fn write_object(out: &mut String, map: &JsonObject) {
 /// An integer as Rust writes it; a float as JavaScript does.
 fn write_number(out: &mut String, number: &Number) {
     if let Some(whole) = number.as_u64() {
-        let _ = write!(out, "{whole}");
+        write_u64(out, whole);
     } else if let Some(whole) = number.as_i64() {
-        let _ = write!(out, "{whole}");
+        write_i64(out, whole);
     } else {
         out.push_str(&text_of(number.as_f64().unwrap_or(f64::NAN)));
     }
 }
 
-/// A JSON string: quotes, backslashes and control characters escaped.
-pub(crate) fn write_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+/// An integer in decimal, as `write!` would write it, without the
+/// formatting machinery.
+pub(crate) fn write_u64(out: &mut String, mut whole: u64) {
+    let mut digits = [0_u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // A digit: the remainder is below 10.
+        digits[at] = b'0' + u8::try_from(whole % 10).unwrap_or(0);
+        whole /= 10;
+        if whole == 0 {
+            break;
         }
     }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
+/// A signed integer in decimal, as `write!` would write it.
+pub(crate) fn write_i64(out: &mut String, whole: i64) {
+    if whole < 0 {
+        out.push('-');
+    }
+    write_u64(out, whole.unsigned_abs());
+}
+
+/// A JSON string: quotes, backslashes and control characters escaped.
+/// The runs between them are copied whole.
+pub(crate) fn write_string(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    let mut start = 0;
+    for (at, &byte) in text.as_bytes().iter().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // `at` is an ASCII byte's: both ends are character boundaries.
+        out.push_str(text.get(start..at).unwrap_or_default());
+        if escaped.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escaped);
+        }
+        start = at + 1;
+    }
+    out.push_str(text.get(start..).unwrap_or_default());
     out.push('"');
 }
 
@@ -402,11 +475,38 @@ pub(crate) fn write_stored(out: &mut String, id: &str, sequence: u64, event: &Ne
     write_rest(out, &event.payload, &event.metadata, event.at);
 }
 
+/// Writes a stored event as six lines for `js/events.js`'s `envelopeAt`
+/// (`out::envelopes_from_lines` and `out::resume_answer_from_lines`): its
+/// id and kind as JSON strings, its sequence, its payload and metadata as
+/// JSON objects, its time. JSON as this module writes it has no line break
+/// outside a string escape, so each part is one line.
+pub(crate) fn write_envelope_lines(
+    out: &mut String,
+    id: &str,
+    sequence: u64,
+    event: (&str, &JsonObject, &JsonObject, i64),
+) {
+    let (kind, payload, metadata, at) = event;
+    write_string(out, id);
+    out.push('\n');
+    write_u64(out, sequence);
+    out.push('\n');
+    write_string(out, kind);
+    out.push('\n');
+    write_object(out, payload);
+    out.push('\n');
+    write_object(out, metadata);
+    out.push('\n');
+    write_i64(out, at);
+}
+
 /// `{"executionId":…,"sequence":…,"kind":…`.
 fn write_head(out: &mut String, id: &str, sequence: u64, kind: &str) {
     out.push_str("{\"executionId\":");
     write_string(out, id);
-    let _ = write!(out, ",\"sequence\":{sequence},\"kind\":");
+    out.push_str(",\"sequence\":");
+    write_u64(out, sequence);
+    out.push_str(",\"kind\":");
     write_string(out, kind);
 }
 
@@ -423,7 +523,9 @@ fn write_rest(out: &mut String, payload: &JsonObject, metadata: &JsonObject, at:
     write_object(out, payload);
     out.push_str(",\"metadata\":");
     write_object(out, metadata);
-    let _ = write!(out, ",\"at\":{at}}}");
+    out.push_str(",\"at\":");
+    write_i64(out, at);
+    out.push('}');
 }
 
 #[cfg(test)]
@@ -499,6 +601,58 @@ mod tests {
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         assert!(read(&deep(MAX_DEPTH + 1)).is_ok());
         assert!(read(&deep(MAX_DEPTH + 2)).is_err());
+    }
+
+    #[test]
+    fn integers_read_and_write_as_the_formatter_and_number_do() {
+        for n in [
+            0_i64,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            4_294_967_296,
+            9_007_199_254_740_991,
+            -9_007_199_254_740_991,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut out = String::new();
+            write_i64(&mut out, n);
+            assert_eq!(out, n.to_string());
+        }
+        let mut out = String::new();
+        write_u64(&mut out, u64::MAX);
+        assert_eq!(out, u64::MAX.to_string());
+        for (text, value) in [
+            ("0", json!(0)),
+            ("-0", json!(0)),
+            ("7", json!(7)),
+            ("-7", json!(-7)),
+            ("1234567890123456", json!(1_234_567_890_123_456_u64)),
+            ("9007199254740991", json!(9_007_199_254_740_991_u64)),
+            ("[1,-2]", json!([1, -2])),
+        ] {
+            assert_eq!(read(text).unwrap(), vec![value], "{text}");
+        }
+        // Left to `Reader::number` (JavaScript's `Number()` past this fast path).
+        for other in [
+            "01",
+            "-",
+            "-01",
+            "1-2",
+            "--1",
+            "-+1",
+            "1.5",
+            "1e3",
+            "9007199254740992",
+            "12345678901234567",
+        ] {
+            let mut reader = Reader::new(other);
+            assert_eq!(reader.plain_integer(), None, "{other}");
+            assert_eq!(reader.at, 0, "{other}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use loomfence_core::{
 };
 use wasm_bindgen::prelude::*;
 
-use crate::events::fold_facts;
+use crate::events::{code_facts, fold_codes, fold_facts};
 use crate::js_errors;
 use crate::json;
 use crate::values::property;
@@ -51,18 +51,36 @@ pub fn locate_park_js(events: JsValue) -> Result<JsValue, JsValue> {
     // Folded in JavaScript, its throws caught there, element by element: a
     // log has no length limit, and a malformed element stops the fold at
     // once, so a copy first would cost what a 2^32-1 hole array holds.
-    let facts = fold_facts(&events)?;
-    let facts: Vec<KindFacts<'_>> = facts
-        .iter()
-        .map(|(kind, stamped)| KindFacts {
-            kind,
-            stamped: *stamped,
-        })
-        .collect();
+    // One code per element when every kind is a well-formed string (the
+    // kernel kinds by their index, any other by its stamp alone: all the
+    // fold reads of it); otherwise each kind as text.
+    let index = match fold_codes(&events)? {
+        Some(codes) => {
+            let mut facts = Vec::with_capacity(codes.len());
+            for code in codes.bytes() {
+                let Some(fact) = code_facts(code) else {
+                    return Err(js_errors::internal("locatePark: a fold code that is none"));
+                };
+                facts.push(fact);
+            }
+            open_park_index(&facts)
+        }
+        None => {
+            let facts = fold_facts(&events)?;
+            let facts: Vec<KindFacts<'_>> = facts
+                .iter()
+                .map(|(kind, stamped)| KindFacts {
+                    kind,
+                    stamped: *stamped,
+                })
+                .collect();
+            open_park_index(&facts)
+        }
+    };
     // The caller's own element, as `Array.prototype.find` gives it. It is
     // read again, its throw caught: the fold read it as a park, so anything
     // but an object now is a Proxy that answered otherwise the second time.
-    let Some(index) = open_park_index(&facts).and_then(|i| u32::try_from(i).ok()) else {
+    let Some(index) = index.and_then(|i| u32::try_from(i).ok()) else {
         return Ok(JsValue::UNDEFINED);
     };
     let park = element_at(&events, index);

@@ -90,7 +90,7 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let (event, text) = events::event(&event)?;
             let first = self
-                .with_store(|store| store.append_many_from(&id, vec![event]))
+                .with_store(|store| store.append_many_from(&id, event))
                 .map_err(|e| append_error(&e))?;
             Ok(out::stored(&execution_id, first, &text))
         })())
@@ -143,18 +143,25 @@ impl MemoryEventStore {
             let id = values::execution_id(&execution_id)?;
             let from = optional_counter("fromSeq", &from_seq)?.unwrap_or(1);
             let to = optional_counter("toSeq", &to_seq)?;
-            let mut text = String::from("[");
-            self.store
-                .borrow()
-                .visit_range(&id, from, to, |id, sequence, event| {
-                    if sequence > from.max(1) {
-                        text.push(',');
-                    }
-                    json_text::write_stored(&mut text, id.as_str(), sequence, event);
-                })
-                .map_err(|e| js_errors::input(&e))?;
-            text.push(']');
-            Ok(out::parse_json(&text))
+            let mut read = Ok(());
+            let events = out::stored_events(|text| {
+                read = self
+                    .store
+                    .borrow()
+                    .visit_range(&id, from, to, |id, sequence, event| {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        json_text::write_envelope_lines(
+                            text,
+                            id.as_str(),
+                            sequence,
+                            (&event.kind, &event.payload, &event.metadata, event.at),
+                        );
+                    });
+            });
+            read.map_err(|e| js_errors::input(&e))?;
+            Ok(events)
         })())
     }
 

@@ -66,6 +66,10 @@ pub(crate) fn json(value: &Value) -> JsValue {
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/js/events.js")]
 extern "C" {
+    #[wasm_bindgen(js_name = envelopesFromLines)]
+    fn envelopes_from_lines(text: &str) -> JsValue;
+    #[wasm_bindgen(js_name = resumeAnswerFromLines)]
+    fn resume_answer_from_lines(text: &str) -> JsValue;
     #[wasm_bindgen(js_name = storedEnvelope)]
     fn stored_envelope(execution_id: &JsValue, sequence: f64, text: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = storedEnvelopes)]
@@ -85,6 +89,26 @@ pub(crate) fn stored(id: &JsValue, sequence: u64, text: &JsValue) -> JsValue {
 /// builds one.
 pub(crate) fn stored_batch(id: &JsValue, first: u64, lines: &JsValue) -> JsValue {
     stored_envelopes(id, number(first), lines)
+}
+
+/// Stored events, as an array, from what `write` wrote of them: each
+/// event's lines ([`json_text::write_envelope_lines`]), one after the other
+/// with a line break between. `JSON.parse` of the whole array costs about
+/// half as much again as the objects built around the payloads' and
+/// metadata's own texts.
+pub(crate) fn stored_events(write: impl FnOnce(&mut String)) -> JsValue {
+    let mut text = String::new();
+    write(&mut text);
+    envelopes_from_lines(&text)
+}
+
+/// A resume's answer `{ executionId, fence, resumed, attempts, head }`
+/// from its lines: the id as a JSON string, the token (`null` when none was
+/// taken), the attempts, the head, then the resumed event's lines.
+pub(crate) fn resume_answer(write: impl FnOnce(&mut String)) -> JsValue {
+    let mut text = String::new();
+    write(&mut text);
+    resume_answer_from_lines(&text)
 }
 
 /// Stored events, as an array.

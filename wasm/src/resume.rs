@@ -6,8 +6,6 @@
 //! The machine decides everything; the driver only performs the action it
 //! asks for and feeds the answer back, exactly as the Rust driver does.
 
-use std::fmt::Write as _;
-
 use js_sys::Array;
 #[cfg(feature = "resume")]
 use js_sys::Promise;
@@ -267,24 +265,27 @@ fn timestamp(at: &JsValue) -> Result<i64, JsValue> {
 /// `fence` `null` when no token was taken.
 pub(crate) fn answer_of(resumed: &Resumed) -> Result<JsValue, JsValue> {
     debug_assert_eq!(resumed.view.status, Status::Running);
-    // One text, parsed once on the JS side: five fields set across the
-    // boundary cost a third of a resume.
-    Ok(out::via_text(|text| {
-        text.push_str("{\"executionId\":");
+    // One text, its parts read on the JS side: five fields set across the
+    // boundary cost a third of a resume, and `JSON.parse` of the whole
+    // answer twice what its parts cost.
+    Ok(out::resume_answer(|text| {
         json_text::write_string(text, resumed.execution_id.as_str());
-        text.push_str(",\"fence\":");
+        text.push('\n');
         match resumed.fence {
-            Some(fence) => {
-                let _ = write!(text, "{fence}");
-            }
+            Some(fence) => json_text::write_u64(text, fence),
             None => text.push_str("null"),
         }
-        text.push_str(",\"resumed\":");
-        json_text::write_envelope(text, &resumed.resumed);
-        let _ = write!(
+        text.push('\n');
+        json_text::write_u64(text, u64::from(resumed.attempts));
+        text.push('\n');
+        json_text::write_u64(text, resumed.view.head);
+        text.push('\n');
+        let event = &resumed.resumed;
+        json_text::write_envelope_lines(
             text,
-            ",\"attempts\":{},\"head\":{}}}",
-            resumed.attempts, resumed.view.head
+            event.execution_id.as_str(),
+            event.sequence,
+            (&event.kind, &event.payload, &event.metadata, event.at),
         );
     }))
 }

@@ -147,7 +147,7 @@ fn id_text(what: &str, code: &str, value: &JsValue) -> Result<String, JsValue> {
 
 /// An execution id: a string the core accepts, else `INVALID_ID`.
 pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
-    ExecutionId::try_from(id_text("executionId", "INVALID_ID", value)?.as_str())
+    ExecutionId::try_from(id_text("executionId", "INVALID_ID", value)?)
         .map_err(|e| refuse(&format!("executionId: {e}"), "INVALID_ID"))
 }
 

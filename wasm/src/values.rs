@@ -58,7 +58,7 @@ pub(crate) fn lone_surrogate(what: &str) -> String {
 /// An execution id in a store's or a callback's answer, `None` when it is
 /// not one: the caller refuses the answer as a whole.
 pub(crate) fn answered_id(value: &JsValue) -> Option<ExecutionId> {
-    ExecutionId::try_from(id_text(value).ok()?.as_str()).ok()
+    ExecutionId::try_from(id_text(value).ok()?).ok()
 }
 
 /// Reads an execution id: a string (else `TypeError`) that the core accepts
@@ -71,7 +71,8 @@ pub(crate) fn execution_id(value: &JsValue) -> Result<ExecutionId, JsValue> {
         }
         NotText::LoneSurrogate => js_errors::invalid(&lone_surrogate("executionId"), "INVALID_ID"),
     })?;
-    ExecutionId::try_from(text.as_str()).map_err(|e| js_errors::id(&e))
+    // Taken, not copied: the id keeps the text's allocation.
+    ExecutionId::try_from(text).map_err(|e| js_errors::id(&e))
 }
 
 /// Reads a fence or sequence: a number (else `TypeError`) that is a safe,

@@ -113,10 +113,9 @@ impl MemoryStore {
         limit: u32,
     ) -> Result<Vec<ExecutionId>, InputError> {
         let limit = check_feed_limit(limit)?;
-        let start = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         Ok(self
             .entries
-            .range::<ExecutionId, _>((start, std::ops::Bound::Unbounded))
+            .after(after)
             .filter(|(_, entry)| entry.open_park.is_some())
             .map(|(id, _)| id.clone())
             .take(limit)
