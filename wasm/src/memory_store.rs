@@ -25,7 +25,7 @@ use crate::values::{self, counter, optional_counter, property};
 
 /// The in-memory event store.
 #[wasm_bindgen(js_name = MemoryEventStore)]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryEventStore {
     /// The logs and tokens.
     store: RefCell<MemoryStore>,
@@ -73,13 +73,26 @@ impl MemoryEventStore {
     }
 }
 
+impl Default for MemoryEventStore {
+    /// A new store, as `new MemoryEventStore()` makes it.
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[wasm_bindgen(js_class = MemoryEventStore)]
 impl MemoryEventStore {
-    /// An empty store.
+    /// An empty store. Its map of executions hashes ids from a seed drawn
+    /// with `Math.random()` (the core draws none), so that ids from outside
+    /// cannot be chosen to collide.
     #[wasm_bindgen(constructor)]
     #[must_use]
     pub fn new() -> Self {
-        Self::default()
+        let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        Self {
+            store: RefCell::new(MemoryStore::with_hash_seed(seed)),
+            waiter: RefCell::default(),
+        }
     }
 
     /// Appends one event; resolves to its envelope. A stale token rejects

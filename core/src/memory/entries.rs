@@ -6,21 +6,55 @@
 //! B-tree search of string compares for it (some 17 per park and resume
 //! at 10,000 executions). The order is now touched only when an execution
 //! appears or goes.
+//!
+//! The map hashes with [`IdHasher`]: SipHash started from a seed the host
+//! hands in ([`MemoryStore::with_hash_seed`](super::MemoryStore::with_hash_seed)),
+//! never std's `RandomState`, which draws its keys from the operating
+//! system: the core reads no random source of its own, and the same seed
+//! gives the same store everywhere.
 
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 use std::ops::Bound;
 
 use crate::input::ExecutionId;
 
 use super::Entry;
 
+/// Builds the map's hashers: std's SipHash (`DefaultHasher`, fixed keys)
+/// fed the seed before each id. Ids a caller chooses cannot be made to
+/// collide without the seed, and the same seed hashes alike on every
+/// platform. Equality and hashing of the store ignore it (a map compares
+/// its entries, not its hasher).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IdHasher {
+    /// The host's seed.
+    seed: u64,
+}
+
+impl IdHasher {
+    /// Hashers that start from `seed`.
+    pub(super) fn new(seed: u64) -> Self {
+        Self { seed }
+    }
+}
+
+impl BuildHasher for IdHasher {
+    type Hasher = DefaultHasher;
+
+    fn build_hasher(&self) -> DefaultHasher {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u64(self.seed);
+        hasher
+    }
+}
+
 /// Each execution's entry, found by hashing its id, and the ids in order.
 /// Both always hold the same ids.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Entries {
     /// The entries.
-    by_id: HashMap<ExecutionId, Entry>,
+    by_id: HashMap<ExecutionId, Entry, IdHasher>,
     /// The same ids, in order.
     order: BTreeSet<ExecutionId>,
 }
@@ -38,6 +72,14 @@ impl Hash for Entries {
 }
 
 impl Entries {
+    /// No entries; ids hashed from `seed`.
+    pub(super) fn with_seed(seed: u64) -> Self {
+        Self {
+            by_id: HashMap::with_hasher(IdHasher::new(seed)),
+            order: BTreeSet::new(),
+        }
+    }
+
     /// The entry of `id`.
     pub(super) fn get(&self, id: &ExecutionId) -> Option<&Entry> {
         self.by_id.get(id)

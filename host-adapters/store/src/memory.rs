@@ -1,5 +1,6 @@
 //! The in-memory adapter: the core's [`MemoryStore`] behind a mutex.
 
+use std::hash::BuildHasher as _;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -50,7 +51,11 @@ impl MemoryEventStore {
     /// stays 0 and the guard never refuses).
     #[must_use]
     pub fn with_capability(capability: Capability) -> Self {
-        Self::from_store(MemoryStore::new(), capability)
+        // The core draws no randomness: the map's hash seed is the
+        // operating system's, through std's RandomState, so that ids from
+        // outside cannot be chosen to collide.
+        let seed = std::collections::hash_map::RandomState::new().hash_one(0_u8);
+        Self::from_store(MemoryStore::with_hash_seed(seed), capability)
     }
 
     /// Wraps an existing store value, e.g. a simulation's snapshot.
