@@ -8,6 +8,7 @@
 //! appears or goes.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 
@@ -17,12 +18,20 @@ use super::Entry;
 
 /// Each execution's entry, found by hashing its id, and the ids in order.
 /// Both always hold the same ids.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(super) struct Entries {
     /// The entries.
     by_id: HashMap<ExecutionId, Entry>,
     /// The same ids, in order.
     order: BTreeSet<ExecutionId>,
+}
+
+/// The entries in id order, as the one sorted map printed them: the same
+/// store prints the same text whatever order the hash map holds them in.
+impl fmt::Debug for Entries {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 /// Hashes the entries in id order, so two equal stores hash alike whatever
