@@ -14,6 +14,7 @@
 //! gives the same store everywhere.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 use std::ops::Bound;
 
@@ -51,12 +52,20 @@ impl BuildHasher for IdHasher {
 
 /// Each execution's entry, found by hashing its id, and the ids in order.
 /// Both always hold the same ids.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(super) struct Entries {
     /// The entries.
     by_id: HashMap<ExecutionId, Entry, IdHasher>,
     /// The same ids, in order.
     order: BTreeSet<ExecutionId>,
+}
+
+/// The entries in id order, as the one sorted map printed them: the same
+/// store prints the same text whatever order the hash map holds them in.
+impl fmt::Debug for Entries {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 /// Hashes the entries in id order, so two equal stores hash alike whatever
