@@ -64,7 +64,7 @@ pub(crate) const MODULES: [Module; 2] = [
     Module {
         feature: "services",
         stem: "loomfence_services",
-        budget: 274_000,
+        budget: 275_000,
     },
 ];
 
