@@ -102,9 +102,10 @@ enum Commands {
         #[arg(long, value_name = "PATH")]
         binary: Vec<std::path::PathBuf>,
     },
-    /// Build the npm package `loomfence` into wasm/npm/dist (cargo,
-    /// wasm-bindgen, wasm-opt -Oz) and print the size of its .wasm against
-    /// the budget. Installs wasm-bindgen-cli and the npm tools when missing.
+    /// Build the npm package `loomfence` into wasm/npm/dist (its two
+    /// modules: cargo, wasm-bindgen, wasm-opt -Oz) and print each .wasm's
+    /// size against its budget. Installs wasm-bindgen-cli and the npm tools
+    /// when missing.
     Npm,
     /// Show where the bytes of each npm module are: each built with its
     /// function names kept and read with twiggy (installed when missing),

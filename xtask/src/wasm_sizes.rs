@@ -65,7 +65,7 @@ const BINDING_MODULES: [(&str, &str); 14] = [
 
 /// Crates and the standard library's parts, by the path a function's name
 /// starts with.
-const CRATES: [(&str, &str); 9] = [
+const CRATES: [(&str, &str); 10] = [
     ("loomfence_wasm::", "binding, shared"),
     ("serde_json::", "serde_json"),
     ("serde::", "serde"),
@@ -73,7 +73,8 @@ const CRATES: [(&str, &str); 9] = [
     ("wasm_bindgen::", "wasm-bindgen, js-sys"),
     ("js_sys::", "wasm-bindgen, js-sys"),
     ("dlmalloc::", "dlmalloc"),
-    ("alloc::", "std alloc (Vec, String, BTreeMap)"),
+    ("alloc::", "std alloc (Vec, String, BTreeMap, HashMap)"),
+    ("hashbrown::", "std alloc (Vec, String, BTreeMap, HashMap)"),
     ("core::", "std core (fmt, iterators, str)"),
 ];
 
