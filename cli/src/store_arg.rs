@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use loomfence_postgres::{AcquireStrategy, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_sqlite::Durability;
 use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore, TimerStore};
-use tokio_postgres::config::Host;
 
 use crate::error::CliError;
 use crate::sqlite_file::{self, SqliteTarget, durability_name};
@@ -419,45 +418,17 @@ impl FromStr for StoreArg {
         if url.trim().is_empty() {
             return Err(CliError::PostgresUrl("it is empty".to_owned()));
         }
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| CliError::PostgresUrl(e.to_string()))?;
+        // The adapter's parser: libpq's `sslmode` (verify-ca, verify-full
+        // included) and `sslrootcert`, which tokio-postgres alone refuses.
+        let parsed = loomfence_postgres::ConnectUrl::parse(url).map_err(|e| match e {
+            loomfence_postgres::OpenError::Url { reason } => CliError::PostgresUrl(reason),
+            other => CliError::PostgresUrl(other.to_string()),
+        })?;
         Ok(StoreArg::Postgres {
             url: url.to_owned(),
-            shown: describe(&config),
+            shown: parsed.describe(),
         })
     }
-}
-
-/// `user@host:port/db` for a connection config, leaving out the password
-/// and every other option.
-fn describe(config: &tokio_postgres::Config) -> String {
-    let mut out = String::new();
-    if let Some(user) = config.get_user() {
-        out.push_str(user);
-        out.push('@');
-    }
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .enumerate()
-        .map(|(i, host)| {
-            let name = match host {
-                Host::Tcp(name) => name.clone(),
-                Host::Unix(path) => path.display().to_string(),
-            };
-            match config.get_ports().get(i).or(config.get_ports().first()) {
-                Some(port) => format!("{name}:{port}"),
-                None => name,
-            }
-        })
-        .collect();
-    out.push_str(&hosts.join(","));
-    if let Some(db) = config.get_dbname() {
-        out.push('/');
-        out.push_str(db);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -322,3 +322,66 @@ fn retention_on_sqlite_prints_a_table_and_leaves_no_file() {
     );
     assert_eq!(scratch.files(), Vec::<String>::new());
 }
+
+/// `--store postgres:URL` goes through the adapter's TLS: `verify-full`
+/// with the server's CA runs the bench; the same URL at an address the
+/// certificate does not name exits 1 saying where and why, and never
+/// prints the password.
+#[test]
+fn postgres_over_verified_tls_runs_and_a_wrong_host_is_refused_by_name() {
+    let Some(url) = common::postgres_url("the PostgreSQL bench over TLS") else {
+        return;
+    };
+    let ca = match std::env::var("LOOMFENCE_PG_TLS_CA") {
+        Ok(ca) if !ca.is_empty() => ca,
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
+            panic!("CI is set but LOOMFENCE_PG_TLS_CA is not: the TLS bench must not skip in CI")
+        }
+        _ => return,
+    };
+    let port = url
+        .rsplit(':')
+        .next()
+        .and_then(|rest| rest.split('/').next())
+        .expect("the URL names its port");
+    let at = |host: &str| {
+        format!(
+            "postgres:postgres://postgres:hunter2@{host}:{port}/postgres?sslmode=verify-full&sslrootcert={ca}"
+        )
+    };
+    let args = |store: &str| -> Vec<String> {
+        [
+            "--store",
+            store,
+            "--executions",
+            "20",
+            "--concurrency",
+            "2",
+            "--runs",
+            "1",
+            "--only",
+            "unfenced",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let verified = at("localhost");
+    let json = common::loomfence_json(
+        "bench",
+        &args(&verified)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    positive(&json["workloads"][0], "executions_per_sec");
+    let wrong = at("127.0.0.1");
+    let out = bench(&args(&wrong).iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(
+        stderr.contains("certificate not valid for host 127.0.0.1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -19,6 +19,7 @@ mod bench_pg;
 mod cmd;
 mod demo;
 mod npm;
+mod pg_tls;
 mod postgres;
 mod test;
 mod toolchain;

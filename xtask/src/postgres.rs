@@ -11,7 +11,10 @@
 //!     sh -c '<write the URL to a file>; exec cat' <file>
 //! ```
 //!
-//! with `cat` reading a pipe from xtask. The cluster lives exactly as long
+//! with `cat` reading a pipe from xtask. The cluster also runs with `ssl=on`
+//! and a certificate from [`pg_tls`] (`-o ssl_cert_file=…`),
+//! and, before the URL is written, gets the role `tls_only`, admitted over
+//! TLS only; tests find the CA through [`pg_tls::CA_VAR`]. The cluster lives exactly as long
 //! as xtask holds the pipe: when xtask drops its [`Cluster`] or dies in any
 //! way (Ctrl-C, `kill -9`, a CI timeout), the pipe closes, `cat` ends and
 //! pg_virtualenv drops the cluster and its directory. It runs in its own
@@ -43,6 +46,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 
 use crate::cmd;
+use crate::pg_tls::{self, TlsFiles};
 
 /// Where tests and benchmarks find their server, as a `postgres://` URL.
 pub(crate) const URL_VAR: &str = "LOOMFENCE_PG_URL";
@@ -52,7 +56,11 @@ const START_ATTEMPTS: u32 = 3;
 
 /// pg_virtualenv's command: once the cluster is up, write its URL and
 /// version to the file `$0` (atomically, by renaming), then wait on stdin.
-const HOLDER: &str = r#"printf 'postgres://%s@127.0.0.1:%s/postgres\n%s\n' "$PGUSER" "$PGPORT" "$PGVERSION" > "$0.tmp" && mv "$0.tmp" "$0" && exec cat"#;
+///
+/// Before that, it makes the role `tls_only`, which the server admits over
+/// TLS only (a `hostnossl … reject` line first in `pg_hba.conf`), so a test
+/// can show that `sslmode=disable` is refused by a server that requires TLS.
+const HOLDER: &str = r#"psql -qXc 'CREATE ROLE tls_only LOGIN SUPERUSER' && hba=$(psql -qXAtc 'SHOW hba_file') && sed -i '1i hostnossl all tls_only all reject' "$hba" && psql -qXc 'SELECT pg_reload_conf()' && printf 'postgres://%s@127.0.0.1:%s/postgres\n%s\n' "$PGUSER" "$PGPORT" "$PGVERSION" > "$0.tmp" && mv "$0.tmp" "$0" && exec cat"#;
 
 /// A running throwaway cluster; dropping it drops the cluster.
 pub(crate) struct Cluster {
@@ -60,6 +68,9 @@ pub(crate) struct Cluster {
     child: Child,
     /// The URL clients connect with (user `postgres` as root, trusted).
     pub(crate) url: String,
+    /// The server's TLS files (`ssl=on`; plain connections are still
+    /// admitted, but for the role `tls_only`).
+    pub(crate) tls: TlsFiles,
 }
 
 impl Cluster {
@@ -109,6 +120,9 @@ impl Cluster {
             .port();
         let ready =
             std::env::temp_dir().join(format!("loomfence-pg.{}.{port}", std::process::id()));
+        let tls = TlsFiles::generate(
+            &std::env::temp_dir().join(format!("loomfence-pg-tls.{}.{port}", std::process::id())),
+        )?;
         let mut command = Command::new("pg_virtualenv");
         command
             .env("PGPORT", port.to_string())
@@ -116,6 +130,13 @@ impl Cluster {
         for setting in settings(durable) {
             command.args(["-o", setting]);
         }
+        command.args(["-o", "ssl=on"]);
+        command
+            .arg("-o")
+            .arg(format!("ssl_cert_file={}", tls.cert.display()));
+        command
+            .arg("-o")
+            .arg(format!("ssl_key_file={}", tls.key.display()));
         command.args(["sh", "-c", HOLDER]).arg(&ready);
         cmd::note(&format!("$ {}", cmd::describe(&command)));
         let mut child = command
@@ -133,6 +154,7 @@ impl Cluster {
                 return Ok(Self {
                     child,
                     url: url.to_owned(),
+                    tls,
                 });
             }
             if let Some(status) = child.try_wait()? {
@@ -231,7 +253,10 @@ pub(crate) fn run_program(durable: bool, program: &[String]) -> Result<ExitCode>
     cmd::header("pg: starting a throwaway PostgreSQL cluster");
     let cluster = Cluster::start(durable)?;
     let mut command = Command::new(name);
-    command.args(args).env(URL_VAR, &cluster.url);
+    command
+        .args(args)
+        .env(URL_VAR, &cluster.url)
+        .env(pg_tls::CA_VAR, &cluster.tls.ca);
     cmd::header(&format!("pg: {}", cmd::describe(&command)));
     let status = command
         .status()

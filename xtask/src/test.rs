@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::{cmd, demo, npm, postgres, toolchain, wasm_imports};
+use crate::{cmd, demo, npm, pg_tls, postgres, toolchain, wasm_imports};
 
 /// How many steps [`steps`] has, for the `[i/n]` headers.
 const STEPS: usize = 11;
@@ -73,7 +73,8 @@ fn steps(pipeline: &Pipeline, warnings: &mut Vec<String>, test_args: &[String]) 
         let mut test = cmd::cargo();
         test.args(["test", "--workspace", "--locked"]);
         if let Some(cluster) = &cluster {
-            test.env(postgres::URL_VAR, &cluster.url);
+            test.env(postgres::URL_VAR, &cluster.url)
+                .env(pg_tls::CA_VAR, &cluster.tls.ca);
         }
         if !test_args.is_empty() {
             test.arg("--").args(test_args);

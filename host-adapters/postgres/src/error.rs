@@ -43,6 +43,34 @@ pub enum OpenError {
         /// hold a password).
         reason: String,
     },
+    /// The TLS settings cannot be put to use (no root certificate to
+    /// verify with, a configuration rustls refuses). Not retryable.
+    #[error("TLS to PostgreSQL: {reason}")]
+    Tls {
+        /// What is wrong.
+        reason: String,
+    },
+    /// `sslrootcert` names a file that cannot be read as PEM certificates.
+    #[error("sslrootcert {path}: {reason}")]
+    RootCert {
+        /// The file, as the URL named it.
+        path: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The first connection failed: the server is unreachable, refused the
+    /// login, or failed the TLS the URL asks for (a certificate not valid
+    /// for the host, an unknown authority, no TLS offered).
+    #[error("could not connect to PostgreSQL at {target}: {cause}")]
+    Connect {
+        /// `user@host:port/db`, never the password.
+        target: String,
+        /// Why, in words (a certificate refusal names the check it failed).
+        cause: String,
+        /// Whether connecting again may succeed (an unreachable server, not
+        /// a refused certificate or login).
+        retryable: bool,
+    },
     /// The pool size is zero: the store could never run a statement.
     #[error("the pool needs at least one connection")]
     PoolSize,
@@ -102,11 +130,14 @@ impl OpenError {
     pub fn is_retryable(&self) -> bool {
         match self {
             OpenError::LockTimeout { .. } | OpenError::TableLocked { .. } => true,
+            OpenError::Connect { retryable, .. } => *retryable,
             OpenError::Backend(backend) => backend.retryable,
             OpenError::Schema { .. }
             | OpenError::ReservedSchema { .. }
             | OpenError::SystemSchema { .. }
             | OpenError::Url { .. }
+            | OpenError::Tls { .. }
+            | OpenError::RootCert { .. }
             | OpenError::PoolSize
             | OpenError::Pool(_)
             | OpenError::NewerSchema { .. } => false,
@@ -118,13 +149,17 @@ impl OpenError {
 /// deadlocks, lock timeouts and a server shutting down are worth retrying;
 /// everything else is not.
 pub(crate) fn backend(error: tokio_postgres::Error) -> BackendError {
-    let io = std::error::Error::source(&error).is_some_and(|source| source.is::<std::io::Error>());
-    let retryable = error.is_closed() || io || error.code().is_some_and(is_transient);
-    if retryable {
+    if backend_retryable(&error) {
         BackendError::retryable(error)
     } else {
         BackendError::permanent(error)
     }
+}
+
+/// Whether a driver error is worth retrying (see [`backend`]).
+fn backend_retryable(error: &tokio_postgres::Error) -> bool {
+    let io = std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>());
+    error.is_closed() || io || error.code().is_some_and(is_transient)
 }
 
 /// SQLSTATEs after which the same call may succeed.
@@ -149,6 +184,35 @@ pub(crate) fn pool(error: PoolError) -> BackendError {
         PoolError::Backend(error) => backend(error),
         PoolError::Timeout(_) => BackendError::retryable(error),
         other => BackendError::retryable(other.to_string()),
+    }
+}
+
+/// The first connection's failure, naming the server (never the password)
+/// and the cause; a refused certificate or a server without TLS is not
+/// retryable, an unreachable server is.
+pub(crate) fn connect(url: &crate::connect_url::ConnectUrl, error: PoolError) -> OpenError {
+    let target = url.describe();
+    let host = url
+        .config
+        .get_hosts()
+        .first()
+        .map(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_default();
+    let (cause, retryable) = match error {
+        PoolError::Backend(error) => {
+            let retryable = !crate::tls::is_tls_refusal(&error) && backend_retryable(&error);
+            (crate::tls::explain(&error, &host), retryable)
+        }
+        PoolError::Timeout(_) => ("timed out connecting".to_owned(), true),
+        other => (other.to_string(), true),
+    };
+    OpenError::Connect {
+        target,
+        cause,
+        retryable,
     }
 }
 

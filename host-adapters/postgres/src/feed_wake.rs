@@ -27,7 +27,8 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use loomfence_store::BackendError;
 use tokio::sync::{Mutex, Notify, mpsc};
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::config::Schema;
 use crate::error;
@@ -48,6 +49,8 @@ pub(crate) struct FeedWake {
     /// For the listening connection, which is not a pooled one: it must be
     /// polled for notifications between statements.
     config: tokio_postgres::Config,
+    /// Its TLS, as the pool's connections have it.
+    tls: MakeRustlsConnect,
     /// Woken by this process's appends and by every notification.
     written: Arc<Notify>,
     /// The notifier's queue of one: a send while one is pending is dropped,
@@ -75,9 +78,15 @@ impl Drop for Listener {
 
 impl FeedWake {
     /// A wake for `schema`; nothing runs until it is used.
-    pub(crate) fn new(schema: Schema, pool: Pool, config: tokio_postgres::Config) -> Self {
+    pub(crate) fn new(
+        schema: Schema,
+        pool: Pool,
+        config: tokio_postgres::Config,
+        tls: MakeRustlsConnect,
+    ) -> Self {
         Self {
             schema,
+            tls,
             pool,
             config,
             written: Arc::new(Notify::new()),
@@ -142,7 +151,11 @@ impl FeedWake {
 
     /// Opens the listening connection, starts reading it, and `LISTEN`s.
     async fn start_listener(&self) -> Result<Listener, BackendError> {
-        let (client, mut connection) = self.config.connect(NoTls).await.map_err(error::backend)?;
+        let (client, mut connection) = self
+            .config
+            .connect(self.tls.clone())
+            .await
+            .map_err(error::backend)?;
         let alive = Arc::new(AtomicBool::new(true));
         let task = {
             let (alive, written) = (Arc::clone(&alive), Arc::clone(&self.written));

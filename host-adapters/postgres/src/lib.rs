@@ -68,11 +68,20 @@
 //! [`StoreError::OutcomeUnknown`](loomfence_store::StoreError::OutcomeUnknown),
 //! never with a retryable backend error, which says nothing happened.
 //!
+//! The URL's `sslmode` (`disable`, `prefer` by default, `require`,
+//! `verify-ca`, `verify-full`) and `sslrootcert` (a PEM file; the system's
+//! roots without one) mean what they mean to libpq, in both URL forms
+//! ([`ConnectUrl`]); TLS is rustls. Across any network, use `verify-full`:
+//! the only mode that checks the certificate names the host. The first
+//! connection's failure is [`OpenError::Connect`], naming the server (never
+//! the password) and the cause.
+//!
 //! ```no_run
 //! use loomfence_postgres::{PostgresEventStore, PostgresOptions};
 //!
 //! # async fn open() -> Result<(), Box<dyn std::error::Error>> {
-//! let store = PostgresEventStore::connect("postgres://app@db/app", PostgresOptions::default()).await?;
+//! let url = "postgres://app@db.example.com/app?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem";
+//! let store = PostgresEventStore::connect(url, PostgresOptions::default()).await?;
 //! # Ok(())
 //! # }
 //! ```
@@ -81,6 +90,7 @@ mod backfill;
 mod concurrent_index;
 mod config;
 mod conn;
+mod connect_url;
 mod error;
 mod feed_migrate;
 mod feed_sql;
@@ -98,9 +108,11 @@ mod table_ddl;
 mod timer_migrate;
 mod timer_sql;
 mod timers;
+mod tls;
 mod version;
 
 pub use config::{AcquireStrategy, PostgresOptions, Schema};
+pub use connect_url::{ConnectUrl, SslMode};
 pub use error::OpenError;
 pub use store::PostgresEventStore;
 pub use timers::PostgresTimerStore;

@@ -18,16 +18,17 @@ use loomfence_store::checks::{
 };
 use loomfence_store::{EventStore, StoreError};
 use serde_json::Value;
-use tokio_postgres::NoTls;
 use tokio_postgres::types::{Json, ToSql};
 
 use crate::config::{AcquireStrategy, PostgresOptions, Schema};
 use crate::conn::Conn;
+use crate::connect_url::ConnectUrl;
 use crate::error::{self, OpenError};
 use crate::feed_wake::FeedWake;
 use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
 use crate::timers::PostgresTimerStore;
+use crate::tls;
 
 mod feed;
 mod retention;
@@ -83,17 +84,14 @@ impl PostgresEventStore {
     /// Opens a pool to `url` (a `postgres://` URL or a key=value string) and,
     /// unless `options.migrate_on_connect` is off, migrates the schema.
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, OpenError> {
-        let config: tokio_postgres::Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| OpenError::Url {
-                    reason: e.to_string(),
-                })?;
+        let url = ConnectUrl::parse(url)?;
+        let tls = tls::connector(&url)?;
         if options.pool_size == 0 {
             return Err(OpenError::PoolSize);
         }
         let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
+            url.config.clone(),
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -116,16 +114,27 @@ impl PostgresEventStore {
         let store = Self {
             sql: Arc::new(Sql::new(&options.schema)),
             schema: options.schema.clone(),
-            wake: FeedWake::new(options.schema.clone(), pool.clone(), config),
+            wake: FeedWake::new(
+                options.schema.clone(),
+                pool.clone(),
+                url.config.clone(),
+                tls,
+            ),
             pool,
             options,
             #[cfg(feature = "unsafe-test-hooks")]
             answering_lock: AtomicBool::new(true),
         };
+        // The first connection, its failure named with the server and why.
+        drop(
+            store
+                .pool
+                .get()
+                .await
+                .map_err(|e| error::connect(&url, e))?,
+        );
         if store.options.migrate_on_connect {
             store.migrate().await?;
-        } else {
-            drop(store.pool.get().await.map_err(error::pool)?);
         }
         Ok(store)
     }

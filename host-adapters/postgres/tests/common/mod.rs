@@ -259,3 +259,55 @@ pub async fn run_kit_through(
     .await;
     assert_eq!(report.passed, cases::ALL.len());
 }
+
+/// The throwaway server's certificate authority (`LOOMFENCE_PG_TLS_CA`,
+/// which `cargo xtask test` sets beside the URL), or `None` (after saying
+/// so) when tests may skip; in CI its absence fails the test.
+pub fn tls_ca() -> Option<std::path::PathBuf> {
+    match std::env::var("LOOMFENCE_PG_TLS_CA") {
+        Ok(path) if !path.is_empty() => Some(path.into()),
+        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
+            panic!("CI is set but LOOMFENCE_PG_TLS_CA is not: the TLS tests must not skip in CI")
+        }
+        _ => {
+            eprintln!(
+                "skipped: set LOOMFENCE_PG_TLS_CA (the server's CA), or run `cargo xtask test`, to run the TLS tests"
+            );
+            None
+        }
+    }
+}
+
+/// The test server's port, from its URL.
+pub fn port(url: &str) -> u16 {
+    let authority = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("a postgres:// URL");
+    authority
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse().ok())
+        .expect("the URL names its port")
+}
+
+/// A URL to the test server at `host` (`localhost`, which its certificate
+/// names, or `127.0.0.1`, which it does not) as `user`, with `query`.
+pub fn tls_url(url: &str, host: &str, user: &str, query: &str) -> String {
+    format!("postgres://{user}@{host}:{}/postgres?{query}", port(url))
+}
+
+/// Whether the connection `store` hands out runs over TLS, as the server
+/// sees it.
+pub async fn over_tls(store: &PostgresEventStore) -> bool {
+    let client = store.pool().get().await.expect("a pooled connection");
+    client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .expect("reads pg_stat_ssl")
+        .get(0)
+}
