@@ -197,12 +197,14 @@ fn upstream(url: &str) -> SocketAddr {
     format!("{host}:{port}").parse().expect("a socket address")
 }
 
-/// `url` pointed at the proxy, as a key-value connection string.
+/// `url` pointed at the proxy, as a key-value connection string, in
+/// plain TCP (`sslmode=disable`): the proxy cuts at protocol messages it
+/// must be able to read.
 fn through(url: &str, proxy: &Proxy) -> String {
     let config: tokio_postgres::Config = url.parse().expect("a PostgreSQL URL");
     let quote = |value: &str| format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"));
     let mut out = format!(
-        "host=127.0.0.1 port={} connect_timeout=10",
+        "host=127.0.0.1 port={} connect_timeout=10 sslmode=disable",
         proxy.addr.port()
     );
     if let Some(user) = config.get_user() {
