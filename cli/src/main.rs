@@ -54,6 +54,7 @@ mod resumer;
 mod retention;
 mod settings;
 mod sqlite_file;
+mod start_line;
 mod store_arg;
 mod worker;
 

@@ -15,7 +15,6 @@ use loomfence_core::{
     park::{Wait, park_payload},
 };
 use loomfence_store::{EventStore, TimerStore};
-use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use crate::clock::now_ms;
@@ -26,6 +25,7 @@ use crate::redrive::{RaceRedriver, RedriveRows, Service};
 use crate::report::{LogCounts, RedriveCounts, Report, Tally};
 use crate::resumer::{Arena, Parked, Resumer};
 use crate::settings::{Settings, WaitOn};
+use crate::start_line::StartLine;
 use crate::store_arg::OpenOptions;
 use loomfence_runtime::Redriver;
 
@@ -95,20 +95,20 @@ async fn race(
         dead_acquirers: settings.dead_acquirers,
         redrive: rows.clone(),
     };
-    // Every resumer waits at the barrier, and the clock starts when the
-    // last one is spawned: spawning is set-up, not race.
-    let start = Arc::new(Barrier::new(settings.resumers as usize + 1));
+    // Every resumer waits at the start line, and the clock starts when the
+    // last one is spawned, before any is let go: spawning is set-up, not
+    // race.
+    let start = StartLine::new(settings.resumers as usize);
     let mut tasks = JoinSet::new();
     for index in 0..settings.resumers {
         let resumer = Resumer::new(index, settings.seed, arena.clone());
-        let start = Arc::clone(&start);
+        let runner = start.runner();
         tasks.spawn(async move {
-            start.wait().await;
+            runner.ready().await;
             resumer.run().await
         });
     }
-    start.wait().await;
-    let began = Instant::now();
+    let began = start.start().await;
     let tally = join_all(&mut tasks).await;
     progress.finish_and_clear();
     // On a failure the service is dropped, which stops it.

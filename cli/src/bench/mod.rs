@@ -27,13 +27,12 @@ mod workloads;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use indicatif::ProgressBar;
 use loomfence_core::ExecutionId;
 use loomfence_postgres::AcquireStrategy;
 use loomfence_store::{EventStore, MemoryEventStore};
-use tokio::sync::Barrier;
 use tokio::task::{JoinSet, yield_now};
 
 pub(crate) use self::options::{BenchSettings, RawBench, Suite};
@@ -43,6 +42,7 @@ use self::stats::RunStats;
 use self::workloads::{Sample, Workload};
 use crate::error::CliError;
 use crate::interrupt::until_interrupted;
+use crate::start_line::StartLine;
 use crate::store_arg::{OpenOptions, OpenedStore, StoreArg, close_all};
 
 /// Where a workload's executions are written.
@@ -202,15 +202,16 @@ async fn phase(
         vec![None; executions as usize]
     });
     let next = Arc::new(AtomicU32::new(0));
-    // Spawning is set-up: the clock starts when every task is waiting.
-    let start = Arc::new(Barrier::new(tasks as usize + 1));
+    // Spawning is set-up: the clock starts when every task is waiting,
+    // before any is let go.
+    let start = StartLine::new(tasks as usize);
     let mut set = JoinSet::new();
     for _ in 0..tasks {
-        let (next, start) = (Arc::clone(&next), Arc::clone(&start));
+        let (next, runner) = (Arc::clone(&next), start.runner());
         let (store, prepared) = (Arc::clone(&store), Arc::clone(&prepared));
         let prefix = prefix.clone();
         set.spawn(async move {
-            start.wait().await;
+            runner.ready().await;
             let mut samples = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -227,8 +228,7 @@ async fn phase(
             }
         });
     }
-    start.wait().await;
-    let began = Instant::now();
+    let began = start.start().await;
     let mut samples = Vec::with_capacity(executions as usize);
     // The first failure ends the run: returning drops the set, which aborts
     // the other tasks.

@@ -26,7 +26,6 @@ use loomfence_runtime::{
 };
 use loomfence_store::{EventStore, Forwarding, InboxStore, StoreError, TimerStore};
 use serde_json::json;
-use tokio::sync::Barrier;
 use tokio::task::{JoinHandle, JoinSet};
 
 use self::hooks::RaceHooks;
@@ -37,6 +36,7 @@ use crate::race::{join_all, park_all};
 use crate::redrive::{POLICY, Service};
 use crate::report::{RedriveCounts, Report};
 use crate::settings::Settings;
+use crate::start_line::StartLine;
 
 /// How long after a send its intent row is due, in ms: a few hundred, so
 /// a crashed sender's message is delivered within the run.
@@ -101,19 +101,18 @@ pub(crate) async fn race(
         dead_acquirers: settings.dead_acquirers,
         unguarded: settings.unguarded_delivery,
     };
-    let start = Arc::new(Barrier::new(settings.resumers as usize + 1));
+    let start = StartLine::new(settings.resumers as usize);
     let mut tasks = JoinSet::new();
     for index in 0..settings.resumers {
         let sender = Sender::new(index, settings.seed, post.clone());
-        let start = Arc::clone(&start);
+        let runner = start.runner();
         tasks.spawn(async move {
-            start.wait().await;
+            runner.ready().await;
             sender.run().await
         });
     }
     drop(post);
-    start.wait().await;
-    let began = Instant::now();
+    let began = start.start().await;
     let tally = join_all(&mut tasks).await;
     progress.finish_and_clear();
     let mut tally = tally?;
