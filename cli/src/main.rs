@@ -114,6 +114,7 @@ enum Command {
     /// theirs ended contended, so no row) and parks whose re-drive chain
     /// was reported exhausted are left for an operator, as the design says,
     /// and do not fail the run; neither do parks left with --no-redrive.
+    #[command(allow_negative_numbers = true)]
     Race(RaceArgs),
     /// Measure throughput and latency of the kernel's workloads on a store,
     /// or (--workload retention) the speed of one retention sweep.
@@ -142,6 +143,7 @@ enum Command {
     /// directory (synced once per listing page; removed at the end) before its
     /// delete. The table gives the counts, executions examined per second
     /// and deleted per second.
+    #[command(allow_negative_numbers = true)]
     Bench(BenchArgs),
     /// Delete the executions of an existing store that ended more than
     /// --older-than ago, except the children a parent is parked on.
@@ -163,14 +165,17 @@ enum Command {
     /// simply goes on); 2 on bad options, a missing store included; 130 on
     /// Ctrl-C (the first stops before the sweep's next step, a second at
     /// once), with what was done before.
+    #[command(allow_negative_numbers = true)]
     Retention(RetentionArgs),
     /// One node of a fleet: the child supervisor, a timer service with
     /// re-drive on, and resumed bodies, on a shared store, until SIGTERM.
+    #[command(allow_negative_numbers = true)]
     Worker(worker::WorkerArgs),
     /// Start W workers on one store, park P parents on C children and a
     /// deadline each, end the children over time while killing workers at
     /// random, and check from the logs that every park was answered once,
     /// no body was fenced out and no parent was left parked.
+    #[command(allow_negative_numbers = true)]
     Fleet(fleet::FleetArgs),
 }
 

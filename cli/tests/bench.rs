@@ -103,6 +103,9 @@ fn the_table_has_a_row_per_workload_and_the_comparisons() {
     assert!(stdout.contains("time per execution"), "{stdout}");
 }
 
+/// Every refusal exits 2 and names the option. Negative numbers were
+/// read as unknown options ("unexpected argument '-5' found"); `--pool` on
+/// a store that has no pool was accepted and meant nothing.
 #[test]
 fn bad_options_exit_2() {
     for (args, expect) in [
@@ -134,6 +137,22 @@ fn bad_options_exit_2() {
         (
             &["--workload", "retention", "--executions", "0"][..],
             "--executions 0",
+        ),
+        (
+            &["--pool", "4"][..],
+            "--pool: only for --store postgres:URL",
+        ),
+        (
+            &["--store", "sqlite::memory:", "--pool", "4"][..],
+            "--pool: only for --store postgres:URL",
+        ),
+        (
+            &["--executions", "-5"][..],
+            "invalid value '-5' for '--executions <N>': -5 is not in",
+        ),
+        (
+            &["--concurrency", "-1"][..],
+            "invalid value '-1' for '--concurrency <N>'",
         ),
     ] {
         let out = bench(args);

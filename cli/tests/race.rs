@@ -226,6 +226,17 @@ fn bad_options_exit_2_with_a_clear_message() {
         ),
         (&["--nosuch"][..], "--nosuch", false),
         (&["--parks", "many"][..], "many", false),
+        // A negative count is a bad value, named, not an unknown flag.
+        (
+            &["--parks", "-5"][..],
+            "invalid value '-5' for '--parks <M>'",
+            false,
+        ),
+        (
+            &["--resumers", "-2"][..],
+            "invalid value '-2' for '--resumers <N>'",
+            false,
+        ),
     ] {
         let out = race(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -361,6 +361,17 @@ fn other_bad_options_exit_2() {
             "unknown store",
         ),
         (
+            vec![
+                "--store",
+                &store,
+                "--older-than",
+                "7d",
+                "--page-limit",
+                "-3",
+            ],
+            "invalid value '-3' for '--page-limit <N>'",
+        ),
+        (
             vec!["--store", &scratch.store(""), "--older-than", "7d"],
             "not a regular file",
         ),

@@ -127,10 +127,19 @@ impl RawBench {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let store = StoreArg::from_options(&self.store, self.sqlite_durability)?;
+        // A pool of connections is PostgreSQL's: elsewhere the option would
+        // be accepted and mean nothing.
+        if self.pool.is_some() && !matches!(store, StoreArg::Postgres { .. }) {
+            return Err(CliError::OnlyForStore {
+                option: "pool",
+                store: "postgres:URL",
+            });
+        }
         Ok(BenchSettings {
             only,
             suite: self.suite,
-            store: StoreArg::from_options(&self.store, self.sqlite_durability)?,
+            store,
             concurrency: self.concurrency,
             executions,
             runs,
