@@ -261,8 +261,8 @@ impl Report {
             None => "  re-drive off (--no-redrive): contended parks are left for an operator\n"
                 .to_owned(),
             Some(r) => format!(
-                "  re-drive on: {} rows written, {} re-drives landed, {} contended again, {} exhausted, {} parks lost; drained in {:.1} ms\n",
-                t.redrive_rows,
+                "  re-drive on: {} written, {} re-drives landed, {} contended again, {} exhausted, {} parks lost; drained in {:.1} ms\n",
+                count(t.redrive_rows, "row", "rows"),
                 r.landed,
                 r.contended,
                 r.exhausted,
@@ -277,6 +277,11 @@ impl Report {
         );
         out
     }
+}
+
+/// `n` and the noun it counts, singular for one: "1 row", "2 rows".
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]
@@ -312,6 +317,22 @@ mod tests {
             },
             redrive: Some(RedriveCounts::default()),
             elapsed: Duration::from_millis(5),
+        }
+    }
+
+    /// The summary counts its re-drive rows in words: "1 row written"
+    /// ("1 rows written" before), "2 rows written".
+    #[test]
+    fn the_summary_counts_rows_in_words() {
+        for (rows, words) in [
+            (0, "0 rows written"),
+            (1, "1 row written"),
+            (2, "2 rows written"),
+        ] {
+            let mut report = report(Capability::Conditional, 0);
+            report.tally.redrive_rows = rows;
+            let text = report.human();
+            assert!(text.contains(&format!("re-drive on: {words},")), "{text}");
         }
     }
 

@@ -258,6 +258,11 @@ fn sqlite_table_names_the_durability_and_both_verdicts() {
     );
     assert!(stdout.contains("the 5.0% target)"), "{stdout}");
     assert!(stdout.contains("the 15.0% target)"), "{stdout}");
+    // What a target is, said once under the comparisons.
+    assert!(
+        stdout.contains("a target is the most extra time per execution"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -44,6 +44,11 @@ function formFromQuery() {
   for (const [input, out, show] of SLIDERS) $(out).textContent = show($(input).value);
 }
 
+/** `n` and the noun it counts, singular for one. */
+function count(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 function queryOf(s) {
   const q = new URLSearchParams({
     seed: s.seed, resumers: s.resumers, parks: s.parks, crash: s.crashRate, dead: s.deadAcquirers,
@@ -173,7 +178,7 @@ async function run(event) {
       c.double_resumes === 0 && c.fenced_out === 0
         ? `Every landed resume ran its body to the end under its own token: ${c.resumed} of ${settings.parks} resumed, none twice.` +
           (settings.unconditional ? ' (No rival acquired while a body ran this time: try another seed or more resumers.)' : '')
-        : `The fence bit: ${c.fenced_out} body(ies) fenced out${c.double_resumes ? `, ${c.double_resumes} double resume(s)` : ''}.`;
+        : `The fence bit: ${count(c.fenced_out, 'body', 'bodies')} fenced out${c.double_resumes ? `, ${count(c.double_resumes, 'double resume', 'double resumes')}` : ''}.`;
     $('verdict').className = c.double_resumes === 0 && c.fenced_out === 0 ? 'good' : 'bad';
     setStatus(`done: seed ${settings.seed}, ${race.scheduler.turns} turns`, 'done');
   } catch (error) {

@@ -121,6 +121,12 @@ test('the page runs seeded races in each mode in Chromium; the counters tell the
     fenced.push(counters.fenced_out);
     // What the counter says is drawn: as many bodies marked fenced out.
     assert.equal(await page.locator('#executions .chip.note.fenced').count(), counters.fenced_out, `unconditional, seed ${seed}: fenced-out bodies shown`);
+    // The verdict counts in words: "1 body", "2 bodies", never "body(ies)".
+    if (counters.fenced_out > 0) {
+      const verdict = await page.locator('#verdict').textContent();
+      const noun = counters.fenced_out === 1 ? 'body' : 'bodies';
+      assert.ok(verdict.startsWith(`The fence bit: ${counters.fenced_out} ${noun} fenced out`), `unconditional, seed ${seed}: ${verdict}`);
+    }
   }
   assert.ok(fenced.some((n) => n > 0), `unconditional: no body fenced out in seeds ${SEEDS}: ${fenced}`);
 

@@ -238,6 +238,9 @@ impl BenchReport {
                 per_run.join(", "),
             );
         }
+        if self.comparisons().iter().any(|c| c.target.is_some()) {
+            out += "  (a target is the most extra time per execution the project allows that comparison on this store; see docs/decisions.md)\n";
+        }
         out
     }
 
@@ -389,7 +392,9 @@ mod tests {
         assert_eq!(text.lines().filter(|l| l.starts_with("| park")).count(), 3);
         assert!(text.contains("| unfenced | 1000 |"), "{text}");
         assert!(
-            text.contains("+25.0% time per execution (over the 10.0% target)"),
+            text.contains("+25.0% time per execution (over the 10.0% target)")
+                && text
+                    .contains("(a target is the most extra time per execution the project allows"),
             "{text}"
         );
         assert!(text.contains("function / pipelined"), "{text}");
