@@ -134,9 +134,19 @@ pub(crate) enum CliError {
     /// An existing database is wanted (retention, a worker) and the file
     /// does not exist: creating an empty one would only hide a typo.
     #[error(
-        "--store sqlite:{path}: no such file; retention opens an existing database and never creates one"
+        "--store sqlite:{path}: no such file; this command opens an existing loomfence database and never creates one (race, bench and fleet make their own)"
     )]
     SqliteMissing {
+        /// The path as given.
+        path: String,
+    },
+    /// An existing database is wanted and the file is empty: SQLite would
+    /// take it as a new database, and opening it would write loomfence's
+    /// tables into a file that was never a store.
+    #[error(
+        "--store sqlite:{path}: an empty file, not a loomfence database; nothing was written to it"
+    )]
+    SqliteEmpty {
         /// The path as given.
         path: String,
     },
@@ -159,7 +169,7 @@ pub(crate) enum CliError {
     /// The schema holds no loomfence store (it, or its `events` table,
     /// does not exist): a command on an existing store creates nothing.
     #[error(
-        "PostgreSQL: schema {schema} holds no loomfence store (no table {schema}.events); retention opens an existing store and creates nothing (name it with --schema)"
+        "PostgreSQL: schema {schema} holds no loomfence store (no table {schema}.events); this command opens an existing store and creates nothing (name it with --schema)"
     )]
     NoStore {
         /// The schema looked in.
@@ -348,6 +358,7 @@ impl CliError {
                 | CliError::SqliteExists { .. }
                 | CliError::SqliteLeftover { .. }
                 | CliError::SqliteMissing { .. }
+                | CliError::SqliteEmpty { .. }
                 | CliError::SqliteNotAFile { .. }
                 | CliError::SqliteUnusable { .. }
         )
@@ -362,6 +373,7 @@ impl CliError {
         match self {
             CliError::NoStore { .. }
             | CliError::SqliteMissing { .. }
+            | CliError::SqliteEmpty { .. }
             | CliError::SqliteNotAFile { .. }
             | CliError::SqliteUnusable { .. } => true,
             CliError::Sqlite(open) => matches!(

@@ -100,6 +100,9 @@ impl SqliteTarget {
         };
         let shown = path.display().to_string();
         match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() && meta.len() == 0 => {
+                Err(CliError::SqliteEmpty { path: shown })
+            }
             Ok(meta) if meta.is_file() => Ok(()),
             Ok(_) => Err(CliError::SqliteNotAFile { path: shown }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -381,6 +381,33 @@ fn other_bad_options_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+    // An empty file is not a store: refused, and left empty (it was
+    // migrated into a 24 KB database, even by a dry run).
+    let empty = scratch.path().join("empty.db");
+    std::fs::write(&empty, "").expect("writes");
+    for dry in [true, false] {
+        let store = format!("sqlite:{}", empty.display());
+        let mut args = vec!["--store", store.as_str(), "--older-than", "7d"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = retention(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("an empty file, not a loomfence database"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::metadata(&empty).expect("still there").len(), 0);
+    }
+    // A missing file: the message says what the command does, not which.
+    let out = retention(&["--store", &scratch.store("nope.db"), "--older-than", "7d"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no such file; this command opens an existing loomfence database"),
+        "{stderr}"
+    );
     // An existing file that is not an SQLite database is refused unchanged.
     let junk = scratch.path().join("junk.db");
     std::fs::write(&junk, "not a database, just text").expect("writes");
@@ -568,4 +595,29 @@ fn an_undecided_child_is_kept_and_listed_and_the_sweep_still_exits_0() {
             .expect("reads")
     });
     assert_eq!(still.len(), 2, "the undecided child is kept");
+}
+
+/// An unreachable PostgreSQL server is named with its host, port and the
+/// cause, never the password (it was "storage backend failed (retryable):
+/// error connecting to server", with none of them).
+#[test]
+fn an_unreachable_postgres_is_named_with_its_host_port_and_cause() {
+    let out = retention(&[
+        "--store",
+        "postgres:postgres://app:hunter2@127.0.0.1:1/orders",
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a store that fails, not a bad option: {stderr}"
+    );
+    assert!(
+        stderr.contains("could not connect to PostgreSQL at app@127.0.0.1:1/orders"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }

@@ -244,6 +244,29 @@ async fn a_worker_refuses_bad_options_and_a_missing_store() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(names), "{args:?} names {names}: {stderr}");
     }
+    // The missing file's message is about this command, not retention.
+    let out = loomfence("worker", &["--store", &missing]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("this command opens an existing loomfence database"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("retention"), "{stderr}");
+    // An empty file is refused and stays empty.
+    let empty = scratch.path().join("empty.db");
+    std::fs::write(&empty, "").expect("writes");
+    let out = loomfence(
+        "worker",
+        &["--store", &format!("sqlite:{}", empty.display())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("an empty file, not a loomfence database"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::metadata(&empty).expect("still there").len(), 0);
+    std::fs::remove_file(&empty).expect("removes it");
     assert_eq!(scratch.files(), ["store.db"], "nothing created");
     assert_eq!(
         std::fs::read(&path).expect("reads the file"),
