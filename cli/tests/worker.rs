@@ -122,6 +122,65 @@ fn counter(text: &str, name: &str) -> Option<u64> {
     })
 }
 
+/// Every counter is on `/metrics` from the start, at zero, before the
+/// worker did anything: a dashboard or an alert sees 0, not a missing
+/// series (only the counters something had touched were listed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_counter_is_listed_at_zero_before_anything_happens() {
+    let scratch = Scratch::new("worker-metrics");
+    let path = scratch.path().join("store.db");
+    // A store with nothing to resume.
+    drop(
+        SqliteEventStore::open(&path, SqliteOptions::default())
+            .await
+            .expect("creates the file"),
+    );
+    let port = free_port();
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_loomfence"))
+        .args(["worker", "--store", &format!("sqlite:{}", path.display())])
+        .args([
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+            "--node",
+            "w-idle",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let until = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break scrape(port);
+        }
+        assert!(Instant::now() < until, "the endpoint listens");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    for name in [
+        "loomfence_resumes_total",
+        "loomfence_resumes_refused_total",
+        "loomfence_resumes_contended_total",
+        "loomfence_redrive_rows_total",
+        "loomfence_redrive_exhausted_total",
+        "loomfence_timer_wakes_total",
+        "loomfence_bodies_fenced_out_total",
+        "loomfence_messages_delivered_total",
+        "loomfence_worker_bodies_completed_total",
+        "loomfence_worker_bodies_failed_total",
+    ] {
+        assert_eq!(counter(&text, name), Some(0), "{name}: {text}");
+    }
+    kill(
+        Pid::from_raw(i32::try_from(worker.id()).expect("a pid")),
+        Signal::SIGTERM,
+    )
+    .expect("signals");
+    assert!(
+        wait(&mut worker, Duration::from_secs(30)).is_some(),
+        "it stops"
+    );
+}
+
 /// Waits up to `patience` for `child` to exit.
 fn wait(child: &mut Child, patience: Duration) -> Option<std::process::ExitStatus> {
     let until = Instant::now() + patience;
@@ -177,9 +236,10 @@ async fn a_worker_resumes_counts_logs_json_and_stops_on_sigterm() {
         Some(2),
         "{text}"
     );
+    // Listed at zero from the start, and still zero.
     assert_eq!(
         counter(&text, "loomfence_bodies_fenced_out_total"),
-        None,
+        Some(0),
         "{text}"
     );
     assert!(

@@ -19,6 +19,18 @@ const COMPLETED: &str = "loomfence_worker_bodies_completed_total";
 /// execution stays resumed and unfinished, as after a crash.
 const FAILED: &str = "loomfence_worker_bodies_failed_total";
 
+/// Describes the worker's own counters and registers them at zero, beside
+/// the runtime's ([`loomfence_runtime::counters::describe`]).
+pub(crate) fn describe_counters() {
+    metrics::describe_counter!(COMPLETED, "Bodies the worker ran to their completion.");
+    metrics::describe_counter!(
+        FAILED,
+        "Bodies stopped by a store failure; the execution stays resumed and unfinished."
+    );
+    metrics::counter!(COMPLETED).increment(0);
+    metrics::counter!(FAILED).increment(0);
+}
+
 /// Starts and tracks the worker's bodies.
 pub(crate) struct Bodies {
     /// Where the bodies write.

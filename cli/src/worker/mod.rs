@@ -102,6 +102,7 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
         loomfence_runtime::counters::describe();
+        bodies::describe_counters();
         tracing::info!(%addr, "serving counters at /metrics");
     }
     let opened = match open_with_retries(&store_arg, schema.as_ref(), args.pool).await {

@@ -64,8 +64,9 @@ pub const MESSAGES_DUPLICATE: &str = "loomfence_messages_duplicate_total";
 pub const MESSAGES_DELIVERED: &str = "loomfence_messages_delivered_total";
 
 /// Gives every counter its help text in the installed recorder (the
-/// `# HELP` lines of a Prometheus endpoint). A host calls it once, after
-/// installing its recorder; counting works without it.
+/// `# HELP` lines of a Prometheus endpoint) and registers it at zero, so
+/// the endpoint lists every counter before anything happened. A host calls
+/// it once, after installing its recorder; counting works without it.
 pub fn describe() {
     for (name, help) in [
         (RESUMES, "Resumes that landed, on any path."),
@@ -113,6 +114,10 @@ pub fn describe() {
         ),
     ] {
         metrics::describe_counter!(name, help);
+        // Registered at zero, so an exporter shows every counter from the
+        // start: a dashboard or an alert on one that has not moved yet
+        // sees 0, not a missing series.
+        metrics::counter!(name).increment(0);
     }
 }
 
