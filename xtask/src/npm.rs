@@ -298,15 +298,19 @@ fn smoke() -> Result<()> {
         fs::copy(&source, project.join(example)).with_context(|| source.display().to_string())?;
     }
     let readme = fs::read_to_string(cmd::root().join("README.md"))?;
-    // `.mjs`, so it runs as an ES module whatever the project's `type`.
-    fs::write(project.join("readme-example.mjs"), readme_example(&readme)?)?;
+    // `.mjs`, so it runs as an ES module whatever the project's `type`;
+    // `.mts`, the same text type-checked as a strict TypeScript user has it.
+    let example = readme_example(&readme)?;
+    fs::write(project.join("readme-example.mjs"), example)?;
+    fs::write(project.join("readme-example.mts"), example)?;
     for script in ["smoke.mjs", "smoke.cjs", "readme-example.mjs"] {
         cmd::run(Command::new("node").current_dir(&project).arg(script))?;
     }
     let mut typecheck = tools();
     typecheck
         .args(["run", "typecheck", "--"])
-        .arg(project.join("types.ts"));
+        .arg(project.join("types.ts"))
+        .arg(project.join("readme-example.mts"));
     cmd::run(typecheck.arg(project.join("types.cts")))
 }
 
