@@ -247,3 +247,29 @@ fn fleets_refuse_stores_their_workers_cannot_share_and_bad_counts() {
         );
     }
 }
+
+/// A fleet that fails before any worker starts (here: no server at the
+/// URL) leaves no empty log folder behind and does not point at one; it
+/// printed "worker logs in DIR" for a folder it had made and left empty.
+#[test]
+fn a_fleet_that_fails_before_any_worker_leaves_no_log_folder() {
+    let scratch = Scratch::new("fleet-early-failure");
+    let logs = scratch.path().join("logs");
+    let out: Output = loomfence(
+        "fleet",
+        &[
+            "--store",
+            "postgres:postgres://app@127.0.0.1:1/orders",
+            "--logs",
+            &logs.to_string_lossy(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("could not connect to PostgreSQL at app@127.0.0.1:1/orders"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("worker logs in"), "{stderr}");
+    assert!(!logs.exists(), "no empty log folder left behind");
+}

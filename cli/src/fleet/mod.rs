@@ -82,16 +82,28 @@ pub(crate) async fn command(args: FleetArgs) -> ExitCode {
             true,
         ),
     };
+    let created = !logs.exists();
     let report = match run(&args, store, seed, &logs).await {
         Ok(report) => report,
         Err(error) => {
-            if matches!(error, CliError::Interrupted) {
-                eprintln!("interrupted (worker logs in {})", logs.display());
+            // A fleet that failed before any worker wrote a log leaves no
+            // empty folder behind, and does not point at one.
+            let where_logs = if created && is_empty_dir(&logs) {
+                let _ = std::fs::remove_dir(&logs);
+                String::new()
             } else {
-                eprintln!(
-                    "error: the fleet failed: {error} (seed {seed}; worker logs in {})",
-                    logs.display()
-                );
+                format!("worker logs in {}", logs.display())
+            };
+            if matches!(error, CliError::Interrupted) {
+                if where_logs.is_empty() {
+                    eprintln!("interrupted");
+                } else {
+                    eprintln!("interrupted ({where_logs})");
+                }
+            } else if where_logs.is_empty() {
+                eprintln!("error: the fleet failed: {error} (seed {seed})");
+            } else {
+                eprintln!("error: the fleet failed: {error} (seed {seed}; {where_logs})");
             }
             return ExitCode::from(error.exit_code());
         }
@@ -113,6 +125,11 @@ pub(crate) async fn command(args: FleetArgs) -> ExitCode {
         logs.display()
     );
     ExitCode::FAILURE
+}
+
+/// Whether `dir` is a folder with nothing in it.
+fn is_empty_dir(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 /// The run, from a fresh store to its verdict; the store is dropped or
