@@ -365,7 +365,8 @@ impl CliError {
     }
 
     /// Whether the store named is not one a command on an existing store
-    /// can use (missing, not a loomfence database, another application's):
+    /// can use (missing, empty, not a database, damaged, written by a newer
+    /// loomfence, another application's):
     /// the options are wrong, not the store, so trying again is no use and
     /// the command exits 2 rather than 1.
     pub(crate) fn names_no_store(&self) -> bool {
@@ -379,6 +380,8 @@ impl CliError {
             CliError::Sqlite(open) => matches!(
                 open,
                 Sqlite::NotADatabase { .. }
+                    | Sqlite::Corrupt { .. }
+                    | Sqlite::NewerSchema { .. }
                     | Sqlite::Foreign { .. }
                     | Sqlite::ForeignTimers { .. }
                     | Sqlite::ForeignInbox { .. }

@@ -67,12 +67,19 @@ use loomfence_sqlite::Durability;
 
 use crate::settings::{RawSettings, WaitOn};
 
+/// The exit codes, the same for every command.
+const EXIT_CODES: &str = "Exit codes, the same for every command: 0 done (and, for a check, \
+it held); 1 the run failed (a store that failed while in use, a check that did not hold); \
+2 a bad option, or a store that is not a usable loomfence store (missing, empty, damaged, \
+another application's, written by a newer loomfence); 130 interrupted.";
+
 /// The command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "loomfence",
     version,
-    about = "The loomfence fence kernel, from the command line."
+    about = "The loomfence fence kernel, from the command line.",
+    after_help = EXIT_CODES
 )]
 struct Cli {
     /// What to do.
@@ -114,7 +121,7 @@ enum Command {
     /// theirs ended contended, so no row) and parks whose re-drive chain
     /// was reported exhausted are left for an operator, as the design says,
     /// and do not fail the run; neither do parks left with --no-redrive.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Race(RaceArgs),
     /// Measure throughput and latency of the kernel's workloads on a store,
     /// or (--workload retention) the speed of one retention sweep.
@@ -143,7 +150,7 @@ enum Command {
     /// directory (synced once per listing page; removed at the end) before its
     /// delete. The table gives the counts, executions examined per second
     /// and deleted per second.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Bench(BenchArgs),
     /// Delete the executions of an existing store that ended more than
     /// --older-than ago, except the children a parent is parked on.
@@ -165,17 +172,17 @@ enum Command {
     /// simply goes on); 2 on bad options, a missing store included; 130 on
     /// Ctrl-C (the first stops before the sweep's next step, a second at
     /// once), with what was done before.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Retention(RetentionArgs),
     /// One node of a fleet: the child supervisor, a timer service with
     /// re-drive on, and resumed bodies, on a shared store, until SIGTERM.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Worker(worker::WorkerArgs),
     /// Start W workers on one store, park P parents on C children and a
     /// deadline each, end the children over time while killing workers at
     /// random, and check from the logs that every park was answered once,
     /// no body was fenced out and no parent was left parked.
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Fleet(fleet::FleetArgs),
 }
 

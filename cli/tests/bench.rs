@@ -409,3 +409,32 @@ fn postgres_over_verified_tls_runs_and_a_wrong_host_is_refused_by_name() {
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+/// `--help`, of the binary and of every command, states the one exit-code
+/// rule they all follow.
+#[test]
+fn help_states_the_exit_codes() {
+    for args in [
+        &["--help"][..],
+        &["bench", "--help"],
+        &["race", "--help"],
+        &["retention", "--help"],
+        &["worker", "--help"],
+        &["fleet", "--help"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_loomfence"))
+            .args(args)
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {stdout}");
+        for part in [
+            "0 done",
+            "1 the run failed",
+            "2 a bad option, or a store that is not a usable loomfence store",
+            "130 interrupted",
+        ] {
+            assert!(stdout.contains(part), "{args:?} {part}: {stdout}");
+        }
+    }
+}

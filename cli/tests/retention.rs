@@ -400,6 +400,22 @@ fn other_bad_options_exit_2() {
         );
         assert_eq!(std::fs::metadata(&empty).expect("still there").len(), 0);
     }
+    // A damaged database (a cut copy of the store) is not a usable store:
+    // exit 2, as a text file is, not 1; and it is left as it was.
+    let damaged = scratch.path().join("damaged.db");
+    let whole = std::fs::read(scratch.path().join("store.db")).expect("reads the store");
+    std::fs::write(&damaged, &whole[..4096.min(whole.len())]).expect("writes a cut copy");
+    let cut = std::fs::read(&damaged).expect("reads");
+    let out = retention(&[
+        "--store",
+        &format!("sqlite:{}", damaged.display()),
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("damaged SQLite database"), "{stderr}");
+    assert_eq!(std::fs::read(&damaged).expect("reads"), cut, "unchanged");
     // A missing file: the message says what the command does, not which.
     let out = retention(&["--store", &scratch.store("nope.db"), "--older-than", "7d"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

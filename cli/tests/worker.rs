@@ -312,6 +312,21 @@ async fn a_worker_refuses_bad_options_and_a_missing_store() {
         "{stderr}"
     );
     assert!(!stderr.contains("retention"), "{stderr}");
+    // A damaged database is not a usable store: refused at once, exit 2,
+    // unchanged (it was retried 7 times over 9 s, then exit 1).
+    let damaged = scratch.path().join("damaged.db");
+    std::fs::write(&damaged, &before[..4096.min(before.len())]).expect("writes a cut copy");
+    let cut = std::fs::read(&damaged).expect("reads");
+    let out = loomfence(
+        "worker",
+        &["--store", &format!("sqlite:{}", damaged.display())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("damaged SQLite database"), "{stderr}");
+    assert!(!stderr.contains("trying again"), "no retry: {stderr}");
+    assert_eq!(std::fs::read(&damaged).expect("reads"), cut, "unchanged");
+    std::fs::remove_file(&damaged).expect("removes it");
     // An empty file is refused and stays empty.
     let empty = scratch.path().join("empty.db");
     std::fs::write(&empty, "").expect("writes");

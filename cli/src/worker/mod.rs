@@ -109,7 +109,8 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
         Ok(opened) => opened,
         Err(error) => {
             tracing::error!(%error, "cannot open the store");
-            return ExitCode::FAILURE;
+            // 2 for a file that is not a usable store, as every command.
+            return ExitCode::from(error.exit_code());
         }
     };
     let events: Arc<dyn EventStore> = if args.unconditional {
