@@ -34,10 +34,14 @@ use crate::error::OpenError;
 pub(crate) fn connector(url: &ConnectUrl) -> Result<MakeRustlsConnect, OpenError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match (url.ssl_mode, url.root_cert_given) {
-        (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, false) => {
-            Arc::new(Unverified(provider.signature_verification_algorithms))
-        }
-        (SslMode::Require | SslMode::VerifyCa, _) => Arc::new(ChainOnly(webpki(url, &provider)?)),
+        (SslMode::Disable | SslMode::Prefer, _) | (SslMode::Require, false) => Arc::new(Judge {
+            chain: None,
+            algorithms: provider.signature_verification_algorithms,
+        }),
+        (SslMode::Require | SslMode::VerifyCa, _) => Arc::new(Judge {
+            chain: Some(webpki(url, &provider)?),
+            algorithms: provider.signature_verification_algorithms,
+        }),
         (SslMode::VerifyFull, _) => webpki(url, &provider)?,
     };
     let config = ClientConfig::builder_with_provider(provider)
@@ -97,12 +101,21 @@ fn roots(root: &RootCert) -> Result<RootCertStore, OpenError> {
     Ok(store)
 }
 
-/// `verify-ca` (and `require` with a root file): the chain is checked, the
-/// name is not.
+/// The judge of `prefer`, `require` and `verify-ca` (`verify-full` is
+/// rustls's WebPKI verifier as it is): with `chain`, the certificate must
+/// chain to a trusted root, its name unchecked (`verify-ca`, and `require`
+/// with a root file); without, any certificate is taken (`prefer`,
+/// `require`). Either way the handshake's signatures are checked against
+/// the certificate shown.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Judge {
+    /// The chain's verifier, if the chain is judged.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// The signature algorithms of the provider.
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Judge {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -111,10 +124,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             // WebPKI checks the name last, once the chain holds.
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
@@ -129,7 +142,7 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -138,51 +151,11 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` and `require`: any certificate is taken; the handshake's
-/// signatures are still checked against it.
-#[derive(Debug)]
-struct Unverified(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
