@@ -1,6 +1,7 @@
 //! `loomfence race`, run as a user runs it: the built binary, its stdout,
 //! stderr and exit code.
 
+#[allow(dead_code, reason = "each test file uses part of the shared helpers")]
 mod common;
 
 use std::process::Output;

@@ -2,6 +2,7 @@
 //! store the test made and wrote itself (an SQLite file, or a PostgreSQL
 //! schema), then read back directly to see what the sweep did.
 
+#[allow(dead_code, reason = "each test file uses part of the shared helpers")]
 mod common;
 
 use std::collections::BTreeMap;
@@ -381,41 +382,39 @@ fn other_bad_options_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
-    // An empty file is not a store: refused, and left empty (it was
-    // migrated into a 24 KB database, even by a dry run).
-    let empty = scratch.path().join("empty.db");
-    std::fs::write(&empty, "").expect("writes");
-    for dry in [true, false] {
-        let store = format!("sqlite:{}", empty.display());
-        let mut args = vec!["--store", store.as_str(), "--older-than", "7d"];
-        if dry {
-            args.push("--dry-run");
-        }
-        let out = retention(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(
-            stderr.contains("an empty file, not a loomfence database"),
-            "{stderr}"
-        );
-        assert_eq!(std::fs::metadata(&empty).expect("still there").len(), 0);
-    }
-    // A damaged database (a cut copy of the store) is not a usable store:
-    // exit 2, as a text file is, not 1; and it is left as it was.
-    let damaged = scratch.path().join("damaged.db");
+    // Files that are not usable stores are refused (exit 2) and left as
+    // they were: an empty file (it was migrated into a database, even by a
+    // dry run), a damaged database, a cut copy of the store (exit 1
+    // before), and a text file.
     let whole = std::fs::read(scratch.path().join("store.db")).expect("reads the store");
-    std::fs::write(&damaged, &whole[..4096.min(whole.len())]).expect("writes a cut copy");
-    let cut = std::fs::read(&damaged).expect("reads");
-    let out = retention(&[
-        "--store",
-        &format!("sqlite:{}", damaged.display()),
-        "--older-than",
-        "7d",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("damaged SQLite database"), "{stderr}");
-    assert_eq!(std::fs::read(&damaged).expect("reads"), cut, "unchanged");
+    let cut = &whole[..4096.min(whole.len())];
+    for (name, contents, expect) in [
+        (
+            "empty.db",
+            &b""[..],
+            "an empty file, not a loomfence database",
+        ),
+        ("damaged.db", cut, "damaged SQLite database"),
+        (
+            "junk.db",
+            &b"not a database, just text"[..],
+            "not an SQLite database",
+        ),
+    ] {
+        for dry in [&["--dry-run"][..], &[]] {
+            let args: Vec<&str> = ["--older-than", "7d"]
+                .into_iter()
+                .chain(dry.iter().copied())
+                .collect();
+            common::assert_refused_unchanged(
+                "retention",
+                &scratch.path().join(name),
+                contents,
+                &args,
+                expect,
+            );
+        }
+    }
     // A missing file: the message says what the command does, not which.
     let out = retention(&["--store", &scratch.store("nope.db"), "--older-than", "7d"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -423,22 +422,6 @@ fn other_bad_options_exit_2() {
     assert!(
         stderr.contains("no such file; this command opens an existing loomfence database"),
         "{stderr}"
-    );
-    // An existing file that is not an SQLite database is refused unchanged.
-    let junk = scratch.path().join("junk.db");
-    std::fs::write(&junk, "not a database, just text").expect("writes");
-    let out = retention(&[
-        "--store",
-        &format!("sqlite:{}", junk.display()),
-        "--older-than",
-        "7d",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not an SQLite database"), "{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(&junk).expect("still there"),
-        "not a database, just text"
     );
 }
 

@@ -312,36 +312,25 @@ async fn a_worker_refuses_bad_options_and_a_missing_store() {
         "{stderr}"
     );
     assert!(!stderr.contains("retention"), "{stderr}");
-    // A damaged database is not a usable store: refused at once, exit 2,
-    // unchanged (it was retried 7 times over 9 s, then exit 1).
-    let damaged = scratch.path().join("damaged.db");
-    std::fs::write(&damaged, &before[..4096.min(before.len())]).expect("writes a cut copy");
-    let cut = std::fs::read(&damaged).expect("reads");
-    let out = loomfence(
+    // A damaged database (a cut copy) is not a usable store: refused at
+    // once, exit 2, unchanged (it was retried 7 times over 9 s, then exit
+    // 1); an empty file is refused and stays empty.
+    let cut = &before[..4096.min(before.len())];
+    let stderr = common::assert_refused_unchanged(
         "worker",
-        &["--store", &format!("sqlite:{}", damaged.display())],
+        &scratch.path().join("damaged.db"),
+        cut,
+        &[],
+        "damaged SQLite database",
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("damaged SQLite database"), "{stderr}");
     assert!(!stderr.contains("trying again"), "no retry: {stderr}");
-    assert_eq!(std::fs::read(&damaged).expect("reads"), cut, "unchanged");
-    std::fs::remove_file(&damaged).expect("removes it");
-    // An empty file is refused and stays empty.
-    let empty = scratch.path().join("empty.db");
-    std::fs::write(&empty, "").expect("writes");
-    let out = loomfence(
+    common::assert_refused_unchanged(
         "worker",
-        &["--store", &format!("sqlite:{}", empty.display())],
+        &scratch.path().join("empty.db"),
+        b"",
+        &[],
+        "an empty file, not a loomfence database",
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("an empty file, not a loomfence database"),
-        "{stderr}"
-    );
-    assert_eq!(std::fs::metadata(&empty).expect("still there").len(), 0);
-    std::fs::remove_file(&empty).expect("removes it");
     assert_eq!(scratch.files(), ["store.db"], "nothing created");
     assert_eq!(
         std::fs::read(&path).expect("reads the file"),

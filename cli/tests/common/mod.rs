@@ -58,16 +58,59 @@ impl Drop for Scratch {
 /// passes without running and says so; in CI (`CI` set) it fails instead:
 /// a test that needs a server never skips there. `what` names the test.
 pub(crate) fn postgres_url(what: &str) -> Option<String> {
-    match std::env::var("LOOMFENCE_PG_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
+    server_var("LOOMFENCE_PG_URL", what)
+}
+
+/// The certificate authority of that server's TLS (`LOOMFENCE_PG_TLS_CA`,
+/// set beside the URL), under the same rule.
+pub(crate) fn postgres_tls_ca(what: &str) -> Option<String> {
+    server_var("LOOMFENCE_PG_TLS_CA", what)
+}
+
+/// The variable `name` that `cargo xtask test` sets for the test server:
+/// its value, or, unset, `None` (said) outside CI and a failure in CI.
+fn server_var(name: &str, what: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => Some(value),
         _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
-            panic!("CI is set but LOOMFENCE_PG_URL is not: {what} must not skip in CI")
+            panic!("CI is set but {name} is not: {what} must not skip in CI")
         }
         _ => {
-            eprintln!("LOOMFENCE_PG_URL is not set: skipping {what}");
+            eprintln!("{name} is not set: skipping {what}");
             None
         }
     }
+}
+
+/// Runs `loomfence SUBCOMMAND ARGS…` against `file` (`--store sqlite:FILE`
+/// first, then `args`) after writing `contents` to it, and checks the
+/// refusal of a file that is not a usable store: exit 2, `expect` on
+/// stderr, and the file exactly as written. Removes the file after;
+/// answers stderr, for what else a caller checks.
+pub(crate) fn assert_refused_unchanged(
+    subcommand: &str,
+    file: &Path,
+    contents: &[u8],
+    args: &[&str],
+    expect: &str,
+) -> String {
+    std::fs::write(file, contents).expect("writes the file");
+    let store = format!("sqlite:{}", file.display());
+    let all: Vec<&str> = ["--store", store.as_str()]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let out = loomfence(subcommand, &all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{subcommand} {all:?}: {stderr}");
+    assert!(stderr.contains(expect), "{subcommand} {all:?}: {stderr}");
+    assert_eq!(
+        std::fs::read(file).expect("reads the file"),
+        contents,
+        "{subcommand}: unchanged"
+    );
+    std::fs::remove_file(file).expect("removes the file");
+    stderr.into_owned()
 }
 
 /// Runs `loomfence SUBCOMMAND ARGS…` to completion.
