@@ -25,6 +25,14 @@ async fn open(url: &str) -> Result<PostgresEventStore, OpenError> {
     PostgresEventStore::connect(url, common::options()).await
 }
 
+/// The store at `url`, which must open and whose connections the server
+/// sees as TLS; `what` says why it must.
+async fn open_over_tls(url: &str, what: &str) -> PostgresEventStore {
+    let store = open(url).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(common::over_tls(&store).await, "{what}: not over TLS");
+    store
+}
+
 /// The refusal of `url`, which must be a connection refusal that names
 /// `target` and says `cause`, never `hunter2`, and is not worth retrying.
 async fn refused(url: &str, target: &str, cause: &str) {
@@ -65,10 +73,7 @@ async fn verify_full_connects_with_the_right_authority_and_writes_over_tls() {
         "postgres",
         &format!("sslmode=verify-full&sslrootcert={ca}"),
     );
-    let store = open(&tls)
-        .await
-        .expect("verify-full with the server's CA connects");
-    assert!(common::over_tls(&store).await);
+    let store = open_over_tls(&tls, "verify-full with the server's CA").await;
     let written = store
         .append(&id("tls"), NewEvent::new("STEP", AT))
         .await
@@ -122,10 +127,7 @@ async fn verify_ca_checks_the_chain_and_not_the_name() {
         "postgres",
         &format!("sslmode=verify-ca&sslrootcert={ca}"),
     );
-    let store = open(&by_address)
-        .await
-        .expect("verify-ca ignores the host name");
-    assert!(common::over_tls(&store).await);
+    open_over_tls(&by_address, "verify-ca ignores the host name").await;
     let other = other_authority(&std::env::temp_dir());
     refused(
         &common::tls_url(
@@ -168,15 +170,16 @@ async fn require_and_prefer_encrypt_and_disable_does_not() {
         assert_eq!(common::over_tls(&store).await, encrypted, "sslmode={mode}");
     }
     // No sslmode is libpq's default, prefer.
-    let store = open(&common::tls_url(
-        &url,
-        "127.0.0.1",
-        "postgres",
-        "application_name=tls_default",
-    ))
-    .await
-    .expect("connects");
-    assert!(common::over_tls(&store).await);
+    open_over_tls(
+        &common::tls_url(
+            &url,
+            "127.0.0.1",
+            "postgres",
+            "application_name=tls_default",
+        ),
+        "no sslmode",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -190,12 +193,11 @@ async fn disable_is_refused_by_a_server_that_requires_tls() {
         "no encryption",
     )
     .await;
-    let store = open(&format!(
-        "postgres://tls_only@127.0.0.1:{port}/postgres?sslmode=require"
-    ))
-    .await
-    .expect("the same role over TLS is admitted");
-    assert!(common::over_tls(&store).await);
+    open_over_tls(
+        &format!("postgres://tls_only@127.0.0.1:{port}/postgres?sslmode=require"),
+        "the same role over TLS is admitted",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -258,6 +260,6 @@ async fn the_whole_kit_passes_over_verified_tls() {
         "postgres",
         &format!("sslmode=verify-full&sslrootcert={ca}"),
     );
-    assert!(common::over_tls(&open(&tls).await.expect("connects")).await);
+    open_over_tls(&tls, "verify-full").await;
     common::run_kit("postgres-tls", &tls, AcquireStrategy::Function).await;
 }

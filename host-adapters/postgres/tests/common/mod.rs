@@ -21,17 +21,22 @@ use tokio_postgres::NoTls;
 
 /// The server's URL, or `None` (after saying so) when tests may skip.
 pub fn url() -> Option<String> {
-    match std::env::var("LOOMFENCE_PG_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
+    server_var(
+        "LOOMFENCE_PG_URL",
+        "set LOOMFENCE_PG_URL, or run `cargo xtask test`, to run the PostgreSQL tests",
+    )
+}
+
+/// The variable `name` that `cargo xtask test` sets for the test server:
+/// its value; unset, `None` after printing `hint`, or, in CI, a failure.
+fn server_var(name: &str, hint: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(value) if !value.is_empty() => Some(value),
         _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
-            panic!(
-                "CI is set but LOOMFENCE_PG_URL is not: the PostgreSQL tests must not skip in CI"
-            )
+            panic!("CI is set but {name} is not: the PostgreSQL tests must not skip in CI")
         }
         _ => {
-            eprintln!(
-                "skipped: set LOOMFENCE_PG_URL, or run `cargo xtask test`, to run the PostgreSQL tests"
-            );
+            eprintln!("skipped: {hint}");
             None
         }
     }
@@ -261,21 +266,14 @@ pub async fn run_kit_through(
 }
 
 /// The throwaway server's certificate authority (`LOOMFENCE_PG_TLS_CA`,
-/// which `cargo xtask test` sets beside the URL), or `None` (after saying
-/// so) when tests may skip; in CI its absence fails the test.
+/// which `cargo xtask test` sets beside the URL), under the same rule as
+/// [`url`].
 pub fn tls_ca() -> Option<std::path::PathBuf> {
-    match std::env::var("LOOMFENCE_PG_TLS_CA") {
-        Ok(path) if !path.is_empty() => Some(path.into()),
-        _ if std::env::var("CI").is_ok_and(|ci| !ci.is_empty()) => {
-            panic!("CI is set but LOOMFENCE_PG_TLS_CA is not: the TLS tests must not skip in CI")
-        }
-        _ => {
-            eprintln!(
-                "skipped: set LOOMFENCE_PG_TLS_CA (the server's CA), or run `cargo xtask test`, to run the TLS tests"
-            );
-            None
-        }
-    }
+    server_var(
+        "LOOMFENCE_PG_TLS_CA",
+        "set LOOMFENCE_PG_TLS_CA (the server's CA), or run `cargo xtask test`, to run the TLS tests",
+    )
+    .map(Into::into)
 }
 
 /// The test server's port, from its URL.
