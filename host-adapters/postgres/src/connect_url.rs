@@ -139,6 +139,15 @@ impl ConnectUrl {
         self.ssl_mode
     }
 
+    /// The first host the URL names (empty for none), as a message names it.
+    pub(crate) fn first_host(&self) -> String {
+        self.config
+            .get_hosts()
+            .first()
+            .map(host_name)
+            .unwrap_or_default()
+    }
+
     /// `user@host:port/db`, for messages and logs: never the password, nor
     /// any other option.
     #[must_use]
@@ -154,10 +163,7 @@ impl ConnectUrl {
             if i > 0 {
                 out.push(',');
             }
-            match host {
-                Host::Tcp(name) => out.push_str(name),
-                Host::Unix(path) => out.push_str(&path.display().to_string()),
-            }
+            out.push_str(&host_name(host));
             if let Some(port) = ports.get(i).or(ports.first()) {
                 let _ = write!(out, ":{port}");
             }
@@ -167,6 +173,14 @@ impl ConnectUrl {
             out.push_str(db);
         }
         out
+    }
+}
+
+/// A host as a message names it: its name, or its socket's folder.
+fn host_name(host: &Host) -> String {
+    match host {
+        Host::Tcp(name) => name.clone(),
+        Host::Unix(path) => path.display().to_string(),
     }
 }
 

@@ -192,15 +192,7 @@ pub(crate) fn pool(error: PoolError) -> BackendError {
 /// retryable, an unreachable server is.
 pub(crate) fn connect(url: &crate::connect_url::ConnectUrl, error: PoolError) -> OpenError {
     let target = url.describe();
-    let host = url
-        .config
-        .get_hosts()
-        .first()
-        .map(|host| match host {
-            tokio_postgres::config::Host::Tcp(name) => name.clone(),
-            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-        })
-        .unwrap_or_default();
+    let host = url.first_host();
     let (cause, retryable) = match error {
         PoolError::Backend(error) => {
             let retryable = !crate::tls::is_tls_refusal(&error) && backend_retryable(&error);

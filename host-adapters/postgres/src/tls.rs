@@ -163,37 +163,47 @@ impl ServerCertVerifier for Judge {
 /// refused says which check it failed, anything else is the driver's
 /// message with its causes. `host` is the host connected to.
 pub(crate) fn explain(error: &tokio_postgres::Error, host: &str) -> String {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if let Some(tls) = rustls_error(current) {
-            return match tls {
-                rustls::Error::InvalidCertificate(
-                    CertificateError::NotValidForName
-                    | CertificateError::NotValidForNameContext { .. },
-                ) => format!("certificate not valid for host {host}"),
-                rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
-                    "certificate signed by an authority not in sslrootcert (or the system's roots)"
-                        .to_owned()
-                }
-                rustls::Error::InvalidCertificate(
-                    CertificateError::Expired | CertificateError::ExpiredContext { .. },
-                ) => "certificate expired".to_owned(),
-                other => format!("TLS handshake failed: {other}"),
-            };
-        }
-        source = current.source();
+    if let Some(tls) = chain(error).find_map(rustls_error) {
+        return match tls {
+            rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            ) => format!("certificate not valid for host {host}"),
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+                "certificate signed by an authority not in sslrootcert (or the system's roots)"
+                    .to_owned()
+            }
+            rustls::Error::InvalidCertificate(
+                CertificateError::Expired | CertificateError::ExpiredContext { .. },
+            ) => "certificate expired".to_owned(),
+            other => format!("TLS handshake failed: {other}"),
+        };
     }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
+    let mut text = String::new();
+    for cause in chain(error).map(ToString::to_string) {
+        if !text.contains(&cause) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause);
         }
-        source = cause.source();
     }
     text
+}
+
+/// Whether `error` is a TLS refusal that trying again will not change: a
+/// certificate refused, or a server that does not offer TLS to a mode that
+/// requires it.
+pub(crate) fn is_tls_refusal(error: &tokio_postgres::Error) -> bool {
+    chain(error).any(|cause| {
+        rustls_error(cause).is_some() || cause.to_string().contains("server does not support TLS")
+    })
+}
+
+/// `error`, then each of its sources in turn.
+fn chain<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |current| current.source())
 }
 
 /// `error` as rustls's own, directly or inside the `io::Error` tokio-rustls
@@ -205,20 +215,4 @@ fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a 
             .and_then(|io| io.get_ref())
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
     })
-}
-
-/// Whether `error` is a TLS refusal that trying again will not change: a
-/// certificate refused, or a server that does not offer TLS to a mode that
-/// requires it.
-pub(crate) fn is_tls_refusal(error: &tokio_postgres::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = source {
-        if rustls_error(current).is_some()
-            || current.to_string().contains("server does not support TLS")
-        {
-            return true;
-        }
-        source = current.source();
-    }
-    false
 }
