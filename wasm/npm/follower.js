@@ -11,11 +11,9 @@
 // failed (handleFailed).
 
 import { FollowMachine, errorClasses } from './dist/loomfence_services.js';
-import { checked, known, store } from './options.js';
+import { MAX_INTERVAL_MS, checked, known, store } from './options.js';
 import { guardClass } from './receivers.js';
 
-/** The longest delay setTimeout honours. */
-const MAX_INTERVAL_MS = 2 ** 31 - 1;
 /** The most notices handed out at once. */
 const MAX_CONCURRENCY = 1_024;
 

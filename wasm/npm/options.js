@@ -3,6 +3,9 @@
 // known keys, a function, an integer, a store's methods), each refused with
 // the caller's own error. Whatever the core reads, the core checks.
 
+/** The longest delay setTimeout honours: the bound of every poll interval. */
+export const MAX_INTERVAL_MS = 2 ** 31 - 1;
+
 /**
  * A value for a message: its JSON where it has one, 'a function' for a
  * function, else its type. Never throws: a value nested too deep for

@@ -13,15 +13,13 @@
 // hosts to the same answers.
 
 import { TickMachine, errorClasses } from './dist/loomfence_services.js';
-import { checked, known, show, store } from './options.js';
+import { MAX_INTERVAL_MS, checked, known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { resume } from './resume.js';
 
 /** The longest lease and the largest batch a TimerStore takes (index.d.ts, `Lease` and `claimDue`). */
 const MAX_LEASE_MS = 86_400_000;
 const MAX_BATCH = 10_000;
-/** The longest delay setTimeout honours. */
-const MAX_INTERVAL_MS = 2 ** 31 - 1;
 
 const OPTIONS = new Set(['events', 'timers', 'node', 'pollIntervalMs', 'leaseMs', 'batch', 'policy', 'backoffBound', 'now', 'random', 'onError', 'onResumed']);
 const REDRIVE_ANSWERS = new Set(['done', 'noop', 'contended']);
