@@ -1,0 +1,124 @@
+//! The store an operator keeps: opened as it is, never created, dropped or
+//! removed (see [`StoreArg::open_existing`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
+use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore, TimerStore};
+
+use super::StoreArg;
+use crate::error::CliError;
+
+/// An existing store, opened as it is (see [`StoreArg::open_existing`]).
+pub(crate) struct ExistingStore {
+    /// Its logs.
+    pub(crate) events: Arc<dyn EventStore>,
+    /// Its timer rows (the same file's or schema's `timers` table; a fresh
+    /// `MemoryTimerStore` beside a memory store).
+    pub(crate) timers: Arc<dyn TimerStore>,
+    /// The same timer store as an inbox (a message and its intent row are
+    /// written in one step, so the inbox is the timer store).
+    pub(crate) inbox: Arc<dyn InboxStore>,
+}
+
+impl StoreArg {
+    /// Reads `--store` for a command that works on an existing store
+    /// (`loomfence retention`): `sqlite:PATH` must name an existing file
+    /// (checked here, so a missing one exits 2 before anything runs);
+    /// `postgres:URL` and the memory stores are checked when opened.
+    pub(crate) fn existing(store: &str) -> Result<Self, CliError> {
+        let parsed: StoreArg = store.parse()?;
+        if let StoreArg::Sqlite { target, .. } = &parsed {
+            target.check_existing()?;
+        }
+        Ok(parsed)
+    }
+
+    /// Opens the existing store this names, as it is, for a command that
+    /// must leave it in place: nothing is created (a missing SQLite file or
+    /// PostgreSQL schema is an error) and nothing is dropped or removed
+    /// when the handle goes. The store is migrated as its adapter's own
+    /// open does (`connect` on PostgreSQL, `open` on SQLite), so an older
+    /// loomfence schema gets the indexes the listing needs.
+    ///
+    /// On PostgreSQL the tables are looked for in `schema` (the adapter's
+    /// default schema when `None`), over `pool_size` connections. `memory`
+    /// and `sqlite::memory:` open a new, empty store: all a store in memory
+    /// can be from outside the process.
+    pub(crate) async fn open_existing(
+        &self,
+        schema: Option<&Schema>,
+        pool_size: usize,
+    ) -> Result<ExistingStore, CliError> {
+        match self {
+            StoreArg::Memory => {
+                let timers = Arc::new(MemoryTimerStore::new());
+                Ok(ExistingStore {
+                    events: Arc::new(MemoryEventStore::new()),
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                })
+            }
+            StoreArg::Sqlite { target, durability } => {
+                let store = target.open_existing(*durability).await?;
+                let timers = Arc::new(store.timers());
+                Ok(ExistingStore {
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                    events: Arc::new(store),
+                })
+            }
+            StoreArg::Postgres { url, .. } => {
+                let schema = schema.cloned().unwrap_or_default();
+                let store = PostgresEventStore::connect(
+                    url,
+                    PostgresOptions {
+                        schema: schema.clone(),
+                        pool_size: pool_size.max(1),
+                        // Looked for first: migrating would create it.
+                        migrate_on_connect: false,
+                        ..PostgresOptions::default()
+                    },
+                )
+                .await
+                .map_err(CliError::postgres("PostgreSQL"))?;
+                if !holds_a_store(&store).await? {
+                    return Err(CliError::NoStore {
+                        schema: schema.to_string(),
+                    });
+                }
+                store
+                    .migrate()
+                    .await
+                    .map_err(CliError::postgres("PostgreSQL"))?;
+                let store = Arc::new(store);
+                let timers = Arc::new(store.timers());
+                Ok(ExistingStore {
+                    timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
+                    inbox: timers,
+                    events: store,
+                })
+            }
+        }
+    }
+}
+
+/// Whether the store's schema has an `events` table: a loomfence store
+/// (of any version; `migrate` upgrades it) lives there.
+async fn holds_a_store(store: &PostgresEventStore) -> Result<bool, CliError> {
+    let failed = |e: &dyn fmt::Display| {
+        CliError::postgres("PostgreSQL")(loomfence_store::BackendError::permanent(format!(
+            "looking for the store's tables: {e}"
+        )))
+    };
+    let client = store.pool().get().await.map_err(|e| failed(&e))?;
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'events')",
+            &[&store.schema().as_str()],
+        )
+        .await
+        .map_err(|e| failed(&e))?;
+    Ok(row.get(0))
+}
