@@ -59,6 +59,9 @@ function queryOf(s) {
 
 // --- drawing ---------------------------------------------------------------
 
+/** Why a resume was refused, in words. */
+const REASONS = { 'not-suspended': 'the park is not open' };
+
 const SHORT = { EXECUTION_STARTED: 'STARTED', EXECUTION_SUSPENDED: 'PARKED', EXECUTION_RESUMED: 'RESUMED', STEP_COMPLETED: 'STEP', EXECUTION_COMPLETED: 'COMPLETED' };
 
 function el(tag, className, text) {
@@ -93,7 +96,7 @@ function chip(entry, bySeq) {
     case 'acquired': return el('span', 'chip note acquired', `${entry.actor} took t${entry.fence}`);
     case 'stale': return el('span', 'chip note stale', `${entry.actor} told stale at ${entry.where} (now t${entry.current})`);
     case 'won': return el('span', 'chip note won', `${entry.actor} won under ${t(entry.fence)}${entry.attempts > 1 ? ` (try ${entry.attempts})` : ''}`);
-    case 'refused': return el('span', 'chip note refused', `${entry.actor} refused: ${entry.reason}`);
+    case 'refused': return el('span', 'chip note refused', `${entry.actor} refused: ${REASONS[entry.reason] ?? String(entry.reason).replace(/[-_]/g, ' ')}`);
     case 'answered': return el('span', 'chip note refused', `${entry.actor}'s append refused: park answered`);
     case 'fencedOut': return el('span', 'chip note fenced', `${entry.actor}'s body FENCED OUT: ${SHORT[entry.kind] ?? entry.kind} under t${entry.fence} refused, current t${entry.current}`);
     case 'dead': return el('span', 'chip note dead', `dead acquirer (before ${entry.actor}) took t${entry.fence}, never wrote`);
