@@ -1,7 +1,9 @@
 // The page: reads the controls, runs the race (race.js) on the package's
 // browser build, and draws each execution's timeline and the counters as the
 // race goes. The settings (seed included) are kept in the URL's query, so a
-// link replays the same run.
+// link replays the same run. The page runs a race as it loads: the link's,
+// or with the defaults in index.html, whose seed (found by
+// tools/find-seed.mjs) shows a contended resume and a landed re-drive.
 
 import { BODY_STEPS, Race, runRace } from './race.js';
 import { freshSeed } from './prng.js';
@@ -201,8 +203,8 @@ try {
   // The demo races timers and messages too: both entries of the package.
   pkg = { ...(await import('/pkg/browser.js')), ...(await import('/pkg/services-browser.js')) };
   await startMessages(pkg, $);
-  setStatus('ready: set the sliders and run the race', 'ready');
-  if (new URLSearchParams(location.search).has('seed')) run();
+  // The first look: the link's race, or the default one.
+  run();
 } catch (error) {
   console.error(error);
   setStatus(`could not load the package: ${error?.message ?? error}`, 'failed');
