@@ -5,7 +5,7 @@
 // or with the defaults in index.html, whose seed (found by
 // tools/find-seed.mjs) shows a contended resume and a landed re-drive.
 
-import { BODY_STEPS, Race, runRace } from './race.js';
+import { BODY_STEPS, Race, findSeed, runRace } from './race.js';
 import { freshSeed } from './prng.js';
 import { startMessages } from './messages.js';
 
@@ -18,6 +18,10 @@ const SLIDERS = [
   ['crash', 'crash-out', (v) => Number(v).toFixed(2)],
   ['dead', 'dead-out', (v) => v],
 ];
+
+/** How many seeds, from the one asked for, the unconditional mode tries for
+ * one whose race fences a body out. */
+const FENCE_SEARCH = 50;
 
 function setStatus(text, state) {
   status.textContent = text;
@@ -157,16 +161,33 @@ async function run(event) {
   if (running || !pkg) return;
   running = true;
   $('run').disabled = true;
-  const settings = settingsFromForm();
-  $('seed').value = String(settings.seed);
-  history.replaceState(null, '', queryOf(settings));
-  document.body.classList.toggle('unconditional', settings.unconditional);
+  let settings = settingsFromForm();
+  $('seed-note').textContent = '';
   $('verdict').textContent = '';
   $('fingerprint').textContent = '–';
-  setStatus(`racing: seed ${settings.seed}, ${settings.unconditional ? 'unconditional' : 'conditional'} acquire…`, 'running');
   const pause = Number($('speed').value);
   let lastDraw = 0;
   try {
+    // The negative control is there to show a body fenced out, which only
+    // some interleavings do: from the seed asked for on, the first seed
+    // whose race does it is run instead, and the page says so.
+    if (settings.unconditional) {
+      const asked = settings.seed;
+      setStatus(`looking for a seed from ${asked} whose unconditional race fences a body out…`, 'running');
+      const found = await findSeed(pkg, settings, (c) => c.fenced_out > 0, FENCE_SEARCH);
+      if (found === null) {
+        $('seed-note').textContent =
+          `Seed ${asked} fenced nobody out, and neither did the next ${FENCE_SEARCH - 1} seeds with these settings` +
+          (settings.resumers === 1 ? ': a single resumer has no rival to take a newer token.' : '.');
+      } else if (found.seed !== asked) {
+        settings = { ...settings, seed: found.seed };
+        $('seed-note').textContent = `Seed ${asked} showed no fence-out; using ${found.seed}, which does.`;
+      }
+    }
+    $('seed').value = String(settings.seed);
+    history.replaceState(null, '', queryOf(settings));
+    document.body.classList.toggle('unconditional', settings.unconditional);
+    setStatus(`racing: seed ${settings.seed}, ${settings.unconditional ? 'unconditional' : 'conditional'} acquire…`, 'running');
     const race = await runRace(pkg, settings, async (live) => {
       const now = performance.now();
       if (pause > 0 || now - lastDraw > 100) {
@@ -182,7 +203,7 @@ async function run(event) {
     $('verdict').textContent =
       c.double_resumes === 0 && c.fenced_out === 0
         ? `Every landed resume ran its body to the end under its own token: ${c.resumed} of ${settings.parks} resumed, none twice.` +
-          (settings.unconditional ? ' (No rival acquired while a body ran this time: try another seed or more resumers.)' : '')
+          (settings.unconditional ? ` Seed ${settings.seed} fenced nobody out: no rival took a newer token while a body ran.` : '')
         : `The fence bit: ${count(c.fenced_out, 'body', 'bodies')} fenced out${c.double_resumes ? `, ${count(c.double_resumes, 'double resume', 'double resumes')}` : ''}.`;
     $('verdict').className = c.double_resumes === 0 && c.fenced_out === 0 ? 'good' : 'bad';
     setStatus(`done: seed ${settings.seed}, ${race.scheduler.turns} turns`, 'done');
