@@ -1,9 +1,11 @@
 // The page: reads the controls, runs the race (race.js) on the package's
 // browser build, and draws each execution's timeline and the counters as the
 // race goes. The settings (seed included) are kept in the URL's query, so a
-// link replays the same run.
+// link replays the same run. The page runs a race as it loads: the link's,
+// or with the defaults in index.html, whose seed (found by
+// tools/find-seed.mjs) shows a contended resume and a landed re-drive.
 
-import { BODY_STEPS, Race, runRace } from './race.js';
+import { BODY_STEPS, Race, findSeed, runRace } from './race.js';
 import { freshSeed } from './prng.js';
 import { startMessages } from './messages.js';
 
@@ -16,6 +18,10 @@ const SLIDERS = [
   ['crash', 'crash-out', (v) => Number(v).toFixed(2)],
   ['dead', 'dead-out', (v) => v],
 ];
+
+/** How many seeds, from the one asked for, the unconditional mode tries for
+ * one whose race fences a body out. */
+const FENCE_SEARCH = 50;
 
 function setStatus(text, state) {
   status.textContent = text;
@@ -59,6 +65,9 @@ function queryOf(s) {
 
 // --- drawing ---------------------------------------------------------------
 
+/** Why a resume was refused, in words. */
+const REASONS = { 'not-suspended': 'the park is not open' };
+
 const SHORT = { EXECUTION_STARTED: 'STARTED', EXECUTION_SUSPENDED: 'PARKED', EXECUTION_RESUMED: 'RESUMED', STEP_COMPLETED: 'STEP', EXECUTION_COMPLETED: 'COMPLETED' };
 
 function el(tag, className, text) {
@@ -93,7 +102,7 @@ function chip(entry, bySeq) {
     case 'acquired': return el('span', 'chip note acquired', `${entry.actor} took t${entry.fence}`);
     case 'stale': return el('span', 'chip note stale', `${entry.actor} told stale at ${entry.where} (now t${entry.current})`);
     case 'won': return el('span', 'chip note won', `${entry.actor} won under ${t(entry.fence)}${entry.attempts > 1 ? ` (try ${entry.attempts})` : ''}`);
-    case 'refused': return el('span', 'chip note refused', `${entry.actor} refused: ${entry.reason}`);
+    case 'refused': return el('span', 'chip note refused', `${entry.actor} refused: ${REASONS[entry.reason] ?? String(entry.reason).replace(/[-_]/g, ' ')}`);
     case 'answered': return el('span', 'chip note refused', `${entry.actor}'s append refused: park answered`);
     case 'fencedOut': return el('span', 'chip note fenced', `${entry.actor}'s body FENCED OUT: ${SHORT[entry.kind] ?? entry.kind} under t${entry.fence} refused, current t${entry.current}`);
     case 'dead': return el('span', 'chip note dead', `dead acquirer (before ${entry.actor}) took t${entry.fence}, never wrote`);
@@ -152,16 +161,33 @@ async function run(event) {
   if (running || !pkg) return;
   running = true;
   $('run').disabled = true;
-  const settings = settingsFromForm();
-  $('seed').value = String(settings.seed);
-  history.replaceState(null, '', queryOf(settings));
-  document.body.classList.toggle('unconditional', settings.unconditional);
+  let settings = settingsFromForm();
+  $('seed-note').textContent = '';
   $('verdict').textContent = '';
   $('fingerprint').textContent = '–';
-  setStatus(`racing: seed ${settings.seed}, ${settings.unconditional ? 'unconditional' : 'conditional'} acquire…`, 'running');
   const pause = Number($('speed').value);
   let lastDraw = 0;
   try {
+    // The negative control is there to show a body fenced out, which only
+    // some interleavings do: from the seed asked for on, the first seed
+    // whose race does it is run instead, and the page says so.
+    if (settings.unconditional) {
+      const asked = settings.seed;
+      setStatus(`looking for a seed from ${asked} whose unconditional race fences a body out…`, 'running');
+      const found = await findSeed(pkg, settings, (c) => c.fenced_out > 0, FENCE_SEARCH);
+      if (found === null) {
+        $('seed-note').textContent =
+          `Seed ${asked} fenced nobody out, and neither did the next ${FENCE_SEARCH - 1} seeds with these settings` +
+          (settings.resumers === 1 ? ': a single resumer has no rival to take a newer token.' : '.');
+      } else if (found.seed !== asked) {
+        settings = { ...settings, seed: found.seed };
+        $('seed-note').textContent = `Seed ${asked} showed no fence-out; using ${found.seed}, which does.`;
+      }
+    }
+    $('seed').value = String(settings.seed);
+    history.replaceState(null, '', queryOf(settings));
+    document.body.classList.toggle('unconditional', settings.unconditional);
+    setStatus(`racing: seed ${settings.seed}, ${settings.unconditional ? 'unconditional' : 'conditional'} acquire…`, 'running');
     const race = await runRace(pkg, settings, async (live) => {
       const now = performance.now();
       if (pause > 0 || now - lastDraw > 100) {
@@ -177,7 +203,7 @@ async function run(event) {
     $('verdict').textContent =
       c.double_resumes === 0 && c.fenced_out === 0
         ? `Every landed resume ran its body to the end under its own token: ${c.resumed} of ${settings.parks} resumed, none twice.` +
-          (settings.unconditional ? ' (No rival acquired while a body ran this time: try another seed or more resumers.)' : '')
+          (settings.unconditional ? ` Seed ${settings.seed} fenced nobody out: no rival took a newer token while a body ran.` : '')
         : `The fence bit: ${count(c.fenced_out, 'body', 'bodies')} fenced out${c.double_resumes ? `, ${count(c.double_resumes, 'double resume', 'double resumes')}` : ''}.`;
     $('verdict').className = c.double_resumes === 0 && c.fenced_out === 0 ? 'good' : 'bad';
     setStatus(`done: seed ${settings.seed}, ${race.scheduler.turns} turns`, 'done');
@@ -198,8 +224,8 @@ try {
   // The demo races timers and messages too: both entries of the package.
   pkg = { ...(await import('/pkg/browser.js')), ...(await import('/pkg/services-browser.js')) };
   await startMessages(pkg, $);
-  setStatus('ready: set the sliders and run the race', 'ready');
-  if (new URLSearchParams(location.search).has('seed')) run();
+  // The first look: the link's race, or the default one.
+  run();
 } catch (error) {
   console.error(error);
   setStatus(`could not load the package: ${error?.message ?? error}`, 'failed');

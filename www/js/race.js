@@ -122,6 +122,21 @@ export async function runRace(pkg, settings, onTurn = async () => {}) {
   return race;
 }
 
+/**
+ * The first seed from `settings.seed` on (trying at most `limit`, one after
+ * another, wrapping at 2^32) whose race, run at once without drawing,
+ * satisfies `wanted(counters)`: { seed, race }, or null when none does. The
+ * same start gives the same answer, as a seed gives the same race.
+ */
+export async function findSeed(pkg, settings, wanted, limit) {
+  for (let i = 0; i < limit; i++) {
+    const seed = (settings.seed + i) >>> 0;
+    const race = await runRace(pkg, { ...settings, seed });
+    if (race.failures.length === 0 && wanted(race.counters.counters)) return { seed, race };
+  }
+  return null;
+}
+
 export class Race {
   constructor(pkg, settings) {
     this.pkg = pkg;
