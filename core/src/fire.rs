@@ -31,7 +31,7 @@
 //! | the resume landed | retire | [`Fired`](FireOutcome::Fired) |
 //! | the resume was refused (not suspended) | read the log again and decide again from the second row (at most 3 resumes per fire) | |
 //! | the resume was contended, or refused a third time; `n < max`, where `n` is the entry's `attempt + 1` if the entry is this row's, else 0 | write nothing; the outcome carries the entry `{ wake_at, attempt: n, next_try_at: now + delay(n) }` for this node's map | [`BackedOff`](FireOutcome::BackedOff), left |
-//! | the same with `n >= max` | retire | [`Exhausted`](FireOutcome::Exhausted) |
+//! | the same with `n >= max` | retire and record the exhaustion, one step | [`Exhausted`](FireOutcome::Exhausted) |
 //!
 //! A **re-drive row** (`redrive: Some({ attempt })`) is not judged by the
 //! log at all: it is handed to the re-drivers, in the order they were
@@ -44,7 +44,7 @@
 //! | a re-driver answers done | retire | [`Redriven`](FireOutcome::Redriven) |
 //! | every re-driver answers noop | retire | [`NothingToRedrive`](FireOutcome::NothingToRedrive) |
 //! | a re-driver answers contended or failed; `n = attempt + 1 < max` | reschedule: retire and write row `n` at [`redrive_wake_at`]`(now, delay(n), wake_at)`, one step | [`Rescheduled`](FireOutcome::Rescheduled) |
-//! | the same with `n >= max` (or no storable time follows `wake_at`) | retire, write nothing | [`Exhausted`](FireOutcome::Exhausted) |
+//! | the same with `n >= max` (or no storable time follows `wake_at`) | retire and record the exhaustion, one step | [`Exhausted`](FireOutcome::Exhausted) |
 //!
 //! Why each rule:
 //!
@@ -96,11 +96,14 @@
 //!   register the same re-drivers: a node whose re-drivers all answer noop
 //!   retires a row that a re-driver only another node has would have
 //!   wanted.
-//! - **Exhaustion is reported once per chain**: only in the outcome of the
-//!   fire that retired the row, so by exactly one fire, and a chain never
-//!   forks (the rule above), so by one row of it. Its
-//!   [`RedriveExhaustedError`] goes to the host's error handler; the
-//!   execution is left to `recover()`.
+//! - **Exhaustion is recorded and reported once per chain**: the fire that
+//!   gives up retires its row and records an
+//!   [`ExhaustedRow`](crate::timer::ExhaustedRow) in one timer-store step
+//!   under its claim ([`FireAction::Exhaust`]), so by exactly one fire, and
+//!   a chain never forks (the rule above), so by one row of it. Its
+//!   [`RedriveExhaustedError`] goes to the host's error handler; the record
+//!   stays in the timer store until an operator recovers the execution
+//!   (`loomfence recover`), and lists it meanwhile.
 //!
 //! # Failures of the host's store
 //!
@@ -193,6 +196,7 @@ use crate::redrive_policy::{
     BackoffEntry, Draw, MAX_TIMER_MS, RedriveExhaustedError, RedrivePolicy, redrive_wake_at,
 };
 use crate::resume_machine::{ResumeError, ResumeRequest, Resumed, check_id, check_run};
+use crate::timer_records::Exhaustion;
 
 /// How many resumes one fire of a plain wake makes when each is refused
 /// and each re-read still finds the timer pending (the execution keeps
@@ -384,6 +388,11 @@ pub enum FireAction {
     /// Retire the fired row (the timer store's complete, under the host's
     /// claim); answer with [`FireMachine::handle_completed`].
     Complete(TimerRow),
+    /// Retire the fired row and record its exhaustion, in one timer-store
+    /// step under the host's claim (the store's exhaust); answer with
+    /// [`FireMachine::handle_exhausted`] once it answered done. A
+    /// `NotHeld` answer voids the decision, as for a complete.
+    Exhaust(Exhaustion),
 }
 
 /// How a fire ended.
@@ -416,9 +425,10 @@ pub enum FireOutcome {
     /// Re-drive row: no re-driver is registered here; the row is left for a
     /// node that has one.
     Left,
-    /// Either kind: the retries ran out; the row is retired and nothing new
-    /// was written. Report the error once (this is the only fire that
-    /// gets it) and leave the execution to `recover()`.
+    /// Either kind: the retries ran out; in one step under the claim, the
+    /// row was retired and its exhaustion recorded beside the timers.
+    /// Report the error once (this is the only fire that gets it); the
+    /// execution waits for an operator's recovery.
     Exhausted(RedriveExhaustedError),
 }
 
@@ -535,6 +545,8 @@ enum State {
     Reschedule(TimerRow),
     /// Retire the fired row, then end in the outcome.
     Complete(FireOutcome),
+    /// Retire the fired row and record its exhaustion, one step.
+    Exhaust(RedriveExhaustedError),
     /// Finished.
     Done(FireOutcome),
 }
@@ -609,6 +621,10 @@ impl FireMachine {
             },
             State::Reschedule(next) => FireAction::Reschedule(next.clone()),
             State::Complete(_) => FireAction::Complete(self.row.clone()),
+            State::Exhaust(error) => FireAction::Exhaust(Exhaustion {
+                attempts: error.attempts,
+                at: self.context.now,
+            }),
         };
         FirePoll::Act(action)
     }
@@ -709,6 +725,16 @@ impl FireMachine {
         Ok(())
     }
 
+    /// Feeds the acknowledgement of a [`FireAction::Exhaust`]: the fired
+    /// row is retired and its exhaustion recorded, under the claim.
+    pub fn handle_exhausted(&mut self) -> Result<(), ContractError> {
+        let State::Exhaust(error) = &self.state else {
+            return Err(self.unexpected("handle_exhausted"));
+        };
+        self.state = State::Done(FireOutcome::Exhausted(error.clone()));
+        Ok(())
+    }
+
     /// A contended plain wake: back off in process, or give up.
     fn back_off(&self) -> State {
         let attempt = match self.context.backoff {
@@ -747,13 +773,13 @@ impl FireMachine {
         }
     }
 
-    /// Giving up: retire the row and report once.
+    /// Giving up: retire the row, record it and report once.
     fn exhausted(&self, attempts: u32) -> State {
-        State::Complete(FireOutcome::Exhausted(RedriveExhaustedError {
+        State::Exhaust(RedriveExhaustedError {
             execution_id: self.row.execution_id.clone(),
             wake_at: self.row.wake_at,
             attempts,
-        }))
+        })
     }
 
     /// Checks an answer is about the row's execution.
@@ -770,6 +796,7 @@ impl FireMachine {
             State::Ask { .. } => "handle_redrive",
             State::Reschedule(_) => "handle_rescheduled",
             State::Complete(_) => "handle_completed",
+            State::Exhaust(_) => "handle_exhausted",
         };
         ContractError::UnexpectedInput { expected, got }
     }

@@ -167,6 +167,7 @@ pub mod retention;
 mod status;
 pub mod supervise;
 pub mod tick;
+mod timer_records;
 mod timer_table;
 mod unreadable;
 mod wake_backoff;
@@ -229,6 +230,10 @@ pub mod timer {
     };
     pub use crate::input::{MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
     pub use crate::redrive_policy::{BackoffEntry, MAX_TIMER_MS};
+    pub use crate::timer_records::{
+        ExhaustedQuery, ExhaustedRow, Exhaustion, Held, TimerEntry, TimerQuery, check_clear,
+        check_exhaust,
+    };
     pub use crate::timer_table::{
         Claim, Completed, DueFilter, Lease, NodeId, TimerTable, check_claim, check_due,
         check_lease, check_reschedule, check_row,

@@ -49,8 +49,8 @@
 //! 4. **A claim whose lease has ended is not fired** (the row may be
 //!    another node's by now): it is counted [`lapsed`](TickReport::lapsed)
 //!    and released.
-//! 5. **A complete or reschedule answered [`Completed::NotHeld`] voids the
-//!    decision**: counted in [`TickReport::not_held`], not applied to the
+//! 5. **A complete, reschedule or exhaust answered [`Completed::NotHeld`]
+//!    voids the decision**: counted in [`TickReport::not_held`], not applied to the
 //!    backoff, not reported, so an exhaustion is reported once per chain.
 //! 6. **Each final outcome is applied** to the node's [`WakeBackoff`]
 //!    ([`WakeBackoff::apply`]), counted, and told ([`TickEvent::Ended`]).
@@ -158,6 +158,9 @@
 //!             tick.handle_resumed(result.as_ref())?
 //!         }
 //!         TickAction::Complete { claim } => tick.handle_completed(timers.complete(&claim)?)?,
+//!         TickAction::Exhaust { claim, exhaustion } => {
+//!             tick.handle_exhausted(timers.exhaust(&claim, &exhaustion)?)?
+//!         }
 //!         TickAction::Release { claim } => tick.handle_released(timers.release(&claim)?)?,
 //!         // Re-drivers and reschedules are not needed here.
 //!         other => unimplemented!("{other:?}"),
@@ -441,6 +444,11 @@ impl TickMachine {
         self.retire("handle_completed", completed, FireMachine::handle_completed)
     }
 
+    /// Feeds the timer store's answer to a [`TickAction::Exhaust`].
+    pub fn handle_exhausted(&mut self, completed: Completed) -> Result<(), ContractError> {
+        self.retire("handle_exhausted", completed, FireMachine::handle_exhausted)
+    }
+
     /// Feeds the timer store's answer to a [`TickAction::Release`].
     pub fn handle_released(&mut self, completed: Completed) -> Result<(), ContractError> {
         if self.step != Step::Release || self.release.is_empty() {
@@ -623,6 +631,7 @@ impl TickMachine {
                 TickStage::Resume => "handle_resumed",
                 TickStage::Redrive => "handle_redrive",
                 TickStage::Reschedule => "handle_rescheduled",
+                TickStage::Exhaust => "handle_exhausted",
                 _ => "handle_completed",
             },
         };
@@ -653,6 +662,7 @@ fn fire_action(firing: &Firing) -> TickAction {
             TickAction::Redrive { redriver, row }
         }
         FirePoll::Act(FireAction::Reschedule(next)) => TickAction::Reschedule { claim, next },
+        FirePoll::Act(FireAction::Exhaust(exhaustion)) => TickAction::Exhaust { claim, exhaustion },
         // A done machine is settled at once, so only a complete is left.
         FirePoll::Act(FireAction::Complete(_)) | FirePoll::Done(_) => {
             TickAction::Complete { claim }
@@ -667,6 +677,7 @@ fn stage_of(firing: &Firing) -> TickStage {
         TickAction::Resume { .. } => TickStage::Resume,
         TickAction::Redrive { .. } => TickStage::Redrive,
         TickAction::Reschedule { .. } => TickStage::Reschedule,
+        TickAction::Exhaust { .. } => TickStage::Exhaust,
         _ => TickStage::Complete,
     }
 }
@@ -675,7 +686,9 @@ fn stage_of(firing: &Firing) -> TickStage {
 fn is_retire(firing: &Firing, got: &'static str) -> bool {
     matches!(
         (stage_of(firing), got),
-        (TickStage::Reschedule, "handle_rescheduled") | (TickStage::Complete, "handle_completed")
+        (TickStage::Reschedule, "handle_rescheduled")
+            | (TickStage::Complete, "handle_completed")
+            | (TickStage::Exhaust, "handle_exhausted")
     )
 }
 

@@ -43,10 +43,16 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use crate::fire::{Redrive, TimerRow};
 use crate::input::{ExecutionId, checked_name};
 use crate::input::{InputError, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
 use crate::redrive_policy::MAX_TIMER_MS;
+use crate::timer_records::{
+    ExhaustedQuery, ExhaustedRow, Exhaustion, Held, TimerEntry, TimerQuery, check_clear,
+    check_exhaust,
+};
 
 checked_name! {
     /// Which node holds a claim: a validated name with the execution id's
@@ -202,6 +208,9 @@ struct Slot {
 /// timer stores and the simulation use it as is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TimerTable {
+    /// Exhausted records by `(execution_id, wake_at)`, beside the rows
+    /// (see [`crate::timer_records`]).
+    exhausted: BTreeMap<(ExecutionId, i64), ExhaustedRow>,
     /// Rows sorted by `(wake_at, execution_id)`, so a due scan stops at
     /// the first row that is not due. A sorted vector rather than a sorted
     /// map: a new row shifts the later ones (microseconds at the tens of
@@ -326,6 +335,73 @@ impl TimerTable {
         Ok(Completed::Done)
     }
 
+    /// Retires the claimed row and records its exhaustion in one step, if
+    /// `claim` is still the row's current claim; otherwise answers
+    /// [`Completed::NotHeld`] and records nothing, so a fire that lost its
+    /// row cannot record an exhaustion the row's new claimer may not reach.
+    /// A record already kept for the key is replaced.
+    pub fn exhaust(
+        &mut self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, InputError> {
+        check_exhaust(claim, exhaustion)?;
+        let Some(at) = self.held_by(claim) else {
+            return Ok(Completed::NotHeld);
+        };
+        let ((wake_at, id), slot) = self.rows.remove(at);
+        let record = ExhaustedRow::new(row_of(wake_at, &id, &slot), *exhaustion);
+        self.exhausted.insert((id, wake_at), record);
+        Ok(Completed::Done)
+    }
+
+    /// The exhausted records `query` names, in `(execution_id, wake_at)`
+    /// order.
+    pub fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, InputError> {
+        let limit = query.checked_limit()?;
+        Ok(self
+            .exhausted
+            .values()
+            .filter(|record| query.admits(record))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    /// Removes the exhausted record of `(execution_id, wake_at)`: what an
+    /// operator's recovery does once it has acted on it. Whether there was
+    /// one.
+    pub fn clear_exhausted(
+        &mut self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, InputError> {
+        check_clear(wake_at)?;
+        Ok(self
+            .exhausted
+            .remove(&(execution_id.clone(), wake_at))
+            .is_some())
+    }
+
+    /// The live rows `query` names, each with its claim, in due order.
+    pub fn list(&self, query: &TimerQuery) -> Result<Vec<TimerEntry>, InputError> {
+        let limit = query.checked_limit()?;
+        Ok(self
+            .rows
+            .iter()
+            .map(|((wake_at, id), slot)| TimerEntry {
+                row: row_of(*wake_at, id, slot),
+                held: slot.held.as_ref().map(|(holder, expires_at)| Held {
+                    holder: holder.clone(),
+                    number: slot.claims,
+                    expires_at: *expires_at,
+                }),
+            })
+            .filter(|entry| query.admits(&entry.row))
+            .take(limit)
+            .collect())
+    }
+
     /// Hands the claimed row back, due again at once, if `claim` is still
     /// its current claim: what a node that stops mid-poll does with the
     /// rows it did not fire.
@@ -337,6 +413,12 @@ impl TimerTable {
         } else {
             Ok(Completed::NotHeld)
         }
+    }
+
+    /// Every exhausted record, in key order: for snapshots and tests.
+    #[must_use]
+    pub fn exhausted_rows(&self) -> Vec<ExhaustedRow> {
+        self.exhausted.values().cloned().collect()
     }
 
     /// Every row, earliest first: for snapshots and tests.

@@ -22,8 +22,8 @@ use crate::js_errors;
 use crate::out::{self, Out};
 use crate::redrive;
 use crate::timer_values::{
-    self as timer, INVALID_TIME, SAFE_U64, count, entry, entry_js, integer, property, refuse,
-    row_js, small, whole,
+    self as timer, INVALID_TIME, SAFE_U64, count, entry, entry_js, exhaustion_js, integer,
+    property, refuse, row_js, small, whole,
 };
 
 pub(crate) use crate::js_errors::UNEXPECTED_ANSWER;
@@ -200,6 +200,9 @@ fn action_js(action: &FireAction) -> Result<JsValue, JsValue> {
             .set("row", &row_js(row)),
         FireAction::Reschedule(row) => act("reschedule").set("row", &row_js(row)),
         FireAction::Complete(row) => act("complete").set("row", &row_js(row)),
+        FireAction::Exhaust(exhaustion) => {
+            act("exhaust").set("exhaustion", &exhaustion_js(exhaustion))
+        }
         _ => {
             return Err(js_errors::internal(
                 "the fire machine asked for an action this binding does not know",
@@ -378,6 +381,15 @@ impl FireMachineJs {
     pub fn handle_completed(&mut self) -> Result<(), JsValue> {
         self.machine
             .handle_completed()
+            .map_err(|e| fire_error(&e.into()))
+    }
+
+    /// Acknowledges `exhaust`: the fired row is retired and its exhaustion
+    /// recorded (the claim's exhaust answered `'done'`).
+    #[wasm_bindgen(js_name = handleExhausted)]
+    pub fn handle_exhausted(&mut self) -> Result<(), JsValue> {
+        self.machine
+            .handle_exhausted()
             .map_err(|e| fire_error(&e.into()))
     }
 }

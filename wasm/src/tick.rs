@@ -29,7 +29,7 @@ use crate::js_errors;
 use crate::out::Out;
 use crate::redrive;
 use crate::timer_values::{
-    self as timer, INVALID_BACKOFF, INVALID_TIME, claim_js, count, integer, row_js,
+    self as timer, INVALID_BACKOFF, INVALID_TIME, claim_js, count, exhaustion_js, integer, row_js,
 };
 
 /// A timer service node's ticks.
@@ -144,6 +144,9 @@ fn action_js(action: &TickAction) -> Result<JsValue, JsValue> {
             .set("claim", &claim_js(claim))
             .set("row", &row_js(next)),
         TickAction::Complete { claim } => act("complete").set("claim", &claim_js(claim)),
+        TickAction::Exhaust { claim, exhaustion } => act("exhaust")
+            .set("claim", &claim_js(claim))
+            .set("exhaustion", &exhaustion_js(exhaustion)),
         TickAction::Release { claim } => act("release").set("claim", &claim_js(claim)),
         _ => {
             return Err(js_errors::internal(
@@ -306,6 +309,15 @@ impl TickMachineJs {
         let answer = completed(&answer)?;
         self.machine
             .handle_completed(answer)
+            .map_err(|e| tick_error(&e))
+    }
+
+    /// Answers `exhaust` with the store's `'done'` or `'notHeld'`.
+    #[wasm_bindgen(js_name = handleExhausted)]
+    pub fn handle_exhausted(&mut self, answer: JsValue) -> Result<(), JsValue> {
+        let answer = completed(&answer)?;
+        self.machine
+            .handle_exhausted(answer)
             .map_err(|e| tick_error(&e))
     }
 

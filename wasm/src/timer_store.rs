@@ -137,6 +137,23 @@ impl MemoryTimerStore {
         })())
     }
 
+    /// Retires the claimed row and records its exhaustion (`{ attempts,
+    /// at }`) in one step, if `claim` is still its current claim; resolves
+    /// to `'done'`, or `'notHeld'` with nothing recorded.
+    pub fn exhaust(&self, claim: JsValue, exhaustion: JsValue) -> Promise {
+        settle((|| {
+            let claim = timer::claim(&claim)?;
+            let exhaustion = timer::exhaustion(&exhaustion)?;
+            let outcome = self
+                .table
+                .borrow_mut()
+                .timers
+                .exhaust(&claim, &exhaustion)
+                .map_err(|e| core(&e))?;
+            Ok(completed(outcome))
+        })())
+    }
+
     /// Hands the claimed row back, due again at once, if `claim` is still
     /// its current claim; resolves to `'done'` or `'notHeld'`.
     pub fn release(&self, claim: JsValue) -> Promise {

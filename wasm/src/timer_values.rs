@@ -12,7 +12,7 @@
 use js_sys::Array;
 use loomfence_core::{
     ExecutionId, InputError,
-    timer::{BackoffEntry, Claim, DueFilter, Lease, NodeId, Redrive, TimerRow},
+    timer::{BackoffEntry, Claim, DueFilter, Exhaustion, Lease, NodeId, Redrive, TimerRow},
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -236,6 +236,27 @@ pub(crate) fn claim(value: &JsValue) -> Result<Claim, JsValue> {
             &property(value, "expiresAt")?,
         )?,
     })
+}
+
+/// An exhaustion `{ attempts, at }`, as the tick's `exhaust` action gave it.
+pub(crate) fn exhaustion(value: &JsValue) -> Result<Exhaustion, JsValue> {
+    object("exhaustion", INVALID_CLAIM, value, &["attempts", "at"])?;
+    Ok(Exhaustion {
+        attempts: small(
+            "exhaustion.attempts",
+            INVALID_CLAIM,
+            &property(value, "attempts")?,
+        )?,
+        at: integer("exhaustion.at", INVALID_TIME, &property(value, "at")?)?,
+    })
+}
+
+/// An exhaustion on its way out.
+pub(crate) fn exhaustion_js(exhaustion: &Exhaustion) -> JsValue {
+    Out::new()
+        .number("attempts", exhaustion.attempts.into())
+        .number("at", exhaustion.at)
+        .done()
 }
 
 /// Listing options `{ redrive?: boolean }`; `undefined` or `null` is every

@@ -17,6 +17,7 @@ use crate::park::park_payload;
 use crate::resume_machine::{
     RefusalReason, ResumeContendedError, ResumeMachine, ResumeRefusedError,
 };
+use crate::timer_records::ExhaustedRow;
 use crate::wake_backoff::WakeBackoff;
 
 const WAKE: i64 = 5_000;
@@ -57,6 +58,8 @@ enum Resumer {
 struct Host {
     store: MemoryStore,
     timers: BTreeSet<TimerRow>,
+    /// The exhaustions recorded beside the rows.
+    exhausted: Vec<ExhaustedRow>,
     redrivers: Vec<RedriveAnswer>,
     resumer: Resumer,
     resumes: usize,
@@ -74,6 +77,7 @@ impl Host {
         Self {
             store,
             timers: BTreeSet::from([row.clone()]),
+            exhausted: Vec::new(),
             redrivers: Vec::new(),
             resumer: Resumer::Real,
             resumes: 0,
@@ -145,6 +149,12 @@ impl Host {
                     assert!(self.timers.remove(&fired), "the fired row is in the table");
                     machine.handle_completed()
                 }
+                FireAction::Exhaust(exhaustion) => {
+                    let fired = machine.row().clone();
+                    assert!(self.timers.remove(&fired), "the fired row is in the table");
+                    self.exhausted.push(ExhaustedRow::new(fired, exhaustion));
+                    machine.handle_exhausted()
+                }
             }
             .expect("the host's answers are valid");
         }
@@ -160,6 +170,7 @@ impl Host {
                 FireAction::Redrive { .. } => "redrive",
                 FireAction::Reschedule(_) => "reschedule",
                 FireAction::Complete(_) => "complete",
+                FireAction::Exhaust(_) => "exhaust",
             })
             .collect()
     }
@@ -440,7 +451,19 @@ fn an_exhausted_wake_is_reported_once_and_retired() {
     assert!(host.timers.is_empty(), "retired");
     assert!(map.is_empty(), "the entry is cleared");
     assert_eq!(host.resumes, 9, "the first try and 8 retries");
-    assert_eq!(host.steps().iter().filter(|s| **s == "complete").count(), 1);
+    assert_eq!(host.steps().iter().filter(|s| **s == "exhaust").count(), 1);
+    let last_fire = outcomes.len() as i64 - 1;
+    assert_eq!(
+        host.exhausted,
+        [ExhaustedRow::new(
+            plain(),
+            Exhaustion {
+                attempts: 8,
+                at: NOW + 250 * last_fire,
+            }
+        )],
+        "recorded once, at the fire that gave up"
+    );
     // No acquire was made before its next try: every fire that got as far
     // as a resume came at or after the time the previous backoff set.
     let mut gate = i64::MIN;
@@ -707,8 +730,19 @@ fn the_last_redrive_row_gives_up_once_and_writes_nothing() {
             attempts: 8,
         })
     );
-    assert_eq!(host.steps(), ["redrive", "complete"], "no schedule");
+    assert_eq!(host.steps(), ["redrive", "exhaust"], "no schedule");
     assert!(host.timers.is_empty());
+    assert_eq!(
+        host.exhausted,
+        [ExhaustedRow::new(
+            redrive_row(7),
+            Exhaustion {
+                attempts: 8,
+                at: NOW,
+            }
+        )],
+        "the retired row is recorded with its try"
+    );
 }
 
 #[test]

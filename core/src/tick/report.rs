@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::fire::{FireOutcome, TimerRow};
 use crate::input::ExecutionId;
 use crate::resume_machine::ResumeRequest;
+use crate::timer_records::Exhaustion;
 use crate::timer_table::{Claim, DueFilter, Lease};
 use crate::unreadable::UnreadableRow;
 
@@ -75,6 +76,15 @@ pub enum TickAction {
         /// The claim of the fired row.
         claim: Claim,
     },
+    /// The timer store's `exhaust(claim, exhaustion)`: retire the row and
+    /// record its exhaustion in one step; answer with
+    /// [`handle_exhausted`](crate::tick::TickMachine::handle_exhausted).
+    Exhaust {
+        /// The claim of the fired row.
+        claim: Claim,
+        /// What to record.
+        exhaustion: Exhaustion,
+    },
     /// The timer store's `release(claim)`; answer with
     /// [`handle_released`](crate::tick::TickMachine::handle_released).
     Release {
@@ -115,6 +125,8 @@ pub enum TickStage {
     Reschedule,
     /// The complete.
     Complete,
+    /// The exhaust (retire and record).
+    Exhaust,
     /// A release.
     Release,
 }

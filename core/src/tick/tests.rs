@@ -172,6 +172,14 @@ impl Host {
                 };
                 tick.handle_completed(done)
             }
+            TickAction::Exhaust { claim, exhaustion } => {
+                let done = if self.not_held {
+                    Completed::NotHeld
+                } else {
+                    self.timers.exhaust(&claim, &exhaustion).expect("exhaust")
+                };
+                tick.handle_exhausted(done)
+            }
             TickAction::Release { claim } => {
                 tick.handle_released(self.timers.release(&claim).expect("release"))
             }

@@ -8,12 +8,12 @@ use deadpool_postgres::Pool;
 use loomfence_core::{
     ExecutionId,
     timer::{
-        Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, Redrive, TimerRow, UnreadableField,
-        UnreadableRow, check_claim, check_due, check_lease, check_reschedule, check_row,
-        read_redrive_flag,
+        Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, MAX_TIMER_MS,
+        Redrive, TimerQuery, TimerRow, UnreadableField, UnreadableRow, check_claim, check_due,
+        check_lease, check_reschedule, check_row, read_redrive_flag,
     },
 };
-use loomfence_store::{ClaimPage, StoreError, TimerStore};
+use loomfence_store::{ClaimPage, StoreError, TimerListing, TimerStore};
 use serde_json::Value;
 use tokio_postgres::Row;
 use tokio_postgres::types::{Json, ToSql};
@@ -419,5 +419,32 @@ impl TimerStore for PostgresTimerStore {
         } else {
             Completed::Done
         })
+    }
+    async fn exhaust(
+        &self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        let _ = (claim, exhaustion);
+        todo!("exhaust")
+    }
+
+    async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
+        let _ = query;
+        todo!("list")
+    }
+
+    async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
+        let _ = query;
+        todo!("exhausted")
+    }
+
+    async fn clear_exhausted(
+        &self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError> {
+        let _ = (execution_id, wake_at);
+        todo!("clear_exhausted")
     }
 }

@@ -325,6 +325,14 @@ impl<E: EventStore + ?Sized, T: TimerStore + ?Sized> TimerService<E, T> {
                     .map_err(RuntimeError::Timers)?;
                 node().handle_completed(done)?;
             }
+            TickAction::Exhaust { claim, exhaustion } => {
+                let done = self
+                    .timers
+                    .exhaust(&claim, &exhaustion)
+                    .await
+                    .map_err(RuntimeError::Timers)?;
+                node().handle_exhausted(done)?;
+            }
             TickAction::Release { claim } => {
                 let done = self
                     .timers

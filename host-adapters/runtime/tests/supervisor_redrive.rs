@@ -15,14 +15,18 @@ use loomfence_core::{
     Capability, ExecutionId, InputError, KernelKind,
     park::Wait,
     redrive::{Draw, RedrivePolicy, redrive_wake_at},
-    timer::{Claim, Completed, DueFilter, Lease, RedriveAnswer, TimerRow},
+    timer::{
+        Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease,
+        RedriveAnswer, TimerQuery, TimerRow,
+    },
 };
 use loomfence_runtime::{
     ChildSupervisor, Features, Redriver, RuntimeError, supervise::Supervised,
     supervise::SupervisorOptions,
 };
 use loomfence_store::{
-    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError, TimerStore,
+    BackendError, ClaimPage, EventStore, MemoryEventStore, MemoryTimerStore, StoreError,
+    TimerListing, TimerStore,
 };
 use serde_json::json;
 
@@ -57,6 +61,18 @@ impl TimerStore for BrokenTimers {
         Err(disk_full())
     }
     async fn reschedule(&self, _: &Claim, _: &TimerRow) -> Result<Completed, StoreError> {
+        Err(disk_full())
+    }
+    async fn exhaust(&self, _: &Claim, _: &Exhaustion) -> Result<Completed, StoreError> {
+        Err(disk_full())
+    }
+    async fn list(&self, _: &TimerQuery) -> Result<TimerListing, StoreError> {
+        Err(disk_full())
+    }
+    async fn exhausted(&self, _: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
+        Err(disk_full())
+    }
+    async fn clear_exhausted(&self, _: &ExecutionId, _: i64) -> Result<bool, StoreError> {
         Err(disk_full())
     }
 }

@@ -21,7 +21,10 @@ use loomfence_core::{
     ParkExpectation, ResumeError, ResumeRequest,
     park::Wait,
     redrive::{RedriveExhaustedError, RedrivePolicy},
-    timer::{Claim, Completed, DueFilter, Lease, MAX_TIMER_MS, NodeId, RedriveAnswer, TimerRow},
+    timer::{
+        Claim, Completed, DueFilter, Exhaustion, Lease, MAX_TIMER_MS, NodeId, RedriveAnswer,
+        TimerRow,
+    },
 };
 use loomfence_runtime::{
     Body, Redriver, RuntimeError, TimerService, clock::seeded_random, resume, timer::PollReport,
@@ -245,6 +248,14 @@ impl Hooks for Probe {
         next: &TimerRow,
     ) -> Result<Completed, StoreError> {
         Ok(self.retire(claim, inner.reschedule(claim, next).await?))
+    }
+    async fn exhaust(
+        &self,
+        inner: &dyn TimerStore,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        Ok(self.retire(claim, inner.exhaust(claim, exhaustion).await?))
     }
 }
 

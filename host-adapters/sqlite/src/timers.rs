@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use loomfence_core::ExecutionId;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, TimerRow, check_claim, check_due, check_lease,
-    check_reschedule, check_row,
+    Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerQuery,
+    TimerRow, check_claim, check_due, check_lease, check_reschedule, check_row,
 };
-use loomfence_store::{ClaimPage, StoreError, TimerStore};
+use loomfence_store::{ClaimPage, StoreError, TimerListing, TimerStore};
 
 use crate::db::Db;
 use crate::error::OpenError;
@@ -161,5 +162,32 @@ impl TimerStore for SqliteTimerStore {
         let claim = claim.clone();
         self.write(move |conn| timer_ops::release(conn, &claim))
             .await
+    }
+    async fn exhaust(
+        &self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        let _ = (claim, exhaustion);
+        todo!("exhaust")
+    }
+
+    async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
+        let _ = query;
+        todo!("list")
+    }
+
+    async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
+        let _ = query;
+        todo!("exhausted")
+    }
+
+    async fn clear_exhausted(
+        &self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError> {
+        let _ = (execution_id, wake_at);
+        todo!("clear_exhausted")
     }
 }

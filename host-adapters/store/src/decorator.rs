@@ -7,7 +7,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use loomfence_core::feed::{FeedCursor, FeedEntry};
 use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
-use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
+use loomfence_core::timer::{
+    Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerQuery,
+    TimerRow,
+};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
@@ -15,7 +18,7 @@ use loomfence_core::{
 };
 
 use crate::forwarding::{Forward, Hooks};
-use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerStore};
+use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerListing, TimerStore};
 
 /// A store that forwards every call to `inner`, through `hooks`: an
 /// [`EventStore`] when `inner` is one, a [`TimerStore`] when `inner` is
@@ -187,6 +190,30 @@ where
     }
     async fn release(&self, claim: &Claim) -> Result<Completed, StoreError> {
         self.hooks.release(self.inner.borrow(), claim).await
+    }
+    async fn exhaust(
+        &self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks.exhaust(inner, claim, exhaustion).await
+    }
+    async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
+        self.hooks.list(self.inner.borrow(), query).await
+    }
+    async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
+        self.hooks.exhausted(self.inner.borrow(), query).await
+    }
+    async fn clear_exhausted(
+        &self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError> {
+        let inner = self.inner.borrow();
+        self.hooks
+            .clear_exhausted(inner, execution_id, wake_at)
+            .await
     }
 }
 

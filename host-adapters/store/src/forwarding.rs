@@ -6,14 +6,17 @@
 use async_trait::async_trait;
 use loomfence_core::feed::{FeedCursor, FeedEntry};
 use loomfence_core::inbox::{InboxEntry, Message, MessageKey, Sent, StoredMessage};
-use loomfence_core::timer::{Claim, Completed, DueFilter, Lease, TimerRow};
+use loomfence_core::timer::{
+    Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerQuery,
+    TimerRow,
+};
 use loomfence_core::{
     AcquireOutcome, Capability, ConditionalAppend, Envelope, ExecutionId, NewEvent,
     ParkExpectation,
     retention::{DeleteGuard, DeleteIf, ExecutionSummary, GuardedDelete},
 };
 
-use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerStore};
+use crate::{ClaimPage, EventStore, InboxStore, StoreError, TimerListing, TimerStore};
 
 /// Hooks that change nothing: every call reaches the inner store as made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -274,6 +277,48 @@ pub trait Hooks: Send + Sync {
     ) -> Result<Completed, StoreError> {
         self.before("release").await?;
         inner.release(claim).await
+    }
+
+    /// In place of [`TimerStore::exhaust`].
+    async fn exhaust(
+        &self,
+        inner: &dyn TimerStore,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        self.before("exhaust").await?;
+        inner.exhaust(claim, exhaustion).await
+    }
+
+    /// In place of [`TimerStore::list`].
+    async fn list(
+        &self,
+        inner: &dyn TimerStore,
+        query: &TimerQuery,
+    ) -> Result<TimerListing, StoreError> {
+        self.before("list").await?;
+        inner.list(query).await
+    }
+
+    /// In place of [`TimerStore::exhausted`].
+    async fn exhausted(
+        &self,
+        inner: &dyn TimerStore,
+        query: &ExhaustedQuery,
+    ) -> Result<Vec<ExhaustedRow>, StoreError> {
+        self.before("exhausted").await?;
+        inner.exhausted(query).await
+    }
+
+    /// In place of [`TimerStore::clear_exhausted`].
+    async fn clear_exhausted(
+        &self,
+        inner: &dyn TimerStore,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError> {
+        self.before("clear_exhausted").await?;
+        inner.clear_exhausted(execution_id, wake_at).await
     }
     /// In place of [`InboxStore::send`].
     async fn send(

@@ -45,4 +45,4 @@ pub use error::{BackendError, StoreError};
 pub use inbox::InboxStore;
 pub use memory::MemoryEventStore;
 pub use store::EventStore;
-pub use timers::{ClaimPage, MemoryTimerStore, TimerStore};
+pub use timers::{ClaimPage, MemoryTimerStore, TimerListing, TimerStore};

@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use loomfence_core::{
     ExecutionId,
     inbox::{InboxEntry, InboxTable, Message, MessageKey, Sent, StoredMessage, check_pending},
-    timer::{Claim, Completed, DueFilter, Lease, TimerRow, TimerTable, UnreadableRow, check_row},
+    timer::{
+        Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerEntry,
+        TimerQuery, TimerRow, TimerTable, UnreadableRow, check_row,
+    },
 };
 
 use crate::{InboxStore, StoreError};
@@ -36,6 +39,17 @@ impl From<Vec<Claim>> for ClaimPage {
             unreadable: Vec::new(),
         }
     }
+}
+
+/// What an operator's [`TimerStore::list`] answers: the live rows with
+/// their claims, and the rows of the page's range the store could not read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TimerListing {
+    /// The rows, in due order, each with its claim.
+    pub entries: Vec<TimerEntry>,
+    /// Rows in the listing's range that did not read back, in due order:
+    /// shown, not skipped in silence (see [`UnreadableRow`]).
+    pub unreadable: Vec<UnreadableRow>,
 }
 
 /// Timer rows keyed `(execution_id, wake_at)`, shared by every node of a
@@ -101,6 +115,41 @@ pub trait TimerStore: Send + Sync {
     /// Hands the claimed row back (due again at once) if `claim` is still
     /// its current claim.
     async fn release(&self, claim: &Claim) -> Result<Completed, StoreError>;
+
+    /// Retires the claimed row and records its exhaustion (an
+    /// [`ExhaustedRow`] of the row as stored) in ONE atomic step, only if
+    /// `claim` is still the row's current claim; otherwise answers
+    /// [`Completed::NotHeld`] and records nothing. A record of the same key
+    /// is replaced. Inputs are checked with
+    /// [`check_exhaust`](loomfence_core::timer::check_exhaust).
+    ///
+    /// It is how a fire that gives up leaves its execution for an
+    /// operator: as with [`reschedule`](TimerStore::reschedule), two steps
+    /// would let a fire that lost its row record an exhaustion beside the
+    /// new claimer's live row.
+    async fn exhaust(
+        &self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError>;
+
+    /// The live rows `query` names, each with its claim, in due order,
+    /// every filter applied before the limit; and the rows in the same
+    /// range that do not read back. For operators (`loomfence timers`,
+    /// `inspect`), not for services.
+    async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError>;
+
+    /// The exhausted records `query` names, in `(execution_id, wake_at)`
+    /// order. For operators (`loomfence recover --exhausted`, `inspect`).
+    async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError>;
+
+    /// Removes the exhausted record of `(execution_id, wake_at)`; whether
+    /// there was one. What a recovery does once it has acted on it.
+    async fn clear_exhausted(
+        &self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError>;
 }
 
 /// The core's [`TimerTable`] and [`InboxTable`] behind one mutex: a timer
@@ -217,5 +266,35 @@ impl TimerStore for MemoryTimerStore {
 
     async fn reschedule(&self, claim: &Claim, next: &TimerRow) -> Result<Completed, StoreError> {
         Ok(self.tables().timers.reschedule(claim, next)?)
+    }
+
+    async fn exhaust(
+        &self,
+        claim: &Claim,
+        exhaustion: &Exhaustion,
+    ) -> Result<Completed, StoreError> {
+        Ok(self.tables().timers.exhaust(claim, exhaustion)?)
+    }
+
+    async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
+        Ok(TimerListing {
+            entries: self.tables().timers.list(query)?,
+            unreadable: Vec::new(),
+        })
+    }
+
+    async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
+        Ok(self.tables().timers.exhausted(query)?)
+    }
+
+    async fn clear_exhausted(
+        &self,
+        execution_id: &ExecutionId,
+        wake_at: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .tables()
+            .timers
+            .clear_exhausted(execution_id, wake_at)?)
     }
 }

@@ -276,6 +276,12 @@ impl Service {
                 env.note(|| format!("  service {service} completes fire {fire}: {completed:?}"));
                 self.tick.handle_completed(completed)?;
             }
+            TickAction::Exhaust { claim, exhaustion } => {
+                let completed = env.timers.exhaust(&claim, &exhaustion)?;
+                let (service, fire) = (self.index, self.fire_mut()?.id);
+                env.note(|| format!("  service {service} exhausts fire {fire}: {completed:?}"));
+                self.tick.handle_exhausted(completed)?;
+            }
             TickAction::Release { claim } => {
                 let released = env.timers.release(&claim)?;
                 self.tick.handle_released(released)?;
