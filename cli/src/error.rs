@@ -193,6 +193,15 @@ pub(crate) enum CliError {
         #[source]
         source: StoreError,
     },
+    /// An operator named an execution the store has no trace of: no log
+    /// and no timer row or record.
+    #[error("no execution with id {id:?} in {store}")]
+    NoExecution {
+        /// The id as given.
+        id: String,
+        /// The store, as printed.
+        store: String,
+    },
     /// The SQLite adapter refused to open the file (for an existing store:
     /// not a database, or another application's; see
     /// [`CliError::names_no_store`]).

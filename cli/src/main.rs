@@ -51,6 +51,7 @@ mod harness;
 mod interrupt;
 mod operate;
 mod progress;
+mod redrivers;
 mod store;
 
 use std::process::ExitCode;
@@ -60,6 +61,7 @@ use clap::{Parser, Subcommand};
 use crate::harness::bench::BenchArgs;
 use crate::harness::race_args::RaceArgs;
 use crate::harness::{bench, fleet, race_args, worker};
+use crate::operate::recover::{self, RecoverArgs};
 use crate::operate::retention::{self, RetentionArgs};
 
 /// The exit codes, the same for every command.
@@ -169,6 +171,27 @@ enum Command {
     /// once), with what was done before.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Retention(RetentionArgs),
+    /// Move on executions whose re-drive chain or timer wake ran out of
+    /// tries (--exhausted), or the executions named.
+    ///
+    /// A fire that gives up records its exhaustion beside the timers. Each
+    /// record (or named execution) is recovered by firing one fresh row
+    /// through the timer services' own decision, with the re-drivers every
+    /// worker registers: a re-drive record starts a fresh chain at try 0, a
+    /// timer-wake record fires its wake, a named execution with no record is
+    /// re-driven now. The resume is conditional, so it is safe while
+    /// workers run: the fence settles any race. Per recovery it reports
+    /// resumed, not parked (nothing waits any more; the record is cleared),
+    /// or contended again (the next try is handed to the timer services,
+    /// the record cleared). A resumed execution's body is its engine's to
+    /// run: this command runs none.
+    ///
+    /// Exit code: 0 when every recovery ran, whatever it found; 1 when an
+    /// id names nothing in the store (checked before anything is done) or
+    /// the store failed; 2 on bad options, a malformed id or a store that
+    /// is not usable.
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
+    Recover(RecoverArgs),
     /// One node of a fleet: the child supervisor, a timer service with
     /// re-drive on, and resumed bodies, on a shared store, until SIGTERM.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
@@ -188,6 +211,7 @@ async fn main() -> ExitCode {
         Command::Race(args) => race_args::command(args).await,
         Command::Bench(args) => bench::command(args).await,
         Command::Retention(args) => retention::command(args.into()).await,
+        Command::Recover(args) => recover::command(args).await,
         Command::Worker(args) => worker::command(args).await,
         Command::Fleet(args) => fleet::command(args).await,
     }

@@ -10,6 +10,42 @@ use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore
 use super::StoreArg;
 use crate::error::CliError;
 
+/// `--store` and `--schema` of a command on a kept store, checked together
+/// before anything runs: the store must exist (see [`StoreArg::existing`]),
+/// and a schema is only for PostgreSQL.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptStore {
+    /// The store.
+    pub(crate) store: StoreArg,
+    /// `--schema`; `None` is the adapter's default.
+    pub(crate) schema: Option<Schema>,
+}
+
+impl KeptStore {
+    /// Reads both options.
+    pub(crate) fn parse(store: &str, schema: Option<String>) -> Result<Self, CliError> {
+        let store = StoreArg::existing(store)?;
+        let schema = match schema {
+            None => None,
+            Some(_) if !store.is_postgres() => {
+                return Err(CliError::OnlyForStore {
+                    option: "schema",
+                    store: "postgres:URL",
+                });
+            }
+            Some(name) => Some(Schema::new(name).map_err(|e| CliError::bad_value("schema", &e))?),
+        };
+        Ok(Self { store, schema })
+    }
+
+    /// Opens it as it is, over `pool_size` PostgreSQL connections.
+    pub(crate) async fn open(&self, pool_size: usize) -> Result<ExistingStore, CliError> {
+        self.store
+            .open_existing(self.schema.as_ref(), pool_size)
+            .await
+    }
+}
+
 /// An existing store, opened as it is (see [`StoreArg::open_existing`]).
 pub(crate) struct ExistingStore {
     /// Its logs.

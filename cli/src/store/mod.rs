@@ -34,7 +34,7 @@ pub(crate) mod sqlite_file;
 mod throwaway;
 
 pub(crate) use self::durability_arg::DurabilityArg;
-pub(crate) use self::existing::ExistingStore;
+pub(crate) use self::existing::{ExistingStore, KeptStore};
 use self::sqlite_file::{SqliteTarget, durability_name};
 pub(crate) use self::throwaway::{OpenOptions, OpenedStore, close_all};
 
