@@ -1,0 +1,234 @@
+//! Opening a database read-only: for a report that must change nothing
+//! (retention's dry run), on a file the process may not be allowed to
+//! write.
+//!
+//! Every connection is opened with `SQLITE_OPEN_READ_ONLY`, so SQLite
+//! itself refuses any write, and there is no writer thread: a write through
+//! the store is refused before it reaches SQLite, with
+//! [`ReadOnlyStore`](crate::error::ReadOnlyStore). Nothing is migrated:
+//! a file whose schema is not this build's current one, or that lacks an
+//! object this build adds on open (an index, the `timers` or `inbox`
+//! table, a column), is refused with [`OpenError::NeedsMigration`]. What
+//! "current" means is read off [`migrate`] itself, run on a scratch
+//! in-memory database, so the check cannot drift from the migration.
+//!
+//! WAL: a read-only connection still needs the WAL index (`-shm`) to read a
+//! WAL-mode file, and SQLite (3.22 and later) manages when the `-wal` and
+//! `-shm` files exist or can be created beside the database. When neither
+//! can be (the directory is read-only to this process and the last writer
+//! closed cleanly, removing them), the open fails with `SQLITE_READONLY`
+//! or `SQLITE_CANTOPEN`; then, and only when no `-wal` file exists, the
+//! file is opened again as `immutable=1`, which reads the database file
+//! alone with no locks and no WAL index. No `-wal` means every committed
+//! change is in the database file itself. What immutable cannot see is a
+//! writer that starts while it reads (one who can write the directory):
+//! the report may then be stale, or a read may fail as damaged; the file
+//! is never written either way. In a writable directory SQLite creates the
+//! `-wal` (empty) and `-shm` files and leaves them when a read-only
+//! connection closes (only a writer may remove them); the database file's
+//! bytes are unchanged.
+
+use std::path::Path;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::db::{Db, newer, stable_plans};
+use crate::error::OpenError;
+use crate::options::SqliteOptions;
+use crate::schema::{Migrated, SCHEMA_VERSION, migrate};
+
+/// How the file is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Read-only, with SQLite's locks and the WAL index.
+    Shared,
+    /// `immutable=1`: the database file alone, no locks, no WAL index.
+    Immutable,
+}
+
+/// Opens `path` read-only (see the module's docs).
+pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Db, OpenError> {
+    let fail = |e| OpenError::from_sqlite(path.to_path_buf(), e);
+    if path == Path::new(":memory:") {
+        return Err(OpenError::NeedsMigration {
+            path: path.to_path_buf(),
+            needs: "an in-memory database opened read-only is new and empty".to_owned(),
+        });
+    }
+    let (first, mode) = match connect(path, options, Mode::Shared).and_then(|conn| {
+        let found = inspect(&conn)?;
+        Ok((conn, found))
+    }) {
+        Ok((conn, found)) => ((conn, found), Mode::Shared),
+        Err(e) if needs_immutable(path, &e) => {
+            let conn = connect(path, options, Mode::Immutable).map_err(fail)?;
+            let found = inspect(&conn).map_err(fail)?;
+            ((conn, found), Mode::Immutable)
+        }
+        Err(e) => return Err(fail(e)),
+    };
+    let (conn, (found, objects)) = first;
+    if found > SCHEMA_VERSION {
+        return Err(newer(path, found));
+    }
+    if found == 0 && objects > 0 {
+        return Err(OpenError::Foreign {
+            path: path.to_path_buf(),
+        });
+    }
+    let needs = |needs: String| OpenError::NeedsMigration {
+        path: path.to_path_buf(),
+        needs,
+    };
+    if found == 0 {
+        return Err(needs(
+            "no loomfence schema yet: an empty database".to_owned(),
+        ));
+    }
+    if found < SCHEMA_VERSION {
+        return Err(needs(format!(
+            "schema version {found}; this build reads {SCHEMA_VERSION}"
+        )));
+    }
+    if let Some(missing) = missing(&conn).map_err(fail)? {
+        return Err(needs(missing));
+    }
+    let mut readers = vec![conn];
+    for _ in 1..options.readers.max(1) {
+        readers.push(connect(path, options, mode).map_err(fail)?);
+    }
+    Ok(Db::read_only(path, readers))
+}
+
+/// One read-only connection.
+fn connect(path: &Path, options: &SqliteOptions, mode: Mode) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = match mode {
+        Mode::Shared => Connection::open_with_flags(path, flags)?,
+        Mode::Immutable => {
+            Connection::open_with_flags(immutable_uri(path)?, flags | OpenFlags::SQLITE_OPEN_URI)?
+        }
+    };
+    conn.busy_timeout(options.busy_timeout)?;
+    stable_plans(&conn)?;
+    Ok(conn)
+}
+
+/// The file's schema version and how many schema objects it holds, from
+/// one snapshot: the first read, where a foreign or damaged file fails, and
+/// where a WAL index that cannot be made does.
+fn inspect(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    conn.query_row(
+        "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+}
+
+/// Whether a failed shared open is the WAL index that cannot be made (the
+/// directory is read-only to this process) with no `-wal` file beside the
+/// database: then every committed change is in the file, and immutable
+/// reads it.
+fn needs_immutable(path: &Path, error: &rusqlite::Error) -> bool {
+    let wal_index = matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+    );
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    wal_index
+        && matches!(std::fs::symlink_metadata(wal), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// `file:PATH?mode=ro&immutable=1`, with the characters a URI path cannot
+/// hold as they are percent-encoded.
+fn immutable_uri(path: &Path) -> rusqlite::Result<String> {
+    let Some(text) = path.to_str() else {
+        return Err(rusqlite::Error::InvalidPath(path.to_path_buf()));
+    };
+    let mut uri = String::from("file:");
+    for c in text.chars() {
+        match c {
+            '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    Ok(uri)
+}
+
+/// The first object (table, index, column) this build's migration makes
+/// that `conn`'s file lacks, named; `None` when it has them all. The
+/// reference is [`migrate`] run on a scratch in-memory database.
+fn missing(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let mut reference = Connection::open_in_memory()?;
+    if migrate(&mut reference)? != Migrated::Current {
+        return Err(rusqlite::Error::InvalidQuery);
+    }
+    let have = objects(conn)?;
+    for (kind, name, columns) in objects(&reference)? {
+        let Some((_, _, present)) = have
+            .iter()
+            .find(|(k, n, _)| *k == kind && n.eq_ignore_ascii_case(&name))
+        else {
+            return Ok(Some(format!("no {kind} {name}")));
+        };
+        if let Some(column) = columns
+            .iter()
+            .find(|c| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+        {
+            return Ok(Some(format!("no column {name}.{column}")));
+        }
+    }
+    Ok(None)
+}
+
+/// Every schema object's type and name, with a table's columns.
+fn objects(conn: &Connection) -> rusqlite::Result<Vec<(String, String, Vec<String>)>> {
+    let mut statement = conn.prepare(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name",
+    )?;
+    let named: Vec<(String, String)> = statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut columns = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    named
+        .into_iter()
+        .map(|(kind, name)| {
+            let list = if kind == "table" {
+                columns
+                    .query_map([&name], |row| row.get(0))?
+                    .collect::<rusqlite::Result<_>>()?
+            } else {
+                Vec::new()
+            };
+            Ok((kind, name, list))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_uri_escapes_what_a_uri_path_cannot_hold() {
+        assert_eq!(
+            immutable_uri(Path::new("/tmp/a b%?#.db")).unwrap(),
+            "file:/tmp/a b%25%3F%23.db?mode=ro&immutable=1"
+        );
+    }
+
+    #[test]
+    fn a_fresh_migration_misses_nothing_and_an_older_file_is_named() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), Migrated::Current);
+        assert_eq!(missing(&conn).unwrap(), None);
+        conn.execute_batch("DROP TABLE inbox").unwrap();
+        let found = missing(&conn).unwrap().expect("the inbox is missing");
+        assert!(
+            found.starts_with("no ") && found.contains("inbox"),
+            "{found}"
+        );
+    }
+}
