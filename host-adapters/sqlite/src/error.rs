@@ -70,6 +70,9 @@ pub enum OpenError {
     NeedsMigration {
         /// The file.
         path: PathBuf,
+        /// The schema version found (`PRAGMA user_version`): 0 for a
+        /// database with no loomfence schema at all (an empty one).
+        found: i64,
         /// What is missing: an older schema version, or an object this
         /// build adds on open.
         needs: String,

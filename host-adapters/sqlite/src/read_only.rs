@@ -52,6 +52,7 @@ pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Db, OpenError
     if path == Path::new(":memory:") {
         return Err(OpenError::NeedsMigration {
             path: path.to_path_buf(),
+            found: 0,
             needs: "an in-memory database opened read-only is new and empty".to_owned(),
         });
     }
@@ -78,6 +79,7 @@ pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Db, OpenError
     }
     let needs = |needs: String| OpenError::NeedsMigration {
         path: path.to_path_buf(),
+        found,
         needs,
     };
     if found == 0 {
