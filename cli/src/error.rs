@@ -175,6 +175,18 @@ pub(crate) enum CliError {
         /// The schema looked in.
         schema: String,
     },
+    /// A store opened read-only (a dry run) that could only be read after a
+    /// migration, which a read-only open never makes: an older loomfence
+    /// schema. Nothing was changed.
+    #[error(
+        "--store {store}: {reason}; run `loomfence init --store {store}` (or any loomfence writer, which migrates on open) first"
+    )]
+    NeedsMigration {
+        /// The store as given (with `--schema` on PostgreSQL).
+        store: String,
+        /// The adapter's refusal.
+        reason: String,
+    },
 
     // Ctrl-C (exit 130).
     /// Ctrl-C stopped the command; its schema was dropped, its file
@@ -373,6 +385,7 @@ impl CliError {
         use loomfence_sqlite::OpenError as Sqlite;
         match self {
             CliError::NoStore { .. }
+            | CliError::NeedsMigration { .. }
             | CliError::SqliteMissing { .. }
             | CliError::SqliteEmpty { .. }
             | CliError::SqliteNotAFile { .. }

@@ -15,7 +15,7 @@ use loomfence_core::{
     lineage::started_child,
     park::{Wait, park_payload},
 };
-use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
+use loomfence_sqlite::{SCHEMA_VERSION, SqliteEventStore, SqliteOptions};
 use loomfence_store::EventStore;
 use serde_json::Value;
 
@@ -225,6 +225,89 @@ fn a_dry_run_changes_nothing_and_counts_what_it_would_delete() {
     assert_eq!(json["archived"], 0, "{json}");
     assert_eq!(sqlite_logs(&path), before, "a dry run changes no log");
     assert!(!archive.exists(), "a dry run does not create the archive");
+}
+
+/// Runs `retention --dry-run --json` on `store` as a user who may not
+/// write it (see [`common::loomfence_unprivileged`]) and checks it reports
+/// the fixture; then checks a real sweep, in the same place, cannot write
+/// (so the dry run was really read-only ground).
+fn dry_run_on_ground_it_may_not_write(store: &str) {
+    let dry = common::loomfence_unprivileged(
+        "retention",
+        &[
+            "--store",
+            store,
+            "--older-than",
+            "7d",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert_eq!(dry.status.code(), Some(0), "{stdout}\n{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_fixture_counts(&json, true);
+    let real =
+        common::loomfence_unprivileged("retention", &["--store", store, "--older-than", "7d"]);
+    let stderr = String::from_utf8_lossy(&real.stderr);
+    assert_eq!(
+        real.status.code(),
+        Some(1),
+        "a real sweep cannot write: {stderr}"
+    );
+    assert!(stderr.contains("readonly database"), "{stderr}");
+}
+
+#[test]
+fn a_dry_run_reads_a_file_it_may_not_write_and_changes_no_byte() {
+    let scratch = Scratch::new("retention-ro-file");
+    let path = sqlite_fixture(&scratch);
+    let bytes = std::fs::read(&path).expect("reads the store");
+    // The file is read-only; its directory is open to the user, as a
+    // file made read-only on purpose in a shared directory is. (SQLite
+    // makes the `-wal` and `-shm` files there, and leaves them: only a
+    // writer removes them.)
+    common::chmod(&path, 0o444);
+    common::chmod(scratch.path(), 0o777);
+    dry_run_on_ground_it_may_not_write(&scratch.store("store.db"));
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+}
+
+#[test]
+fn a_dry_run_reads_a_store_in_a_read_only_directory_and_adds_no_file() {
+    let scratch = Scratch::new("retention-ro-dir");
+    let path = sqlite_fixture(&scratch);
+    let bytes = std::fs::read(&path).expect("reads the store");
+    let files = scratch.files();
+    // The directory is read-only: no `-wal` or `-shm` can be made beside
+    // the file, which a closed WAL store does not have.
+    common::chmod(scratch.path(), 0o555);
+    dry_run_on_ground_it_may_not_write(&scratch.store("store.db"));
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+    assert_eq!(scratch.files(), files, "no file was added");
+    common::chmod(scratch.path(), 0o755);
+}
+
+#[test]
+fn a_dry_run_refuses_a_store_that_needs_a_migration_and_changes_nothing() {
+    let scratch = Scratch::new("retention-dry-old");
+    let path = sqlite_fixture(&scratch);
+    // A store of the schema version before this build's.
+    rusqlite::Connection::open(&path)
+        .and_then(|conn| conn.pragma_update(None, "user_version", SCHEMA_VERSION - 1))
+        .expect("makes the store older");
+    let bytes = std::fs::read(&path).expect("reads the store");
+    let store = scratch.store("store.db");
+    let out = retention(&["--store", &store, "--older-than", "7d", "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("would need a migration"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run `loomfence init --store {store}`")),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
 }
 
 #[test]
