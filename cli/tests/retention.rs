@@ -703,3 +703,134 @@ fn an_unreachable_postgres_is_named_with_its_host_port_and_cause() {
     assert!(stderr.contains("Connection refused"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+/// `url` (`postgres://USER@HOST…`, as `cargo xtask pg` gives it) with
+/// another user.
+fn as_user(url: &str, user: &str) -> String {
+    let rest = url.strip_prefix("postgres://").expect("a postgres:// URL");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("postgres://{user}@{host}")
+}
+
+#[test]
+fn postgres_dry_run_needs_only_usage_and_select_and_migrates_nothing() {
+    let Some(url) = common::postgres_url("the PostgreSQL read-only dry run test") else {
+        return;
+    };
+    let pid = std::process::id();
+    let schema = format!("cli_retention_ro_{pid}");
+    let role = format!("cli_reader_{pid}");
+    let ledger = format!("SELECT name, detail FROM {schema}.migrations ORDER BY name");
+    let (before, ledger_before) = block_on(async {
+        let pg = postgres(&url, &schema).await;
+        populate(&pg).await;
+        let client = pg.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+                 GRANT USAGE ON SCHEMA {schema} TO {role}; \
+                 GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"
+            ))
+            .await
+            .expect("creates the reader role");
+        let rows: Vec<(String, Option<String>)> = client
+            .query(ledger.as_str(), &[])
+            .await
+            .expect("reads the ledger")
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        drop(client);
+        (logs(&pg).await, rows)
+    });
+    let reader = format!("postgres:{}", as_user(&url, &role));
+    let dry = retention_json(&[
+        "--store",
+        &reader,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+        "--dry-run",
+    ]);
+    assert_fixture_counts(&dry, true);
+    // A real sweep opens as a writer, which the role is not: the open
+    // migrates, and the role may not.
+    let out = retention(&[
+        "--store",
+        &reader,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+
+    // An outdated store is refused by a dry run, naming init, untouched.
+    let store = format!("postgres:{url}");
+    block_on(async {
+        let pg = postgres(&url, &schema).await;
+        let client = pg.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "UPDATE {schema}.migrations SET detail = '{}' WHERE name = 'schema-version'",
+                loomfence_postgres::migration::SCHEMA_VERSION - 1
+            ))
+            .await
+            .expect("makes the store look older");
+    });
+    let out = retention(&[
+        "--store",
+        &store,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("would need a migration"), "{stderr}");
+    assert!(
+        stderr.contains("run `loomfence init --store postgres:"),
+        "{stderr}"
+    );
+
+    block_on(async {
+        let admin = loomfence_postgres::PostgresEventStore::connect(
+            &url,
+            loomfence_postgres::PostgresOptions {
+                schema: loomfence_postgres::Schema::new(&schema).expect("a schema name"),
+                pool_size: 2,
+                migrate_on_connect: false,
+                ..loomfence_postgres::PostgresOptions::default()
+            },
+        )
+        .await
+        .expect("connects");
+        let client = admin.pool().get().await.expect("a connection");
+        let mut rows: Vec<(String, Option<String>)> = client
+            .query(ledger.as_str(), &[])
+            .await
+            .expect("reads the ledger")
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        for row in &mut rows {
+            if row.0 == "schema-version" {
+                row.1 = Some(loomfence_postgres::migration::SCHEMA_VERSION.to_string());
+            }
+        }
+        assert_eq!(rows, ledger_before, "nothing but the test's own change");
+        drop(client);
+        assert_eq!(logs(&admin).await, before, "no log changed");
+        let client = admin.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "DROP OWNED BY {role}; DROP ROLE {role}; DROP SCHEMA {schema} CASCADE"
+            ))
+            .await
+            .expect("cleans up");
+    });
+}

@@ -126,6 +126,9 @@ pub enum OpenError {
     NeedsMigration {
         /// The schema.
         schema: String,
+        /// The version its ledger records; `None` when there is no ledger
+        /// (no loomfence store).
+        found: Option<i64>,
         /// What was found.
         needs: String,
     },

@@ -108,11 +108,13 @@ impl PostgresEventStore {
     pub async fn connect_read_only(url: &str, options: PostgresOptions) -> Result<Self, OpenError> {
         let store = Self::open(url, options, true).await?;
         let client = store.pool.get().await.map_err(error::pool)?;
+        let found = stored_version(&client, &store.schema).await?;
         let needs = |needs: String| OpenError::NeedsMigration {
             schema: store.schema.to_string(),
+            found,
             needs,
         };
-        match stored_version(&client, &store.schema).await? {
+        match found {
             None => Err(needs("no loomfence store: no migrations ledger".to_owned())),
             Some(found) if found > SCHEMA_VERSION => Err(OpenError::NewerSchema {
                 found,
