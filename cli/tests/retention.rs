@@ -265,12 +265,31 @@ fn a_dry_run_reads_a_file_it_may_not_write_and_changes_no_byte() {
     let path = sqlite_fixture(&scratch);
     let bytes = std::fs::read(&path).expect("reads the store");
     // The file is read-only; its directory is open to the user, as a
-    // file made read-only on purpose in a shared directory is. (SQLite
-    // makes the `-wal` and `-shm` files there, and leaves them: only a
-    // writer removes them.)
+    // file made read-only on purpose in a shared directory is.
     common::chmod(&path, 0o444);
     common::chmod(scratch.path(), 0o777);
-    dry_run_on_ground_it_may_not_write(&scratch.store("store.db"));
+    let files = scratch.files();
+    let store = scratch.store("store.db");
+    let dry = common::loomfence_unprivileged(
+        "retention",
+        &[
+            "--store",
+            &store,
+            "--older-than",
+            "7d",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(0), "{stdout}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_fixture_counts(&json, true);
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+    // Not even a `-wal` or `-shm` (owned by this user, which the store's
+    // writer could not use) is left beside it.
+    assert_eq!(scratch.files(), files, "no file was added");
+    dry_run_on_ground_it_may_not_write(&store);
     assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
 }
 
@@ -281,7 +300,8 @@ fn a_dry_run_reads_a_store_in_a_read_only_directory_and_adds_no_file() {
     let bytes = std::fs::read(&path).expect("reads the store");
     let files = scratch.files();
     // The directory is read-only: no `-wal` or `-shm` can be made beside
-    // the file, which a closed WAL store does not have.
+    // the file (a closed WAL store has none), which a read-only connection
+    // with SQLite's locks would need.
     common::chmod(scratch.path(), 0o555);
     dry_run_on_ground_it_may_not_write(&scratch.store("store.db"));
     assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);

@@ -30,11 +30,13 @@ use loomfence_sqlite::Durability;
 use crate::error::CliError;
 mod durability_arg;
 mod existing;
+mod lasting;
 pub(crate) mod sqlite_file;
 mod throwaway;
 
 pub(crate) use self::durability_arg::DurabilityArg;
 pub(crate) use self::existing::ExistingStore;
+pub(crate) use self::lasting::Initialized;
 use self::sqlite_file::{SqliteTarget, durability_name};
 pub(crate) use self::throwaway::{OpenOptions, OpenedStore, close_all};
 

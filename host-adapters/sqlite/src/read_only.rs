@@ -12,25 +12,32 @@
 //! "current" means is read off [`migrate`] itself, run on a scratch
 //! in-memory database, so the check cannot drift from the migration.
 //!
-//! WAL: a read-only connection still needs the WAL index (`-shm`) to read a
-//! WAL-mode file, and SQLite (3.22 and later) manages when the `-wal` and
-//! `-shm` files exist or can be created beside the database. When neither
-//! can be (the directory is read-only to this process and the last writer
-//! closed cleanly, removing them), the open fails with `SQLITE_READONLY`
-//! or `SQLITE_CANTOPEN`; then, and only when no `-wal` file exists, the
-//! file is opened again as `immutable=1`, which reads the database file
-//! alone with no locks and no WAL index. No `-wal` means every committed
-//! change is in the database file itself. What immutable cannot see is a
-//! writer that starts while it reads (one who can write the directory):
-//! the report may then be stale, or a read may fail as damaged; the file
-//! is never written either way. In a writable directory SQLite creates the
-//! `-wal` (empty) and `-shm` files and leaves them when a read-only
-//! connection closes (only a writer may remove them); the database file's
-//! bytes are unchanged.
+//! WAL: which way the file is read depends on whether a `-wal` file is
+//! beside it.
+//!
+//! - No `-wal`: no connection has the database open in WAL mode (the last
+//!   one to close removes it), so every committed change is in the database
+//!   file itself, and it is opened `immutable=1`: SQLite reads that file
+//!   alone, takes no lock and creates no `-wal` or `-shm`. This is what
+//!   works in a directory this process may not write (a read-only
+//!   connection cannot read a WAL-mode file there otherwise: the WAL index
+//!   cannot be made), and what leaves the directory as it was where it
+//!   may write (a read-only connection would create `-wal` and `-shm` and
+//!   leave them, owned by this user, for the store's writer to trip on).
+//!   What it cannot see is a writer that starts while it reads: its
+//!   commits are not read, and a checkpoint that rewrites the file under
+//!   a read may make that read fail as damaged. The file is never written
+//!   either way.
+//! - A `-wal`: a writer has the file open (or one crashed); the WAL holds
+//!   commits the file does not, so the file is opened read-only with
+//!   SQLite's locks and WAL index (`-shm`), and reads see every commit.
+//!   SQLite (3.22 and later) reads an `-shm` it may not write; one it can
+//!   neither open nor create fails the open (`SQLITE_CANTOPEN` or
+//!   `SQLITE_READONLY`), which is reported, not worked around.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::db::{Db, newer, stable_plans};
 use crate::error::OpenError;
@@ -56,19 +63,13 @@ pub(crate) fn open(path: &Path, options: &SqliteOptions) -> Result<Db, OpenError
             needs: "an in-memory database opened read-only is new and empty".to_owned(),
         });
     }
-    let (first, mode) = match connect(path, options, Mode::Shared).and_then(|conn| {
-        let found = inspect(&conn)?;
-        Ok((conn, found))
-    }) {
-        Ok((conn, found)) => ((conn, found), Mode::Shared),
-        Err(e) if needs_immutable(path, &e) => {
-            let conn = connect(path, options, Mode::Immutable).map_err(fail)?;
-            let found = inspect(&conn).map_err(fail)?;
-            ((conn, found), Mode::Immutable)
-        }
-        Err(e) => return Err(fail(e)),
+    let mode = if exists(&companion(path, "-wal")) {
+        Mode::Shared
+    } else {
+        Mode::Immutable
     };
-    let (conn, (found, objects)) = first;
+    let conn = connect(path, options, mode).map_err(fail)?;
+    let (found, objects) = inspect(&conn).map_err(fail)?;
     if found > SCHEMA_VERSION {
         return Err(newer(path, found));
     }
@@ -127,19 +128,18 @@ fn inspect(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
     )
 }
 
-/// Whether a failed shared open is the WAL index that cannot be made (the
-/// directory is read-only to this process) with no `-wal` file beside the
-/// database: then every committed change is in the file, and immutable
-/// reads it.
-fn needs_immutable(path: &Path, error: &rusqlite::Error) -> bool {
-    let wal_index = matches!(
-        error.sqlite_error_code(),
-        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
-    );
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    wal_index
-        && matches!(std::fs::symlink_metadata(wal), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+/// `path` with `suffix` appended to its file name.
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Whether anything is at `path`; an answer other than "not found" (no
+/// permission to look) counts as something, which picks the shared mode,
+/// the one that never misses a commit.
+fn exists(path: &Path) -> bool {
+    !matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// `file:PATH?mode=ro&immutable=1`, with the characters a URI path cannot

@@ -67,8 +67,11 @@ impl SqliteEventStore {
     /// fails with a permanent backend error whose source is
     /// [`ReadOnlyStore`](crate::ReadOnlyStore), having reached nothing.
     /// `options.durability` does not apply; at least one reader is opened.
-    /// A WAL-mode file in a directory this process cannot write, with no
-    /// `-wal` file, is read as `immutable` (the database file alone).
+    /// A file with no `-wal` beside it (no writer has it open) is read as
+    /// `immutable`: the database file alone, no locks, no `-wal` or `-shm`
+    /// created, so a directory this process may not write works, and one
+    /// it may is left as it was. With a `-wal`, SQLite's locks and WAL
+    /// index are used and every commit is seen.
     pub async fn open_read_only(
         path: impl AsRef<Path>,
         options: SqliteOptions,

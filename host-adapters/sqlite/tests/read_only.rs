@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::files::{bytes, raw};
+use common::files::{bytes, raw, side_files};
 use common::{TempDir, kernel};
 use loomfence_core::KernelKind;
 use loomfence_core::timer::TimerRow;
@@ -181,4 +181,45 @@ async fn what_a_writer_refuses_is_refused_and_nothing_is_created() {
         SqliteEventStore::open_read_only(":memory:", SqliteOptions::default()).await,
         Err(OpenError::NeedsMigration { .. })
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_store_is_read_without_making_a_wal_or_shm() {
+    let dir = TempDir::new("read-only-closed");
+    let path = kept_store(&dir).await;
+    assert!(side_files(&path).is_empty(), "a closed store has none");
+    let store = SqliteEventStore::open_read_only(&path, SqliteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(store.list_executions(None, 10).await.unwrap().len(), 2);
+    assert!(side_files(&path).is_empty(), "none while it reads");
+    drop(store);
+    assert!(side_files(&path).is_empty(), "none after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beside_a_live_writer_every_commit_is_read() {
+    let dir = TempDir::new("read-only-live");
+    let path = kept_store(&dir).await;
+    let writer = common::open(&path).await;
+    let late = common::id("late");
+    writer
+        .append(&late, kernel(KernelKind::ExecutionStarted))
+        .await
+        .unwrap();
+    // The writer's commits are in its WAL, not yet in the file.
+    let reader = SqliteEventStore::open_read_only(&path, SqliteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(reader.read_range(&late, 1, None).await.unwrap().len(), 1);
+    writer
+        .append(&late, kernel(KernelKind::StepStarted))
+        .await
+        .unwrap();
+    assert_eq!(
+        reader.read_range(&late, 1, None).await.unwrap().len(),
+        2,
+        "a commit made after the open is read too"
+    );
+    assert_eq!(reader.list_executions(None, 10).await.unwrap().len(), 3);
 }
