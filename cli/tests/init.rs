@@ -332,6 +332,28 @@ fn postgres_creates_migrates_and_refuses_a_schema_that_is_not_ours() {
     });
     let json = init_json(&["--store", &store, "--schema", &fresh]);
     assert_eq!(json["migrated"], false, "{json}");
+    // A store whose ledger says the version before this build's is
+    // migrated, and keeps its data.
+    block_on(async {
+        admin(&url)
+            .await
+            .batch_execute(&format!(
+                "UPDATE {fresh}.migrations SET detail = '{}' WHERE name = 'schema-version'",
+                version - 1
+            ))
+            .await
+            .expect("makes the store look older");
+    });
+    let out = init(&["--store", &store, "--schema", &fresh]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "(schema {fresh}): already a loomfence store; migrated to version {version}"
+        )),
+        "{stdout}"
+    );
     let after = block_on(async {
         let pg = loomfence_postgres::PostgresEventStore::connect_read_only(
             &url,

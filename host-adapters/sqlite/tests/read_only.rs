@@ -26,11 +26,11 @@ async fn kept_store(dir: &TempDir) -> std::path::PathBuf {
             ],
         )
         .await
-        .unwrap();
+        .expect("appends");
     store
         .append(&common::id("running"), kernel(KernelKind::ExecutionStarted))
         .await
-        .unwrap();
+        .expect("appends");
     drop(store);
     path
 }
