@@ -101,7 +101,10 @@ async fn a_role_that_may_only_read_reads_and_every_write_is_refused() {
     assert_eq!(listed.len(), 1);
     assert!(listed[0].ended.is_some());
     assert_eq!(reader.read_range(&done, 1, None).await.unwrap().len(), 2);
-    assert_eq!(reader.read_logs(std::slice::from_ref(&done)).await.unwrap()[0].len(), 2);
+    assert_eq!(
+        reader.read_logs(std::slice::from_ref(&done)).await.unwrap()[0].len(),
+        2
+    );
     assert!(matches!(
         reader.migrate().await,
         Err(OpenError::ReadOnly { .. })

@@ -148,7 +148,13 @@ fn immutable_uri(path: &Path) -> rusqlite::Result<String> {
     let Some(text) = path.to_str() else {
         return Err(rusqlite::Error::InvalidPath(path.to_path_buf()));
     };
-    let mut uri = String::from("file:");
+    // An absolute path gets an empty authority (`file:///…`), so a path
+    // that starts with `//` is not read as a host.
+    let mut uri = String::from(if text.starts_with('/') {
+        "file://"
+    } else {
+        "file:"
+    });
     for c in text.chars() {
         match c {
             '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
@@ -217,7 +223,15 @@ mod tests {
     fn the_uri_escapes_what_a_uri_path_cannot_hold() {
         assert_eq!(
             immutable_uri(Path::new("/tmp/a b%?#.db")).unwrap(),
-            "file:/tmp/a b%25%3F%23.db?mode=ro&immutable=1"
+            "file:///tmp/a b%25%3F%23.db?mode=ro&immutable=1"
+        );
+        assert_eq!(
+            immutable_uri(Path::new("//tmp/x.db")).unwrap(),
+            "file:////tmp/x.db?mode=ro&immutable=1"
+        );
+        assert_eq!(
+            immutable_uri(Path::new("runs/x.db")).unwrap(),
+            "file:runs/x.db?mode=ro&immutable=1"
         );
     }
 

@@ -223,3 +223,18 @@ async fn beside_a_live_writer_every_commit_is_read() {
     );
     assert_eq!(reader.list_executions(None, 10).await.unwrap().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_with_uri_characters_and_a_double_slash_is_read() {
+    let dir = TempDir::new("read-only-odd");
+    let odd = dir.file("a b%3F?#.db");
+    let path = kept_store(&dir).await;
+    std::fs::rename(&path, &odd).unwrap();
+    let doubled = std::path::PathBuf::from(format!("/{}", odd.display()));
+    for path in [&odd, &doubled] {
+        let store = SqliteEventStore::open_read_only(path, SqliteOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(store.list_executions(None, 10).await.unwrap().len(), 2);
+    }
+}
