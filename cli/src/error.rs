@@ -144,7 +144,7 @@ pub(crate) enum CliError {
     /// take it as a new database, and opening it would write loomfence's
     /// tables into a file that was never a store.
     #[error(
-        "--store sqlite:{path}: an empty file, not a loomfence database; nothing was written to it"
+        "--store sqlite:{path}: an empty file, not a loomfence database; nothing was written to it (to make a new store there, remove it and run `loomfence init`)"
     )]
     SqliteEmpty {
         /// The path as given.
@@ -174,6 +174,37 @@ pub(crate) enum CliError {
     NoStore {
         /// The schema looked in.
         schema: String,
+    },
+    /// `loomfence init` on a store in memory: nothing would last.
+    #[error(
+        "--store {store}: a store in memory lasts only as long as the process that opens it, so there is nothing to initialise; name a lasting store: sqlite:PATH or postgres:URL"
+    )]
+    Ephemeral {
+        /// The store as given.
+        store: String,
+    },
+    /// `loomfence init` found something there that is not a loomfence
+    /// store, and left it untouched.
+    #[error(
+        "--store {store}: {reason}; init creates a store only where there is none and migrates only a loomfence store, so it left this untouched"
+    )]
+    NotAStore {
+        /// The store as given (with `--schema` on PostgreSQL).
+        store: String,
+        /// What is there.
+        reason: String,
+    },
+    /// A store opened read-only (a dry run) that could only be read after a
+    /// migration, which a read-only open never makes: an older loomfence
+    /// schema. Nothing was changed.
+    #[error(
+        "--store {store}: {reason}; run `loomfence init --store {store}` (or any loomfence writer, which migrates on open) first"
+    )]
+    NeedsMigration {
+        /// The store as given (with `--schema` on PostgreSQL).
+        store: String,
+        /// The adapter's refusal.
+        reason: String,
     },
 
     // Ctrl-C (exit 130).
@@ -361,6 +392,7 @@ impl CliError {
                 | CliError::UnknownStore(_)
                 | CliError::PostgresUrl(_)
                 | CliError::InMemory { .. }
+                | CliError::Ephemeral { .. }
                 | CliError::SqliteNoPath
                 | CliError::SqliteNoDirectory { .. }
                 | CliError::SqliteNotADirectory { .. }
@@ -382,6 +414,8 @@ impl CliError {
         use loomfence_sqlite::OpenError as Sqlite;
         match self {
             CliError::NoStore { .. }
+            | CliError::NeedsMigration { .. }
+            | CliError::NotAStore { .. }
             | CliError::SqliteMissing { .. }
             | CliError::SqliteEmpty { .. }
             | CliError::SqliteNotAFile { .. }
@@ -395,6 +429,10 @@ impl CliError {
                     | Sqlite::ForeignTimers { .. }
                     | Sqlite::ForeignInbox { .. }
             ),
+            CliError::Postgres {
+                source: loomfence_postgres::OpenError::NewerSchema { .. },
+                ..
+            } => true,
             _ => false,
         }
     }

@@ -415,6 +415,7 @@ fn help_states_the_exit_codes() {
         &["--help"][..],
         &["bench", "--help"],
         &["race", "--help"],
+        &["init", "--help"],
         &["retention", "--help"],
         &["worker", "--help"],
         &["fleet", "--help"],

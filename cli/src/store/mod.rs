@@ -20,7 +20,13 @@
 //! `loomfence retention` reads the same `--store` syntax with the opposite
 //! meaning: it works on a store somebody else made and keeps, so
 //! [`StoreArg::existing`] and [`StoreArg::open_existing`] open it as it is
-//! and never create, drop or remove anything (see their docs).
+//! and never create, drop or remove anything (see their docs); a dry run
+//! opens it read-only ([`StoreArg::open_existing_read_only`]).
+//!
+//! `loomfence init` is the one command that makes a store to keep
+//! ([`StoreArg::lasting`] and [`StoreArg::init`]): it creates a missing
+//! file or schema, migrates an existing loomfence store, and refuses
+//! anything else, untouched.
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,11 +36,13 @@ use loomfence_sqlite::Durability;
 use crate::error::CliError;
 mod durability_arg;
 mod existing;
+mod lasting;
 pub(crate) mod sqlite_file;
 mod throwaway;
 
 pub(crate) use self::durability_arg::DurabilityArg;
 pub(crate) use self::existing::{ExistingStore, KeptStore};
+pub(crate) use self::lasting::Initialized;
 use self::sqlite_file::{SqliteTarget, durability_name};
 pub(crate) use self::throwaway::{OpenOptions, OpenedStore, close_all};
 
