@@ -48,10 +48,7 @@ impl KeptStore {
 
     /// Opens it read-only, never migrated, for a command that only reads
     /// (see [`StoreArg::open_existing_read_only`]).
-    pub(crate) async fn open_read_only(
-        &self,
-        pool_size: usize,
-    ) -> Result<ExistingStore, CliError> {
+    pub(crate) async fn open_read_only(&self, pool_size: usize) -> Result<ExistingStore, CliError> {
         self.store
             .open_existing_read_only(self.schema.as_ref(), pool_size)
             .await
