@@ -53,16 +53,7 @@ impl InitArgs {
     /// Checks every option that can be checked before connecting.
     fn validate(self) -> Result<InitSettings, CliError> {
         let store = StoreArg::lasting(&self.store)?;
-        let schema = match self.schema {
-            None => None,
-            Some(_) if !store.is_postgres() => {
-                return Err(CliError::OnlyForStore {
-                    option: "schema",
-                    store: "postgres:URL",
-                });
-            }
-            Some(name) => Some(Schema::new(name).map_err(|e| CliError::bad_value("schema", &e))?),
-        };
+        let schema = store.schema_option(self.schema)?;
         Ok(InitSettings {
             store,
             schema,

@@ -25,16 +25,7 @@ impl KeptStore {
     /// Reads both options.
     pub(crate) fn parse(store: &str, schema: Option<String>) -> Result<Self, CliError> {
         let store = StoreArg::existing(store)?;
-        let schema = match schema {
-            None => None,
-            Some(_) if !store.is_postgres() => {
-                return Err(CliError::OnlyForStore {
-                    option: "schema",
-                    store: "postgres:URL",
-                });
-            }
-            Some(name) => Some(Schema::new(name).map_err(|e| CliError::bad_value("schema", &e))?),
-        };
+        let schema = store.schema_option(schema)?;
         Ok(Self { store, schema })
     }
 

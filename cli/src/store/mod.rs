@@ -31,6 +31,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use loomfence_postgres::Schema;
 use loomfence_sqlite::Durability;
 
 use crate::error::CliError;
@@ -70,6 +71,21 @@ pub(crate) enum StoreArg {
 }
 
 impl StoreArg {
+    /// `--schema` for this store: only PostgreSQL has one, and it must be
+    /// a plain identifier. The one check every command makes of it.
+    pub(crate) fn schema_option(&self, schema: Option<String>) -> Result<Option<Schema>, CliError> {
+        match schema {
+            None => Ok(None),
+            Some(_) if !self.is_postgres() => Err(CliError::OnlyForStore {
+                option: "schema",
+                store: "postgres:URL",
+            }),
+            Some(name) => Schema::new(name)
+                .map(Some)
+                .map_err(|e| CliError::bad_value("schema", &e)),
+        }
+    }
+
     /// Whether this is a PostgreSQL server (where the acquire strategy is a
     /// choice worth measuring).
     pub(crate) fn is_postgres(&self) -> bool {
