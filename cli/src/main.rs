@@ -65,8 +65,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::harness::bench::BenchArgs;
-use crate::harness::race_args::RaceArgs;
-use crate::harness::{bench, fleet, race_args, worker};
+use crate::harness::race::args::{self as race_args, RaceArgs};
+use crate::harness::{bench, fleet, worker};
 use crate::operate::init::{self, InitArgs};
 use crate::operate::recover::{self, RecoverArgs};
 use crate::operate::retention::{self, RetentionArgs};
