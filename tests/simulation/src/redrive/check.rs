@@ -130,6 +130,15 @@ pub enum Breach {
         /// Its forks.
         forks: u32,
     },
+    /// Invariant 4: the exhaustions reported and the records the timer
+    /// table keeps differ: a report without its record (the exhaustion
+    /// would be lost to an operator) or a record nobody reported.
+    ExhaustionRecords {
+        /// Keys `(parent, wake_at)` reported and not recorded.
+        unrecorded: Vec<(usize, i64)>,
+        /// Keys recorded and not reported.
+        unreported: Vec<(usize, i64)>,
+    },
     /// Invariant 4: a fired row got a second next row, so its chain runs
     /// two branches (each may report exhaustion).
     Fork {
@@ -217,6 +226,7 @@ impl Breach {
             Breach::ReportedTwice { .. } => "row reported twice",
             Breach::ChainReportedTwice { .. } => "chain reported twice",
             Breach::Fork { .. } => "fork",
+            Breach::ExhaustionRecords { .. } => "exhaustion records",
             Breach::RowPastBudget { .. } => "row past budget",
             Breach::ChainLength { .. } => "chain length",
             Breach::LeaseOverlap { .. } => "lease overlap",
@@ -325,6 +335,9 @@ impl Checker {
                 _ => {}
             }
         }
+        if let Some(breach) = exhaustion_records(world) {
+            found.push(breach);
+        }
         for (chain, reports) in world.ledger.chain_reports() {
             let forks = world.ledger.forks.get(&chain).copied().unwrap_or(0);
             if reports > 1 + forks {
@@ -337,6 +350,37 @@ impl Checker {
         }
         Ok(found)
     }
+}
+
+/// Compares the exhaustions reported with the records the timer table
+/// keeps beside its rows: each is written in the same step as the retire
+/// under the claim, so the two sets of keys are equal.
+fn exhaustion_records(world: &World) -> Option<Breach> {
+    let reported: std::collections::BTreeSet<(usize, i64)> = world
+        .ledger
+        .reports
+        .iter()
+        .map(|report| (report.parent, world.ledger.rows[report.row].wake_at))
+        .collect();
+    let recorded: std::collections::BTreeSet<(usize, i64)> = world
+        .timers
+        .exhausted_rows()
+        .iter()
+        .filter_map(|record| {
+            let parent = world
+                .parents
+                .iter()
+                .position(|parent| parent.id == record.row.execution_id)?;
+            Some((parent, record.row.wake_at))
+        })
+        .collect();
+    if reported == recorded {
+        return None;
+    }
+    Some(Breach::ExhaustionRecords {
+        unrecorded: reported.difference(&recorded).copied().collect(),
+        unreported: recorded.difference(&reported).copied().collect(),
+    })
 }
 
 /// What liveness found at quiescence, for the summary as well as the
