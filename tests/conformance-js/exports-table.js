@@ -337,6 +337,7 @@ export const TABLE = {
           ...fields('next', row, ROW_FIELDS, (ctx, v) => ctx.timers.reschedule(ctx.stale, v)),
         },
       },
+      exhausted: { async: true, slots: {} },
       exhaust: {
         async: true,
         slots: {

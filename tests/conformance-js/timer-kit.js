@@ -321,6 +321,79 @@ kase('lease::a_schedule_on_a_claimed_row_voids_the_claim', async (store) => {
 });
 
 // ---------------------------------------------------------------------------
+// exhaust.rs: a fire that gives up retires its row and records the
+// exhaustion in one step under its claim.
+
+/** An exhaustion of `attempts` tries given up at `T0 + offset`. */
+function givenUp(attempts, offset) {
+  return { attempts, at: T0 + offset };
+}
+
+/** The record of `row` given up with `exhaustion`. */
+function record(row, exhaustion) {
+  return { row, ...exhaustion };
+}
+
+kase('exhaust::an_exhaustion_under_the_claim_retires_the_row_and_keeps_the_record', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 2), wake('q', 5), wake('r', 9)]);
+  const chain = await claimOnly(store, lease('n1', 0), redrive('p', 0, 2));
+  assert.equal(await store.exhaust(chain, givenUp(3, 10)), 'done');
+  assert.deepEqual(await allRows(store), [wake('q', 5), wake('r', 9)]);
+  assert.deepEqual(await store.exhausted(), [record(redrive('p', 0, 2), givenUp(3, 10))]);
+  assert.equal(await store.complete(chain), 'notHeld', 'the exhausted row is gone');
+  assert.equal(await store.exhaust(chain, givenUp(9, 11)), 'notHeld', 'and cannot be exhausted twice');
+  const plain = await claimOnly(store, lease('n2', 5), wake('q', 5));
+  assert.equal(await store.exhaust(plain, givenUp(5, 20)), 'done');
+  assert.deepEqual(await allRows(store), [wake('r', 9)]);
+  assert.deepEqual(await store.exhausted(), [
+    record(redrive('p', 0, 2), givenUp(3, 10)),
+    record(wake('q', 5), givenUp(5, 20)),
+  ]);
+});
+
+kase('exhaust::a_stale_claim_records_no_exhaustion', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 1)]);
+  const stale = await claimOnly(store, lease('n1', 0), redrive('p', 0, 1));
+  const current = await claimOnly(store, lease('n2', LEASE_MS), redrive('p', 0, 1));
+  assert.ok(current.number > stale.number);
+  for (const claimed of [stale, { ...current, holder: 'n3' }, { ...current, number: stale.number }]) {
+    assert.equal(await store.exhaust(claimed, givenUp(4, 1)), 'notHeld', `${show(claimed)} is not current`);
+  }
+  assert.deepEqual(await allRows(store), [redrive('p', 0, 1)]);
+  assert.deepEqual(await store.exhausted(), []);
+  // A schedule on the held row voids the claim.
+  await store.schedule(wake('p', 0));
+  assert.equal(await store.exhaust(current, givenUp(4, 1)), 'notHeld');
+  // So does a reschedule by the claimer, and a release.
+  const moved = await claimOnly(store, lease('n4', 2 * LEASE_MS), redrive('p', 0, 1));
+  assert.equal(await store.reschedule(moved, redrive('p', 100, 2)), 'done');
+  assert.equal(await store.exhaust(moved, givenUp(4, 1)), 'notHeld');
+  const handedBack = await claimOnly(store, lease('n5', 100), redrive('p', 100, 2));
+  assert.equal(await store.release(handedBack), 'done');
+  assert.equal(await store.exhaust(handedBack, givenUp(4, 1)), 'notHeld');
+  assert.deepEqual(await allRows(store), [redrive('p', 100, 2)]);
+  assert.deepEqual(await store.exhausted(), [], 'nothing was recorded');
+  const last = await claimOnly(store, lease('n6', 100), redrive('p', 100, 2));
+  assert.equal(await store.exhaust(last, givenUp(3, 101)), 'done');
+  assert.deepEqual(await store.exhausted(), [record(redrive('p', 100, 2), givenUp(3, 101))]);
+  assert.deepEqual(await allRows(store), []);
+});
+
+kase('exhaust::a_second_exhaustion_of_a_key_replaces_the_record', async (store) => {
+  await scheduleAll(store, [redrive('p', 0, 0)]);
+  const first = await claimOnly(store, lease('n1', 0), redrive('p', 0, 0));
+  assert.equal(await store.exhaust(first, givenUp(1, 1)), 'done');
+  await scheduleAll(store, [wake('p', 0)]);
+  const plain = await claimOnly(store, lease('n1', 2), wake('p', 0));
+  assert.equal(await store.exhaust(plain, givenUp(2, 3)), 'done');
+  assert.deepEqual(await store.exhausted(), [record(wake('p', 0), givenUp(2, 3))], 'a plain record replaces a re-drive one');
+  await scheduleAll(store, [redrive('p', 0, 4)]);
+  const again = await claimOnly(store, lease('n2', 4), redrive('p', 0, 4));
+  assert.equal(await store.exhaust(again, givenUp(5, 5)), 'done');
+  assert.deepEqual(await store.exhausted(), [record(redrive('p', 0, 4), givenUp(5, 5))]);
+});
+
+// ---------------------------------------------------------------------------
 // reschedule.rs: a re-drive chain moves on in one step under the claim, so a
 // fire that outlived its lease cannot fork it.
 

@@ -233,6 +233,13 @@ export interface Exhaustion {
   at: number;
 }
 
+/** A row whose tries ran out, as a timer store keeps it: the row retired, the tries made, when (ms). */
+export interface ExhaustedRecord {
+  row: TimerRow;
+  attempts: number;
+  at: number;
+}
+
 /**
  * What `complete`, `release`, `reschedule` and `exhaust` answer: `'done'` (the claim was current: the
  * row was retired, or handed back) or `'notHeld'` (the row is gone, was
@@ -314,6 +321,8 @@ export class MemoryTimerStore implements InboxStore {
   reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
   /** Retires the row and records its exhaustion in one step, if `claim` is still its current claim. */
   exhaust(claim: Claim, exhaustion: Exhaustion): Promise<Completed>;
+  /** Every exhaustion recorded, in `(executionId, wakeAt)` order (byte order of the ids). */
+  exhausted(): Promise<ExhaustedRecord[]>;
 }
 
 /** A policy's fields; each one left out takes its default. */

@@ -154,6 +154,13 @@ impl MemoryTimerStore {
         })())
     }
 
+    /// Every exhaustion recorded so far, in `(executionId, wakeAt)` order:
+    /// `[{ row, attempts, at }]`, for a host's operator view and its tests.
+    pub fn exhausted(&self) -> Promise {
+        let records = self.table.borrow().timers.exhausted_rows();
+        settle(Ok(timer::list(&records, timer::exhausted_js)))
+    }
+
     /// Hands the claimed row back, due again at once, if `claim` is still
     /// its current claim; resolves to `'done'` or `'notHeld'`.
     pub fn release(&self, claim: JsValue) -> Promise {

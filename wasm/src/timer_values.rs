@@ -12,7 +12,9 @@
 use js_sys::Array;
 use loomfence_core::{
     ExecutionId, InputError,
-    timer::{BackoffEntry, Claim, DueFilter, Exhaustion, Lease, NodeId, Redrive, TimerRow},
+    timer::{
+        BackoffEntry, Claim, DueFilter, ExhaustedRow, Exhaustion, Lease, NodeId, Redrive, TimerRow,
+    },
 };
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -256,6 +258,15 @@ pub(crate) fn exhaustion_js(exhaustion: &Exhaustion) -> JsValue {
     Out::new()
         .number("attempts", exhaustion.attempts.into())
         .number("at", exhaustion.at)
+        .done()
+}
+
+/// An exhausted record on its way out: `{ row, attempts, at }`.
+pub(crate) fn exhausted_js(record: &ExhaustedRow) -> JsValue {
+    Out::new()
+        .set("row", &row_js(&record.row))
+        .number("attempts", record.attempts.into())
+        .number("at", record.at)
         .done()
 }
 
