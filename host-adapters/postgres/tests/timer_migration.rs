@@ -9,8 +9,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use loomfence_core::timer::{DueFilter, Lease, NodeId, TimerRow};
-use loomfence_postgres::migration::{MigrateOptions, migrate};
+use loomfence_core::timer::{
+    Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, NodeId, TimerRow,
+};
+use loomfence_postgres::migration::{MigrateOptions, SCHEMA_VERSION, migrate};
 use loomfence_postgres::{OpenError, PostgresEventStore, PostgresOptions, Schema};
 use loomfence_store::TimerStore;
 
@@ -335,4 +337,141 @@ async fn a_foreign_timers_table_is_refused() {
         other => panic!("expected a permanent backend error, got {other:?}"),
     }
     assert_eq!(columns(&admin, &schema).await, ["id", "at"]);
+}
+
+/// Whether `schema.exhausted_timers` exists.
+async fn has_exhausted_table(admin: &tokio_postgres::Client, schema: &Schema) -> bool {
+    let found: Option<String> = admin
+        .query_one(
+            "SELECT to_regclass($1)::text",
+            &[&format!("{schema}.exhausted_timers")],
+        )
+        .await
+        .expect("reads the catalog")
+        .get(0);
+    found.is_some()
+}
+
+/// A schema migrated by the build before exhaustion records (its `timers`
+/// table current, no `exhausted_timers`) gains the table on `migrate`: its
+/// rows stay, an exhaustion is recorded, a second migration keeps the
+/// record, and the schema version does not move (the table is additive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_schema_without_the_exhausted_table_gains_it() {
+    let Some(url) = common::url() else { return };
+    let admin = common::admin(&url).await;
+    let store = common::store(&url).await;
+    let schema = store.schema().clone();
+    let timers = store.timers();
+    let chain = TimerRow::redrive(common::id("chain"), 100, 3);
+    timers.schedule(&chain).await.expect("schedules");
+    admin
+        .batch_execute(&format!("DROP TABLE {schema}.exhausted_timers"))
+        .await
+        .expect("drops the table, as the earlier build had none");
+    assert!(!has_exhausted_table(&admin, &schema).await);
+
+    let report = store.migrate().await.expect("migrates");
+    assert!(
+        has_exhausted_table(&admin, &schema).await,
+        "migrate made it"
+    );
+    assert_eq!(
+        report.version, SCHEMA_VERSION,
+        "an additive table keeps the version"
+    );
+    assert!(report.timer_columns_added.is_empty());
+    assert_eq!(
+        timers
+            .due(1_000, 10, DueFilter::default())
+            .await
+            .expect("lists"),
+        std::slice::from_ref(&chain),
+        "the rows stay"
+    );
+    let claims = timers
+        .claim_due(&lease(1_000), 10, DueFilter::default())
+        .await
+        .expect("claims")
+        .claims;
+    let given_up = Exhaustion {
+        attempts: 4,
+        at: 1_001,
+    };
+    assert_eq!(
+        timers
+            .exhaust(&claims[0], &given_up)
+            .await
+            .expect("exhausts"),
+        Completed::Done
+    );
+    store.migrate().await.expect("migrates again");
+    assert_eq!(
+        timers
+            .exhausted(&ExhaustedQuery::default())
+            .await
+            .expect("lists the records"),
+        [ExhaustedRow::new(chain, given_up)],
+        "the record survives a migration"
+    );
+}
+
+/// A table named `exhausted_timers` without one of its columns is someone
+/// else's: the boot fails, permanently, naming the column, and the table
+/// is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_foreign_exhausted_table_is_refused() {
+    let Some(url) = common::url() else { return };
+    let admin = common::admin(&url).await;
+    let store = PostgresEventStore::connect(&url, unmigrated())
+        .await
+        .expect("connects");
+    let schema = store.schema().clone();
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema}; \
+             CREATE TABLE {schema}.exhausted_timers (execution_id text, wake_at bigint, why text)"
+        ))
+        .await
+        .expect("creates a foreign table");
+    match store.migrate().await {
+        Err(error @ OpenError::Backend(_)) => {
+            assert!(!error.is_retryable());
+            assert!(error.to_string().contains("redrive"), "{error}");
+        }
+        other => panic!("expected a permanent backend error, got {other:?}"),
+    }
+    let kept: Vec<String> = admin
+        .query(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = 'exhausted_timers' \
+             ORDER BY ordinal_position",
+            &[&schema.as_str()],
+        )
+        .await
+        .expect("reads the catalog")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(kept, ["execution_id", "wake_at", "why"]);
+}
+
+/// Another session holds the current `exhausted_timers` table locked
+/// outright: a boot reads the catalog, finds nothing to change, and does
+/// not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_boot_does_not_wait_for_the_exhausted_tables_users() {
+    let Some(url) = common::url() else { return };
+    let store = common::store(&url).await;
+    let schema = store.schema().clone();
+    let table = format!("{schema}.exhausted_timers");
+    let lock = "LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE";
+    let holder = common::hold_lock(&url, lock, &table).await;
+    tokio::time::timeout(Duration::from_secs(10), store.migrate())
+        .await
+        .unwrap_or_else(|_| panic!("migrate waited for the exhausted table's lock"))
+        .expect("migrates");
+    // The control: the lock blocks even a read of the table.
+    common::assert_ddl_waits(&url, &format!("SELECT 1 FROM {table} LIMIT 1"), lock).await;
+    holder.batch_execute("ROLLBACK").await.expect("releases");
 }
