@@ -350,5 +350,9 @@ fn describe(value: ValueRef<'_>) -> String {
     }
 }
 
+mod records;
+
+pub(crate) use records::{clear_exhausted, exhaust, exhausted, list};
+
 #[cfg(test)]
 mod tests;

@@ -9,8 +9,16 @@
 //! transaction (see [`crate::schema`]), so two processes opening one old
 //! file queue on the write lock and the second finds the columns in place.
 //!
-//! The table is additive: an earlier build of this crate never reads it, so
-//! adding it does not change [`SCHEMA_VERSION`](crate::SCHEMA_VERSION).
+//! Beside it, `exhausted_timers` keeps the rows whose tries ran out (the
+//! core's `ExhaustedRow`: the row's key and re-drive flag as the `timers`
+//! table held them, `attempts` and `at`), created on every open when it is
+//! missing.
+//!
+//! Both tables are additive: an earlier build of this crate never reads
+//! them, and a file that lacks one gains it on its next open, so neither
+//! changes [`SCHEMA_VERSION`](crate::SCHEMA_VERSION). An earlier build
+//! opening a file that has `exhausted_timers` ignores it (its fires never
+//! record an exhaustion, as before).
 
 use rusqlite::Connection;
 
@@ -25,6 +33,21 @@ const DDL: &str = "
         holder TEXT NULL,
         lease_until INTEGER NULL,
         claims INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (execution_id, wake_at)
+    ) WITHOUT ROWID;
+";
+
+/// The exhausted records, keyed and ordered as an operator lists them
+/// (`execution_id, wake_at`; ids compare as bytes, the column's `BINARY`
+/// collation). `redrive` holds the retired row's flag exactly as the
+/// `timers` table's column held it.
+const EXHAUSTED_DDL: &str = "
+    CREATE TABLE IF NOT EXISTS exhausted_timers (
+        execution_id TEXT NOT NULL,
+        wake_at INTEGER NOT NULL,
+        redrive TEXT NULL,
+        attempts INTEGER NOT NULL,
+        at INTEGER NOT NULL,
         PRIMARY KEY (execution_id, wake_at)
     ) WITHOUT ROWID;
 ";
@@ -82,6 +105,7 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<TimersTable> {
         }
     }
     conn.execute_batch(INDEX)?;
+    conn.execute_batch(EXHAUSTED_DDL)?;
     Ok(TimersTable::Ready)
 }
 
@@ -165,6 +189,33 @@ mod tests {
         // Again: nothing to do.
         migrate(&conn).unwrap();
         assert_eq!(columns(&conn).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn an_old_file_gains_the_exhausted_table() {
+        let conn = old_shape();
+        let tables = |conn: &Connection| -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'exhausted_timers'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!(tables(&conn), 0);
+        assert_eq!(migrate(&conn).unwrap(), TimersTable::Ready);
+        assert_eq!(tables(&conn), 1);
+        conn.execute(
+            "INSERT INTO exhausted_timers VALUES ('old', 5, NULL, 3, 9)",
+            [],
+        )
+        .unwrap();
+        // Again: the table and its record stay.
+        migrate(&conn).unwrap();
+        let kept: i64 = conn
+            .query_row("SELECT count(*) FROM exhausted_timers", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 1);
     }
 
     /// The race two processes opening one old file run, made deterministic:

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use loomfence_core::ExecutionId;
 use loomfence_core::timer::{
     Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerQuery,
-    TimerRow, check_claim, check_due, check_lease, check_reschedule, check_row,
+    TimerRow, check_claim, check_clear, check_due, check_exhaust, check_lease, check_reschedule, check_row,
 };
 use loomfence_store::{ClaimPage, StoreError, TimerListing, TimerStore};
 
@@ -163,23 +163,32 @@ impl TimerStore for SqliteTimerStore {
         self.write(move |conn| timer_ops::release(conn, &claim))
             .await
     }
+
     async fn exhaust(
         &self,
         claim: &Claim,
         exhaustion: &Exhaustion,
     ) -> Result<Completed, StoreError> {
-        let _ = (claim, exhaustion);
-        todo!("exhaust")
+        check_exhaust(claim, exhaustion)?;
+        let (claim, exhaustion) = (claim.clone(), *exhaustion);
+        self.write(move |conn| timer_ops::exhaust(conn, &claim, exhaustion))
+            .await
     }
 
     async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
-        let _ = query;
-        todo!("list")
+        let limit = query.checked_limit()?;
+        let query = query.clone();
+        self.db
+            .read(move |conn| timer_ops::list(conn, &query, limit))
+            .await
     }
 
     async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
-        let _ = query;
-        todo!("exhausted")
+        let limit = query.checked_limit()?;
+        let query = query.clone();
+        self.db
+            .read(move |conn| timer_ops::exhausted(conn, &query, limit))
+            .await
     }
 
     async fn clear_exhausted(
@@ -187,7 +196,9 @@ impl TimerStore for SqliteTimerStore {
         execution_id: &ExecutionId,
         wake_at: i64,
     ) -> Result<bool, StoreError> {
-        let _ = (execution_id, wake_at);
-        todo!("clear_exhausted")
+        check_clear(wake_at)?;
+        let id = execution_id.clone();
+        self.write(move |conn| timer_ops::clear_exhausted(conn, &id, wake_at))
+            .await
     }
 }
