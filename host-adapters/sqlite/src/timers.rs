@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use loomfence_core::ExecutionId;
 use loomfence_core::timer::{
     Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, TimerQuery,
-    TimerRow, check_claim, check_clear, check_due, check_exhaust, check_lease, check_reschedule, check_row,
+    TimerRow, check_claim, check_clear, check_due, check_exhaust, check_lease, check_reschedule,
+    check_row,
 };
 use loomfence_store::{ClaimPage, StoreError, TimerListing, TimerStore};
 

@@ -280,6 +280,31 @@ async fn child_facts(store: &ExistingStore, id: ExecutionId) -> Result<ChildFact
     })
 }
 
+impl Inspection {
+    /// The children the open park waits on, each once, in wait order.
+    pub(crate) fn waited_on(&self) -> Vec<&ExecutionId> {
+        let mut children: Vec<&ExecutionId> = Vec::new();
+        if let Some(ParkFacts {
+            waits: Ok(waits), ..
+        }) = &self.park
+        {
+            for wait in waits {
+                if let WaitFacts::Children {
+                    children: named, ..
+                } = wait
+                {
+                    for child in named {
+                        if !children.contains(&&child.id) {
+                            children.push(&child.id);
+                        }
+                    }
+                }
+            }
+        }
+        children
+    }
+}
+
 /// The children named by the waits of every park in `events`, each once,
 /// in order of first mention (parks whose waits do not read are passed
 /// over: the open one's error is shown with it).

@@ -106,27 +106,13 @@ pub(crate) fn render(i: &Inspection) -> String {
         Ok(None) => line("parent: none recorded (a root)".to_owned()),
         Err(reason) => line(format!("parent: does not read: {reason}")),
     }
-    let waited: Vec<String> = match &i.park {
-        Some(super::gather::ParkFacts {
-            waits: Ok(waits), ..
-        }) => waits
-            .iter()
-            .flat_map(|wait| match wait {
-                WaitFacts::Children { children, .. } => {
-                    children.iter().map(|c| c.id.to_string()).collect()
-                }
-                _ => Vec::new(),
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
     line(format!(
         "children its parks named: {}",
         list_or_none(i.parked_on.iter().map(ToString::to_string))
     ));
     line(format!(
         "children its open park waits on: {}",
-        list_or_none(waited.into_iter())
+        list_or_none(i.waited_on().into_iter().map(ToString::to_string))
     ));
     line(format!(
         "retention: {}",

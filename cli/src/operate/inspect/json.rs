@@ -45,7 +45,7 @@ pub(crate) fn render(inspection: &Inspection) -> Value {
         "parentError": i.parent.as_ref().err(),
         "children": {
             "parked": i.parked_on.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-            "waitedOn": waited_on(i),
+            "waitedOn": i.waited_on().iter().map(|c| c.as_str()).collect::<Vec<_>>(),
         },
         "retention": retention(&i.retention),
     })
@@ -120,25 +120,6 @@ fn wait(wait: &WaitFacts, now: i64) -> Value {
             json!({ "kind": "unknown", "shown": shown, "answerable": false })
         }
     }
-}
-
-/// The children the open park waits on.
-fn waited_on(inspection: &Inspection) -> Vec<&str> {
-    let Some(ParkFacts {
-        waits: Ok(waits), ..
-    }) = &inspection.park
-    else {
-        return Vec::new();
-    };
-    waits
-        .iter()
-        .flat_map(|wait| match wait {
-            WaitFacts::Children { children, .. } => {
-                children.iter().map(|c| c.id.as_str()).collect()
-            }
-            _ => Vec::new(),
-        })
-        .collect()
 }
 
 /// The retention verdict.
