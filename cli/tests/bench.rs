@@ -418,6 +418,8 @@ fn help_states_the_exit_codes() {
         &["retention", "--help"],
         &["worker", "--help"],
         &["fleet", "--help"],
+        &["inspect", "--help"],
+        &["timers", "--help"],
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_loomfence"))
             .args(args)
