@@ -29,17 +29,25 @@ pub(crate) struct Rows {
 /// page), at most `limit` of them (all when `None`).
 pub(crate) async fn list_rows(
     timers: &dyn TimerStore,
+    query: TimerQuery,
+    limit: Option<usize>,
+) -> Result<Rows, StoreError> {
+    list_rows_by(timers, query, limit, MAX_DUE_LIMIT).await
+}
+
+/// [`list_rows`] in pages of at most `page` rows.
+async fn list_rows_by(
+    timers: &dyn TimerStore,
     mut query: TimerQuery,
     limit: Option<usize>,
+    page: usize,
 ) -> Result<Rows, StoreError> {
     let mut entries = Vec::new();
     let mut unreadable = BTreeSet::new();
     loop {
         // One more than the limit, to know whether it cut anything.
-        let wanted = limit.map_or(MAX_DUE_LIMIT, |limit| {
-            (limit + 1).saturating_sub(entries.len())
-        });
-        query.limit = wanted.clamp(1, MAX_DUE_LIMIT);
+        let wanted = limit.map_or(page, |limit| (limit + 1).saturating_sub(entries.len()));
+        query.limit = wanted.clamp(1, page);
         let page = timers.list(&query).await?;
         unreadable.extend(page.unreadable);
         let full = page.entries.len() == query.limit;
@@ -71,10 +79,21 @@ pub(crate) async fn list_exhausted(
     keep: impl Fn(&ExhaustedRow) -> bool,
     limit: Option<usize>,
 ) -> Result<(Vec<ExhaustedRow>, bool), StoreError> {
+    list_exhausted_by(timers, execution, keep, limit, MAX_DUE_LIMIT).await
+}
+
+/// [`list_exhausted`] in pages of at most `page` records.
+async fn list_exhausted_by(
+    timers: &dyn TimerStore,
+    execution: Option<ExecutionId>,
+    keep: impl Fn(&ExhaustedRow) -> bool,
+    limit: Option<usize>,
+    page: usize,
+) -> Result<(Vec<ExhaustedRow>, bool), StoreError> {
     let mut query = ExhaustedQuery {
         execution,
         after: None,
-        limit: MAX_DUE_LIMIT,
+        limit: page,
     };
     let mut records = Vec::new();
     loop {
@@ -322,5 +341,65 @@ mod tests {
         .unwrap();
         assert_eq!((exact.entries.len(), exact.truncated), (5, false));
         assert!(exact.entries.iter().all(|e| e.row.is_redrive()));
+        // In pages of 2: every row once, in due order, and the limit kept.
+        for limit in [None, Some(3), Some(9), Some(10), Some(11)] {
+            let paged = list_rows_by(&store, TimerQuery::default(), limit, 2)
+                .await
+                .unwrap();
+            let whole = list_rows(&store, TimerQuery::default(), limit)
+                .await
+                .unwrap();
+            assert_eq!(paged, whole, "{limit:?}");
+            assert_eq!(whole.truncated, limit.is_some_and(|l| l < 10), "{limit:?}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn exhausted_records_page_and_filter_before_the_limit() {
+        use loomfence_core::timer::{DueFilter, Exhaustion, Lease};
+        let store = MemoryTimerStore::new();
+        for at in 1..=6 {
+            let row = if at % 2 == 0 {
+                TimerRow::redrive(id("a"), at, 3)
+            } else {
+                TimerRow::wake(id("b"), at)
+            };
+            store.schedule(&row).await.unwrap();
+        }
+        let lease = Lease {
+            holder: NodeId::new("n").unwrap(),
+            now: 10,
+            duration_ms: 1000,
+        };
+        let page = store
+            .claim_due(&lease, 10, DueFilter::default())
+            .await
+            .unwrap();
+        for claim in &page.claims {
+            let gave_up = Exhaustion {
+                attempts: 4,
+                at: 10,
+            };
+            assert_eq!(
+                store.exhaust(claim, &gave_up).await.unwrap(),
+                loomfence_core::timer::Completed::Done
+            );
+        }
+        let (all, cut) = list_exhausted_by(&store, None, |_| true, None, 2)
+            .await
+            .unwrap();
+        assert_eq!((all.len(), cut), (6, false));
+        let (redrive, cut) = list_exhausted_by(&store, None, |r| r.row.is_redrive(), Some(2), 2)
+            .await
+            .unwrap();
+        assert_eq!((redrive.len(), cut), (2, true));
+        assert!(redrive.iter().all(|r| r.row.is_redrive()));
+        let (of_b, _) = list_exhausted_by(&store, Some(id("b")), |_| true, None, 2)
+            .await
+            .unwrap();
+        assert_eq!(
+            of_b.iter().map(|r| r.row.wake_at).collect::<Vec<_>>(),
+            vec![1, 3, 5]
+        );
     }
 }
