@@ -50,10 +50,10 @@ fn check_fixture(target: &Target, now: i64) {
         .iter()
         .map(|e| {
             (
-                e["sequence"].as_u64().unwrap(),
-                e["kind"].as_str().unwrap(),
-                e["class"].as_str().unwrap(),
-                e["answering"].as_bool().unwrap(),
+                e["sequence"].as_u64().expect("an integer"),
+                e["kind"].as_str().expect("a string"),
+                e["class"].as_str().expect("a string"),
+                e["answering"].as_bool().expect("a boolean"),
                 e["fence"].clone(),
             )
         })
@@ -139,9 +139,9 @@ fn check_fixture(target: &Target, now: i64) {
         .iter()
         .map(|r| {
             (
-                r["wakeAt"].as_i64().unwrap() - now,
+                r["wakeAt"].as_i64().expect("an integer") - now,
                 r["attempt"].clone(),
-                r["state"].as_str().unwrap(),
+                r["state"].as_str().expect("a string"),
             )
         })
         .collect();
@@ -159,7 +159,10 @@ fn check_fixture(target: &Target, now: i64) {
     assert_eq!(claim["holder"], "node-a", "{p}");
     assert_eq!(claim["number"], 1, "{p}");
     assert_eq!(claim["current"], true, "{p}");
-    assert!(claim["expiresAt"].as_i64().unwrap() > now, "{p}");
+    assert!(
+        claim["expiresAt"].as_i64().expect("an integer") > now,
+        "{p}"
+    );
     assert_eq!(rows[3]["claim"], Value::Null, "{p}");
     let exhausted = p["timers"]["exhausted"].as_array().expect("exhausted");
     assert_eq!(exhausted.len(), 1, "{p}");
@@ -175,9 +178,9 @@ fn check_fixture(target: &Target, now: i64) {
         .iter()
         .map(|m| {
             (
-                m["channel"].as_str().unwrap(),
-                m["messageId"].as_str().unwrap(),
-                m["consumed"].as_bool().unwrap(),
+                m["channel"].as_str().expect("a string"),
+                m["messageId"].as_str().expect("a string"),
+                m["consumed"].as_bool().expect("a boolean"),
             )
         })
         .collect();
@@ -200,7 +203,8 @@ fn check_fixture(target: &Target, now: i64) {
         "{p}"
     );
     assert!(
-        p["feed"]["position"].as_u64().unwrap() > 0 || p["feed"]["epoch"].as_u64().unwrap() > 0
+        p["feed"]["position"].as_u64().expect("an integer") > 0
+            || p["feed"]["epoch"].as_u64().expect("an integer") > 0
     );
 
     // Lineage and retention.

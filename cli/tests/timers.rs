@@ -39,9 +39,9 @@ fn rows(json: &Value, now: i64) -> Vec<(String, i64, String)> {
         .iter()
         .map(|r| {
             (
-                r["executionId"].as_str().unwrap().to_owned(),
-                r["wakeAt"].as_i64().unwrap() - now,
-                r["state"].as_str().unwrap().to_owned(),
+                r["executionId"].as_str().expect("a string").to_owned(),
+                r["wakeAt"].as_i64().expect("an integer") - now,
+                r["state"].as_str().expect("a string").to_owned(),
             )
         })
         .collect()
