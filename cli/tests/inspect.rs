@@ -238,6 +238,13 @@ fn check_fixture(target: &Target, now: i64) {
         assert_eq!(json["retention"]["pinnedBy"], Value::Null, "{name}: {json}");
         assert_eq!(json["parent"], parent, "{name}: {json}");
     }
+    let stamped = inspect_json(target, "stamped");
+    assert_eq!(stamped["events"][1]["class"], "kernel-stamped", "{stamped}");
+    assert_eq!(stamped["events"][1]["answering"], true, "{stamped}");
+    let corrupt = inspect_json(target, "kid-corrupt");
+    assert_eq!(corrupt["parent"], Value::Null, "{corrupt}");
+    assert!(corrupt["parentError"].is_string(), "{corrupt}");
+    assert_eq!(corrupt["retention"]["verdict"], "undecided", "{corrupt}");
     let other = inspect_json(target, "other");
     assert_eq!(other["timers"]["rows"][0]["state"], "due", "{other}");
 
