@@ -194,12 +194,15 @@ pub(crate) enum CliError {
 
     // Failures (exit 1).
     /// A valid execution id with no log in the store.
-    #[error("no execution with id {id} in {store}")]
+    #[error("no execution with id {id} in {store}{left}")]
     UnknownExecution {
         /// The id.
         id: String,
         /// The store, as output names it.
         store: String,
+        /// What the timer store and the inbox still hold for it (empty, or
+        /// `; the store still holds …`).
+        left: String,
     },
     /// A store call failed.
     #[error("{during}: {source}")]

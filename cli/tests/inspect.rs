@@ -325,6 +325,24 @@ fn sqlite_shows_an_execution_and_changes_nothing() {
     );
     let after = block_on(async { fixture::snapshot(&fixture::sqlite(&path).await).await });
     assert_eq!(after, before);
+
+    // An id with no log but a row left (its log deleted, say) still exits
+    // 1, and says what is left.
+    block_on(async {
+        let stores = fixture::sqlite(&path).await;
+        let row = loomfence_core::timer::TimerRow::wake(fixture::id("ghost"), now);
+        stores.timers.schedule(&row).await.expect("schedules");
+    });
+    let (code, stdout, stderr) = inspect(&target, &["ghost"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("no execution with id ghost in sqlite:")
+            && stderr.contains(
+                "; the store still holds 1 timer row, 0 exhausted records, 0 messages for it"
+            ),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -157,9 +157,11 @@ pub(crate) async fn gather(
         .await
         .map_err(read("reading the log"))?;
     if events.is_empty() {
+        let left = leftovers(store, &id).await?;
         return Err(CliError::UnknownExecution {
             id: id.to_string(),
             store: shown,
+            left,
         });
     }
     let view = ExecutionView::fold(&events);
@@ -218,6 +220,47 @@ pub(crate) async fn gather(
         parent,
         retention,
     })
+}
+
+/// What the timer store and the inbox still hold for an execution with no
+/// log (deleted, with an exhausted record left for recovery, say), as a
+/// note for the error; empty when they hold nothing.
+async fn leftovers(store: &ExistingStore, id: &ExecutionId) -> Result<String, CliError> {
+    let rows = timer_rows::list_rows(
+        &*store.timers,
+        TimerQuery {
+            execution: Some(id.clone()),
+            ..TimerQuery::default()
+        },
+        None,
+    )
+    .await
+    .map_err(CliError::store("listing the timer rows"))?;
+    let (exhausted, _) =
+        timer_rows::list_exhausted(&*store.timers, Some(id.clone()), |_| true, None)
+            .await
+            .map_err(CliError::store("listing the exhausted records"))?;
+    let messages = store
+        .inbox
+        .messages(id)
+        .await
+        .map_err(CliError::store("reading the inbox"))?;
+    let counts = [
+        (rows.entries.len() + rows.unreadable.len(), "timer row"),
+        (exhausted.len(), "exhausted record"),
+        (messages.len(), "message"),
+    ];
+    if counts.iter().all(|(count, _)| *count == 0) {
+        return Ok(String::new());
+    }
+    let held: Vec<String> = counts
+        .iter()
+        .map(|(count, what)| format!("{count} {what}{}", if *count == 1 { "" } else { "s" }))
+        .collect();
+    Ok(format!(
+        "; the store still holds {} for it (`loomfence timers --execution {id}` lists the rows and records)",
+        held.join(", ")
+    ))
 }
 
 /// The open park's waits, each judged: a child's log is read to see
