@@ -35,7 +35,12 @@
 //!   writes on the same writer thread, under the core's
 //!   [`TimerTable`](loomfence_core::timer::TimerTable) rules stated in SQL. A
 //!   `timers` table of the older shape (design: the re-drive) is brought up to
-//!   date on open, its rows kept as plain wakes.
+//!   date on open, its rows kept as plain wakes. A fire that gives up
+//!   retires its row and records it in `exhausted_timers` as one job on the
+//!   writer thread, only under its current claim; a file without that
+//!   table gains it on open (additive: the schema version stays). The
+//!   operator's listing reads each row's claim, and reports a row it cannot
+//!   read beside the rest instead of failing.
 //! - **The inbox lives in the same file**, on the timer store
 //!   ([`SqliteTimerStore`] is the [`InboxStore`](loomfence_store::InboxStore)
 //!   too): a send stores its message and writes its intent row with the

@@ -12,7 +12,10 @@ use std::time::Instant;
 use common::child::{self, Child};
 use common::files::{self, raw};
 use common::{TempDir, id};
-use loomfence_core::timer::{DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow};
+use loomfence_core::timer::{
+    Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, MAX_DUE_LIMIT,
+    MAX_TIMER_MS, NodeId, TimerQuery, TimerRow,
+};
 use loomfence_sqlite::{OpenError, SqliteOptions, SqliteTimerStore};
 use loomfence_store::{EventStore, TimerStore};
 
@@ -341,6 +344,122 @@ async fn ids_come_in_byte_order_whatever_the_old_table_declared() {
         first_two.iter().map(|c| &c.row).collect::<Vec<_>>(),
         byte_order[..2].iter().collect::<Vec<_>>()
     );
+    // The operator's listing compares ids as bytes too: in its order, its
+    // `after`, and its execution filter (`A` is not `a`).
+    let listed = |query: TimerQuery| {
+        let store = store.clone();
+        async move {
+            let listing = store.list(&query).await.expect("lists");
+            assert_eq!(listing.unreadable, []);
+            listing
+                .entries
+                .into_iter()
+                .map(|entry| entry.row)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(TimerQuery::default()).await, byte_order);
+    let after_a = TimerQuery {
+        after: Some((T0, id("a"))),
+        ..TimerQuery::default()
+    };
+    assert_eq!(listed(after_a).await, byte_order[2..]);
+    let of_upper_a = TimerQuery {
+        execution: Some(id("A")),
+        ..TimerQuery::default()
+    };
+    assert_eq!(listed(of_upper_a).await, []);
+}
+
+/// A file of the build before exhaustion records (its `timers` table
+/// current, no `exhausted_timers`) gains the table on open, in the schema's
+/// one transaction: its rows stay, an exhaustion is recorded and survives
+/// a reopen, and reopening changes the schema no more. The version stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_without_the_exhausted_table_gets_one() {
+    let dir = TempDir::new("timers-no-exhausted");
+    let path = dir.file("earlier.db");
+    {
+        let store = common::open(&path).await;
+        common::park(&store, &id("kept")).await;
+        let timers = store.timers();
+        timers
+            .schedule(&TimerRow::redrive(id("chain"), T0, 3))
+            .await
+            .expect("schedules");
+    }
+    let version = |path: &Path| -> i64 {
+        raw(path)
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .expect("reads the version")
+    };
+    let before = version(&path);
+    raw(&path)
+        .execute_batch("DROP TABLE exhausted_timers")
+        .expect("drops the table");
+    assert!(
+        !catalog(&path)
+            .iter()
+            .any(|(name, _)| name == "exhausted_timers")
+    );
+    let store = SqliteTimerStore::open(&path, SqliteOptions::default())
+        .await
+        .expect("opens");
+    assert!(
+        catalog(&path)
+            .iter()
+            .any(|(name, _)| name == "exhausted_timers"),
+        "the open created the table"
+    );
+    assert_eq!(
+        version(&path),
+        before,
+        "an additive table keeps the version"
+    );
+    assert_eq!(
+        all_rows(&store).await,
+        [TimerRow::redrive(id("chain"), T0, 3)]
+    );
+    let lease = Lease {
+        holder: NodeId::new("n1").expect("a node id"),
+        now: T0,
+        duration_ms: 1_000,
+    };
+    let claims = store
+        .claim_due(&lease, 10, DueFilter::default())
+        .await
+        .expect("claims")
+        .claims;
+    let given_up = Exhaustion {
+        attempts: 4,
+        at: T0 + 1,
+    };
+    assert_eq!(
+        store
+            .exhaust(&claims[0], &given_up)
+            .await
+            .expect("exhausts"),
+        Completed::Done
+    );
+    drop(store);
+    let schema = catalog(&path);
+    let again = SqliteTimerStore::open(&path, SqliteOptions::default())
+        .await
+        .expect("reopens");
+    assert_eq!(catalog(&path), schema, "reopening changed nothing");
+    assert_eq!(all_rows(&again).await, []);
+    assert_eq!(
+        again
+            .exhausted(&ExhaustedQuery::default())
+            .await
+            .expect("lists the records"),
+        [ExhaustedRow::new(
+            TimerRow::redrive(id("chain"), T0, 3),
+            given_up
+        )],
+        "the record survived the reopen"
+    );
+    assert_eq!(files::integrity(&path), "ok");
 }
 
 /// The child: a no-op in a normal run. As an `opener` it says `READY`,

@@ -160,7 +160,8 @@ fn list_statement(query: &TimerQuery) -> (String, Vec<Arg>) {
     let mut values = Vec::new();
     if let Some(id) = &query.execution {
         values.push(Arg::Text(id.as_str().to_owned()));
-        conditions.push(format!("execution_id = ?{}", values.len()));
+        // As bytes, whatever collation an old table declared for the id.
+        conditions.push(format!("execution_id = ?{} COLLATE BINARY", values.len()));
     }
     if let Some(due_by) = query.due_by {
         values.push(Arg::Int(due_by));

@@ -3,8 +3,8 @@
 
 use loomfence_core::InputError;
 use loomfence_core::timer::{
-    Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS,
-    TimerRow,
+    Claim, DueFilter, ExhaustedQuery, Exhaustion, Lease, MAX_DUE_LIMIT, MAX_LEASE_MS,
+    MAX_REDRIVE_ATTEMPT, MAX_TIMER_MS, TimerQuery, TimerRow,
 };
 use loomfence_store::StoreError;
 
@@ -151,4 +151,120 @@ pub async fn bad_claims_are_refused_and_change_nothing(store: Timers) {
         store.complete(&held).await.expect("complete"),
         loomfence_core::timer::Completed::Done
     );
+}
+
+/// An exhaustion given up at a time out of range, or naming a row out of
+/// range, is refused and records nothing: the row stays held and its claim
+/// still exhausts it. An operator's listing with a limit above
+/// `MAX_DUE_LIMIT` or a time out of range, and a clear at a time out of
+/// range, are refused too and change nothing.
+pub async fn bad_exhaustions_and_operator_queries_are_refused_and_change_nothing(store: Timers) {
+    schedule_all(&store, &[wake("p", 0), wake("q", 5)]).await;
+    let held = claim_only(&store, &lease("owner", 0), &wake("p", 0)).await;
+    for at in [-1, MAX_TIMER_MS + 1, i64::MIN] {
+        assert_eq!(
+            input_error(store.exhaust(&held, &Exhaustion { attempts: 1, at }).await),
+            InputError::Time {
+                what: "at",
+                value: at
+            }
+        );
+    }
+    let bad_row = Claim {
+        row: TimerRow::wake(id("p"), -1),
+        ..held.clone()
+    };
+    assert!(matches!(
+        store
+            .exhaust(
+                &bad_row,
+                &Exhaustion {
+                    attempts: 1,
+                    at: T0
+                }
+            )
+            .await,
+        Err(StoreError::Input(_))
+    ));
+    let none = ExhaustedQuery::default();
+    assert_eq!(store.exhausted(&none).await.expect("lists"), []);
+    assert_eq!(all_rows(&store).await, vec![wake("p", 0), wake("q", 5)]);
+    for limit in [MAX_DUE_LIMIT + 1, usize::MAX] {
+        assert_eq!(
+            input_error(
+                store
+                    .list(&TimerQuery {
+                        limit,
+                        ..TimerQuery::default()
+                    })
+                    .await
+            ),
+            InputError::DueLimit { limit }
+        );
+        assert_eq!(
+            input_error(
+                store
+                    .exhausted(&ExhaustedQuery {
+                        limit,
+                        ..ExhaustedQuery::default()
+                    })
+                    .await
+            ),
+            InputError::DueLimit { limit }
+        );
+    }
+    for value in [-1, MAX_TIMER_MS + 1] {
+        assert_eq!(
+            input_error(
+                store
+                    .list(&TimerQuery {
+                        due_by: Some(value),
+                        ..TimerQuery::default()
+                    })
+                    .await
+            ),
+            InputError::Time {
+                what: "dueBy",
+                value
+            }
+        );
+        assert_eq!(
+            input_error(
+                store
+                    .list(&TimerQuery {
+                        after: Some((value, id("p"))),
+                        ..TimerQuery::default()
+                    })
+                    .await
+            ),
+            InputError::Time {
+                what: "after",
+                value
+            }
+        );
+        assert_eq!(
+            input_error(store.clear_exhausted(&id("p"), value).await),
+            InputError::Time {
+                what: "wakeAt",
+                value
+            }
+        );
+    }
+    // Nothing changed: the claim is current and exhausts the row.
+    assert_eq!(all_rows(&store).await, vec![wake("p", 0), wake("q", 5)]);
+    assert_eq!(
+        store
+            .exhaust(
+                &held,
+                &Exhaustion {
+                    attempts: 2,
+                    at: T0
+                }
+            )
+            .await
+            .expect("exhausts"),
+        loomfence_core::timer::Completed::Done
+    );
+    assert_eq!(store.exhausted(&none).await.expect("lists").len(), 1);
+    assert!(store.clear_exhausted(&id("p"), T0).await.expect("clears"));
 }

@@ -26,9 +26,11 @@
 
 pub mod bad_input;
 pub mod due;
+pub mod exhaust;
 pub mod fork;
 pub mod lapsed;
 pub mod lease;
+pub mod listing;
 pub mod model;
 pub mod reschedule;
 pub mod schedule;
@@ -100,10 +102,20 @@ pub const ALL: &[TimerCase] = &[
     case!(reschedule::a_next_row_that_exists_merges_like_a_schedule),
     case!(reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain),
     case!(lapsed::a_claim_whose_lease_ended_is_released_not_fired),
+    case!(exhaust::an_exhaustion_under_the_claim_retires_the_row_and_keeps_the_record),
+    case!(exhaust::a_stale_claim_records_no_exhaustion),
+    case!(exhaust::a_second_exhaustion_of_a_key_replaces_the_record),
+    case!(exhaust::exhausted_records_come_in_key_order_filtered_and_paged),
+    case!(exhaust::clear_exhausted_answers_whether_there_was_a_record),
+    case!(listing::a_listing_shows_each_row_with_its_claim),
+    case!(listing::a_listing_orders_by_time_then_id_in_byte_order),
+    case!(listing::every_filter_applies_before_the_limit),
+    case!(listing::a_listing_pages_with_after),
     case!(bad_input::bad_rows_are_refused_and_change_nothing),
     case!(bad_input::bad_listings_are_refused),
     case!(bad_input::bad_leases_are_refused_and_claim_nothing),
     case!(bad_input::bad_claims_are_refused_and_change_nothing),
+    case!(bad_input::bad_exhaustions_and_operator_queries_are_refused_and_change_nothing),
     case!(model::agrees_with_the_reference_table_call_for_call),
 ];
 

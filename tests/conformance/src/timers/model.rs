@@ -1,13 +1,15 @@
 //! The store against the core's [`TimerTable`], call for call: thousands of
-//! mixed schedules, listings, claims, takeovers, completes, releases and
-//! reschedules,
-//! the same on both, every answer and the final table equal. The other
+//! mixed schedules, listings, claims, takeovers, completes, releases,
+//! reschedules, exhaustions, operator listings and clears, the same on
+//! both, every answer and the final tables (rows and exhausted records)
+//! equal. The other
 //! cases check each rule alone; this one checks their interleavings (a
 //! schedule on a held row, a release then a takeover, a stale claim after
 //! both).
 
 use loomfence_core::timer::{
-    Claim, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow, TimerTable,
+    Claim, DueFilter, ExhaustedQuery, Exhaustion, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId,
+    TimerQuery, TimerRow, TimerTable,
 };
 
 use rand::rngs::StdRng;
@@ -63,7 +65,7 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
         let filter = DueFilter {
             redrive: rng.below(3) != 0,
         };
-        match rng.below(6) {
+        match rng.below(8) {
             0 | 1 => {
                 let execution = id(rng.pick(&ids));
                 let wake_at = rng.small(6) * 10;
@@ -108,7 +110,7 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
             _ if !claims.is_empty() => {
                 let index = usize::try_from(rng.below(claims.len() as u64)).unwrap_or(0);
                 let claim = claims[index].clone();
-                let (expected, got) = match rng.below(3) {
+                let (expected, got) = match rng.below(4) {
                     0 => (
                         table.complete(&claim).expect("a valid claim"),
                         store.complete(&claim).await.expect("completes"),
@@ -117,6 +119,18 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
                         table.release(&claim).expect("a valid claim"),
                         store.release(&claim).await.expect("releases"),
                     ),
+                    2 => {
+                        let exhaustion = Exhaustion {
+                            attempts: u32::try_from(rng.below(5)).unwrap_or(0),
+                            at: rng.small(100),
+                        };
+                        (
+                            table
+                                .exhaust(&claim, &exhaustion)
+                                .expect("a valid exhaustion"),
+                            store.exhaust(&claim, &exhaustion).await.expect("exhausts"),
+                        )
+                    }
                     _ => {
                         // The next row: a later time of the same execution
                         // (sometimes a key that exists), a plain or a
@@ -136,7 +150,44 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
                 };
                 assert_eq!(
                     got, expected,
-                    "step {step}: complete, release or reschedule {claim:?}"
+                    "step {step}: complete, release, exhaust or reschedule {claim:?}"
+                );
+            }
+            6 => {
+                let query = TimerQuery {
+                    execution: (rng.below(3) == 0).then(|| id(rng.pick(&ids))),
+                    due_by: (rng.below(3) == 0).then(|| rng.small(70)),
+                    redrive_only: rng.below(3) == 0,
+                    after: (rng.below(3) == 0).then(|| (rng.small(6) * 10, id(rng.pick(&ids)))),
+                    limit: usize::try_from(rng.below(4)).unwrap_or(0),
+                };
+                let expected = table.list(&query).expect("a valid listing");
+                let got = store.list(&query).await.expect("lists");
+                assert_eq!(got.unreadable, [], "step {step}: list({query:?})");
+                assert_eq!(got.entries, expected, "step {step}: list({query:?})");
+                let records = ExhaustedQuery {
+                    execution: (rng.below(3) == 0).then(|| id(rng.pick(&ids))),
+                    after: (rng.below(3) == 0).then(|| (id(rng.pick(&ids)), rng.small(6) * 10)),
+                    limit: usize::try_from(rng.below(4)).unwrap_or(0),
+                };
+                assert_eq!(
+                    store.exhausted(&records).await.expect("lists the records"),
+                    table.exhausted(&records).expect("a valid listing"),
+                    "step {step}: exhausted({records:?})"
+                );
+            }
+            7 => {
+                let execution = id(rng.pick(&ids));
+                let wake_at = rng.small(6) * 10;
+                assert_eq!(
+                    store
+                        .clear_exhausted(&execution, wake_at)
+                        .await
+                        .expect("clears"),
+                    table
+                        .clear_exhausted(&execution, wake_at)
+                        .expect("a valid clear"),
+                    "step {step}: clear_exhausted({execution}, {wake_at})"
                 );
             }
             _ => {}
@@ -147,6 +198,12 @@ pub async fn agrees_with_the_reference_table_call_for_call(store: Timers) {
         .await
         .expect("lists");
     assert_eq!(all, table.rows(), "the final tables");
+    let records = store
+        .exhausted(&ExhaustedQuery::default())
+        .await
+        .expect("lists the records");
+    assert_eq!(records, table.exhausted_rows(), "the final records");
+    assert!(!records.is_empty(), "some exhaustion was recorded and kept");
     assert!(
         claims.iter().any(|claim| claim.number > 1),
         "some row was claimed again (a lease taken over, or a release)"

@@ -15,12 +15,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use loomfence_core::{
     log::MAX_ID_BYTES,
-    timer::{DueFilter, UnreadableField},
+    timer::{DueFilter, TimerQuery, UnreadableField, UnreadableRow},
 };
 use loomfence_store::ClaimPage;
 
 use super::Timers;
 use super::support::{T0, lease, schedule_all, wake};
+use crate::support::id;
 use crate::{Report, panic_message};
 
 /// Writes rows as they are, unchecked, straight into an adapter's table.
@@ -247,6 +248,76 @@ pub async fn a_plain_claim_reports_no_damaged_flag(store: Timers, raw: Arc<dyn R
     assert_eq!(reported(&page), expected(&unflagged));
 }
 
+/// An operator's listing meets the same rows: it lists the readable ones
+/// (with their claims), reports every damaged one in its range beside
+/// them, named by key and column, and does not fail. Damaged rows take no
+/// slot of a page, and a filter leaves them out as it leaves rows out.
+pub async fn a_listing_reports_unreadable_rows_and_lists_the_rest(
+    store: Timers,
+    raw: Arc<dyn RawTimerRows>,
+) {
+    let good = [
+        wake("good-first", -10),
+        wake("good-middle", 7),
+        wake("good-last", 50),
+    ];
+    schedule_all(&store, &good).await;
+    let planted = plant_all(&*raw).await;
+    let held = store
+        .claim_due(&lease("n1", -10), 10, DueFilter::default())
+        .await
+        .expect("claims the first row")
+        .claims;
+    assert_eq!(held.len(), 1);
+    let listing = store
+        .list(&TimerQuery::default())
+        .await
+        .unwrap_or_else(|e| panic!("the listing fails on the unreadable rows: {e}"));
+    let listed: Vec<_> = listing.entries.iter().map(|e| e.row.clone()).collect();
+    assert_eq!(listed, good.to_vec(), "the readable rows are listed");
+    assert_eq!(
+        listing.entries[0].held.as_ref().map(|h| h.number),
+        Some(held[0].number),
+        "with their claims"
+    );
+    let keys = |rows: &[UnreadableRow]| -> Vec<_> {
+        rows.iter()
+            .map(|row| (row.execution_id.clone(), row.wake_at, row.field))
+            .collect()
+    };
+    assert_eq!(
+        keys(&listing.unreadable),
+        expected(&planted),
+        "{:#?}",
+        listing.unreadable
+    );
+    for row in &listing.unreadable {
+        assert!(!row.detail.is_empty(), "{row:?} says what is wrong");
+    }
+    // A page of two readable rows: the damaged rows before its second
+    // take no slot, and at most two are reported.
+    let page = store
+        .list(&TimerQuery {
+            limit: 2,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page");
+    let listed: Vec<_> = page.entries.iter().map(|e| e.row.clone()).collect();
+    assert_eq!(listed, good[..2].to_vec());
+    assert_eq!(keys(&page.unreadable), expected(&planted)[..2].to_vec());
+    // Another execution's damaged rows are outside the range.
+    let one = store
+        .list(&TimerQuery {
+            execution: Some(id("good-middle")),
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists one execution");
+    assert_eq!(one.entries.len(), 1);
+    assert_eq!(one.unreadable, []);
+}
+
 /// A running case.
 pub type CaseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -272,6 +343,14 @@ pub const ALL: &[UnreadableCase] = &[
     UnreadableCase {
         name: "a_plain_claim_reports_no_damaged_flag",
         run: |store, raw| Box::pin(a_plain_claim_reports_no_damaged_flag(store, raw)),
+    },
+    UnreadableCase {
+        name: "a_listing_reports_unreadable_rows_and_lists_the_rest",
+        run: |store, raw| {
+            Box::pin(a_listing_reports_unreadable_rows_and_lists_the_rest(
+                store, raw,
+            ))
+        },
     },
 ];
 
