@@ -313,3 +313,21 @@ fn stores_that_are_not_usable_exit_2_and_stay_as_they_were() {
         }
     }
 }
+
+#[test]
+fn memory_is_an_empty_smoke_test() {
+    let out = common::loomfence("timers", &["--store", "memory", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("a new, empty store"), "{stderr}");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(json["counts"]["rows"], 0, "{json}");
+    let out = common::loomfence("inspect", &["--store", "memory", "anyone"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a new, empty store"), "{stderr}");
+    assert!(
+        stderr.contains("no execution with id anyone in memory"),
+        "{stderr}"
+    );
+}

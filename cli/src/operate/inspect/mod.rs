@@ -39,6 +39,9 @@ pub(crate) async fn command(args: InspectArgs) -> ExitCode {
         Ok(valid) => valid,
         Err(usage) => return usage.exit("inspect failed"),
     };
+    if let Some(note) = target.in_memory_note() {
+        eprintln!("{note}");
+    }
     let Some(ran) = until_interrupted(run(&target, id)).await else {
         eprintln!("interrupted");
         return ExitCode::from(interrupt::EXIT_CODE);
@@ -47,9 +50,6 @@ pub(crate) async fn command(args: InspectArgs) -> ExitCode {
         Ok(inspection) => inspection,
         Err(failure) => return failure.exit("inspect failed"),
     };
-    if let Some(note) = target.in_memory_note() {
-        eprintln!("{note}");
-    }
     if args.json {
         println!("{}", json::render(&inspection));
     } else {

@@ -32,6 +32,9 @@ pub(crate) async fn command(args: TimersArgs) -> ExitCode {
         Ok(valid) => valid,
         Err(usage) => return usage.exit("timers failed"),
     };
+    if let Some(note) = target.in_memory_note() {
+        eprintln!("{note}");
+    }
     let Some(ran) = until_interrupted(run(&target, filters)).await else {
         eprintln!("interrupted");
         return ExitCode::from(interrupt::EXIT_CODE);
@@ -40,9 +43,6 @@ pub(crate) async fn command(args: TimersArgs) -> ExitCode {
         Ok(listing) => listing,
         Err(failure) => return failure.exit("timers failed"),
     };
-    if let Some(note) = target.in_memory_note() {
-        eprintln!("{note}");
-    }
     if args.json {
         println!("{}", render::json(&listing));
     } else {
