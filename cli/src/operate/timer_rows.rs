@@ -250,7 +250,7 @@ pub(crate) fn unreadable_line(row: &UnreadableRow) -> String {
         .wake_at
         .map_or_else(|| "(unreadable time)".to_owned(), when::at);
     format!(
-        "{:?} at {wake}: {} {}",
+        "{:?} at {wake}, column {}: {}",
         row.execution_id,
         unreadable_field(row),
         row.detail
