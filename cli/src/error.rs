@@ -153,7 +153,7 @@ pub(crate) enum CliError {
     /// take it as a new database, and opening it would write loomfence's
     /// tables into a file that was never a store.
     #[error(
-        "--store sqlite:{path}: an empty file, not a loomfence database; nothing was written to it"
+        "--store sqlite:{path}: an empty file, not a loomfence database; nothing was written to it (to make a new store there, remove it and run `loomfence init`)"
     )]
     SqliteEmpty {
         /// The path as given.
@@ -184,6 +184,37 @@ pub(crate) enum CliError {
         /// The schema looked in.
         schema: String,
     },
+    /// `loomfence init` on a store in memory: nothing would last.
+    #[error(
+        "--store {store}: a store in memory lasts only as long as the process that opens it, so there is nothing to initialise; name a lasting store: sqlite:PATH or postgres:URL"
+    )]
+    Ephemeral {
+        /// The store as given.
+        store: String,
+    },
+    /// `loomfence init` found something there that is not a loomfence
+    /// store, and left it untouched.
+    #[error(
+        "--store {store}: {reason}; init creates a store only where there is none and migrates only a loomfence store, so it left this untouched"
+    )]
+    NotAStore {
+        /// The store as given (with `--schema` on PostgreSQL).
+        store: String,
+        /// What is there.
+        reason: String,
+    },
+    /// A store opened read-only (a dry run) that could only be read after a
+    /// migration, which a read-only open never makes: an older loomfence
+    /// schema. Nothing was changed.
+    #[error(
+        "--store {store}: {reason}; run `loomfence init --store {store}` (or any loomfence writer, which migrates on open) first"
+    )]
+    NeedsMigration {
+        /// The store as given (with `--schema` on PostgreSQL).
+        store: String,
+        /// The adapter's refusal.
+        reason: String,
+    },
 
     // Ctrl-C (exit 130).
     /// Ctrl-C stopped the command; its schema was dropped, its file
@@ -212,6 +243,15 @@ pub(crate) enum CliError {
         /// The store's error.
         #[source]
         source: StoreError,
+    },
+    /// An operator named an execution the store has no trace of: no log
+    /// and no timer row or record.
+    #[error("no execution with id {id:?} in {store}")]
+    NoExecution {
+        /// The id as given.
+        id: String,
+        /// The store, as printed.
+        store: String,
     },
     /// The SQLite adapter refused to open the file (for an existing store:
     /// not a database, or another application's; see
@@ -373,6 +413,7 @@ impl CliError {
                 | CliError::UnknownStore(_)
                 | CliError::PostgresUrl(_)
                 | CliError::InMemory { .. }
+                | CliError::Ephemeral { .. }
                 | CliError::SqliteNoPath
                 | CliError::SqliteNoDirectory { .. }
                 | CliError::SqliteNotADirectory { .. }
@@ -394,6 +435,8 @@ impl CliError {
         use loomfence_sqlite::OpenError as Sqlite;
         match self {
             CliError::NoStore { .. }
+            | CliError::NeedsMigration { .. }
+            | CliError::NotAStore { .. }
             | CliError::SqliteMissing { .. }
             | CliError::SqliteEmpty { .. }
             | CliError::SqliteNotAFile { .. }
@@ -407,6 +450,10 @@ impl CliError {
                     | Sqlite::ForeignTimers { .. }
                     | Sqlite::ForeignInbox { .. }
             ),
+            CliError::Postgres {
+                source: loomfence_postgres::OpenError::NewerSchema { .. },
+                ..
+            } => true,
             _ => false,
         }
     }

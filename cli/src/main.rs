@@ -31,6 +31,11 @@
 //! on bad options (a missing store included: it creates nothing), 130 on
 //! Ctrl-C (see [`retention`]).
 //!
+//! `loomfence init` makes the lasting store those commands work on (an
+//! SQLite file, a PostgreSQL schema), or migrates an existing loomfence
+//! store, and refuses, untouched, anything else it finds there: 0 done, 1
+//! the store failed, 2 bad options or a refusal (see [`init`]). A
+//! retention dry run opens the store read-only and migrates nothing.
 //! `loomfence inspect` and `loomfence timers` only read an existing store:
 //! one execution as an operator needs to see it (log, token, park and
 //! which waits can answer it, timer rows and claims, exhausted records,
@@ -59,6 +64,7 @@ mod harness;
 mod interrupt;
 mod operate;
 mod progress;
+mod redrivers;
 mod store;
 
 use std::process::ExitCode;
@@ -66,9 +72,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::harness::bench::BenchArgs;
-use crate::harness::race_args::RaceArgs;
-use crate::harness::{bench, fleet, race_args, worker};
+use crate::harness::race::args::{self as race_args, RaceArgs};
+use crate::harness::{bench, fleet, worker};
+use crate::operate::init::{self, InitArgs};
 use crate::operate::inspect::{self, InspectArgs};
+use crate::operate::recover::{self, RecoverArgs};
 use crate::operate::retention::{self, RetentionArgs};
 use crate::operate::timers::{self, TimersArgs};
 
@@ -157,6 +165,25 @@ enum Command {
     /// and deleted per second.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Bench(BenchArgs),
+    /// Make a lasting store (an SQLite file, a PostgreSQL schema) for
+    /// `worker` and `retention`, or bring an existing loomfence store up to
+    /// date.
+    ///
+    /// A missing SQLite file (in an existing directory) or PostgreSQL schema
+    /// is created and migrated, as is a PostgreSQL schema that exists and
+    /// holds nothing. An existing loomfence store is only migrated, its
+    /// data untouched ("migrated to version N", or "up to date"). Anything
+    /// else there is refused and left untouched: an empty (0-byte) file, a
+    /// text file, another application's SQLite database, a damaged file, a
+    /// store written by a newer loomfence, a schema holding tables that are
+    /// not loomfence's. `memory` and `sqlite::memory:` are refused: nothing
+    /// would last.
+    ///
+    /// Exit code: 0 when the store is in place; 1 when the store failed
+    /// (could not connect, could not be written); 2 on bad options or
+    /// anything refused above.
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
+    Init(InitArgs),
     /// Delete the executions of an existing store that ended more than
     /// --older-than ago, except the children a parent is parked on.
     ///
@@ -169,7 +196,13 @@ enum Command {
     /// --archive each log is first appended to a JSON-lines file and synced.
     /// Running executions and those that ended recently are skipped.
     ///
-    /// The store must exist: nothing is created, dropped or removed.
+    /// The store must exist (`loomfence init` makes one): nothing is
+    /// created, dropped or removed. A dry run opens it read-only and
+    /// migrates nothing, so it works on a store it may not write (an
+    /// SQLite file of mode 0444 or in a read-only directory, a PostgreSQL
+    /// role with only USAGE and SELECT); a store that would need a
+    /// migration is then refused (exit 2) until a writer or `loomfence
+    /// init` migrates it.
     ///
     /// Exit code: 0 when the sweep went through the whole store; 1 when the
     /// store could not be opened or the sweep stopped on an error (printed,
@@ -179,6 +212,27 @@ enum Command {
     /// once), with what was done before.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Retention(RetentionArgs),
+    /// Move on executions whose re-drive chain or timer wake ran out of
+    /// tries (--exhausted), or the executions named.
+    ///
+    /// A fire that gives up records its exhaustion beside the timers. Each
+    /// record (or named execution) is recovered by firing one fresh row
+    /// through the timer services' own decision, with the re-drivers every
+    /// worker registers: a re-drive record starts a fresh chain at try 0, a
+    /// timer-wake record fires its wake, a named execution with no record is
+    /// re-driven now. The resume is conditional, so it is safe while
+    /// workers run: the fence settles any race. Per recovery it reports
+    /// resumed, not parked (nothing waits any more; the record is cleared),
+    /// or contended again (the next try is handed to the timer services,
+    /// the record cleared). A resumed execution's body is its engine's to
+    /// run: this command runs none.
+    ///
+    /// Exit code: 0 when every recovery ran, whatever it found; 1 when an
+    /// id names nothing in the store (checked before anything is done) or
+    /// the store failed; 2 on bad options, a malformed id or a store that
+    /// is not usable.
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
+    Recover(RecoverArgs),
     /// Show one execution of an existing store: its log, token, status,
     /// open park and which of its waits can answer it now, its timer and
     /// re-drive rows with their claims, its exhausted records, its inbox,
@@ -224,7 +278,9 @@ async fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Race(args) => race_args::command(args).await,
         Command::Bench(args) => bench::command(args).await,
+        Command::Init(args) => init::command(args).await,
         Command::Retention(args) => retention::command(args.into()).await,
+        Command::Recover(args) => recover::command(args).await,
         Command::Inspect(args) => inspect::command(args).await,
         Command::Timers(args) => timers::command(args).await,
         Command::Worker(args) => worker::command(args).await,

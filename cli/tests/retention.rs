@@ -15,7 +15,7 @@ use loomfence_core::{
     lineage::started_child,
     park::{Wait, park_payload},
 };
-use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
+use loomfence_sqlite::{SCHEMA_VERSION, SqliteEventStore, SqliteOptions};
 use loomfence_store::EventStore;
 use serde_json::Value;
 
@@ -225,6 +225,109 @@ fn a_dry_run_changes_nothing_and_counts_what_it_would_delete() {
     assert_eq!(json["archived"], 0, "{json}");
     assert_eq!(sqlite_logs(&path), before, "a dry run changes no log");
     assert!(!archive.exists(), "a dry run does not create the archive");
+}
+
+/// Runs `retention --dry-run --json` on `store` as a user who may not
+/// write it (see [`common::loomfence_unprivileged`]) and checks it reports
+/// the fixture; then checks a real sweep, in the same place, cannot write
+/// (so the dry run was really read-only ground).
+fn dry_run_on_ground_it_may_not_write(store: &str) {
+    let dry = common::loomfence_unprivileged(
+        "retention",
+        &[
+            "--store",
+            store,
+            "--older-than",
+            "7d",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert_eq!(dry.status.code(), Some(0), "{stdout}\n{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_fixture_counts(&json, true);
+    let real =
+        common::loomfence_unprivileged("retention", &["--store", store, "--older-than", "7d"]);
+    let stderr = String::from_utf8_lossy(&real.stderr);
+    assert_eq!(
+        real.status.code(),
+        Some(1),
+        "a real sweep cannot write: {stderr}"
+    );
+    assert!(stderr.contains("readonly database"), "{stderr}");
+}
+
+#[test]
+fn a_dry_run_reads_a_file_it_may_not_write_and_changes_no_byte() {
+    let scratch = Scratch::new("retention-ro-file");
+    let path = sqlite_fixture(&scratch);
+    let bytes = std::fs::read(&path).expect("reads the store");
+    // The file is read-only; its directory is open to the user, as a
+    // file made read-only on purpose in a shared directory is.
+    common::chmod(&path, 0o444);
+    common::chmod(scratch.path(), 0o777);
+    let files = scratch.files();
+    let store = scratch.store("store.db");
+    let dry = common::loomfence_unprivileged(
+        "retention",
+        &[
+            "--store",
+            &store,
+            "--older-than",
+            "7d",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    assert_eq!(dry.status.code(), Some(0), "{stdout}");
+    let json: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_fixture_counts(&json, true);
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+    // Not even a `-wal` or `-shm` (owned by this user, which the store's
+    // writer could not use) is left beside it.
+    assert_eq!(scratch.files(), files, "no file was added");
+    dry_run_on_ground_it_may_not_write(&store);
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+}
+
+#[test]
+fn a_dry_run_reads_a_store_in_a_read_only_directory_and_adds_no_file() {
+    let scratch = Scratch::new("retention-ro-dir");
+    let path = sqlite_fixture(&scratch);
+    let bytes = std::fs::read(&path).expect("reads the store");
+    let files = scratch.files();
+    // The directory is read-only: no `-wal` or `-shm` can be made beside
+    // the file (a closed WAL store has none), which a read-only connection
+    // with SQLite's locks would need.
+    common::chmod(scratch.path(), 0o555);
+    dry_run_on_ground_it_may_not_write(&scratch.store("store.db"));
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
+    assert_eq!(scratch.files(), files, "no file was added");
+    common::chmod(scratch.path(), 0o755);
+}
+
+#[test]
+fn a_dry_run_refuses_a_store_that_needs_a_migration_and_changes_nothing() {
+    let scratch = Scratch::new("retention-dry-old");
+    let path = sqlite_fixture(&scratch);
+    // A store of the schema version before this build's.
+    rusqlite::Connection::open(&path)
+        .and_then(|conn| conn.pragma_update(None, "user_version", SCHEMA_VERSION - 1))
+        .expect("makes the store older");
+    let bytes = std::fs::read(&path).expect("reads the store");
+    let store = scratch.store("store.db");
+    let out = retention(&["--store", &store, "--older-than", "7d", "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("would need a migration"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run `loomfence init --store {store}`")),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&path).expect("reads the store"), bytes);
 }
 
 #[test]
@@ -619,4 +722,135 @@ fn an_unreachable_postgres_is_named_with_its_host_port_and_cause() {
     );
     assert!(stderr.contains("Connection refused"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
+/// `url` (`postgres://USER@HOST…`, as `cargo xtask pg` gives it) with
+/// another user.
+fn as_user(url: &str, user: &str) -> String {
+    let rest = url.strip_prefix("postgres://").expect("a postgres:// URL");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("postgres://{user}@{host}")
+}
+
+#[test]
+fn postgres_dry_run_needs_only_usage_and_select_and_migrates_nothing() {
+    let Some(url) = common::postgres_url("the PostgreSQL read-only dry run test") else {
+        return;
+    };
+    let pid = std::process::id();
+    let schema = format!("cli_retention_ro_{pid}");
+    let role = format!("cli_reader_{pid}");
+    let ledger = format!("SELECT name, detail FROM {schema}.migrations ORDER BY name");
+    let (before, ledger_before) = block_on(async {
+        let pg = postgres(&url, &schema).await;
+        populate(&pg).await;
+        let client = pg.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+                 GRANT USAGE ON SCHEMA {schema} TO {role}; \
+                 GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"
+            ))
+            .await
+            .expect("creates the reader role");
+        let rows: Vec<(String, Option<String>)> = client
+            .query(ledger.as_str(), &[])
+            .await
+            .expect("reads the ledger")
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        drop(client);
+        (logs(&pg).await, rows)
+    });
+    let reader = format!("postgres:{}", as_user(&url, &role));
+    let dry = retention_json(&[
+        "--store",
+        &reader,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+        "--dry-run",
+    ]);
+    assert_fixture_counts(&dry, true);
+    // A real sweep opens as a writer, which the role is not: the open
+    // migrates, and the role may not.
+    let out = retention(&[
+        "--store",
+        &reader,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+
+    // An outdated store is refused by a dry run, naming init, untouched.
+    let store = format!("postgres:{url}");
+    block_on(async {
+        let pg = postgres(&url, &schema).await;
+        let client = pg.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "UPDATE {schema}.migrations SET detail = '{}' WHERE name = 'schema-version'",
+                loomfence_postgres::migration::SCHEMA_VERSION - 1
+            ))
+            .await
+            .expect("makes the store look older");
+    });
+    let out = retention(&[
+        "--store",
+        &store,
+        "--schema",
+        &schema,
+        "--older-than",
+        "7d",
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("would need a migration"), "{stderr}");
+    assert!(
+        stderr.contains("run `loomfence init --store postgres:"),
+        "{stderr}"
+    );
+
+    block_on(async {
+        let admin = loomfence_postgres::PostgresEventStore::connect(
+            &url,
+            loomfence_postgres::PostgresOptions {
+                schema: loomfence_postgres::Schema::new(&schema).expect("a schema name"),
+                pool_size: 2,
+                migrate_on_connect: false,
+                ..loomfence_postgres::PostgresOptions::default()
+            },
+        )
+        .await
+        .expect("connects");
+        let client = admin.pool().get().await.expect("a connection");
+        let mut rows: Vec<(String, Option<String>)> = client
+            .query(ledger.as_str(), &[])
+            .await
+            .expect("reads the ledger")
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        for row in &mut rows {
+            if row.0 == "schema-version" {
+                row.1 = Some(loomfence_postgres::migration::SCHEMA_VERSION.to_string());
+            }
+        }
+        assert_eq!(rows, ledger_before, "nothing but the test's own change");
+        drop(client);
+        assert_eq!(logs(&admin).await, before, "no log changed");
+        let client = admin.pool().get().await.expect("a connection");
+        client
+            .batch_execute(&format!(
+                "DROP OWNED BY {role}; DROP ROLE {role}; DROP SCHEMA {schema} CASCADE"
+            ))
+            .await
+            .expect("cleans up");
+    });
 }

@@ -319,6 +319,15 @@ pub enum InputError {
         /// The key's time.
         wake_at: i64,
     },
+    /// A recovery of one execution given another's exhausted record: it
+    /// would fire the wrong execution's row and clear its record.
+    #[error("the exhausted record is of execution {got:?}, not {expected:?}")]
+    RecordOfAnotherExecution {
+        /// The execution being recovered.
+        expected: ExecutionId,
+        /// The record's.
+        got: ExecutionId,
+    },
     /// A batch that names one execution twice: its entries could not be
     /// judged one by one and all at once alike.
     #[error("the batch names execution {execution_id:?} twice")]

@@ -161,6 +161,7 @@ mod kind;
 pub mod lineage;
 mod memory;
 pub mod park;
+pub mod recover;
 mod redrive_policy;
 mod resume_machine;
 pub mod retention;

@@ -43,8 +43,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use std::collections::BTreeMap;
-
 use crate::fire::{Redrive, TimerRow};
 use crate::input::{ExecutionId, checked_name};
 use crate::input::{InputError, MAX_DUE_LIMIT, MAX_LEASE_MS, MAX_REDRIVE_ATTEMPT};
@@ -208,9 +206,10 @@ struct Slot {
 /// timer stores and the simulation use it as is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TimerTable {
-    /// Exhausted records by `(execution_id, wake_at)`, beside the rows
-    /// (see [`crate::timer_records`]).
-    exhausted: BTreeMap<(ExecutionId, i64), ExhaustedRow>,
+    /// Exhausted records sorted by `(execution_id, wake_at)`, beside the
+    /// rows (see [`crate::timer_records`]); a sorted vector for the same
+    /// reason as the rows.
+    exhausted: Vec<ExhaustedRow>,
     /// Rows sorted by `(wake_at, execution_id)`, so a due scan stops at
     /// the first row that is not due. A sorted vector rather than a sorted
     /// map: a new row shifts the later ones (microseconds at the tens of
@@ -351,7 +350,10 @@ impl TimerTable {
         };
         let ((wake_at, id), slot) = self.rows.remove(at);
         let record = ExhaustedRow::new(row_of(wake_at, &id, &slot), *exhaustion);
-        self.exhausted.insert((id, wake_at), record);
+        match self.find_exhausted(&id, wake_at) {
+            Ok(at) => self.exhausted[at] = record,
+            Err(at) => self.exhausted.insert(at, record),
+        }
         Ok(Completed::Done)
     }
 
@@ -361,7 +363,7 @@ impl TimerTable {
         let limit = query.checked_limit()?;
         Ok(self
             .exhausted
-            .values()
+            .iter()
             .filter(|record| query.admits(record))
             .take(limit)
             .cloned()
@@ -377,10 +379,11 @@ impl TimerTable {
         wake_at: i64,
     ) -> Result<bool, InputError> {
         check_clear(wake_at)?;
-        Ok(self
-            .exhausted
-            .remove(&(execution_id.clone(), wake_at))
-            .is_some())
+        let found = self.find_exhausted(execution_id, wake_at);
+        if let Ok(at) = found {
+            self.exhausted.remove(at);
+        }
+        Ok(found.is_ok())
     }
 
     /// The live rows `query` names, each with its claim, in due order.
@@ -418,7 +421,7 @@ impl TimerTable {
     /// Every exhausted record, in key order: for snapshots and tests.
     #[must_use]
     pub fn exhausted_rows(&self) -> Vec<ExhaustedRow> {
-        self.exhausted.values().cloned().collect()
+        self.exhausted.clone()
     }
 
     /// Every row, earliest first: for snapshots and tests.
@@ -434,6 +437,13 @@ impl TimerTable {
     fn find(&self, wake_at: i64, execution_id: &ExecutionId) -> Result<usize, usize> {
         self.rows
             .binary_search_by(|((at, id), _)| (*at, id).cmp(&(wake_at, execution_id)))
+    }
+
+    /// Where the exhausted record with this key is, or where it would go.
+    fn find_exhausted(&self, execution_id: &ExecutionId, wake_at: i64) -> Result<usize, usize> {
+        self.exhausted.binary_search_by(|record| {
+            (&record.row.execution_id, record.row.wake_at).cmp(&(execution_id, wake_at))
+        })
     }
 
     /// Where `claim`'s row is, if `claim` is its current claim.

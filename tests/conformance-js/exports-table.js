@@ -109,6 +109,7 @@ const ev = () => event('ANNOTATION_ADDED', { payload: { note: 1 }, metadata: {} 
 const envelope = () => ({ executionId: 'e', sequence: 1, kind: 'EXECUTION_STARTED', payload: {}, metadata: {}, at: AT });
 const log = () => [envelope(), { ...envelope(), sequence: 2, kind: 'EXECUTION_SUSPENDED' }];
 const row = () => ({ executionId: 'e', wakeAt: AT + 1 });
+const exhaustion = () => ({ attempts: 8, at: AT + 1 });
 const lease = () => ({ holder: 'n3', now: 0, durationMs: DAY });
 const guard = () => ({ head: 1_000, parents: [{ parent: 'p', seen: 2 }] });
 const resumeOptions = (ctx) => ({ fenceIfParkedAt: ctx.parkSeq, answer: 1, at: AT });
@@ -336,6 +337,15 @@ export const TABLE = {
           ...fields('next', row, ROW_FIELDS, (ctx, v) => ctx.timers.reschedule(ctx.stale, v)),
         },
       },
+      exhaust: {
+        async: true,
+        slots: {
+          claim: [(ctx, v) => ctx.timers.exhaust(v, exhaustion()), (ctx) => structuredClone(ctx.stale)],
+          ...fields('claim', (ctx) => structuredClone(ctx.stale), CLAIM_FIELDS, (ctx, v) => ctx.timers.exhaust(v, exhaustion())),
+          exhaustion: [(ctx, v) => ctx.timers.exhaust(ctx.stale, v), exhaustion],
+          ...fields('exhaustion', exhaustion, [['attempts'], ['at']], (ctx, v) => ctx.timers.exhaust(ctx.stale, v)),
+        },
+      },
       free: { async: false, slots: {} },
     },
   },
@@ -401,6 +411,7 @@ export const TABLE = {
       handleRedrive: { async: false, slots: { answer: [(ctx, v) => ctx.fire.handleRedrive(v)] } },
       handleRescheduled: { async: false, slots: { 'arguments[0]': [(ctx, v) => ctx.fire.handleRescheduled(v)] } },
       handleCompleted: { async: false, slots: { 'arguments[0]': [(ctx, v) => ctx.fire.handleCompleted(v)] } },
+      handleExhausted: { async: false, slots: { 'arguments[0]': [(ctx, v) => ctx.fire.handleExhausted(v)] } },
       row: { getter: true, slots: {} },
       free: { async: false, slots: {} },
     },

@@ -123,6 +123,7 @@ describe('ids with a lone surrogate are refused on the timer side', () => {
       complete: async (claim) => (completed.push(claim), 'done'),
       release: async () => 'done',
       reschedule: async () => 'done',
+      exhaust: async () => 'done',
     };
     const errors = [];
     const service = new TimerService({ events, timers, node: 'n1', now: () => 5, onError: (error) => errors.push(error) });
@@ -240,6 +241,7 @@ describe("a store's or a callback's list is refused by its length before its ele
       complete: (claim) => store.complete(claim),
       release: (claim) => store.release(claim),
       reschedule: (claim, next) => store.reschedule(claim, next),
+      exhaust: (claim, exhaustion) => store.exhaust(claim, exhaustion),
     };
     const errors = [];
     const service = new TimerService({ events, timers, now: () => 5, onError: (error) => errors.push(error) });
@@ -447,6 +449,7 @@ describe('a list whose elements throw when read is refused, nothing thrown throu
       complete: (claim) => store.complete(claim),
       release: (claim) => store.release(claim),
       reschedule: (claim, next) => store.reschedule(claim, next),
+      exhaust: (claim, exhaustion) => store.exhaust(claim, exhaustion),
     };
     const errors = [];
     let now = 5;

@@ -212,7 +212,7 @@ export function yielding(inner) {
 }
 
 /** The methods of a timer store (the package's `TimerStore` type). */
-export const TIMER_METHODS = Object.freeze(['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule']);
+export const TIMER_METHODS = Object.freeze(['schedule', 'due', 'claimDue', 'complete', 'release', 'reschedule', 'exhaust']);
 
 /** A timer store that forwards to `inner`, with `overrides` replacing some calls. */
 export function wrapTimers(inner, overrides = {}) {

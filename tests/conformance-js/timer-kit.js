@@ -408,6 +408,7 @@ kase('reschedule::a_fire_that_outlives_its_lease_does_not_fork_the_chain', async
     complete: (c) => store.complete(c),
     release: (c) => store.release(c),
     reschedule: async (c, next) => { await hold(); return store.reschedule(c, next); },
+    exhaust: (c, exhaustion) => store.exhaust(c, exhaustion),
   };
   const service = (node, timers) => {
     const s = new TimerService({

@@ -592,7 +592,7 @@ describe('TimerService: failures are reported, not decided', () => {
     }
   });
 
-  test('a complete that answers notHeld voids the decision: nothing applied, nothing reported', async () => {
+  test('an exhaust that answers notHeld voids the decision: nothing applied, nothing recorded, nothing reported', async () => {
     const events = new MemoryEventStore();
     const memory = new MemoryTimerStore();
     await parkOn(events, 'parent', [CHILD]);
@@ -600,9 +600,9 @@ describe('TimerService: failures are reported, not decided', () => {
     await memory.schedule(row);
     // The row is scheduled again while the fire decides: its claim ends.
     const timers = wrapTimers(memory, {
-      async complete(claim) {
+      async exhaust(claim, exhaustion) {
         await memory.schedule(row);
-        return memory.complete(claim);
+        return memory.exhaust(claim, exhaustion);
       },
     });
     const { errors, onError } = collector();
@@ -611,7 +611,7 @@ describe('TimerService: failures are reported, not decided', () => {
     const report = await service.pollOnce();
     assert.equal(report.notHeld, 1);
     assert.equal(report.exhausted, 0);
-    assert.deepEqual(errors, [], 'an exhaustion whose complete was notHeld is not reported');
+    assert.deepEqual(errors, [], 'an exhaustion whose exhaust was notHeld is not reported');
     assert.deepEqual(await rowsOf(memory), [row], 'the row is due again');
   });
 

@@ -254,6 +254,10 @@ async function drive(fire, { store, timers, claim, redrivers = [] } = {}) {
         if (timers && (await timers.complete(claim)) !== 'done') return { voided: true, steps };
         fire.handleCompleted();
         break;
+      case 'exhaust':
+        if (timers && (await timers.exhaust(claim, step.exhaustion)) !== 'done') return { voided: true, steps };
+        fire.handleExhausted();
+        break;
       default:
         assert.fail(`unknown action ${show(step)}`);
     }
@@ -362,14 +366,15 @@ describe('FireMachine: a plain wake', () => {
     assert.deepEqual(outcome, { outcome: 'backedOff', retired: false, entry: { wakeAt: WAKE, attempt: 0, nextTryAt: NOW } });
   });
 
-  test('contended with the retries spent: retires the row and reports once (exhausted)', async () => {
+  test('contended with the retries spent: retires the row, records the exhaustion and reports once (exhausted)', async () => {
     const store = new MemoryEventStore();
     await parkOn(store, 'x', [timer(WAKE)]);
     const row = { executionId: 'x', wakeAt: WAKE };
     const backoff = new WakeBackoff();
     backoff.apply(row, { outcome: 'backedOff', retired: false, entry: { wakeAt: WAKE, attempt: 7, nextTryAt: NOW } });
     const { outcome, steps } = await drive(new FireMachine(row, { now: NOW, random: 0.5, backoff: backoff.get('x') }), { store: contended(store) });
-    assert.deepEqual(steps.map((s) => s.act), ['readLog', 'resume', 'complete']);
+    assert.deepEqual(steps.map((s) => s.act), ['readLog', 'resume', 'exhaust']);
+    assert.deepEqual(steps[2].exhaustion, { attempts: 8, at: NOW }, 'what the timer store records');
     assert.equal(outcome.outcome, 'exhausted');
     assert.equal(outcome.retired, true);
     assert.ok(outcome.error instanceof RedriveExhaustedError && outcome.error instanceof Error);
@@ -474,11 +479,12 @@ describe('FireMachine: a re-drive row', () => {
     assert.deepEqual(fire.poll(), { done: { outcome: 'left', retired: false } });
   });
 
-  test('contended with the retries spent: retires the row, writes nothing (exhausted)', async () => {
+  test('contended with the retries spent: retires the row and records the exhaustion, no next row (exhausted)', async () => {
     const { outcome, steps } = await drive(new FireMachine(row(7), { now: NOW, random: 0.5, redrivers: 1 }), {
       redrivers: [() => 'contended'],
     });
-    assert.deepEqual(steps.map((s) => s.act), ['redrive', 'complete']);
+    assert.deepEqual(steps.map((s) => s.act), ['redrive', 'exhaust']);
+    assert.deepEqual(steps[1].exhaustion, { attempts: 8, at: NOW });
     assert.equal(outcome.outcome, 'exhausted');
     assert.ok(outcome.error instanceof RedriveExhaustedError);
     assert.deepEqual([outcome.error.executionId, outcome.error.wakeAt, outcome.error.attempts], ['d', WAKE, 8]);

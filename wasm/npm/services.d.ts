@@ -227,8 +227,14 @@ export interface DueOptions {
   redrive?: boolean;
 }
 
+/** What a fire records when it gives up on a row: the tries made, and when (ms). */
+export interface Exhaustion {
+  attempts: number;
+  at: number;
+}
+
 /**
- * What `complete`, `release` and `reschedule` answer: `'done'` (the claim was current: the
+ * What `complete`, `release`, `reschedule` and `exhaust` answer: `'done'` (the claim was current: the
  * row was retired, or handed back) or `'notHeld'` (the row is gone, was
  * scheduled again, or was claimed by someone else since: nothing changed; a
  * fire's decision is void).
@@ -239,9 +245,11 @@ export type Completed = 'done' | 'notHeld';
  * The timer store interface: rows keyed `(executionId, wakeAt)`, shared by
  * every node, under the core's rules (see `MemoryTimerStore`). Every method
  * is one atomic step. `tests/conformance-js/timer-kit.js` holds a store to it.
- * `reschedule` is required (the `TimerService` refuses a store without it):
- * a `schedule` then a `complete` in its place would let a fire that outlived
- * its lease fork its re-drive chain. A store that can hold rows it cannot
+ * `reschedule` and `exhaust` are required (the `TimerService` refuses a
+ * store without them): a `schedule` then a `complete` in place of the one
+ * would let a fire that outlived its lease fork its re-drive chain, and a
+ * `complete` in place of the other would leave no record of a chain that
+ * ran out, for an operator to find and recover. A store that can hold rows it cannot
  * read (a database table edited by hand) answers them from `claimDue`
  * beside its claims (`ClaimAnswer`) rather than failing the claim: one bad
  * row must not stop every timer of the fleet. The `TimerService` also reads
@@ -255,6 +263,8 @@ export interface TimerStore {
   complete(claim: Claim): Promise<Completed>;
   release(claim: Claim): Promise<Completed>;
   reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
+  /** Retires the claimed row and records its exhaustion in one step, only for the current claim. */
+  exhaust(claim: Claim, exhaustion: Exhaustion): Promise<Completed>;
 }
 
 /**
@@ -275,6 +285,9 @@ export interface TimerStore {
  *   above) in one step, only for the current claim; otherwise it answers
  *   `'notHeld'` and writes nothing. A `next` with the claimed row's key
  *   rejects with `TimerInputError` `INVALID_RESCHEDULE`.
+ * - `exhaust` retires the claimed row and records its exhaustion beside
+ *   the rows, in one step, only for the current claim; otherwise it answers
+ *   `'notHeld'` and records nothing.
  * Malformed input rejects with `TimerInputError` and changes nothing.
  * Its rows are the core's typed values, never unreadable, so `claimDue`
  * answers a plain array. It is also an inbox (`InboxStore`, the core's
@@ -299,6 +312,8 @@ export class MemoryTimerStore implements InboxStore {
   release(claim: Claim): Promise<Completed>;
   /** Retires the row and schedules `next` in one step, if `claim` is still its current claim. */
   reschedule(claim: Claim, next: TimerRow): Promise<Completed>;
+  /** Retires the row and records its exhaustion in one step, if `claim` is still its current claim. */
+  exhaust(claim: Claim, exhaustion: Exhaustion): Promise<Completed>;
 }
 
 /** A policy's fields; each one left out takes its default. */
@@ -416,14 +431,19 @@ export interface TimerAnswer {
  *   fire (nothing was written): drop the machine;
  * - `complete`: retire the fired row (the timer store's `complete` of the
  *   claim), answer `handleCompleted()` once it answered `'done'`. A
- *   `'notHeld'` voids the fire: drop the machine; the outcome is not final.
+ *   `'notHeld'` voids the fire: drop the machine; the outcome is not final;
+ * - `exhaust`: the retries ran out: retire the fired row and record its
+ *   `exhaustion`, in one step under the claim (the timer store's
+ *   `exhaust(claim, exhaustion)`), answer `handleExhausted()` once it
+ *   answered `'done'`. A `'notHeld'` voids the fire, as for `complete`.
  */
 export type FireAction =
   | { act: 'readLog' }
   | { act: 'resume'; request: { fenceIfParkedAt: number; answer: TimerAnswer; at: number } }
   | { act: 'redrive'; redriver: number; row: TimerRow }
   | { act: 'reschedule'; row: TimerRow }
-  | { act: 'complete'; row: TimerRow };
+  | { act: 'complete'; row: TimerRow }
+  | { act: 'exhaust'; exhaustion: Exhaustion };
 
 /**
  * How a fire ended. `retired`: whether the fired row was retired (then the
@@ -476,6 +496,7 @@ export class FireMachine {
   handleRedrive(answer: 'done' | 'noop' | 'contended' | 'failed'): void;
   handleRescheduled(): void;
   handleCompleted(): void;
+  handleExhausted(): void;
 }
 
 // ---------------------------------------------------------------------------

@@ -74,7 +74,7 @@ export class TimerService {
     const options = known(given, OPTIONS, '{ events, timers, … }', refuse);
     const { events, timers, node = defaultNode(), pollIntervalMs = 250, leaseMs = 30_000, batch = 100, policy, backoffBound = 1024 } = options;
     this.#events = store('events', events, ['readRange', 'appendIfParked'], refuse);
-    this.#timers = store('timers', timers, ['claimDue', 'complete', 'release', 'reschedule'], refuse);
+    this.#timers = store('timers', timers, ['claimDue', 'complete', 'release', 'reschedule', 'exhaust'], refuse);
     this.#node = checked('node', node, (v) => typeof v === 'string' && v.length > 0, 'a non-empty string', refuse);
     this.#pollIntervalMs = integer('pollIntervalMs', pollIntervalMs, 0, MAX_INTERVAL_MS);
     integer('leaseMs', leaseMs, 1, MAX_LEASE_MS);
@@ -179,6 +179,8 @@ export class TimerService {
         return machine.handleRescheduled(await this.#timers.reschedule(step.claim, step.row));
       case 'complete':
         return machine.handleCompleted(await this.#timers.complete(step.claim));
+      case 'exhaust':
+        return machine.handleExhausted(await this.#timers.exhaust(step.claim, step.exhaustion));
       case 'release':
         return machine.handleReleased(await this.#timers.release(step.claim));
       default:

@@ -64,7 +64,7 @@ pub(crate) const MODULES: [Module; 2] = [
     Module {
         feature: "services",
         stem: "loomfence_services",
-        budget: 275_000,
+        budget: 280_000,
     },
 ];
 

@@ -10,6 +10,51 @@ use loomfence_store::{EventStore, InboxStore, MemoryEventStore, MemoryTimerStore
 use super::StoreArg;
 use crate::error::CliError;
 
+/// `--store` and `--schema` of a command on a kept store, checked together
+/// before anything runs: the store must exist (see [`StoreArg::existing`]),
+/// and a schema is only for PostgreSQL.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptStore {
+    /// The store.
+    pub(crate) store: StoreArg,
+    /// `--schema`; `None` is the adapter's default.
+    pub(crate) schema: Option<Schema>,
+}
+
+impl KeptStore {
+    /// Reads both options.
+    pub(crate) fn parse(store: &str, schema: Option<String>) -> Result<Self, CliError> {
+        let store = StoreArg::existing(store)?;
+        let schema = store.schema_option(schema)?;
+        Ok(Self { store, schema })
+    }
+
+    /// Opens it as it is, over `pool_size` PostgreSQL connections, for a
+    /// command that writes (migrated as the adapter's open does).
+    pub(crate) async fn open(&self, pool_size: usize) -> Result<ExistingStore, CliError> {
+        self.store
+            .open_existing(self.schema.as_ref(), pool_size)
+            .await
+    }
+
+    /// Opens it read-only, never migrated, for a command that only reads
+    /// (see [`StoreArg::open_existing_read_only`]).
+    pub(crate) async fn open_read_only(&self, pool_size: usize) -> Result<ExistingStore, CliError> {
+        self.store
+            .open_existing_read_only(self.schema.as_ref(), pool_size)
+            .await
+    }
+}
+
+/// How an existing store is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Migrated as its adapter's open does; written.
+    ReadWrite,
+    /// Read only, never migrated (see [`StoreArg::open_existing_read_only`]).
+    ReadOnly,
+}
+
 /// An existing store, opened as it is (see [`StoreArg::open_existing`]).
 pub(crate) struct ExistingStore {
     /// Its logs.
@@ -51,6 +96,34 @@ impl StoreArg {
         schema: Option<&Schema>,
         pool_size: usize,
     ) -> Result<ExistingStore, CliError> {
+        self.open_as(schema, pool_size, Access::ReadWrite).await
+    }
+
+    /// [`open_existing`](Self::open_existing) for a command that must
+    /// change nothing (retention's dry run), on a store it may not be
+    /// allowed to write: nothing is migrated. SQLite opens the file with
+    /// `SQLITE_OPEN_READ_ONLY` ([`super::sqlite_file::SqliteTarget::open_existing`]); PostgreSQL
+    /// connects with read-only sessions and checks the schema version
+    /// (`PostgresEventStore::connect_read_only`). A store that would need a
+    /// migration to be read is refused ([`CliError::NeedsMigration`], exit
+    /// 2), naming `loomfence init` as the way to migrate it. Every write
+    /// through the store fails. `memory` and `sqlite::memory:` open a new,
+    /// empty store, as above: it is this process's own.
+    pub(crate) async fn open_existing_read_only(
+        &self,
+        schema: Option<&Schema>,
+        pool_size: usize,
+    ) -> Result<ExistingStore, CliError> {
+        self.open_as(schema, pool_size, Access::ReadOnly).await
+    }
+
+    /// Both of the above.
+    async fn open_as(
+        &self,
+        schema: Option<&Schema>,
+        pool_size: usize,
+        access: Access,
+    ) -> Result<ExistingStore, CliError> {
         match self {
             StoreArg::Memory => {
                 let timers = Arc::new(MemoryTimerStore::new());
@@ -61,7 +134,7 @@ impl StoreArg {
                 })
             }
             StoreArg::Sqlite { target, durability } => {
-                let store = target.open_existing(*durability).await?;
+                let store = target.open_existing(*durability, access).await?;
                 let timers = Arc::new(store.timers());
                 Ok(ExistingStore {
                     timers: Arc::clone(&timers) as Arc<dyn TimerStore>,
@@ -71,27 +144,42 @@ impl StoreArg {
             }
             StoreArg::Postgres { url, .. } => {
                 let schema = schema.cloned().unwrap_or_default();
-                let store = PostgresEventStore::connect(
-                    url,
-                    PostgresOptions {
-                        schema: schema.clone(),
-                        pool_size: pool_size.max(1),
-                        // Looked for first: migrating would create it.
-                        migrate_on_connect: false,
-                        ..PostgresOptions::default()
-                    },
-                )
-                .await
-                .map_err(CliError::postgres("PostgreSQL"))?;
+                let options = PostgresOptions {
+                    schema: schema.clone(),
+                    pool_size: pool_size.max(1),
+                    // Looked for first: migrating would create it.
+                    migrate_on_connect: false,
+                    ..PostgresOptions::default()
+                };
+                let store = match access {
+                    Access::ReadWrite => PostgresEventStore::connect(url, options).await,
+                    Access::ReadOnly => PostgresEventStore::connect_read_only(url, options).await,
+                }
+                .map_err(|e| match e {
+                    loomfence_postgres::OpenError::NeedsMigration { found: None, .. } => {
+                        CliError::NoStore {
+                            schema: schema.to_string(),
+                        }
+                    }
+                    loomfence_postgres::OpenError::NeedsMigration { .. } => {
+                        CliError::NeedsMigration {
+                            store: format!("{self} --schema {schema}"),
+                            reason: e.to_string(),
+                        }
+                    }
+                    other => CliError::postgres("PostgreSQL")(other),
+                })?;
                 if !holds_a_store(&store).await? {
                     return Err(CliError::NoStore {
                         schema: schema.to_string(),
                     });
                 }
-                store
-                    .migrate()
-                    .await
-                    .map_err(CliError::postgres("PostgreSQL"))?;
+                if access == Access::ReadWrite {
+                    store
+                        .migrate()
+                        .await
+                        .map_err(CliError::postgres("PostgreSQL"))?;
+                }
                 let store = Arc::new(store);
                 let timers = Arc::new(store.timers());
                 Ok(ExistingStore {

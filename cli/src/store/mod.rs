@@ -20,21 +20,30 @@
 //! `loomfence retention` reads the same `--store` syntax with the opposite
 //! meaning: it works on a store somebody else made and keeps, so
 //! [`StoreArg::existing`] and [`StoreArg::open_existing`] open it as it is
-//! and never create, drop or remove anything (see their docs).
+//! and never create, drop or remove anything (see their docs); a dry run
+//! opens it read-only ([`StoreArg::open_existing_read_only`]).
+//!
+//! `loomfence init` is the one command that makes a store to keep
+//! ([`StoreArg::lasting`] and [`StoreArg::init`]): it creates a missing
+//! file or schema, migrates an existing loomfence store, and refuses
+//! anything else, untouched.
 
 use std::fmt;
 use std::str::FromStr;
 
+use loomfence_postgres::Schema;
 use loomfence_sqlite::Durability;
 
 use crate::error::CliError;
 mod durability_arg;
 mod existing;
+mod lasting;
 pub(crate) mod sqlite_file;
 mod throwaway;
 
 pub(crate) use self::durability_arg::DurabilityArg;
-pub(crate) use self::existing::ExistingStore;
+pub(crate) use self::existing::{ExistingStore, KeptStore};
+pub(crate) use self::lasting::Initialized;
 use self::sqlite_file::{SqliteTarget, durability_name};
 pub(crate) use self::throwaway::{OpenOptions, OpenedStore, close_all};
 
@@ -62,6 +71,21 @@ pub(crate) enum StoreArg {
 }
 
 impl StoreArg {
+    /// `--schema` for this store: only PostgreSQL has one, and it must be
+    /// a plain identifier. The one check every command makes of it.
+    pub(crate) fn schema_option(&self, schema: Option<String>) -> Result<Option<Schema>, CliError> {
+        match schema {
+            None => Ok(None),
+            Some(_) if !self.is_postgres() => Err(CliError::OnlyForStore {
+                option: "schema",
+                store: "postgres:URL",
+            }),
+            Some(name) => Schema::new(name)
+                .map(Some)
+                .map_err(|e| CliError::bad_value("schema", &e)),
+        }
+    }
+
     /// Whether this is a PostgreSQL server (where the acquire strategy is a
     /// choice worth measuring).
     pub(crate) fn is_postgres(&self) -> bool {

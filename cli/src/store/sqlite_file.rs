@@ -21,8 +21,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use loomfence_sqlite::{Durability, SqliteEventStore, SqliteOptions};
+use loomfence_sqlite::{Durability, OpenError, SqliteEventStore, SqliteOptions};
 
+use super::existing::Access;
 use crate::error::CliError;
 
 /// What follows `sqlite:` for an in-memory database.
@@ -112,28 +113,50 @@ impl SqliteTarget {
         }
     }
 
-    /// Opens an existing database for `loomfence retention`: the adapter
-    /// migrates it as it does on every open (an older loomfence schema is
-    /// upgraded; a foreign, damaged or newer file is refused unchanged), and
-    /// nothing is ever removed. [`check_existing`](Self::check_existing) is
-    /// repeated right before the open so that a missing file is refused,
-    /// not created; a file deleted in the instant between that check and
-    /// the open would still be created empty by SQLite, which the adapter
-    /// gives no way to prevent.
+    /// Opens an existing database for `loomfence retention` or `worker`.
+    ///
+    /// [`Access::ReadWrite`]: the adapter migrates it as it does on every
+    /// open (an older loomfence schema is upgraded; a foreign, damaged or
+    /// newer file is refused unchanged). [`Access::ReadOnly`] (a dry run):
+    /// the adapter's read-only open, which migrates nothing and refuses a
+    /// file that would need a migration ([`CliError::NeedsMigration`]);
+    /// every connection is `SQLITE_OPEN_READ_ONLY`, so a file this process
+    /// may not write (mode 0444, a read-only directory) is read, and left
+    /// byte for byte as it was.
+    ///
+    /// Nothing is ever removed. [`check_existing`](Self::check_existing)
+    /// is repeated right before the open so that a missing file is refused,
+    /// not created; a file deleted in the instant between that check and a
+    /// read-write open would still be created empty by SQLite, which the
+    /// adapter gives no way to prevent (a read-only open never creates one).
     pub(crate) async fn open_existing(
         &self,
         durability: Durability,
+        access: Access,
     ) -> Result<SqliteEventStore, CliError> {
         let options = SqliteOptions {
             durability,
             ..SqliteOptions::default()
         };
         let path = match self {
+            // A database in memory is this process's own and new: there is
+            // nothing to read-only about it.
             SqliteTarget::Memory => return Ok(SqliteEventStore::open(MEMORY, options).await?),
             SqliteTarget::File(path) => path,
         };
         self.check_existing()?;
-        Ok(SqliteEventStore::open(path, options).await?)
+        match access {
+            Access::ReadWrite => Ok(SqliteEventStore::open(path, options).await?),
+            Access::ReadOnly => SqliteEventStore::open_read_only(path, options)
+                .await
+                .map_err(|e| match e {
+                    OpenError::NeedsMigration { .. } => CliError::NeedsMigration {
+                        store: self.to_string(),
+                        reason: e.to_string(),
+                    },
+                    other => other.into(),
+                }),
+        }
     }
 
     /// Creates the file (failing if it exists by now) and opens it; the
@@ -316,7 +339,9 @@ mod tests {
             Err(CliError::SqliteMissing { path: shown }) if shown == path.display().to_string()
         ));
         assert!(matches!(
-            target.open_existing(Durability::Full).await,
+            target
+                .open_existing(Durability::Full, Access::ReadWrite)
+                .await,
             Err(CliError::SqliteMissing { .. })
         ));
         assert!(!path.exists(), "a missing database is not created");
@@ -336,7 +361,10 @@ mod tests {
                 .unwrap();
         }
         assert!(target.check_existing().is_ok());
-        let store = target.open_existing(Durability::Full).await.unwrap();
+        let store = target
+            .open_existing(Durability::Full, Access::ReadWrite)
+            .await
+            .unwrap();
         assert_eq!(store.read_range(&x, 1, None).await.unwrap().len(), 1);
         drop(store);
         assert!(path.exists(), "nothing removes it");

@@ -113,6 +113,39 @@ pub(crate) fn assert_refused_unchanged(
     stderr.into_owned()
 }
 
+/// Runs `loomfence SUBCOMMAND ARGS…` to completion as a user that file
+/// modes bind: this one, or, when the tests run as root (whom a mode of
+/// 0444 or a directory of 0555 does not stop), `nobody` (uid and gid
+/// 65534) through `setpriv`. For a test of a store the command may not
+/// write; what it reads must be readable by everyone.
+pub(crate) fn loomfence_unprivileged(subcommand: &str, args: &[&str]) -> Output {
+    use std::os::unix::fs::MetadataExt;
+
+    let root = std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
+    let mut command = if root {
+        let mut setpriv = Command::new("setpriv");
+        setpriv
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_loomfence"));
+        setpriv
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_loomfence"))
+    };
+    command
+        .arg(subcommand)
+        .args(args)
+        .output()
+        .expect("the loomfence binary runs (as root, through setpriv)")
+}
+
+/// Sets `path`'s permission bits to `mode`.
+pub(crate) fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
+}
+
 /// Runs `loomfence SUBCOMMAND ARGS…` to completion.
 pub(crate) fn loomfence(subcommand: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loomfence"))

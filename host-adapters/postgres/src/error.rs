@@ -116,6 +116,30 @@ pub enum OpenError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// A read-only connection
+    /// ([`connect_read_only`](crate::PostgresEventStore::connect_read_only))
+    /// found a schema it could only read after a migration, which it never
+    /// makes: an older schema version, or no loomfence store at all.
+    #[error(
+        "schema {schema} would need a migration to be read ({needs}); a read-only connection never migrates: migrate it with a writer first"
+    )]
+    NeedsMigration {
+        /// The schema.
+        schema: String,
+        /// The version its ledger records; `None` when there is no ledger
+        /// (no loomfence store).
+        found: Option<i64>,
+        /// What was found.
+        needs: String,
+    },
+    /// [`migrate`](crate::PostgresEventStore::migrate) on a store opened
+    /// with [`connect_read_only`](crate::PostgresEventStore::connect_read_only):
+    /// refused before anything was sent.
+    #[error("schema {schema} was opened read-only; it is not migrated")]
+    ReadOnly {
+        /// The schema.
+        schema: String,
+    },
     /// The database failed: the first connection, or a statement of the
     /// migration. [`BackendError::retryable`] says whether to boot again.
     #[error(transparent)]
@@ -140,7 +164,9 @@ impl OpenError {
             | OpenError::RootCert { .. }
             | OpenError::PoolSize
             | OpenError::Pool(_)
-            | OpenError::NewerSchema { .. } => false,
+            | OpenError::NewerSchema { .. }
+            | OpenError::NeedsMigration { .. }
+            | OpenError::ReadOnly { .. } => false,
         }
     }
 }

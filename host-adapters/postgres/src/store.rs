@@ -29,6 +29,7 @@ use crate::migrate::{MigrationReport, migrate};
 use crate::sql::Sql;
 use crate::timers::PostgresTimerStore;
 use crate::tls;
+use crate::version::{SCHEMA_VERSION, stored_version};
 
 mod feed;
 mod retention;
@@ -66,6 +67,9 @@ pub struct PostgresEventStore {
     options: PostgresOptions,
     /// What ends a `wait_for_feed`.
     wake: FeedWake,
+    /// Whether the sessions are read-only
+    /// ([`connect_read_only`](Self::connect_read_only)).
+    read_only: bool,
     /// Test-only: whether answering appends read the fence row `FOR SHARE`.
     #[cfg(feature = "unsafe-test-hooks")]
     answering_lock: AtomicBool,
@@ -84,6 +88,51 @@ impl PostgresEventStore {
     /// Opens a pool to `url` (a `postgres://` URL or a key=value string) and,
     /// unless `options.migrate_on_connect` is off, migrates the schema.
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self, OpenError> {
+        Self::open(url, options, false).await
+    }
+
+    /// Opens a pool to `url` whose sessions are read-only, for a report
+    /// that must change nothing (retention's dry run), under a role that
+    /// may only read.
+    ///
+    /// Every session is set `READ ONLY` (`default_transaction_read_only`)
+    /// as it is created, so the server refuses any write through the store
+    /// (SQLSTATE 25006, a permanent backend error); nothing is migrated
+    /// (`options.migrate_on_connect` is ignored, and
+    /// [`migrate`](Self::migrate) is refused with [`OpenError::ReadOnly`]).
+    /// The schema must hold a store of this build's version: no store, or
+    /// an older version, is [`OpenError::NeedsMigration`]; a newer one is
+    /// [`OpenError::NewerSchema`]. Reading needs only `USAGE` on the schema
+    /// and `SELECT` on its tables (and `EXECUTE` on its functions, which
+    /// PostgreSQL grants to everyone by default).
+    pub async fn connect_read_only(url: &str, options: PostgresOptions) -> Result<Self, OpenError> {
+        let store = Self::open(url, options, true).await?;
+        let client = store.pool.get().await.map_err(error::pool)?;
+        let found = stored_version(&client, &store.schema).await?;
+        let needs = |needs: String| OpenError::NeedsMigration {
+            schema: store.schema.to_string(),
+            found,
+            needs,
+        };
+        match found {
+            None => Err(needs("no loomfence store: no migrations ledger".to_owned())),
+            Some(found) if found > SCHEMA_VERSION => Err(OpenError::NewerSchema {
+                found,
+                supported: SCHEMA_VERSION,
+            }),
+            Some(found) if found < SCHEMA_VERSION => Err(needs(format!(
+                "schema version {found}; this build reads {SCHEMA_VERSION}"
+            ))),
+            Some(_) => {
+                drop(client);
+                Ok(store)
+            }
+        }
+    }
+
+    /// Opens the pool, read-only sessions or not, and migrates unless
+    /// read-only or told not to.
+    async fn open(url: &str, options: PostgresOptions, read_only: bool) -> Result<Self, OpenError> {
         let url = ConnectUrl::parse(url)?;
         let tls = tls::connector(&url)?;
         if options.pool_size == 0 {
@@ -101,10 +150,14 @@ impl PostgresEventStore {
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(std::time::Duration::from_secs(30)))
             .create_timeout(Some(std::time::Duration::from_secs(10)))
-            .post_create(Hook::async_fn(|client, _| {
+            .post_create(Hook::async_fn(move |client, _| {
                 Box::pin(async move {
                     client
-                        .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                        .batch_execute(if read_only {
+                            "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED, READ ONLY"
+                        } else {
+                            "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+                        })
                         .await
                         .map_err(HookError::Backend)
                 })
@@ -122,6 +175,7 @@ impl PostgresEventStore {
             ),
             pool,
             options,
+            read_only,
             #[cfg(feature = "unsafe-test-hooks")]
             answering_lock: AtomicBool::new(true),
         };
@@ -133,7 +187,7 @@ impl PostgresEventStore {
                 .await
                 .map_err(|e| error::connect(&url, e))?,
         );
-        if store.options.migrate_on_connect {
+        if store.options.migrate_on_connect && !read_only {
             store.migrate().await?;
         }
         Ok(store)
@@ -141,6 +195,11 @@ impl PostgresEventStore {
 
     /// Creates or upgrades the schema (see [`migrate`](crate::migration::migrate())).
     pub async fn migrate(&self) -> Result<MigrationReport, OpenError> {
+        if self.read_only {
+            return Err(OpenError::ReadOnly {
+                schema: self.schema.to_string(),
+            });
+        }
         migrate(&self.pool, &self.schema, &self.options.migrate).await
     }
 

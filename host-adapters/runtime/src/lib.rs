@@ -60,6 +60,7 @@ mod error;
 mod features;
 pub mod follower;
 pub mod inbox;
+pub mod recover;
 mod redriver;
 mod resumed_hook;
 pub mod retention;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use loomfence_store::{BackendError, StoreError};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use crate::error::OpenError;
+use crate::error::{OpenError, ReadOnlyStore};
 use crate::options::SqliteOptions;
 use crate::schema::{Migrated, SCHEMA_VERSION, migrate};
 use crate::writer::Writer;
@@ -28,8 +28,12 @@ pub(crate) struct Db {
     readers: Vec<Shared>,
     /// The only connection that writes: SQLite has one writer at a time
     /// anyway, one connection keeps its statement cache warm, and one queue
-    /// lets concurrent writes share a commit.
-    writer: Writer,
+    /// lets concurrent writes share a commit. `None` for a database opened
+    /// read-only (see [`crate::read_only`]): every write is then refused
+    /// with [`ReadOnlyStore`] before it reaches SQLite.
+    writer: Option<Writer>,
+    /// The file, when opened read-only: what a refused write names.
+    read_only: Option<PathBuf>,
     /// Round-robin over `readers`.
     next_reader: AtomicUsize,
     /// Woken after every append this process committed, for the change
@@ -45,9 +49,26 @@ impl Db {
         path: PathBuf,
         options: SqliteOptions,
     ) -> Result<Self, OpenError> {
+        Self::off_thread(path, options, Self::open).await
+    }
+
+    /// [`crate::read_only::open`] on tokio's blocking pool.
+    pub(crate) async fn open_read_only_off_thread(
+        path: PathBuf,
+        options: SqliteOptions,
+    ) -> Result<Self, OpenError> {
+        Self::off_thread(path, options, crate::read_only::open).await
+    }
+
+    /// Runs `open` on tokio's blocking pool.
+    async fn off_thread(
+        path: PathBuf,
+        options: SqliteOptions,
+        open: fn(&Path, &SqliteOptions) -> Result<Self, OpenError>,
+    ) -> Result<Self, OpenError> {
         let opened = {
             let path = path.clone();
-            tokio::task::spawn_blocking(move || Self::open(&path, &options)).await
+            tokio::task::spawn_blocking(move || open(&path, &options)).await
         };
         match opened {
             Ok(db) => db,
@@ -144,7 +165,8 @@ impl Db {
         })?;
         Ok(Self {
             readers,
-            writer,
+            writer: Some(writer),
+            read_only: None,
             next_reader: AtomicUsize::new(0),
             appended: tokio::sync::Notify::new(),
         })
@@ -162,7 +184,30 @@ impl Db {
         P: Send + 'static,
         T: Send + 'static,
     {
-        self.writer.run(prepare, apply).await
+        match &self.writer {
+            Some(writer) => writer.run(prepare, apply).await,
+            None => Err(StoreError::Backend(BackendError::permanent(
+                ReadOnlyStore {
+                    path: self.read_only.clone().unwrap_or_default(),
+                },
+            ))),
+        }
+    }
+
+    /// A database opened read-only: `readers` are its only connections,
+    /// every one opened with `SQLITE_OPEN_READ_ONLY`, and there is no
+    /// writer thread.
+    pub(crate) fn read_only(path: &Path, readers: Vec<Connection>) -> Self {
+        Self {
+            readers: readers
+                .into_iter()
+                .map(|reader| Arc::new(Mutex::new(reader)))
+                .collect(),
+            writer: None,
+            read_only: Some(path.to_path_buf()),
+            next_reader: AtomicUsize::new(0),
+            appended: tokio::sync::Notify::new(),
+        }
     }
 
     /// What an append signals once committed and a feed wait awaits.
@@ -174,7 +219,7 @@ impl Db {
     /// store's own.
     #[cfg(test)]
     pub(crate) fn writer(&self) -> &Writer {
-        &self.writer
+        self.writer.as_ref().expect("a database opened read-write")
     }
 
     /// Runs `work` with a reader, on the blocking pool. For `:memory:`,
@@ -186,7 +231,13 @@ impl Db {
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         if self.readers.is_empty() {
-            return self.writer.read(work).await;
+            return match &self.writer {
+                Some(writer) => writer.read(work).await,
+                // A read-only database always has a reader.
+                None => Err(StoreError::Backend(BackendError::permanent(
+                    "the read-only database has no connection",
+                ))),
+            };
         }
         let index = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
         run(self.readers[index].clone(), work).await
@@ -225,7 +276,7 @@ fn set_wal(conn: &Connection, patience: Duration) -> rusqlite::Result<()> {
 }
 
 /// The refusal of a newer file.
-fn newer(path: &Path, found: i64) -> OpenError {
+pub(crate) fn newer(path: &Path, found: i64) -> OpenError {
     OpenError::NewerSchema {
         path: PathBuf::from(path),
         found,
@@ -260,7 +311,7 @@ where
 /// thread's instructions). Every statement of this crate names what its
 /// partial indexes need in its own text (`feed > ?1` implies `feed IS NOT
 /// NULL`), so none loses an index by it.
-fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+pub(crate) fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,

@@ -62,6 +62,21 @@ pub enum OpenError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// The database was opened read-only and its schema is not this
+    /// build's current one: reading it would need a migration, which a
+    /// read-only open never makes. Open it read-write once (any loomfence
+    /// writer migrates on open), then read-only. Nothing was written.
+    #[error("{} would need a migration to be read ({needs}); a read-only open never migrates, and the file was left untouched: open it read-write once (a loomfence writer migrates on open) first", path.display())]
+    NeedsMigration {
+        /// The file.
+        path: PathBuf,
+        /// The schema version found (`PRAGMA user_version`): 0 for a
+        /// database with no loomfence schema at all (an empty one).
+        found: i64,
+        /// What is missing: an older schema version, or an object this
+        /// build adds on open.
+        needs: String,
+    },
     /// Another process held the database longer than the busy timeout.
     /// Retryable.
     #[error("{} stayed locked by another process past the busy timeout; retry", path.display())]
@@ -87,6 +102,18 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
+}
+
+/// A write through a store opened read-only
+/// ([`SqliteEventStore::open_read_only`](crate::SqliteEventStore::open_read_only)):
+/// refused before it reaches SQLite, so nothing was written. It comes
+/// wrapped in a permanent [`BackendError`]; find it with
+/// `downcast_ref::<ReadOnlyStore>()` on the error's source.
+#[derive(Debug, thiserror::Error)]
+#[error("{} was opened read-only; this store writes nothing", path.display())]
+pub struct ReadOnlyStore {
+    /// The file.
+    pub path: PathBuf,
 }
 
 impl OpenError {

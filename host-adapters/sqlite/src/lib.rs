@@ -87,6 +87,7 @@ mod inbox_ops;
 mod inbox_schema;
 mod ops;
 mod options;
+mod read_only;
 mod retention_ops;
 mod schema;
 mod store;
@@ -95,7 +96,7 @@ mod timer_schema;
 mod timers;
 mod writer;
 
-pub use error::OpenError;
+pub use error::{OpenError, ReadOnlyStore};
 pub use options::{Durability, SqliteOptions};
 pub use schema::SCHEMA_VERSION;
 pub use store::SqliteEventStore;

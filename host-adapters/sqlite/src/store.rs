@@ -54,6 +54,36 @@ impl SqliteEventStore {
         })
     }
 
+    /// Opens the existing database at `path` read-only, for a report that
+    /// must change nothing (retention's dry run), on a file this process may
+    /// not be allowed to write.
+    ///
+    /// Nothing is created or migrated: every connection is opened with
+    /// `SQLITE_OPEN_READ_ONLY`, and a file that would need a migration to
+    /// be read (an older schema, or one missing an object this build adds
+    /// on open) is refused with [`OpenError::NeedsMigration`]; a foreign,
+    /// damaged or newer file is refused as [`open`](Self::open) refuses it.
+    /// Every write through the store (and its [`timers`](Self::timers))
+    /// fails with a permanent backend error whose source is
+    /// [`ReadOnlyStore`](crate::ReadOnlyStore), having reached nothing.
+    /// `options.durability` does not apply; at least one reader is opened.
+    /// A file with no `-wal` beside it (no writer has it open) is read as
+    /// `immutable`: the database file alone, no locks, no `-wal` or `-shm`
+    /// created, so a directory this process may not write works, and one
+    /// it may is left as it was. With a `-wal`, SQLite's locks and WAL
+    /// index are used and every commit is seen.
+    pub async fn open_read_only(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<Self, OpenError> {
+        let path = path.as_ref().to_path_buf();
+        let db = Db::open_read_only_off_thread(path.clone(), options).await?;
+        Ok(Self {
+            db: Arc::new(db),
+            path,
+        })
+    }
+
     /// A private in-memory database, for tests and single-process hosts.
     pub async fn open_in_memory() -> Result<Self, OpenError> {
         Self::open(":memory:", SqliteOptions::default()).await

@@ -76,7 +76,7 @@ pub(crate) async fn command(args: FleetArgs) -> ExitCode {
     };
     let seed = args
         .seed
-        .unwrap_or_else(crate::harness::settings::fresh_seed);
+        .unwrap_or_else(crate::harness::race::settings::fresh_seed);
     let (logs, temporary) = match &args.logs {
         Some(dir) => (dir.clone(), false),
         None => (

@@ -97,11 +97,6 @@ impl WorkerArgs {
                 &format!("{node:?} is not a valid node id (1 to 255 bytes, no NUL)"),
             )
         })?;
-        let schema = match self.schema.as_deref().map(Schema::new) {
-            None => None,
-            Some(Ok(schema)) => Some(schema),
-            Some(Err(error)) => return Err(CliError::bad_value("schema", &error)),
-        };
         if !(Duration::from_millis(1)..=MAX_FEED_POLL).contains(&self.feed_poll) {
             return Err(CliError::OutOfRange {
                 option: "feed-poll",
@@ -120,12 +115,7 @@ impl WorkerArgs {
         if store.is_in_memory() {
             return Err(CliError::InMemory { command: "worker" });
         }
-        if schema.is_some() && !store.is_postgres() {
-            return Err(CliError::OnlyForStore {
-                option: "schema",
-                store: "postgres:URL",
-            });
-        }
+        let schema = store.schema_option(self.schema.clone())?;
         Ok(Checked {
             node,
             node_id,

@@ -54,10 +54,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loomfence_runtime::follower::{FollowerHandle, FollowerOptions};
-use loomfence_runtime::{
-    ChildSupervisor, Features, Follower, Inbox, TimerService, inbox::InboxOptions,
-    supervise::SupervisorOptions, timer::TimerServiceOptions,
-};
+use loomfence_runtime::{Follower, TimerService, timer::TimerServiceOptions};
 use loomfence_store::EventStore;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -68,6 +65,7 @@ use self::fencing_only::fencing_only;
 use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::harness::redrive::POLICY;
+use crate::redrivers::Redrivers;
 use crate::store::{ExistingStore, StoreArg};
 
 /// Runs a worker until SIGTERM or Ctrl-C.
@@ -121,29 +119,15 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
     };
     let timers = opened.timers;
     let bodies = Bodies::new(Arc::clone(&events), args.steps, node.clone());
-    let supervisor = Arc::new(ChildSupervisor::new(
-        Arc::clone(&events),
-        SupervisorOptions {
-            features: Features::none().with_redrive(true),
-            redrive: Some(Arc::clone(&timers)),
-            policy: POLICY,
-            on_resumed: bodies.hook("redrive"),
-            ..SupervisorOptions::default()
-        },
-    ));
-    // The messages' intent and re-drive rows are re-drive rows of the
-    // shared timer store: every node registers the inbox, or a node whose
-    // re-drivers all answer noop would retire them undelivered.
-    let inbox = Arc::new(Inbox::new(
-        Arc::clone(&events),
+    // The same re-drivers, in the same order, as every node of the fleet
+    // (and `loomfence recover`).
+    let redrivers = Redrivers::new(
+        &events,
+        &timers,
         opened.inbox,
-        InboxOptions {
-            features: Features::none().with_redrive(true),
-            policy: POLICY,
-            on_resumed: bodies.hook("message"),
-            ..InboxOptions::default()
-        },
-    ));
+        bodies.hook("redrive"),
+        bodies.hook("message"),
+    );
 
     let service = TimerService::new(
         Arc::clone(&events),
@@ -157,14 +141,15 @@ pub(crate) async fn command(args: WorkerArgs) -> ExitCode {
             ..TimerServiceOptions::default()
         },
     );
-    service.register_redriver(supervisor.redriver());
-    service.register_redriver(inbox.redriver());
+    for redriver in redrivers.list() {
+        service.register_redriver(redriver);
+    }
     let timer_loop = Arc::new(service).spawn();
     tracing::info!(%node, store = %store_arg, unconditional = args.unconditional, "worker started");
 
     let follower = Follower::new(
         Arc::clone(&events),
-        supervisor,
+        redrivers.supervisor,
         FollowerOptions {
             poll_interval: args.feed_poll,
             aligned_to: Some(Arc::new(now_ms)),

@@ -5,8 +5,8 @@
 //! records, its inbox, the store's feed head, its parent and children, and
 //! what a retention sweep would do with it.
 //!
-//! It only reads: the store is opened as it is (nothing is created,
-//! dropped or removed) and no call writes. Exit codes: 0 shown; 1 no
+//! It only reads: the store is opened read-only (nothing is created,
+//! migrated, dropped or removed; a store that needs a migration exits 2). Exit codes: 0 shown; 1 no
 //! execution with that id (an empty log), or a store that failed while
 //! read; 2 bad options (an id that is not a valid execution id, a store
 //! that is not a usable loomfence store); 130 Ctrl-C.

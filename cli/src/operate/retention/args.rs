@@ -10,7 +10,9 @@ pub(crate) struct RetentionArgs {
     /// The existing store to sweep: `sqlite:PATH`, an existing loomfence
     /// SQLite file (a missing one is refused, never created);
     /// `postgres:URL`, a server whose schema (--schema) already holds a
-    /// loomfence store; both are migrated as their adapter does on open.
+    /// loomfence store (`loomfence init` makes either); both are migrated
+    /// as their adapter does on open, except in a dry run, which opens them
+    /// read-only and refuses one that would need a migration.
     /// `memory` and `sqlite::memory:` are accepted but are a new, empty
     /// store (nothing else can reach one): a smoke test of the command.
     #[arg(long, value_name = "STORE")]

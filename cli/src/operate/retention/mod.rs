@@ -3,7 +3,9 @@
 //!
 //! The sweep is the runtime's [`Sweep`] (the core decides, the runtime
 //! reads and deletes); this command opens the store as it is (see
-//! [`StoreArg::open_existing`]: it creates, drops and removes nothing),
+//! [`StoreArg::open_existing`]: it creates, drops and removes nothing; a
+//! dry run opens it read-only and migrates nothing, see
+//! [`StoreArg::open_existing_read_only`]),
 //! computes the cutoff from the system clock (`now - --older-than`), shows
 //! a spinner on a terminal, and prints what was done. Exit codes:
 //!
@@ -52,11 +54,20 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
         Ok(settings) => settings,
         Err(usage) => return usage.exit("the sweep failed"),
     };
-    let store = match settings
-        .store
-        .open_existing(settings.schema.as_ref(), POOL_SIZE)
-        .await
-    {
+    // A dry run changes nothing, so it opens read-only: a store it may not
+    // write is read, and nothing is migrated.
+    let opened = if settings.dry_run {
+        settings
+            .store
+            .open_existing_read_only(settings.schema.as_ref(), POOL_SIZE)
+            .await
+    } else {
+        settings
+            .store
+            .open_existing(settings.schema.as_ref(), POOL_SIZE)
+            .await
+    };
+    let store = match opened {
         Ok(store) => store.events,
         Err(failure) => return failure.exit("could not open the store"),
     };

@@ -10,7 +10,7 @@ use loomfence_core::retention::{SweepOptions, check_page_limit};
 use loomfence_postgres::Schema;
 
 use crate::error::CliError;
-use crate::store::StoreArg;
+use crate::store::{KeptStore, StoreArg};
 
 /// The page size when `--page-limit` is not given: the core's default, as
 /// the npm package's `sweep` has it.
@@ -62,17 +62,7 @@ impl RawRetention {
     pub(crate) fn validate(self) -> Result<RetentionSettings, CliError> {
         let older_than = parse_older_than(&self.older_than)?;
         check_page_limit(self.page_limit).map_err(|e| CliError::bad_value("page-limit", &e))?;
-        let store = StoreArg::existing(&self.store)?;
-        let schema = match self.schema {
-            None => None,
-            Some(_) if !store.is_postgres() => {
-                return Err(CliError::OnlyForStore {
-                    option: "schema",
-                    store: "postgres:URL",
-                });
-            }
-            Some(name) => Some(Schema::new(name).map_err(|e| CliError::bad_value("schema", &e))?),
-        };
+        let KeptStore { store, schema } = KeptStore::parse(&self.store, self.schema)?;
         Ok(RetentionSettings {
             store,
             schema,

@@ -4,7 +4,9 @@
 //! exhausted records (rows whose tries ran out, kept for recovery), and
 //! the rows that do not read back.
 //!
-//! It only reads. `--due`, `--redrive` and `--execution` are filters of
+//! It only reads: the store is opened read-only (nothing is created,
+//! migrated, dropped or removed; a store that needs a migration exits 2).
+//! `--due`, `--redrive` and `--execution` are filters of
 //! the store's own listing, applied before `--limit`. Exit codes: 0
 //! listed; 1 a store that failed while read; 2 bad options (an invalid
 //! `--execution` id, a `--limit` of 0, a store that is not a usable

@@ -49,8 +49,8 @@ use tokio::task::yield_now;
 use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::harness::body::{BodyEnd, run_body};
+use crate::harness::race::report::Tally;
 use crate::harness::redrive::RedriveRows;
-use crate::harness::report::Tally;
 
 /// A parked execution, as set up before the race.
 #[derive(Clone, Debug)]

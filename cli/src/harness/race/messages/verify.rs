@@ -8,8 +8,8 @@ use loomfence_store::{EventStore, InboxStore};
 use serde_json::Value;
 
 use crate::error::CliError;
-use crate::harness::report::{LogCounts, MessageCounts};
-use crate::harness::resumer::Parked;
+use crate::harness::race::report::{LogCounts, MessageCounts};
+use crate::harness::race::resumer::Parked;
 
 /// Counts, per execution: resumes (more than one is a double delivery, as
 /// the park was answered twice), `MESSAGE_CONSUMED` events per message

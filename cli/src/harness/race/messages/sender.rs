@@ -36,8 +36,8 @@ use super::hooks::with_dead_acquirers;
 use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::harness::body::{BodyEnd, run_body};
-use crate::harness::report::Tally;
-use crate::harness::resumer::{Parked, resumer_seed};
+use crate::harness::race::report::Tally;
+use crate::harness::race::resumer::{Parked, resumer_seed};
 
 /// The channel every park of a race of messages waits on.
 pub(crate) const CHANNEL: &str = "go";

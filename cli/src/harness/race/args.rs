@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use loomfence_sqlite::Durability;
 
 use crate::harness::race;
-use crate::harness::settings::{RawSettings, WaitOn};
+use crate::harness::race::settings::{RawSettings, WaitOn};
 use crate::progress;
 use crate::store::DurabilityArg;
 

@@ -32,10 +32,10 @@ use self::hooks::RaceHooks;
 use self::sender::{CHANNEL, Post, Sender};
 use crate::error::CliError;
 use crate::harness::body::{BodyEnd, run_body};
+use crate::harness::race::report::{RedriveCounts, Report};
+use crate::harness::race::settings::Settings;
 use crate::harness::race::{join_all, park_all};
 use crate::harness::redrive::{POLICY, Service};
-use crate::harness::report::{RedriveCounts, Report};
-use crate::harness::settings::Settings;
 use crate::harness::start_line::StartLine;
 
 /// How long after a send its intent row is due, in ms: a few hundred, so

@@ -2,7 +2,13 @@
 //! (with re-drive on, a timer service re-drives the contended ones beside
 //! them until no re-drive row is left), then read every log to see what
 //! really happened. With `--wait message` the racers deliver a message
-//! instead of resuming (see [`crate::harness::messages`]).
+//! instead of resuming (see [`crate::harness::race::messages`]).
+
+pub(crate) mod args;
+pub(crate) mod messages;
+pub(crate) mod report;
+pub(crate) mod resumer;
+pub(crate) mod settings;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,11 +25,10 @@ use tokio::task::JoinSet;
 
 use crate::clock::now_ms;
 use crate::error::CliError;
-use crate::harness::messages;
+use crate::harness::race::report::{LogCounts, RedriveCounts, Report, Tally};
+use crate::harness::race::resumer::{Arena, Parked, Resumer};
+use crate::harness::race::settings::{Settings, WaitOn};
 use crate::harness::redrive::{RaceRedriver, RedriveRows, Service};
-use crate::harness::report::{LogCounts, RedriveCounts, Report, Tally};
-use crate::harness::resumer::{Arena, Parked, Resumer};
-use crate::harness::settings::{Settings, WaitOn};
 use crate::harness::start_line::StartLine;
 use crate::interrupt::until_interrupted;
 use crate::store::OpenOptions;

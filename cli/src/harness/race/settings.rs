@@ -32,7 +32,7 @@ pub(crate) struct Settings {
     pub(crate) store: StoreArg,
     /// Dead acquirers per resume: each takes the token right before one of
     /// the first `dead_acquirers` acquires of every racing resume (see
-    /// [`crate::harness::resumer`]).
+    /// [`crate::harness::race::resumer`]).
     pub(crate) dead_acquirers: u32,
     /// Whether a resume that ends contended writes a re-drive row, fired by
     /// a timer service with the race's re-driver (off with `--no-redrive`,

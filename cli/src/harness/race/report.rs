@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::harness::settings::{Settings, WaitOn};
+use crate::harness::race::settings::{Settings, WaitOn};
 
 /// What one resumer counted; summed over all resumers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
