@@ -389,6 +389,12 @@ fn postgres_shows_an_execution_and_changes_nothing() {
 
 #[test]
 fn stores_that_are_not_usable_exit_2_and_stay_as_they_were() {
+    let outdated = Scratch::new("inspect-outdated");
+    let path = outdated.path().join("store.db");
+    block_on(async {
+        fixture::populate(&fixture::sqlite(&path).await, now_ms()).await;
+    });
+    fixture::assert_outdated_refused(&path, "inspect", &["parent"]);
     let scratch = Scratch::new("inspect-bad-stores");
     let out = common::loomfence(
         "inspect",

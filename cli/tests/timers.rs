@@ -284,6 +284,12 @@ fn postgres_lists_rows_records_and_filters_and_changes_nothing() {
 
 #[test]
 fn stores_that_are_not_usable_exit_2_and_stay_as_they_were() {
+    let outdated = Scratch::new("timers-outdated");
+    let path = outdated.path().join("store.db");
+    block_on(async {
+        fixture::populate(&fixture::sqlite(&path).await, now_ms()).await;
+    });
+    fixture::assert_outdated_refused(&path, "timers", &["--due"]);
     let scratch = Scratch::new("timers-bad-stores");
     let out = common::loomfence("timers", &["--store", &scratch.store("nosuch.db")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
