@@ -1,4 +1,5 @@
-//! Bringing the `timers` table to this version's shape, inside `migrate`'s
+//! Bringing the `timers` table to this version's shape, and the
+//! `exhausted_timers` table beside it into place, inside `migrate`'s
 //! transaction and under its lock timeout.
 //!
 //! The catalog is read first and the table is touched only when something
@@ -17,7 +18,8 @@ use crate::config::{MigrateOptions, Schema};
 use crate::error::OpenError;
 use crate::table_ddl;
 use crate::timer_sql::{
-    ADDED_COLUMNS, DUE_INDEX, KEY_COLUMNS, TABLE, add_columns, create_index, create_table,
+    ADDED_COLUMNS, DUE_INDEX, EXHAUSTED_COLUMNS, EXHAUSTED_TABLE, KEY_COLUMNS, TABLE, add_columns,
+    create_exhausted_table, create_index, create_table,
 };
 
 /// Creates the table and its index, or adds what an older table lacks.
@@ -80,5 +82,40 @@ pub(crate) async fn migrate_timers(
         )
         .await?;
     }
+    migrate_exhausted(client, schema, options).await?;
     Ok(added)
+}
+
+/// Creates the exhausted records' table where it is missing (a new schema,
+/// or one migrated by a build before exhaustion records). An existing
+/// table is kept with its records; one that lacks a column is someone
+/// else's and is refused, permanently, unchanged. Additive: an older build
+/// never reads or writes it, so it does not change the schema version.
+async fn migrate_exhausted(
+    client: &impl GenericClient,
+    schema: &Schema,
+    options: &MigrateOptions,
+) -> Result<(), OpenError> {
+    let existing = table_ddl::columns(client, schema, EXHAUSTED_TABLE).await?;
+    if existing.is_empty() {
+        return table_ddl::run(
+            client,
+            &create_exhausted_table(schema),
+            (schema, EXHAUSTED_TABLE),
+            "create it",
+            options,
+        )
+        .await;
+    }
+    if let Some(column) = EXHAUSTED_COLUMNS
+        .iter()
+        .find(|column| !existing.iter().any(|found| found == *column))
+    {
+        return Err(OpenError::Backend(BackendError::permanent(format!(
+            "{schema}.{EXHAUSTED_TABLE} exists without the column {column}: it is not a table of \
+             exhausted timers this store can use (expected {})",
+            EXHAUSTED_COLUMNS.join(", ")
+        ))));
+    }
+    Ok(())
 }

@@ -11,6 +11,9 @@
 //! `"B"` before `"a"` the other way round, and a page boundary would then
 //! differ from the reference.
 
+use loomfence_core::timer::{ExhaustedQuery, TimerQuery};
+use tokio_postgres::types::ToSql;
+
 use crate::config::Schema;
 
 /// The table's name inside the schema.
@@ -18,6 +21,14 @@ pub(crate) const TABLE: &str = "timers";
 
 /// The due scan's index, inside the schema.
 pub(crate) const DUE_INDEX: &str = "timers_due";
+
+/// The exhausted records' table, inside the schema.
+pub(crate) const EXHAUSTED_TABLE: &str = "exhausted_timers";
+
+/// The columns of [`EXHAUSTED_TABLE`]: a table of that name without one is
+/// someone else's.
+pub(crate) const EXHAUSTED_COLUMNS: [&str; 5] =
+    ["execution_id", "wake_at", "redrive", "attempts", "at"];
 
 /// The columns the older timer table lacks (design: the re-drive), with their
 /// definitions: what `migrate` adds when `information_schema` says one is
@@ -59,6 +70,23 @@ pub(crate) fn add_columns(schema: &Schema, missing: &[&str]) -> String {
     format!("ALTER TABLE {schema}.{TABLE} {}", adds.join(", "))
 }
 
+/// The exhausted records: a retired row's key and re-drive flag as the
+/// `timers` table held them, the tries (`attempts`, a `u32`, so `bigint`)
+/// and when the fire gave up. The id is `COLLATE "C"`, so the primary key
+/// is in the byte order a listing reads (`execution_id, wake_at`), with no
+/// index beside it.
+pub(crate) fn create_exhausted_table(schema: &Schema) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {schema}.{EXHAUSTED_TABLE} ( \
+           execution_id text COLLATE \"C\" NOT NULL, \
+           wake_at bigint NOT NULL, \
+           redrive jsonb NULL, \
+           attempts bigint NOT NULL, \
+           at bigint NOT NULL, \
+           PRIMARY KEY (execution_id, wake_at))"
+    )
+}
+
 /// The due scan's index, in the order every listing and claim reads.
 pub(crate) fn create_index(schema: &Schema) -> String {
     format!(
@@ -96,12 +124,24 @@ pub(crate) struct TimerSql {
     /// id, `$6` wake_at, `$7` redrive. Answers one row, how many rows were
     /// retired (1: done; 0: not held, and nothing was written).
     pub(crate) reschedule: String,
+    /// Retires a row for its current claim and records its exhaustion, one
+    /// statement: `$1`..`$4` as for `complete`, then `$5` attempts, `$6`
+    /// at. Answers one row, how many rows were retired (1: done; 0: not
+    /// held, and nothing was recorded).
+    pub(crate) exhaust: String,
+    /// Removes an exhausted record: `$1` id, `$2` wake_at.
+    pub(crate) clear_exhausted: String,
+    /// `schema.timers`, for the listings built per query.
+    timers: String,
+    /// `schema.exhausted_timers`, likewise.
+    exhausted_table: String,
 }
 
 impl TimerSql {
     /// Builds every statement for `schema`.
     pub(crate) fn new(schema: &Schema) -> Self {
         let t = format!("{schema}.{TABLE}");
+        let e = format!("{schema}.{EXHAUSTED_TABLE}");
         let due = |plain: &str| {
             format!(
                 "SELECT execution_id, wake_at, redrive FROM {t} \
@@ -128,8 +168,172 @@ impl TimerSql {
                  WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4"
             ),
             reschedule: reschedule(&t),
+            exhaust: exhaust(&t, &e),
+            clear_exhausted: format!("DELETE FROM {e} WHERE execution_id = $1 AND wake_at = $2"),
+            timers: t,
+            exhausted_table: e,
         }
     }
+
+    /// The operator's listing of live rows for the filters `query` sets,
+    /// with its parameters. Each filter present is a plain condition in
+    /// both halves' `WHERE` (one statement text per combination of
+    /// filters, each prepared once per connection), so the planner reads
+    /// one execution's rows from the primary key and the rest from the due
+    /// index, and every filter applies before the limit.
+    ///
+    /// The statement answers the page, up to the limit of rows that read
+    /// back ([`listable`]) in due order, `readable` true; then up to the
+    /// limit of rows in the same range that do not, `readable` false: all
+    /// of them when the page is not full, else only those before its last
+    /// row. Columns: `readable`, `execution_id`, `wake_at`,
+    /// `redrive::text`, `holder`, `lease_until`, `claims`. The answer is
+    /// unordered; the store sorts it.
+    pub(crate) fn list(&self, query: &TimerQuery, limit: i64) -> (String, Vec<ListArg>) {
+        let mut args = vec![ListArg::Int(limit)];
+        let mut conditions: Vec<String> = Vec::new();
+        if let Some(id) = &query.execution {
+            args.push(ListArg::Text(id.as_str().to_owned()));
+            conditions.push(format!("{{a}}.execution_id = ${}", args.len()));
+        }
+        if let Some(due_by) = query.due_by {
+            args.push(ListArg::Int(due_by));
+            conditions.push(format!("{{a}}.wake_at <= ${}", args.len()));
+        }
+        if query.redrive_only {
+            conditions.push("{a}.redrive IS NOT NULL".to_owned());
+        }
+        if let Some((wake_at, id)) = &query.after {
+            args.push(ListArg::Int(*wake_at));
+            let at = args.len();
+            args.push(ListArg::Text(id.as_str().to_owned()));
+            let after = args.len();
+            conditions.push(format!(
+                "({{a}}.wake_at > ${at} OR ({{a}}.wake_at = ${at} \
+                 AND {{a}}.execution_id COLLATE \"C\" > ${after}::text))"
+            ));
+        }
+        let filter = |alias: &str| -> String {
+            conditions
+                .iter()
+                .map(|condition| format!(" AND {}", condition.replace("{a}", alias)))
+                .collect()
+        };
+        let t = &self.timers;
+        let sql = format!(
+            "WITH page AS (\
+               SELECT p.execution_id, p.wake_at, p.redrive::text AS redrive, p.holder, \
+                      p.lease_until, p.claims FROM {t} p \
+               WHERE {listable_p}{filter_p} \
+               ORDER BY p.wake_at, p.execution_id COLLATE \"C\" LIMIT $1), \
+             last AS (\
+               SELECT wake_at, execution_id FROM page \
+               ORDER BY wake_at DESC, execution_id COLLATE \"C\" DESC LIMIT 1) \
+             SELECT true AS readable, execution_id, wake_at, redrive, holder, lease_until, claims \
+             FROM page \
+             UNION ALL \
+             (SELECT false, u.execution_id, u.wake_at, u.redrive::text, u.holder, u.lease_until, \
+                     u.claims FROM {t} u \
+              WHERE NOT {listable_u}{filter_u} \
+                AND ((SELECT count(*) FROM page) < $1 OR EXISTS (SELECT 1 FROM last l \
+                     WHERE u.wake_at < l.wake_at OR (u.wake_at = l.wake_at \
+                       AND u.execution_id COLLATE \"C\" < l.execution_id COLLATE \"C\"))) \
+              ORDER BY u.wake_at, u.execution_id COLLATE \"C\" LIMIT $1)",
+            listable_p = listable("p"),
+            listable_u = listable("u"),
+            filter_p = filter("p"),
+            filter_u = filter("u"),
+        );
+        (sql, args)
+    }
+
+    /// The exhausted records' listing for the filters `query` sets, with
+    /// its parameters, in the primary key's order (`execution_id, wake_at`,
+    /// ids as bytes): `$1` limit, then the execution and the `after` key.
+    /// Columns: `execution_id`, `wake_at`, `redrive::text`, `attempts`,
+    /// `at`.
+    pub(crate) fn exhausted(&self, query: &ExhaustedQuery, limit: i64) -> (String, Vec<ListArg>) {
+        let mut args = vec![ListArg::Int(limit)];
+        let mut conditions = Vec::new();
+        if let Some(id) = &query.execution {
+            args.push(ListArg::Text(id.as_str().to_owned()));
+            conditions.push(format!("execution_id = ${}", args.len()));
+        }
+        if let Some((id, wake_at)) = &query.after {
+            args.push(ListArg::Text(id.as_str().to_owned()));
+            let after = args.len();
+            args.push(ListArg::Int(*wake_at));
+            let at = args.len();
+            conditions.push(format!(
+                "(execution_id > ${after}::text OR (execution_id = ${after}::text AND wake_at > ${at}))"
+            ));
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {} ", conditions.join(" AND "))
+        };
+        (
+            format!(
+                "SELECT execution_id, wake_at, redrive::text, attempts, at FROM {} \
+                 {filter}ORDER BY execution_id, wake_at LIMIT $1",
+                self.exhausted_table
+            ),
+            args,
+        )
+    }
+}
+
+/// One parameter of a listing built per query.
+#[derive(Debug)]
+pub(crate) enum ListArg {
+    /// An id.
+    Text(String),
+    /// A time or a limit.
+    Int(i64),
+}
+
+impl ListArg {
+    /// As a parameter.
+    pub(crate) fn as_param(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Self::Text(text) => text,
+            Self::Int(n) => n,
+        }
+    }
+}
+
+/// Whether row `{alias}` reads back for the operator's listing: as a claim
+/// reads it ([`readable`]), and with a claim that reads back too: no
+/// holder, or a holder of 1 to 255 bytes (a node id; text holds no NUL)
+/// with a lease end.
+fn listable(alias: &str) -> String {
+    format!(
+        "({readable} AND ({alias}.holder IS NULL OR \
+           (octet_length({alias}.holder) BETWEEN 1 AND {max_id} AND {alias}.lease_until IS NOT NULL)))",
+        readable = readable(alias),
+        max_id = loomfence_core::log::MAX_ID_BYTES,
+    )
+}
+
+/// The exhaustion: the claimed row's `DELETE` and the record's upsert in
+/// one statement, the upsert reading the row (its flag as stored) from what
+/// the `DELETE` returned, so it records only when the claim was current,
+/// on one snapshot, committed together, as [`reschedule`] does.
+fn exhaust(t: &str, e: &str) -> String {
+    format!(
+        "WITH retired AS (\
+             DELETE FROM {t} \
+             WHERE execution_id = $1 AND wake_at = $2 AND holder = $3 AND claims = $4 \
+             RETURNING execution_id, wake_at, redrive), \
+         recorded AS (\
+             INSERT INTO {e} AS e (execution_id, wake_at, redrive, attempts, at) \
+             SELECT execution_id, wake_at, redrive, $5::bigint, $6::bigint FROM retired \
+             ON CONFLICT (execution_id, wake_at) DO UPDATE \
+             SET redrive = EXCLUDED.redrive, attempts = EXCLUDED.attempts, at = EXCLUDED.at \
+             RETURNING 1) \
+         SELECT count(*) FROM retired"
+    )
 }
 
 /// Whether row `{alias}` reads back as the core's checks want it (see

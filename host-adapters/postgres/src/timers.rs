@@ -8,9 +8,10 @@ use deadpool_postgres::Pool;
 use loomfence_core::{
     ExecutionId,
     timer::{
-        Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Lease, MAX_TIMER_MS,
-        Redrive, TimerQuery, TimerRow, UnreadableField, UnreadableRow, check_claim, check_due,
-        check_lease, check_reschedule, check_row, read_redrive_flag,
+        Claim, Completed, DueFilter, ExhaustedQuery, ExhaustedRow, Exhaustion, Held, Lease,
+        MAX_TIMER_MS, NodeId, Redrive, TimerEntry, TimerQuery, TimerRow, UnreadableField,
+        UnreadableRow, check_claim, check_clear, check_due, check_exhaust, check_lease,
+        check_reschedule, check_row, read_redrive_flag,
     },
 };
 use loomfence_store::{ClaimPage, StoreError, TimerListing, TimerStore};
@@ -22,7 +23,7 @@ use crate::config::Schema;
 use crate::conn::Conn;
 use crate::error::{self, corrupt_timer};
 use crate::inbox_sql::InboxSql;
-use crate::timer_sql::TimerSql;
+use crate::timer_sql::{ListArg, TimerSql};
 
 /// The timer rows of a fleet on PostgreSQL, beside its event logs.
 ///
@@ -316,6 +317,123 @@ fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, Stor
     })
 }
 
+/// Reads one row of the operator's listing (columns as
+/// [`TimerSql::list`](crate::timer_sql::TimerSql::list) answers them) with
+/// its claim, checked with the core's rules as a claim reads a row; a row
+/// that does not read back is named by its key and column.
+fn read_entry(row: &Row) -> Result<Result<TimerEntry, UnreadableRow>, StoreError> {
+    let id: String = column(row, 1, "execution_id")?;
+    let wake_at: i64 = column(row, 2, "wake_at")?;
+    let redrive: Option<String> = column(row, 3, "redrive")?;
+    let holder: Option<String> = column(row, 4, "holder")?;
+    let lease_until: Option<i64> = column(row, 5, "lease_until")?;
+    let claims: i64 = column(row, 6, "claims")?;
+    let bad = |field, detail: String| UnreadableRow {
+        execution_id: id.clone(),
+        wake_at: Some(wake_at),
+        field,
+        detail,
+    };
+    Ok((|| {
+        let execution_id = ExecutionId::new(id.as_str()).map_err(|e| {
+            bad(
+                UnreadableField::ExecutionId,
+                format!("execution_id {id:?} is not a valid id: {e}"),
+            )
+        })?;
+        if !(0..=MAX_TIMER_MS).contains(&wake_at) {
+            return Err(bad(
+                UnreadableField::WakeAt,
+                format!("wake_at {wake_at} is outside 0..=2^53-1"),
+            ));
+        }
+        let redrive = redrive
+            .as_deref()
+            .map(|json| {
+                read_redrive_flag(json.as_bytes()).map_err(|reason| {
+                    bad(UnreadableField::Redrive, format!("redrive {json} {reason}"))
+                })
+            })
+            .transpose()?;
+        // As a claim reads the count: one more must fit.
+        let number = u64::try_from(claims)
+            .ok()
+            .filter(|_| claims < i64::MAX)
+            .ok_or_else(|| {
+                bad(
+                    UnreadableField::Claims,
+                    format!("claims {claims} is not a non-negative integer"),
+                )
+            })?;
+        let held = match (holder, lease_until) {
+            (None, _) => None,
+            (Some(holder), Some(expires_at)) => Some(Held {
+                holder: NodeId::new(holder.as_str()).map_err(|e| {
+                    bad(
+                        UnreadableField::Claim,
+                        format!("holder {holder:?} is not a valid node id: {e}"),
+                    )
+                })?,
+                number,
+                expires_at,
+            }),
+            (Some(holder), None) => {
+                return Err(bad(
+                    UnreadableField::Claim,
+                    format!("holder {holder:?} has no lease_until"),
+                ));
+            }
+        };
+        Ok(TimerEntry {
+            row: TimerRow {
+                execution_id,
+                wake_at,
+                redrive,
+            },
+            held,
+        })
+    })())
+}
+
+/// Reads an exhausted record (columns as
+/// [`TimerSql::exhausted`](crate::timer_sql::TimerSql::exhausted) answers
+/// them), checked as the core checks what it records; one that does not
+/// read back fails the listing, naming it, as a due listing does.
+fn read_record(row: &Row) -> Result<ExhaustedRow, StoreError> {
+    let id: String = column(row, 0, "execution_id")?;
+    let wake_at: i64 = column(row, 1, "wake_at")?;
+    let redrive: Option<String> = column(row, 2, "redrive")?;
+    let attempts: i64 = column(row, 3, "attempts")?;
+    let at: i64 = column(row, 4, "at")?;
+    let refused =
+        |detail: String| corrupt_timer(format!("exhausted record ({id:?}, {wake_at}): {detail}"));
+    let execution_id =
+        ExecutionId::new(id.as_str()).map_err(|e| refused(format!("execution_id: {e}")))?;
+    let redrive = redrive
+        .as_deref()
+        .map(|json| {
+            read_redrive_flag(json.as_bytes())
+                .map_err(|reason| refused(format!("redrive {json} {reason}")))
+        })
+        .transpose()?;
+    let timer = TimerRow {
+        execution_id,
+        wake_at,
+        redrive,
+    };
+    check_row(&timer).map_err(|e| refused(e.to_string()))?;
+    let attempts = u32::try_from(attempts)
+        .map_err(|_| refused(format!("attempts {attempts} is outside 0..=2^32-1")))?;
+    if !(0..=MAX_TIMER_MS).contains(&at) {
+        return Err(refused(format!("at {at} is outside 0..=2^53-1")));
+    }
+    Ok(ExhaustedRow {
+        row: timer,
+        attempts,
+        at,
+    })
+}
+
 /// One column, a type mismatch being a table this store did not make.
 fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
@@ -420,23 +538,69 @@ impl TimerStore for PostgresTimerStore {
             Completed::Done
         })
     }
+
     async fn exhaust(
         &self,
         claim: &Claim,
         exhaustion: &Exhaustion,
     ) -> Result<Completed, StoreError> {
-        let _ = (claim, exhaustion);
-        todo!("exhaust")
+        check_exhaust(claim, exhaustion)?;
+        // Claim numbers come from a `bigint`; a larger one was never issued.
+        let Ok(number) = i64::try_from(claim.number) else {
+            return Ok(Completed::NotHeld);
+        };
+        let row = self
+            .client()
+            .await?
+            .write_row(
+                &self.sql.exhaust,
+                &[
+                    &claim.row.execution_id.as_str(),
+                    &claim.row.wake_at,
+                    &claim.holder.as_str(),
+                    &number,
+                    &i64::from(exhaustion.attempts),
+                    &exhaustion.at,
+                ],
+            )
+            .await?;
+        let retired: i64 = column(&row, 0, "count")?;
+        Ok(if retired == 0 {
+            Completed::NotHeld
+        } else {
+            Completed::Done
+        })
     }
 
     async fn list(&self, query: &TimerQuery) -> Result<TimerListing, StoreError> {
-        let _ = query;
-        todo!("list")
+        let limit = query.checked_limit()?;
+        let (sql, args) = self.sql.list(query, limit_of(limit));
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(ListArg::as_param).collect();
+        let rows = self.client().await?.rows(&sql, &params).await?;
+        let mut listing = TimerListing::default();
+        for row in &rows {
+            match read_entry(row)? {
+                Ok(entry) => listing.entries.push(entry),
+                Err(unreadable) => listing.unreadable.push(unreadable),
+            }
+        }
+        // Due order, ids in byte order; the statement's answer is not.
+        listing
+            .entries
+            .sort_by(|a, b| a.row.due_key().cmp(&b.row.due_key()));
+        listing
+            .unreadable
+            .sort_by(|a, b| (a.wake_at, &a.execution_id).cmp(&(b.wake_at, &b.execution_id)));
+        listing.unreadable.truncate(limit);
+        Ok(listing)
     }
 
     async fn exhausted(&self, query: &ExhaustedQuery) -> Result<Vec<ExhaustedRow>, StoreError> {
-        let _ = query;
-        todo!("exhausted")
+        let limit = query.checked_limit()?;
+        let (sql, args) = self.sql.exhausted(query, limit_of(limit));
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(ListArg::as_param).collect();
+        let rows = self.client().await?.rows(&sql, &params).await?;
+        rows.iter().map(read_record).collect()
     }
 
     async fn clear_exhausted(
@@ -444,7 +608,15 @@ impl TimerStore for PostgresTimerStore {
         execution_id: &ExecutionId,
         wake_at: i64,
     ) -> Result<bool, StoreError> {
-        let _ = (execution_id, wake_at);
-        todo!("clear_exhausted")
+        check_clear(wake_at)?;
+        let removed = self
+            .client()
+            .await?
+            .write(
+                &self.sql.clear_exhausted,
+                &[&execution_id.as_str(), &wake_at],
+            )
+            .await?;
+        Ok(removed > 0)
     }
 }
