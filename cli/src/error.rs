@@ -71,6 +71,15 @@ pub(crate) enum CliError {
         /// The parser's complaint.
         reason: String,
     },
+    /// An execution id given on the command line that is not a valid one
+    /// (empty, longer than 255 bytes, with a NUL).
+    #[error("execution id {given:?}: not a valid execution id: {reason}")]
+    BadId {
+        /// As given.
+        given: String,
+        /// The core's complaint.
+        reason: String,
+    },
     /// `--store` names no backend we have.
     #[error(
         "--store {0:?}: unknown store; expected `memory`, `postgres:URL`, `sqlite:PATH` or `sqlite::memory:`"
@@ -215,6 +224,17 @@ pub(crate) enum CliError {
     Interrupted,
 
     // Failures (exit 1).
+    /// A valid execution id with no log in the store.
+    #[error("no execution with id {id} in {store}{left}")]
+    UnknownExecution {
+        /// The id.
+        id: String,
+        /// The store, as output names it.
+        store: String,
+        /// What the timer store and the inbox still hold for it (empty, or
+        /// `; the store still holds …`).
+        left: String,
+    },
     /// A store call failed.
     #[error("{during}: {source}")]
     Store {
@@ -388,6 +408,7 @@ impl CliError {
                 | CliError::OnlyWith { .. }
                 | CliError::OnlyForStore { .. }
                 | CliError::BadValue { .. }
+                | CliError::BadId { .. }
                 | CliError::OlderThan { .. }
                 | CliError::UnknownStore(_)
                 | CliError::PostgresUrl(_)

@@ -36,6 +36,13 @@
 //! store, and refuses, untouched, anything else it finds there: 0 done, 1
 //! the store failed, 2 bad options or a refusal (see [`init`]). A
 //! retention dry run opens the store read-only and migrates nothing.
+//! `loomfence inspect` and `loomfence timers` only read an existing store:
+//! one execution as an operator needs to see it (log, token, park and
+//! which waits can answer it, timer rows and claims, exhausted records,
+//! inbox, lineage, retention's verdict), and the timer store's rows,
+//! exhausted records and unreadable rows. They exit 0 when shown, 1 on an
+//! unknown execution or a failed store, 2 on bad options or a store that
+//! is not a usable loomfence store.
 //!
 //! `loomfence worker` is one node of a fleet on a shared store, running
 //! until SIGTERM (see [`worker`]); `loomfence fleet` starts several, kills
@@ -68,8 +75,10 @@ use crate::harness::bench::BenchArgs;
 use crate::harness::race::args::{self as race_args, RaceArgs};
 use crate::harness::{bench, fleet, worker};
 use crate::operate::init::{self, InitArgs};
+use crate::operate::inspect::{self, InspectArgs};
 use crate::operate::recover::{self, RecoverArgs};
 use crate::operate::retention::{self, RetentionArgs};
+use crate::operate::timers::{self, TimersArgs};
 
 /// The exit codes, the same for every command.
 const EXIT_CODES: &str = "Exit codes, the same for every command: 0 done (and, for a check, \
@@ -224,6 +233,33 @@ enum Command {
     /// is not usable.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
     Recover(RecoverArgs),
+    /// Show one execution of an existing store: its log, token, status,
+    /// open park and which of its waits can answer it now, its timer and
+    /// re-drive rows with their claims, its exhausted records, its inbox,
+    /// the store's feed head, its parent and children, and what retention
+    /// would do with it. Only reads.
+    ///
+    /// A child wait is answerable when the child's log ended, a timer wait
+    /// when it is due, a message wait when a pending message is on its
+    /// channel. Retention's verdict is the sweep's own rule: kept while it
+    /// has not ended; pinned while it ended and its parent is parked on
+    /// it; otherwise eligible once its end is older than --older-than.
+    ///
+    /// Exit code: 0 shown; 1 no execution with that id (no log), or a store
+    /// that failed while read; 2 an invalid id, bad options, or a store that
+    /// is not a usable loomfence store (nothing is created); 130 on Ctrl-C.
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
+    Inspect(InspectArgs),
+    /// List the timer store of an existing store: the live rows (plain and
+    /// re-drive, with their try), each due, pending, or claimed by a node
+    /// until its lease ends; then the exhausted records, then the rows that
+    /// do not read back, each section with its count. Only reads.
+    ///
+    /// Exit code: 0 listed; 1 a store that failed while read; 2 bad options
+    /// (an invalid --execution id included) or a store that is not a usable
+    /// loomfence store (nothing is created); 130 on Ctrl-C.
+    #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
+    Timers(TimersArgs),
     /// One node of a fleet: the child supervisor, a timer service with
     /// re-drive on, and resumed bodies, on a shared store, until SIGTERM.
     #[command(allow_negative_numbers = true, after_help = EXIT_CODES)]
@@ -245,6 +281,8 @@ async fn main() -> ExitCode {
         Command::Init(args) => init::command(args).await,
         Command::Retention(args) => retention::command(args.into()).await,
         Command::Recover(args) => recover::command(args).await,
+        Command::Inspect(args) => inspect::command(args).await,
+        Command::Timers(args) => timers::command(args).await,
         Command::Worker(args) => worker::command(args).await,
         Command::Fleet(args) => fleet::command(args).await,
     }

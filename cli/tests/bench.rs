@@ -417,8 +417,11 @@ fn help_states_the_exit_codes() {
         &["race", "--help"],
         &["init", "--help"],
         &["retention", "--help"],
+        &["recover", "--help"],
         &["worker", "--help"],
         &["fleet", "--help"],
+        &["inspect", "--help"],
+        &["timers", "--help"],
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_loomfence"))
             .args(args)
