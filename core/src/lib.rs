@@ -220,7 +220,12 @@ pub mod timer {
     //! decision table heads `core/src/fire.rs`), the timer store's rules
     //! ([`TimerTable`]: the flag-keeping upsert, due rows filtered before the
     //! limit, numbered lease [`Claim`]s), the rows a store could not read, and
-    //! the bounded in-process backoff of plain wakes ([`WakeBackoff`]).
+    //! the bounded in-process backoff of plain wakes ([`WakeBackoff`]), and
+    //! what a store keeps for an operator: the [`ExhaustedRow`] a fire that
+    //! gives up records beside the rows (in one step with the retire, under
+    //! its claim: a record, not an event in the log, so it is written once
+    //! and listed without reading every log), and the listing of live rows
+    //! with their claims ([`TimerQuery`], [`TimerEntry`]).
     //!
     //! You need it when you write a timer store or fire a row yourself; the
     //! tick in [`tick`](crate::tick) drives all of it for a timer service.

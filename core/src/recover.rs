@@ -3,7 +3,7 @@
 //! execution whose tries ran out (or that an operator names).
 //!
 //! A chain that gave up leaves an [`ExhaustedRow`] beside the timers (see
-//! [`crate::timer_records`]). Recovering it fires one row with the same
+//! [`crate::timer`]). Recovering it fires one row with the same
 //! [`FireMachine`] a timer service uses, so the resume goes through the
 //! same path (the re-drivers for a re-drive row, the TIMER wait's check for
 //! a plain wake) and the fence settles any race with the services running

@@ -253,7 +253,7 @@ fn a_policy_of_one_try_keeps_the_record() {
 #[test]
 fn no_redriver_tries_nothing() {
     let exhausted = record(TimerRow::redrive(id(), WAKE, 3));
-    let mut machine = RecoverMachine::new(id(), Some(exhausted), context(0)).expect("valid");
+    let machine = RecoverMachine::new(id(), Some(exhausted), context(0)).expect("valid");
     assert_eq!(
         machine.poll(),
         RecoverPoll::Done(RecoverOutcome::NoRedriver)
