@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use loomfence_core::InputError;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
+    Claim, Completed, DueFilter, ExhaustedQuery, Exhaustion, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS,
+    NodeId, TimerQuery, TimerRow,
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
 use loomfence_store::{StoreError, TimerStore};
@@ -293,6 +294,66 @@ async fn ids_are_ordered_by_their_bytes() {
         .map(|claim| claim.row.execution_id.as_str().to_owned())
         .collect();
     assert_eq!(page, sorted[..3]);
+    // The operator's listing: its order, its `after` and its unreadable
+    // half's bound compare ids as bytes too.
+    let listing = store
+        .list(&TimerQuery::default())
+        .await
+        .expect("lists with claims");
+    assert_eq!(listing.unreadable, []);
+    let ids_of = |entries: &[loomfence_core::timer::TimerEntry]| -> Vec<String> {
+        entries
+            .iter()
+            .map(|entry| entry.row.execution_id.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(ids_of(&listing.entries), sorted);
+    let after_a = store
+        .list(&TimerQuery {
+            after: Some((5, common::id("a"))),
+            limit: 2,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists after a key");
+    let from_a = sorted.iter().position(|id| *id == "a").expect("listed") + 1;
+    assert_eq!(ids_of(&after_a.entries), sorted[from_a..from_a + 2]);
+    // The exhausted records, keyed in their own table, come in byte order:
+    // every row claimed after the leases ended, and exhausted.
+    let claims = store
+        .claim_due(&lease("m", 100_000), 100, DueFilter::default())
+        .await
+        .expect("claims every row")
+        .claims;
+    assert_eq!(claims.len(), sorted.len());
+    let given_up = Exhaustion { attempts: 1, at: 6 };
+    for claim in claims.iter().rev() {
+        assert_eq!(
+            store.exhaust(claim, &given_up).await.expect("exhausts"),
+            Completed::Done
+        );
+    }
+    let records: Vec<String> = store
+        .exhausted(&ExhaustedQuery::default())
+        .await
+        .expect("lists the records")
+        .into_iter()
+        .map(|record| record.row.execution_id.as_str().to_owned())
+        .collect();
+    assert_eq!(records, sorted);
+    let after_b: Vec<String> = store
+        .exhausted(&ExhaustedQuery {
+            after: Some((common::id("B"), 5)),
+            limit: 1,
+            ..ExhaustedQuery::default()
+        })
+        .await
+        .expect("lists after a key")
+        .into_iter()
+        .map(|record| record.row.execution_id.as_str().to_owned())
+        .collect();
+    let from_b = sorted.iter().position(|id| *id == "B").expect("listed") + 1;
+    assert_eq!(after_b, sorted[from_b..from_b + 1]);
 }
 
 /// Input out of range is refused with the core's typed error before the
