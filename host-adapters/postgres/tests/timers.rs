@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use loomfence_core::InputError;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, ExhaustedQuery, Exhaustion, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS,
-    NodeId, TimerQuery, TimerRow,
+    Claim, Completed, DueFilter, ExhaustedQuery, Exhaustion, Held, Lease, MAX_DUE_LIMIT,
+    MAX_TIMER_MS, NodeId, TimerQuery, TimerRow, UnreadableField,
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
 use loomfence_store::{StoreError, TimerStore};
@@ -392,4 +392,76 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
             .expect("lists")
             .is_empty()
     );
+}
+
+/// A row whose claim does not read back (an empty holder, a holder with
+/// no lease end) is reported by the operator's listing, by key and as the
+/// claim's column, and the rows around it are listed with their claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_that_does_not_read_back_is_reported_by_the_listing() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let admin = common::admin(&url).await;
+    admin
+        .batch_execute(&format!(
+            "INSERT INTO {}.timers (execution_id, wake_at, holder, lease_until, claims) VALUES \
+               ('ok', 1, 'n1', 50, 2), ('holder-empty', 2, '', 50, 1), \
+               ('holder-no-lease', 3, 'n1', NULL, 1), ('free', 4, NULL, NULL, 0)",
+            store.schema()
+        ))
+        .await
+        .expect("plants the rows");
+    let listing = store.list(&TimerQuery::default()).await.expect("lists");
+    let listed: Vec<_> = listing
+        .entries
+        .iter()
+        .map(|entry| (entry.row.execution_id.as_str(), entry.held.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "ok",
+                Some(Held {
+                    holder: node("n1"),
+                    number: 2,
+                    expires_at: 50
+                })
+            ),
+            ("free", None)
+        ]
+    );
+    let reported: Vec<_> = listing
+        .unreadable
+        .iter()
+        .map(|row| (row.execution_id.as_str(), row.wake_at, row.field))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("holder-empty", Some(2), UnreadableField::Claim),
+            ("holder-no-lease", Some(3), UnreadableField::Claim),
+        ]
+    );
+    // A page of one is the first row, and the damaged rows after it wait
+    // for their own pages.
+    let first = store
+        .list(&TimerQuery {
+            limit: 1,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page");
+    assert_eq!(first.entries.len(), 1);
+    assert_eq!(first.unreadable, []);
+    // A page of two: the damaged rows take no slot of it.
+    let two = store
+        .list(&TimerQuery {
+            limit: 2,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page");
+    assert_eq!(two.entries, listing.entries);
+    assert_eq!(two.unreadable, listing.unreadable);
 }
