@@ -54,7 +54,11 @@
 //! schema, under the core's `TimerTable` rules: an upsert that keeps the
 //! re-drive flag, due listings filtered before their limit, lease claims
 //! taken with `FOR UPDATE SKIP LOCKED` so two nodes never hold one row, and
-//! retirement only by the current claim. It is the fleet's inbox too
+//! retirement only by the current claim. A fire that gives up retires its
+//! row and records it in `exhausted_timers` in one statement under its
+//! claim (the table `migrate` creates beside `timers`, ids `COLLATE "C"`);
+//! the operator's listing shows each row's claim and the rows it cannot
+//! read beside the rest. It is the fleet's inbox too
 //! (`InboxStore`): a send writes its message and its intent row in one
 //! transaction, after a per-channel advisory lock that makes a channel's
 //! arrival order its commit order; the deletes take an execution's

@@ -41,6 +41,12 @@ use crate::timer_sql::{ListArg, TimerSql};
 /// refused with the claim rolled back, as the error's "nothing happened"
 /// promises.
 ///
+/// An exhaustion is one statement too: the `DELETE` under the claim feeds
+/// the upsert of the record into `exhausted_timers`, so nothing is recorded
+/// for a claim that is not current. The operator's listing is one
+/// statement per set of filters, answering the page and the rows of its
+/// range that do not read back ([`TimerListing::unreadable`]).
+///
 /// It is the fleet's inbox too ([`InboxStore`](loomfence_store::InboxStore),
 /// the `inbox` table `migrate` creates beside `timers`): a send writes its
 /// message and its intent row in one transaction, which only a store that

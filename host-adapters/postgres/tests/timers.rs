@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use loomfence_core::InputError;
 use loomfence_core::timer::{
-    Claim, Completed, DueFilter, Lease, MAX_DUE_LIMIT, MAX_TIMER_MS, NodeId, TimerRow,
+    Claim, Completed, DueFilter, ExhaustedQuery, Exhaustion, Held, Lease, MAX_DUE_LIMIT,
+    MAX_TIMER_MS, NodeId, TimerQuery, TimerRow, UnreadableField,
 };
 use loomfence_postgres::{PostgresEventStore, PostgresOptions, PostgresTimerStore};
 use loomfence_store::{StoreError, TimerStore};
@@ -293,6 +294,66 @@ async fn ids_are_ordered_by_their_bytes() {
         .map(|claim| claim.row.execution_id.as_str().to_owned())
         .collect();
     assert_eq!(page, sorted[..3]);
+    // The operator's listing: its order, its `after` and its unreadable
+    // half's bound compare ids as bytes too.
+    let listing = store
+        .list(&TimerQuery::default())
+        .await
+        .expect("lists with claims");
+    assert_eq!(listing.unreadable, []);
+    let ids_of = |entries: &[loomfence_core::timer::TimerEntry]| -> Vec<String> {
+        entries
+            .iter()
+            .map(|entry| entry.row.execution_id.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(ids_of(&listing.entries), sorted);
+    let after_a = store
+        .list(&TimerQuery {
+            after: Some((5, common::id("a"))),
+            limit: 2,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists after a key");
+    let from_a = sorted.iter().position(|id| *id == "a").expect("listed") + 1;
+    assert_eq!(ids_of(&after_a.entries), sorted[from_a..from_a + 2]);
+    // The exhausted records, keyed in their own table, come in byte order:
+    // every row claimed after the leases ended, and exhausted.
+    let claims = store
+        .claim_due(&lease("m", 100_000), 100, DueFilter::default())
+        .await
+        .expect("claims every row")
+        .claims;
+    assert_eq!(claims.len(), sorted.len());
+    let given_up = Exhaustion { attempts: 1, at: 6 };
+    for claim in claims.iter().rev() {
+        assert_eq!(
+            store.exhaust(claim, &given_up).await.expect("exhausts"),
+            Completed::Done
+        );
+    }
+    let records: Vec<String> = store
+        .exhausted(&ExhaustedQuery::default())
+        .await
+        .expect("lists the records")
+        .into_iter()
+        .map(|record| record.row.execution_id.as_str().to_owned())
+        .collect();
+    assert_eq!(records, sorted);
+    let after_b: Vec<String> = store
+        .exhausted(&ExhaustedQuery {
+            after: Some((common::id("B"), 5)),
+            limit: 1,
+            ..ExhaustedQuery::default()
+        })
+        .await
+        .expect("lists after a key")
+        .into_iter()
+        .map(|record| record.row.execution_id.as_str().to_owned())
+        .collect();
+    let from_b = sorted.iter().position(|id| *id == "B").expect("listed") + 1;
+    assert_eq!(after_b, sorted[from_b..from_b + 1]);
 }
 
 /// Input out of range is refused with the core's typed error before the
@@ -331,4 +392,76 @@ async fn input_out_of_range_is_refused_before_anything_is_touched() {
             .expect("lists")
             .is_empty()
     );
+}
+
+/// A row whose claim does not read back (an empty holder, a holder with
+/// no lease end) is reported by the operator's listing, by key and as the
+/// claim's column, and the rows around it are listed with their claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_that_does_not_read_back_is_reported_by_the_listing() {
+    let Some(url) = common::url() else { return };
+    let store = common::timers(&url).await;
+    let admin = common::admin(&url).await;
+    admin
+        .batch_execute(&format!(
+            "INSERT INTO {}.timers (execution_id, wake_at, holder, lease_until, claims) VALUES \
+               ('ok', 1, 'n1', 50, 2), ('holder-empty', 2, '', 50, 1), \
+               ('holder-no-lease', 3, 'n1', NULL, 1), ('free', 4, NULL, NULL, 0)",
+            store.schema()
+        ))
+        .await
+        .expect("plants the rows");
+    let listing = store.list(&TimerQuery::default()).await.expect("lists");
+    let listed: Vec<_> = listing
+        .entries
+        .iter()
+        .map(|entry| (entry.row.execution_id.as_str(), entry.held.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                "ok",
+                Some(Held {
+                    holder: node("n1"),
+                    number: 2,
+                    expires_at: 50
+                })
+            ),
+            ("free", None)
+        ]
+    );
+    let reported: Vec<_> = listing
+        .unreadable
+        .iter()
+        .map(|row| (row.execution_id.as_str(), row.wake_at, row.field))
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("holder-empty", Some(2), UnreadableField::Claim),
+            ("holder-no-lease", Some(3), UnreadableField::Claim),
+        ]
+    );
+    // A page of one is the first row, and the damaged rows after it wait
+    // for their own pages.
+    let first = store
+        .list(&TimerQuery {
+            limit: 1,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page");
+    assert_eq!(first.entries.len(), 1);
+    assert_eq!(first.unreadable, []);
+    // A page of two: the damaged rows take no slot of it.
+    let two = store
+        .list(&TimerQuery {
+            limit: 2,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page");
+    assert_eq!(two.entries, listing.entries);
+    assert_eq!(two.unreadable, listing.unreadable);
 }

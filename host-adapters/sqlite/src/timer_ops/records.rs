@@ -335,3 +335,160 @@ fn read_record(row: &Row<'_>) -> Result<ExhaustedRow, StoreError> {
         at,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use loomfence_core::timer::{DueFilter, Lease, UnreadableField};
+    use rusqlite::StatementStatus;
+
+    use super::super::{claim_due, schedule};
+    use super::*;
+    use crate::timer_schema;
+
+    /// A table of `rows` rows at times `1_000..`, a tenth of them re-drive
+    /// rows, the first ten held by `held`.
+    fn table(rows: i64) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        timer_schema::migrate(&conn).unwrap();
+        for n in 0..rows {
+            let id = ExecutionId::new(format!("exec-{:05}", (n * 7919) % rows)).unwrap();
+            let redrive = (n % 10 == 0).then_some("{\"attempt\":0}");
+            schedule(&conn, &id, 1_000 + n, redrive).unwrap();
+        }
+        let lease = Lease {
+            holder: NodeId::new("held").unwrap(),
+            now: 1_009,
+            duration_ms: 60_000,
+        };
+        claim_due(&conn, &lease, 61_009, 100, DueFilter::default()).unwrap();
+        conn
+    }
+
+    /// The listing's statement for `query`, prepared and stepped: its plan
+    /// lines, and whether it scanned the whole table or sorted.
+    fn run(conn: &Connection, query: &TimerQuery, limit: usize) -> (TimerListing, Vec<String>) {
+        let listing = list(conn, query, limit).unwrap();
+        let (sql, values) = list_statement(query);
+        let statement = conn.prepare_cached(&sql).unwrap();
+        assert_eq!(
+            statement.get_status(StatementStatus::Sort),
+            0,
+            "{query:?}: no sort"
+        );
+        drop(statement);
+        let arguments: Vec<&dyn ToSql> = values.iter().map(|value| value as &dyn ToSql).collect();
+        let mut explain = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let plan = explain
+            .query_map(arguments.as_slice(), |row| row.get(3))
+            .unwrap()
+            .collect::<Result<Vec<String>, _>>()
+            .unwrap();
+        (listing, plan)
+    }
+
+    #[test]
+    fn a_listing_reads_an_index_in_its_order_and_never_sorts() {
+        let conn = table(10_000);
+        let id = ExecutionId::new("exec-00042").unwrap();
+        let queries = [
+            TimerQuery::default(),
+            TimerQuery {
+                due_by: Some(5_000),
+                redrive_only: true,
+                ..TimerQuery::default()
+            },
+            TimerQuery {
+                after: Some((9_000, id.clone())),
+                ..TimerQuery::default()
+            },
+            TimerQuery {
+                execution: Some(id.clone()),
+                ..TimerQuery::default()
+            },
+        ];
+        for query in &queries {
+            let (listing, plan) = run(&conn, query, 10);
+            assert!(!listing.entries.is_empty(), "{query:?}");
+            assert!(
+                !plan.iter().any(|line| line.contains("TEMP B-TREE")),
+                "{query:?}: {plan:#?}"
+            );
+            let index = if query.execution.is_some() {
+                "PRIMARY KEY"
+            } else {
+                "timers_due"
+            };
+            assert!(
+                plan.iter().any(|line| line.contains(index)),
+                "{query:?} reads {index}: {plan:#?}"
+            );
+        }
+        // The first ten rows are held, the claim numbered 1.
+        let (first, _) = run(&conn, &TimerQuery::default(), 11);
+        let held: Vec<_> = first
+            .entries
+            .iter()
+            .map(|entry| entry.held.is_some())
+            .collect();
+        assert_eq!(held, [[true; 10].as_slice(), &[false]].concat());
+        assert_eq!(
+            first.entries[0].held,
+            Some(Held {
+                holder: NodeId::new("held").unwrap(),
+                number: 1,
+                expires_at: 61_009,
+            })
+        );
+    }
+
+    #[test]
+    fn a_claim_that_does_not_read_back_is_reported_by_the_listing() {
+        let conn = Connection::open_in_memory().unwrap();
+        timer_schema::migrate(&conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO timers (execution_id, wake_at, holder, lease_until, claims) VALUES
+               ('ok', 1, 'n1', 50, 2),
+               ('holder-empty', 2, '', 50, 1),
+               ('holder-blob', 3, X'07', 50, 1),
+               ('holder-no-lease', 4, 'n1', NULL, 1),
+               ('lease-text', 5, 'n1', 'soon', 1),
+               ('free', 6, NULL, NULL, 0);",
+        )
+        .unwrap();
+        let listing = list(&conn, &TimerQuery::default(), 10).unwrap();
+        let listed: Vec<_> = listing
+            .entries
+            .iter()
+            .map(|entry| (entry.row.execution_id.as_str(), entry.held.clone()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                (
+                    "ok",
+                    Some(Held {
+                        holder: NodeId::new("n1").unwrap(),
+                        number: 2,
+                        expires_at: 50
+                    })
+                ),
+                ("free", None)
+            ]
+        );
+        let reported: Vec<_> = listing
+            .unreadable
+            .iter()
+            .map(|row| (row.execution_id.as_str(), row.field))
+            .collect();
+        assert_eq!(
+            reported,
+            [
+                ("holder-empty", UnreadableField::Claim),
+                ("holder-blob", UnreadableField::Claim),
+                ("holder-no-lease", UnreadableField::Claim),
+                ("lease-text", UnreadableField::Claim),
+            ]
+        );
+        assert!(listing.unreadable.iter().all(|row| !row.detail.is_empty()));
+    }
+}

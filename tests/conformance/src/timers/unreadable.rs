@@ -306,6 +306,40 @@ pub async fn a_listing_reports_unreadable_rows_and_lists_the_rest(
     let listed: Vec<_> = page.entries.iter().map(|e| e.row.clone()).collect();
     assert_eq!(listed, good[..2].to_vec());
     assert_eq!(keys(&page.unreadable), expected(&planted)[..2].to_vec());
+    // A page of one ends at the first readable row: only the damaged rows
+    // before it are in its range (the rest belong to later pages).
+    let first = store
+        .list(&TimerQuery {
+            limit: 1,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists a page of one");
+    let listed: Vec<_> = first.entries.iter().map(|e| e.row.clone()).collect();
+    assert_eq!(listed, good[..1].to_vec());
+    let before_first: Vec<_> = expected(&planted)
+        .into_iter()
+        .filter(|(_, at, _)| at.is_some_and(|at| at < good[0].wake_at))
+        .collect();
+    assert!(!before_first.is_empty(), "a damaged row is due before it");
+    assert_eq!(keys(&first.unreadable), before_first);
+    // From time 0 on, the first readable row comes before every damaged
+    // row of the range: a page of one reports none of them.
+    let from_zero = store
+        .list(&TimerQuery {
+            after: Some((0, id("a"))),
+            limit: 1,
+            ..TimerQuery::default()
+        })
+        .await
+        .expect("lists from time 0");
+    let listed: Vec<_> = from_zero.entries.iter().map(|e| e.row.clone()).collect();
+    assert_eq!(listed, good[..1].to_vec());
+    assert_eq!(
+        from_zero.unreadable,
+        [],
+        "the damaged rows come after the page"
+    );
     // Another execution's damaged rows are outside the range.
     let one = store
         .list(&TimerQuery {
