@@ -22,8 +22,8 @@ use loomfence_core::{
     park::Wait,
     redrive::{RedriveExhaustedError, RedrivePolicy},
     timer::{
-        Claim, Completed, DueFilter, Exhaustion, Lease, MAX_TIMER_MS, NodeId, RedriveAnswer,
-        TimerRow,
+        Claim, Completed, DueFilter, ExhaustedQuery, Exhaustion, Lease, MAX_TIMER_MS, NodeId,
+        RedriveAnswer, TimerRow,
     },
 };
 use loomfence_runtime::{
@@ -169,7 +169,7 @@ type TimerProbe = Forwarding<Arc<dyn TimerStore>, Probe>;
 /// The hooks of a [`TimerProbe`].
 struct Probe {
     ignore_leases: bool,
-    reschedule_before_complete: AtomicBool,
+    schedule_before_retire: AtomicBool,
     retired: Mutex<Vec<(NodeId, TimerRow)>>,
     /// How many lease-ignoring claims were made.
     shifts: AtomicI64,
@@ -186,7 +186,7 @@ impl Probe {
             inner,
             hooks: Self {
                 ignore_leases,
-                reschedule_before_complete: AtomicBool::new(false),
+                schedule_before_retire: AtomicBool::new(false),
                 retired: Mutex::new(Vec::new()),
                 shifts: AtomicI64::new(0),
             },
@@ -233,10 +233,7 @@ impl Hooks for Probe {
         inner: &dyn TimerStore,
         claim: &Claim,
     ) -> Result<Completed, StoreError> {
-        if self
-            .reschedule_before_complete
-            .swap(false, Ordering::SeqCst)
-        {
+        if self.schedule_before_retire.swap(false, Ordering::SeqCst) {
             inner.schedule(&claim.row).await?;
         }
         Ok(self.retire(claim, inner.complete(claim).await?))
@@ -255,6 +252,9 @@ impl Hooks for Probe {
         claim: &Claim,
         exhaustion: &Exhaustion,
     ) -> Result<Completed, StoreError> {
+        if self.schedule_before_retire.swap(false, Ordering::SeqCst) {
+            inner.schedule(&claim.row).await?;
+        }
         Ok(self.retire(claim, inner.exhaust(claim, exhaustion).await?))
     }
 }
@@ -543,11 +543,11 @@ async fn exhaustion_is_reported_once_and_retires_the_chain() {
     assert!(sink.errors().is_empty(), "{:?}", sink.errors());
 }
 
-/// An exhaustion whose complete is answered `NotHeld` (the row was
-/// scheduled again under the fire) is void: not reported. The next fire
-/// that retires the row reports it, once.
+/// An exhaustion whose exhaust is answered `NotHeld` (the row was
+/// scheduled again under the fire) is void: not reported, not recorded.
+/// The next fire that retires the row reports and records it, once.
 #[tokio::test]
-async fn an_exhaustion_is_reported_only_after_its_complete_is_done() {
+async fn an_exhaustion_is_reported_only_after_its_exhaust_is_done() {
     let clock = VirtualClock::at(1_000);
     let sink = Sink::default();
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
@@ -562,7 +562,7 @@ async fn an_exhaustion_is_reported_only_after_its_complete_is_done() {
 
     probe
         .hooks
-        .reschedule_before_complete
+        .schedule_before_retire
         .store(true, Ordering::SeqCst);
     let void = node.poll_once().await;
     assert_eq!((void.not_held, void.exhausted), (1, 0), "{void:?}");
@@ -570,12 +570,26 @@ async fn an_exhaustion_is_reported_only_after_its_complete_is_done() {
         sink.exhausted().is_empty(),
         "a void decision is not reported"
     );
-    assert_eq!(all_rows(&*timers).await, vec![last]);
+    assert_eq!(all_rows(&*timers).await, vec![last.clone()]);
+    let records = || async {
+        timers
+            .exhausted(&ExhaustedQuery::default())
+            .await
+            .expect("lists the records")
+    };
+    assert!(
+        records().await.is_empty(),
+        "a void decision records nothing"
+    );
 
     let retired = node.poll_once().await;
     assert_eq!((retired.not_held, retired.exhausted), (0, 1), "{retired:?}");
     assert_eq!(sink.exhausted().len(), 1);
     assert!(all_rows(&*timers).await.is_empty());
+    let recorded = records().await;
+    assert_eq!(recorded.len(), 1, "recorded once: {recorded:?}");
+    assert_eq!(recorded[0].row, last);
+    assert_eq!(recorded[0].attempts, policy.max_attempts);
 }
 
 /// A re-driver's error is a failed answer: the chain continues with the
