@@ -10,7 +10,7 @@ mod fixture;
 use serde_json::Value;
 
 use crate::common::Scratch;
-use crate::fixture::{MINUTE, Stores, Target, block_on, now_ms};
+use crate::fixture::{MINUTE, PostgresFixture, SqliteFixture, Target, block_on, now_ms};
 
 /// `loomfence inspect --json ARGS…`, exit 0 and one object.
 fn inspect_json(target: &Target, id: &str) -> Value {
@@ -299,41 +299,26 @@ fn check_fixture(target: &Target, now: i64) {
 #[test]
 fn sqlite_shows_an_execution_and_changes_nothing() {
     let scratch = Scratch::new("inspect-sqlite");
-    let path = scratch.path().join("store.db");
     let now = now_ms();
-    let before = block_on(async {
-        let stores: Stores = fixture::sqlite(&path).await;
-        fixture::populate(&stores, now).await;
-        fixture::snapshot(&stores).await
-    });
-    let files = scratch.files();
-    let bytes = std::fs::read(&path).expect("reads the store");
-    let target = Target {
-        args: vec!["--store".to_owned(), scratch.store("store.db")],
-    };
-    check_fixture(&target, now);
-    let (code, _, stderr) = inspect(&target, &["--schema", "app", "parent"]);
+    let made = SqliteFixture::new(&scratch, now);
+    let target = &made.target;
+    check_fixture(target, now);
+    let (code, _, stderr) = inspect(target, &["--schema", "app", "parent"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("--schema: only for --store postgres"),
         "{stderr}"
     );
-    assert_eq!(scratch.files(), files, "no file made or removed");
-    assert!(
-        std::fs::read(&path).expect("reads the store") == bytes,
-        "the file is unchanged"
-    );
-    let after = block_on(async { fixture::snapshot(&fixture::sqlite(&path).await).await });
-    assert_eq!(after, before);
+    made.assert_unchanged(&scratch);
 
     // An id with no log but a row left (its log deleted, say) still exits
     // 1, and says what is left.
     block_on(async {
-        let stores = fixture::sqlite(&path).await;
+        let stores = fixture::sqlite(&scratch.path().join("store.db")).await;
         let row = loomfence_core::timer::TimerRow::wake(fixture::id("ghost"), now);
         stores.timers.schedule(&row).await.expect("schedules");
     });
-    let (code, stdout, stderr) = inspect(&target, &["ghost"]);
+    let (code, stdout, stderr) = inspect(target, &["ghost"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
@@ -350,41 +335,23 @@ fn postgres_shows_an_execution_and_changes_nothing() {
     let Some(url) = common::postgres_url("the PostgreSQL inspect test") else {
         return;
     };
-    let schema = format!("cli_inspect_{}", std::process::id());
     let now = now_ms();
-    let before = block_on(async {
-        let (_, pg) = fixture::postgres(&url, &schema).await;
-        fixture::drop_schema(&pg, &schema).await;
-        let (stores, _) = fixture::postgres(&url, &schema).await;
-        fixture::populate(&stores, now).await;
-        fixture::snapshot(&stores).await
-    });
-    let target = Target {
-        args: vec![
-            "--store".to_owned(),
-            format!("postgres:{url}"),
-            "--schema".to_owned(),
-            schema.clone(),
-        ],
-    };
-    check_fixture(&target, now);
+    let made = PostgresFixture::new(&url, "cli_inspect", now);
+    let target = &made.target;
+    check_fixture(target, now);
     // A schema that holds no store is refused, and not created.
     let missing = Target {
         args: vec![
             "--store".to_owned(),
             format!("postgres:{url}"),
             "--schema".to_owned(),
-            format!("{schema}_missing"),
+            format!("{}_missing", made.schema()),
         ],
     };
     let (code, _, stderr) = inspect(&missing, &["parent"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("holds no loomfence store"), "{stderr}");
-    block_on(async {
-        let (stores, pg) = fixture::postgres(&url, &schema).await;
-        assert_eq!(fixture::snapshot(&stores).await, before, "nothing changed");
-        fixture::drop_schema(&pg, &schema).await;
-    });
+    made.assert_unchanged_and_drop();
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod fixture;
 use serde_json::{Value, json};
 
 use crate::common::Scratch;
-use crate::fixture::{MINUTE, Target, block_on, now_ms};
+use crate::fixture::{MINUTE, PostgresFixture, SqliteFixture, Target, block_on, now_ms};
 
 /// `loomfence timers --json ARGS…`, exit 0 and one object.
 fn timers_json(target: &Target, rest: &[&str]) -> Value {
@@ -167,32 +167,17 @@ fn check_fixture(target: &Target, now: i64) {
 #[test]
 fn sqlite_lists_rows_records_and_filters_and_changes_nothing() {
     let scratch = Scratch::new("timers-sqlite");
-    let path = scratch.path().join("store.db");
     let now = now_ms();
-    let before = block_on(async {
-        let stores = fixture::sqlite(&path).await;
-        fixture::populate(&stores, now).await;
-        fixture::snapshot(&stores).await
-    });
-    let files = scratch.files();
-    let bytes = std::fs::read(&path).expect("reads the store");
-    let target = Target {
-        args: vec!["--store".to_owned(), scratch.store("store.db")],
-    };
-    check_fixture(&target, now);
-    let (code, _, stderr) = timers(&target, &["--schema", "app"]);
+    let made = SqliteFixture::new(&scratch, now);
+    let target = &made.target;
+    check_fixture(target, now);
+    let (code, _, stderr) = timers(target, &["--schema", "app"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("--schema: only for --store postgres"),
         "{stderr}"
     );
-    assert_eq!(scratch.files(), files, "no file made or removed");
-    assert!(
-        std::fs::read(&path).expect("reads the store") == bytes,
-        "the file is unchanged"
-    );
-    let after = block_on(async { fixture::snapshot(&fixture::sqlite(&path).await).await });
-    assert_eq!(after, before);
+    made.assert_unchanged(&scratch);
 }
 
 /// A row whose re-drive flag is damaged is listed in its own section by
@@ -257,29 +242,11 @@ fn postgres_lists_rows_records_and_filters_and_changes_nothing() {
     let Some(url) = common::postgres_url("the PostgreSQL timers test") else {
         return;
     };
-    let schema = format!("cli_timers_{}", std::process::id());
     let now = now_ms();
-    let before = block_on(async {
-        let (_, pg) = fixture::postgres(&url, &schema).await;
-        fixture::drop_schema(&pg, &schema).await;
-        let (stores, _) = fixture::postgres(&url, &schema).await;
-        fixture::populate(&stores, now).await;
-        fixture::snapshot(&stores).await
-    });
-    let target = Target {
-        args: vec![
-            "--store".to_owned(),
-            format!("postgres:{url}"),
-            "--schema".to_owned(),
-            schema.clone(),
-        ],
-    };
-    check_fixture(&target, now);
-    block_on(async {
-        let (stores, pg) = fixture::postgres(&url, &schema).await;
-        assert_eq!(fixture::snapshot(&stores).await, before, "nothing changed");
-        fixture::drop_schema(&pg, &schema).await;
-    });
+    let made = PostgresFixture::new(&url, "cli_timers", now);
+    let target = &made.target;
+    check_fixture(target, now);
+    made.assert_unchanged_and_drop();
 }
 
 #[test]
