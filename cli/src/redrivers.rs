@@ -7,13 +7,24 @@
 
 use std::sync::Arc;
 
+use loomfence_core::redrive::RedrivePolicy;
 use loomfence_runtime::{
     ChildSupervisor, Features, Inbox, OnResumed, Redriver, inbox::InboxOptions,
     supervise::SupervisorOptions,
 };
 use loomfence_store::{EventStore, InboxStore, TimerStore};
 
-use crate::harness::redrive::POLICY;
+/// The retry schedule of every re-drive the CLI makes (the race's, the
+/// fleet's workers', a recovery's fresh chain): the design's shape
+/// (doubling, capped, 8 retries) on a command line's time scale, 20 ms
+/// doubling to at most 1 s, so a chain that gives up does so within about
+/// 3.3 s. One constant, because a recovery starts a chain the workers
+/// carry on.
+pub(crate) const POLICY: RedrivePolicy = RedrivePolicy {
+    base_ms: 20,
+    cap_ms: 1_000,
+    max_attempts: 8,
+};
 
 /// The supervisor and the inbox over one store, with re-drive on.
 pub(crate) struct Redrivers {

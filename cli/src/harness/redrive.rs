@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use loomfence_core::{
     ExecutionId, ExecutionView, ResumeError, ResumeRequest,
-    redrive::{Draw, RedrivePolicy},
+    redrive::Draw,
     timer::{DueFilter, MAX_TIMER_MS, RedriveAnswer, TimerRow},
 };
 use loomfence_runtime::{
@@ -45,15 +45,7 @@ pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// the run.
 const LEASE: Duration = Duration::from_secs(5);
 
-/// The retry schedule of the race's re-drives: the design's
-/// shape (doubling, capped, 8 retries) on a CLI's time scale: 20 ms
-/// doubling to at most 1 s, so a chain that gives up does so within about
-/// 3.3 s.
-pub(crate) const POLICY: RedrivePolicy = RedrivePolicy {
-    base_ms: 20,
-    cap_ms: 1_000,
-    max_attempts: 8,
-};
+pub(crate) use crate::redrivers::POLICY;
 
 /// Mixed into `--seed` for the service's random source, so that it does
 /// not draw the same numbers as resumer 0's PRNG.

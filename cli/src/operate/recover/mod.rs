@@ -31,8 +31,7 @@ pub(crate) use self::args::RecoverArgs;
 use self::report::Recovered;
 use crate::clock::now_ms;
 use crate::error::CliError;
-use crate::harness::redrive::POLICY;
-use crate::redrivers::Redrivers;
+use crate::redrivers::{POLICY, Redrivers};
 use crate::store::{ExistingStore, KeptStore};
 
 /// PostgreSQL connections: one recovery at a time, plus a re-driver's
