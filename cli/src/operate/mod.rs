@@ -1,6 +1,8 @@
-//! The operator's commands: they work on a store somebody else made and
-//! keeps, and never create, drop or remove it behind the operator's back.
-//! `retention` deletes what a sweep may; `inspect` and `timers` only read.
+//! The operator's commands: they work on a store somebody keeps, and never
+//! drop or remove it. `init` makes one (and only migrates one that is
+//! already a loomfence store), `retention` deletes what a sweep may,
+//! `recover` moves stuck executions on, and `inspect` and `timers` only
+//! read, through a read-only open.
 
 pub(crate) mod init;
 pub(crate) mod inspect;

@@ -2,10 +2,8 @@
 //! (`loomfence inspect`, `loomfence timers`): checked once
 //! ([`KeptStore`]), opened read-only.
 
-use loomfence_postgres::Schema;
-
 use crate::error::CliError;
-use crate::store::{ExistingStore, KeptStore, StoreArg};
+use crate::store::{ExistingStore, KeptStore};
 
 /// PostgreSQL connections: a reading command makes one call at a time.
 const POOL_SIZE: usize = 2;
@@ -32,17 +30,9 @@ impl Target {
         self.kept.open_read_only(POOL_SIZE).await
     }
 
-    /// The store as output names it: with its schema on PostgreSQL, never
-    /// with a password.
+    /// The store as output names it (see [`KeptStore::shown`]).
     pub(crate) fn shown(&self) -> String {
-        let store = &self.kept.store;
-        match (store, &self.kept.schema) {
-            (StoreArg::Postgres { .. }, Some(schema)) => format!("{store} (schema {schema})"),
-            (StoreArg::Postgres { .. }, None) => {
-                format!("{store} (schema {})", Schema::default())
-            }
-            _ => store.to_string(),
-        }
+        self.kept.shown()
     }
 
     /// A note for a store in memory, which is new and empty when opened

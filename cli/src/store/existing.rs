@@ -29,6 +29,20 @@ impl KeptStore {
         Ok(Self { store, schema })
     }
 
+    /// The store as output names it: with its schema on PostgreSQL (the
+    /// default one when none was given), never with a password.
+    pub(crate) fn shown(&self) -> String {
+        match (&self.store, &self.schema) {
+            (StoreArg::Postgres { .. }, Some(schema)) => {
+                format!("{} (schema {schema})", self.store)
+            }
+            (StoreArg::Postgres { .. }, None) => {
+                format!("{} (schema {})", self.store, Schema::default())
+            }
+            _ => self.store.to_string(),
+        }
+    }
+
     /// Opens it as it is, over `pool_size` PostgreSQL connections, for a
     /// command that writes (migrated as the adapter's open does).
     pub(crate) async fn open(&self, pool_size: usize) -> Result<ExistingStore, CliError> {

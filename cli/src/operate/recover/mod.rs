@@ -69,7 +69,7 @@ async fn run(args: RecoverArgs) -> Result<(String, Vec<Recovered>), CliError> {
         .map(|id| ExecutionId::new(id).map_err(|e| CliError::bad_value("ID", &e)))
         .collect::<Result<Vec<_>, _>>()?;
     let store = kept.open(POOL_SIZE).await?;
-    let shown = kept.store.to_string();
+    let shown = kept.shown();
     let recoverer = Recoverer::new(&store);
     let mut all = Vec::new();
     if args.exhausted {

@@ -3,9 +3,9 @@
 //!
 //! The sweep is the runtime's [`Sweep`] (the core decides, the runtime
 //! reads and deletes); this command opens the store as it is (see
-//! [`StoreArg::open_existing`]: it creates, drops and removes nothing; a
+//! [`StoreArg::open_existing`](crate::store::StoreArg::open_existing): it creates, drops and removes nothing; a
 //! dry run opens it read-only and migrates nothing, see
-//! [`StoreArg::open_existing_read_only`]),
+//! [`StoreArg::open_existing_read_only`](crate::store::StoreArg::open_existing_read_only)),
 //! computes the cutoff from the system clock (`now - --older-than`), shows
 //! a spinner on a terminal, and prints what was done. Exit codes:
 //!
@@ -41,8 +41,7 @@ use crate::clock::now_ms;
 use crate::error::CliError;
 use crate::interrupt::{self, StopRequest, Stopped, until_stopped};
 use crate::progress;
-use crate::store::StoreArg;
-use crate::store::sqlite_file::SqliteTarget;
+use crate::store::KeptStore;
 
 /// PostgreSQL connections: the sweep makes one call at a time.
 const POOL_SIZE: usize = 2;
@@ -71,7 +70,7 @@ pub(crate) async fn command(raw: RawRetention) -> ExitCode {
         Ok(store) => store.events,
         Err(failure) => return failure.exit("could not open the store"),
     };
-    if in_memory(&settings.store) {
+    if settings.store.is_in_memory() {
         eprintln!(
             "note: --store {} is a new, empty store (a store in memory cannot be reached from outside its process); the sweep finds nothing: a smoke test of the command",
             settings.store
@@ -175,28 +174,9 @@ async fn sweep(
 
 /// The store as the report names it: with its schema on PostgreSQL.
 fn shown(settings: &RetentionSettings) -> String {
-    match (&settings.store, &settings.schema) {
-        (StoreArg::Postgres { .. }, Some(schema)) => {
-            format!("{} (schema {schema})", settings.store)
-        }
-        (StoreArg::Postgres { .. }, None) => format!(
-            "{} (schema {})",
-            settings.store,
-            loomfence_postgres::Schema::default()
-        ),
-        _ => settings.store.to_string(),
+    KeptStore {
+        store: settings.store.clone(),
+        schema: settings.schema.clone(),
     }
-}
-
-/// Whether the store lives in this process's memory, so it is new and
-/// empty.
-fn in_memory(store: &StoreArg) -> bool {
-    matches!(
-        store,
-        StoreArg::Memory
-            | StoreArg::Sqlite {
-                target: SqliteTarget::Memory,
-                ..
-            }
-    )
+    .shown()
 }
