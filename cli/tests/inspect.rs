@@ -356,42 +356,9 @@ fn postgres_shows_an_execution_and_changes_nothing() {
 
 #[test]
 fn stores_that_are_not_usable_exit_2_and_stay_as_they_were() {
-    let outdated = Scratch::new("inspect-outdated");
-    let path = outdated.path().join("store.db");
-    block_on(async {
-        fixture::populate(&fixture::sqlite(&path).await, now_ms()).await;
-    });
-    fixture::assert_outdated_refused(&path, "inspect", &["parent"]);
-    let scratch = Scratch::new("inspect-bad-stores");
-    let out = common::loomfence(
+    fixture::assert_unusable_stores_refused(
         "inspect",
-        &["--store", &scratch.store("nosuch.db"), "parent"],
+        "inspect",
+        &[&["parent"], &["parent", "--json"]],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("nosuch.db: no such file"), "{stderr}");
-    assert_eq!(scratch.files(), Vec::<String>::new(), "nothing was created");
-    for (name, contents, expect) in [
-        (
-            "empty.db",
-            &b""[..],
-            "an empty file, not a loomfence database",
-        ),
-        (
-            "junk.db",
-            &b"not a database, just text"[..],
-            "not an SQLite database",
-        ),
-    ] {
-        for json in [&["--json"][..], &[]] {
-            let args: Vec<&str> = ["parent"].into_iter().chain(json.iter().copied()).collect();
-            common::assert_refused_unchanged(
-                "inspect",
-                &scratch.path().join(name),
-                contents,
-                &args,
-                expect,
-            );
-        }
-    }
 }

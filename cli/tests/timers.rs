@@ -251,40 +251,11 @@ fn postgres_lists_rows_records_and_filters_and_changes_nothing() {
 
 #[test]
 fn stores_that_are_not_usable_exit_2_and_stay_as_they_were() {
-    let outdated = Scratch::new("timers-outdated");
-    let path = outdated.path().join("store.db");
-    block_on(async {
-        fixture::populate(&fixture::sqlite(&path).await, now_ms()).await;
-    });
-    fixture::assert_outdated_refused(&path, "timers", &["--due"]);
-    let scratch = Scratch::new("timers-bad-stores");
-    let out = common::loomfence("timers", &["--store", &scratch.store("nosuch.db")]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("nosuch.db: no such file"), "{stderr}");
-    assert_eq!(scratch.files(), Vec::<String>::new(), "nothing was created");
-    for (name, contents, expect) in [
-        (
-            "empty.db",
-            &b""[..],
-            "an empty file, not a loomfence database",
-        ),
-        (
-            "junk.db",
-            &b"not a database, just text"[..],
-            "not an SQLite database",
-        ),
-    ] {
-        for args in [&["--json"][..], &["--due", "--redrive"]] {
-            common::assert_refused_unchanged(
-                "timers",
-                &scratch.path().join(name),
-                contents,
-                args,
-                expect,
-            );
-        }
-    }
+    fixture::assert_unusable_stores_refused(
+        "timers",
+        "timers",
+        &[&["--due", "--redrive"], &["--json"]],
+    );
 }
 
 #[test]
