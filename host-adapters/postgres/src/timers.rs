@@ -248,6 +248,39 @@ enum Answer {
     Unreadable(UnreadableRow),
 }
 
+/// A row's key and flag, checked with the core's rules as a claim and a
+/// listing read them; what does not read back is named by `bad`.
+fn read_key(
+    id: &str,
+    wake_at: i64,
+    redrive: Option<&str>,
+    bad: impl Fn(UnreadableField, String) -> UnreadableRow,
+) -> Result<TimerRow, UnreadableRow> {
+    let execution_id = ExecutionId::new(id).map_err(|e| {
+        bad(
+            UnreadableField::ExecutionId,
+            format!("execution_id {id:?} is not a valid id: {e}"),
+        )
+    })?;
+    if !(0..=MAX_TIMER_MS).contains(&wake_at) {
+        return Err(bad(
+            UnreadableField::WakeAt,
+            format!("wake_at {wake_at} is outside 0..=2^53-1"),
+        ));
+    }
+    let redrive = redrive
+        .map(|json| {
+            read_redrive_flag(json.as_bytes())
+                .map_err(|reason| bad(UnreadableField::Redrive, format!("redrive {json} {reason}")))
+        })
+        .transpose()?;
+    Ok(TimerRow {
+        execution_id,
+        wake_at,
+        redrive,
+    })
+}
+
 /// Reads one row of the claim's answer: `claimed`, `execution_id`,
 /// `wake_at`, `redrive` as text, `claims`. The row is checked with the
 /// core's rules; the SQL check ([`readable`](crate::timer_sql)) states the
@@ -265,26 +298,7 @@ fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, Stor
         detail,
     };
     let checked = (|| {
-        let execution_id = ExecutionId::new(id.as_str()).map_err(|e| {
-            bad(
-                UnreadableField::ExecutionId,
-                format!("execution_id {id:?} is not a valid id: {e}"),
-            )
-        })?;
-        if !(0..=MAX_TIMER_MS).contains(&wake_at) {
-            return Err(bad(
-                UnreadableField::WakeAt,
-                format!("wake_at {wake_at} is outside 0..=2^53-1"),
-            ));
-        }
-        let redrive = redrive
-            .as_deref()
-            .map(|json| {
-                read_redrive_flag(json.as_bytes()).map_err(|reason| {
-                    bad(UnreadableField::Redrive, format!("redrive {json} {reason}"))
-                })
-            })
-            .transpose()?;
+        let timer_row = read_key(&id, wake_at, redrive.as_deref(), bad)?;
         // Answered after the increment when claimed; as stored otherwise.
         let number = u64::try_from(if claimed {
             claims
@@ -299,14 +313,7 @@ fn read_answer(row: &Row, lease: &Lease, expires_at: i64) -> Result<Answer, Stor
                 format!("claims {claims} is not a non-negative integer"),
             )
         })?;
-        Ok((
-            TimerRow {
-                execution_id,
-                wake_at,
-                redrive,
-            },
-            number,
-        ))
+        Ok((timer_row, number))
     })();
     Ok(match checked {
         Ok((timer_row, number)) if claimed => Answer::Claimed(Claim {
@@ -341,26 +348,7 @@ fn read_entry(row: &Row) -> Result<Result<TimerEntry, UnreadableRow>, StoreError
         detail,
     };
     Ok((|| {
-        let execution_id = ExecutionId::new(id.as_str()).map_err(|e| {
-            bad(
-                UnreadableField::ExecutionId,
-                format!("execution_id {id:?} is not a valid id: {e}"),
-            )
-        })?;
-        if !(0..=MAX_TIMER_MS).contains(&wake_at) {
-            return Err(bad(
-                UnreadableField::WakeAt,
-                format!("wake_at {wake_at} is outside 0..=2^53-1"),
-            ));
-        }
-        let redrive = redrive
-            .as_deref()
-            .map(|json| {
-                read_redrive_flag(json.as_bytes()).map_err(|reason| {
-                    bad(UnreadableField::Redrive, format!("redrive {json} {reason}"))
-                })
-            })
-            .transpose()?;
+        let timer_row = read_key(&id, wake_at, redrive.as_deref(), bad)?;
         // As a claim reads the count: one more must fit.
         let number = u64::try_from(claims)
             .ok()
@@ -391,11 +379,7 @@ fn read_entry(row: &Row) -> Result<Result<TimerEntry, UnreadableRow>, StoreError
             }
         };
         Ok(TimerEntry {
-            row: TimerRow {
-                execution_id,
-                wake_at,
-                redrive,
-            },
+            row: timer_row,
             held,
         })
     })())
