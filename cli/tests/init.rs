@@ -317,17 +317,7 @@ fn postgres_creates_migrates_and_refuses_a_schema_that_is_not_ours() {
 
     // Data written into it is kept by another init, and a dry run reads it.
     let before = block_on(async {
-        let pg = loomfence_postgres::PostgresEventStore::connect(
-            &url,
-            loomfence_postgres::PostgresOptions {
-                schema: loomfence_postgres::Schema::new(&fresh).expect("a schema name"),
-                pool_size: 2,
-                migrate_on_connect: false,
-                ..loomfence_postgres::PostgresOptions::default()
-            },
-        )
-        .await
-        .expect("connects");
+        let pg = common::connect_schema(&url, &fresh, false).await;
         write_some(&pg).await
     });
     let json = init_json(&["--store", &store, "--schema", &fresh]);

@@ -17,7 +17,7 @@ use loomfence_core::{
     park::{Wait, park_payload},
     timer::{DueFilter, ExhaustedQuery, Exhaustion, Lease, NodeId, TimerRow},
 };
-use loomfence_postgres::{PostgresEventStore, PostgresOptions, Schema};
+use loomfence_postgres::PostgresEventStore;
 use loomfence_sqlite::{SqliteEventStore, SqliteOptions};
 use loomfence_store::{EventStore, TimerStore};
 use nix::sys::signal::{Signal, kill};
@@ -44,8 +44,8 @@ struct Target {
     events: Arc<dyn EventStore>,
     /// Its timers.
     timers: Arc<dyn TimerStore>,
-    /// The PostgreSQL schema to drop at the end.
-    drop: Option<(String, String)>,
+    /// The PostgreSQL store and its schema, to drop at the end.
+    drop: Option<(Arc<PostgresEventStore>, String)>,
     /// Keeps the SQLite file's directory.
     _scratch: Option<Scratch>,
 }
@@ -77,22 +77,13 @@ impl Target {
         let schema = format!("recover_{name}_{}", std::process::id());
         let store = format!("postgres:{url}");
         init(&["--store", &store, "--schema", &schema]);
-        let events = PostgresEventStore::connect(
-            &url,
-            PostgresOptions {
-                schema: Schema::new(schema.clone()).expect("a schema name"),
-                pool_size: 4,
-                ..PostgresOptions::default()
-            },
-        )
-        .await
-        .expect("connects to the schema init made");
+        let events = Arc::new(common::connect_schema(&url, &schema, false).await);
         let timers: Arc<dyn TimerStore> = Arc::new(events.timers());
         Some(Self {
             args: vec!["--store".into(), store, "--schema".into(), schema.clone()],
-            events: Arc::new(events),
+            events: Arc::clone(&events) as Arc<dyn EventStore>,
             timers,
-            drop: Some((url, schema)),
+            drop: Some((events, schema)),
             _scratch: None,
         })
     }
@@ -108,15 +99,8 @@ impl Target {
 
     /// Drops the PostgreSQL schema.
     async fn finish(self) {
-        if let Some((url, schema)) = self.drop {
-            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .expect("connects");
-            tokio::spawn(connection);
-            client
-                .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-                .await
-                .expect("drops the schema");
+        if let Some((store, schema)) = self.drop {
+            common::drop_schema(&store, &schema).await;
         }
     }
 

@@ -540,20 +540,6 @@ fn memory_is_an_empty_smoke_test() {
     assert_eq!(json["store"], "memory", "{json}");
 }
 
-/// Connects to `schema` (migrating: this creates it) on `url`.
-async fn postgres(url: &str, schema: &str) -> loomfence_postgres::PostgresEventStore {
-    loomfence_postgres::PostgresEventStore::connect(
-        url,
-        loomfence_postgres::PostgresOptions {
-            schema: loomfence_postgres::Schema::new(schema).expect("a schema name"),
-            pool_size: 2,
-            ..loomfence_postgres::PostgresOptions::default()
-        },
-    )
-    .await
-    .expect("connects")
-}
-
 /// Whether `schema` exists on the server.
 async fn schema_exists(store: &loomfence_postgres::PostgresEventStore, schema: &str) -> bool {
     let client = store.pool().get().await.expect("a connection");
@@ -567,15 +553,6 @@ async fn schema_exists(store: &loomfence_postgres::PostgresEventStore, schema: &
         .get(0)
 }
 
-/// Drops `schema` (the test's own).
-async fn drop_schema(store: &loomfence_postgres::PostgresEventStore, schema: &str) {
-    let client = store.pool().get().await.expect("a connection");
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .await
-        .expect("drops the test's schema");
-}
-
 #[test]
 fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
     let Some(url) = common::postgres_url("the PostgreSQL retention test") else {
@@ -585,8 +562,8 @@ fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
     let missing = format!("{schema}_missing");
     let store = format!("postgres:{url}");
     let before = block_on(async {
-        let pg = postgres(&url, &schema).await;
-        drop_schema(&pg, &missing).await;
+        let pg = common::connect_schema(&url, &schema, true).await;
+        common::drop_schema(&pg, &missing).await;
         populate(&pg).await;
         logs(&pg).await
     });
@@ -618,7 +595,7 @@ fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
     assert!(stderr.contains("holds no loomfence store"), "{stderr}");
 
     block_on(async {
-        let pg = postgres(&url, &schema).await;
+        let pg = common::connect_schema(&url, &schema, true).await;
         let after = logs(&pg).await;
         let mut kept = with_fate(Fate::Pinned);
         kept.extend(with_fate(Fate::Skipped));
@@ -628,7 +605,7 @@ fn postgres_sweeps_an_existing_schema_and_drops_nothing() {
             assert_eq!(after[name], before[name], "{name} is untouched");
         }
         assert!(!schema_exists(&pg, &missing).await, "nothing was created");
-        drop_schema(&pg, &schema).await;
+        common::drop_schema(&pg, &schema).await;
     });
 }
 
@@ -742,7 +719,7 @@ fn postgres_dry_run_needs_only_usage_and_select_and_migrates_nothing() {
     let role = format!("cli_reader_{pid}");
     let ledger = format!("SELECT name, detail FROM {schema}.migrations ORDER BY name");
     let (before, ledger_before) = block_on(async {
-        let pg = postgres(&url, &schema).await;
+        let pg = common::connect_schema(&url, &schema, true).await;
         populate(&pg).await;
         let client = pg.pool().get().await.expect("a connection");
         client
@@ -790,7 +767,7 @@ fn postgres_dry_run_needs_only_usage_and_select_and_migrates_nothing() {
     // An outdated store is refused by a dry run, naming init, untouched.
     let store = format!("postgres:{url}");
     block_on(async {
-        let pg = postgres(&url, &schema).await;
+        let pg = common::connect_schema(&url, &schema, true).await;
         let client = pg.pool().get().await.expect("a connection");
         client
             .batch_execute(&format!(
@@ -818,17 +795,7 @@ fn postgres_dry_run_needs_only_usage_and_select_and_migrates_nothing() {
     );
 
     block_on(async {
-        let admin = loomfence_postgres::PostgresEventStore::connect(
-            &url,
-            loomfence_postgres::PostgresOptions {
-                schema: loomfence_postgres::Schema::new(&schema).expect("a schema name"),
-                pool_size: 2,
-                migrate_on_connect: false,
-                ..loomfence_postgres::PostgresOptions::default()
-            },
-        )
-        .await
-        .expect("connects");
+        let admin = common::connect_schema(&url, &schema, false).await;
         let client = admin.pool().get().await.expect("a connection");
         let mut rows: Vec<(String, Option<String>)> = client
             .query(ledger.as_str(), &[])

@@ -146,6 +146,35 @@ pub(crate) fn chmod(path: &Path, mode: u32) {
         .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
 }
 
+/// Connects to the test's `schema` on the server at `url`, migrating it
+/// (which creates it) when `migrate`, else as it is.
+pub(crate) async fn connect_schema(
+    url: &str,
+    schema: &str,
+    migrate: bool,
+) -> loomfence_postgres::PostgresEventStore {
+    loomfence_postgres::PostgresEventStore::connect(
+        url,
+        loomfence_postgres::PostgresOptions {
+            schema: loomfence_postgres::Schema::new(schema).expect("a schema name"),
+            pool_size: 2,
+            migrate_on_connect: migrate,
+            ..loomfence_postgres::PostgresOptions::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connects to schema {schema}: {e}"))
+}
+
+/// Drops the test's `schema`, with everything in it.
+pub(crate) async fn drop_schema(store: &loomfence_postgres::PostgresEventStore, schema: &str) {
+    let client = store.pool().get().await.expect("a connection");
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .await
+        .expect("drops the test's schema");
+}
+
 /// Runs `loomfence SUBCOMMAND ARGS…` to completion.
 pub(crate) fn loomfence(subcommand: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loomfence"))
