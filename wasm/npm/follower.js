@@ -11,7 +11,7 @@
 // failed (handleFailed).
 
 import { FollowMachine, errorClasses } from './dist/loomfence_services.js';
-import { MAX_INTERVAL_MS, checked, known, store } from './options.js';
+import { MAX_INTERVAL_MS, functionIn, integerIn, known, store } from './options.js';
 import { guardClass } from './receivers.js';
 
 /** The most notices handed out at once. */
@@ -20,7 +20,7 @@ const MAX_CONCURRENCY = 1_024;
 const OPTIONS = new Set(['events', 'supervisor', 'pageLimit', 'concurrency', 'pollIntervalMs', 'onError', 'onResumed']);
 
 const refuse = (message) => new (errorClasses().TimerInputError)(`new Follower(options): ${message}`, 'INVALID_OPTIONS');
-const integer = (name, value, min, max) => checked(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`, refuse);
+const integer = (name, value, min, max) => integerIn(name, value, min, max, refuse);
 
 function defaultOnError(error, info) {
   console.error(`loomfence Follower: ${info.stage}${info.id === undefined ? '' : ` ${info.id}`}:`, error);
@@ -64,8 +64,8 @@ export class Follower {
     this.#supervisor = store('supervisor', supervisor, ['watch', 'childEnded'], refuse);
     this.#concurrency = integer('concurrency', concurrency, 1, MAX_CONCURRENCY);
     this.#pollIntervalMs = integer('pollIntervalMs', pollIntervalMs, 0, MAX_INTERVAL_MS);
-    this.#onError = checked('onError', onError, (v) => typeof v === 'function', 'a function', refuse);
-    this.#onResumed = checked('onResumed', onResumed, (v) => typeof v === 'function', 'a function', refuse);
+    this.#onError = functionIn('onError', onError, refuse);
+    this.#onResumed = functionIn('onResumed', onResumed, refuse);
     // The core checks the page limit (InputError INVALID_LIMIT).
     this.#machine = new FollowMachine(pageLimit);
   }

@@ -46,6 +46,16 @@ export function checked(name, value, ok, what, refuse) {
   return value;
 }
 
+/** `value`, if it is a function; else `refuse`'s error. */
+export function functionIn(name, value, refuse) {
+  return checked(name, value, (v) => typeof v === 'function', 'a function', refuse);
+}
+
+/** `value`, if it is an integer in `min..=max`; else `refuse`'s error. */
+export function integerIn(name, value, min, max, refuse) {
+  return checked(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`, refuse);
+}
+
 /** `value` if it has every one of `methods`, else a refusal naming the
  * missing ones; a store that throws while looked at (a revoked Proxy, a
  * trap or a getter that throws) is refused too, never with what it threw. */

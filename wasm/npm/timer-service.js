@@ -13,7 +13,7 @@
 // hosts to the same answers.
 
 import { TickMachine, errorClasses } from './dist/loomfence_services.js';
-import { MAX_INTERVAL_MS, checked, known, show, store } from './options.js';
+import { MAX_INTERVAL_MS, checked, functionIn, integerIn, known, show, store } from './options.js';
 import { guardClass } from './receivers.js';
 import { resume } from './resume.js';
 
@@ -27,8 +27,8 @@ const REDRIVE_ANSWERS = new Set(['done', 'noop', 'contended']);
 let classes;
 const errors = () => (classes ??= errorClasses());
 const refuse = (message, code = 'INVALID_OPTIONS') => new (errors().TimerInputError)(code === 'INVALID_OPTIONS' ? `new TimerService(options): ${message}` : message, code);
-const integer = (name, value, min, max) => checked(name, value, (v) => Number.isSafeInteger(v) && v >= min && v <= max, `an integer in ${min}..=${max}`, refuse);
-const fn = (name, value) => checked(name, value, (v) => typeof v === 'function', 'a function', refuse);
+const integer = (name, value, min, max) => integerIn(name, value, min, max, refuse);
+const fn = (name, value) => functionIn(name, value, refuse);
 
 function defaultNode() {
   const tag = Math.random().toString(36).slice(2, 10).padEnd(8, '0');
