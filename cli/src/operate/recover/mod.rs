@@ -31,6 +31,7 @@ pub(crate) use self::args::RecoverArgs;
 use self::report::Recovered;
 use crate::clock::now_ms;
 use crate::error::CliError;
+use crate::operate::timer_rows::list_exhausted;
 use crate::redrivers::{POLICY, Redrivers};
 use crate::store::{ExistingStore, KeptStore};
 
@@ -75,7 +76,7 @@ async fn run(args: RecoverArgs) -> Result<(String, Vec<Recovered>), CliError> {
     if args.exhausted {
         let mut after = None;
         loop {
-            let page = recoverer.records(None, after.clone()).await?;
+            let page = recoverer.page(after.clone()).await?;
             let Some(last) = page.last() else { break };
             after = Some((last.row.execution_id.clone(), last.row.wake_at));
             for record in page {
@@ -87,7 +88,9 @@ async fn run(args: RecoverArgs) -> Result<(String, Vec<Recovered>), CliError> {
         // Every id is looked up before any is recovered.
         let mut plan = Vec::new();
         for id in ids {
-            let records = recoverer.records(Some(&id), None).await?;
+            let (records, _) = list_exhausted(&*store.timers, Some(id.clone()), |_| true, None)
+                .await
+                .map_err(CliError::store("timer store"))?;
             if records.is_empty() && !recoverer.has_log(&id).await? {
                 return Err(CliError::NoExecution {
                     id: id.as_str().to_owned(),
@@ -137,14 +140,11 @@ impl<'s> Recoverer<'s> {
         }
     }
 
-    /// A page of exhausted records, of one execution or all, after a key.
-    async fn records(
-        &self,
-        execution: Option<&ExecutionId>,
-        after: Option<(ExecutionId, i64)>,
-    ) -> Result<Vec<ExhaustedRow>, CliError> {
+    /// A page of every execution's exhausted records, after a key: read as
+    /// the recoveries go, so a store with many holds one page at a time.
+    async fn page(&self, after: Option<(ExecutionId, i64)>) -> Result<Vec<ExhaustedRow>, CliError> {
         let query = ExhaustedQuery {
-            execution: execution.cloned(),
+            execution: None,
             after,
             limit: PAGE,
         };
